@@ -1,0 +1,44 @@
+# The two commands of the README: `make run` (the recording proxy on the embedded defaults)
+# and `make test` (lint, types, import direction, tests). Both build .venv on first use.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.12 || command -v python3.13 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PACKAGES := storage catalog addons tui flightlog
+
+.PHONY: run test lint typecheck imports pytest bench venv clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
+		{ echo "flightlog needs Python >= 3.12 (found $$($(PYTHON) --version)); set PYTHON=..."; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/flightlog proxy
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test: lint typecheck imports pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

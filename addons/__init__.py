@@ -1,0 +1,1 @@
+"""mitmproxy addons, the boundary: capture, redact, dispatch, own routes. Imports storage and catalog."""

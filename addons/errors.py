@@ -1,0 +1,5 @@
+"""Errors of the proxy's addons."""
+
+
+class AddonError(Exception):
+    """Base of every error the addons raise."""

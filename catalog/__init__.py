@@ -1,0 +1,1 @@
+"""The Directory: documents, derived index, contracts, resolver, agent API, MCP. Imports storage only."""

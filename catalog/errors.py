@@ -1,0 +1,5 @@
+"""Errors of the Directory."""
+
+
+class CatalogError(Exception):
+    """Base of every error the Directory raises."""

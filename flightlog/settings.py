@@ -1,0 +1,42 @@
+"""Where flightlog keeps its state, read from the environment only when a command runs.
+
+Nothing here runs at import time: commands call `load_settings()` and pass the result on, so tests
+and embedders can build a `Settings` by hand.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The four names of DESIGN.md, resolved to concrete values."""
+
+    home: Path
+    ledger_url: str
+    blobs_url: str
+    directory: Path | None
+
+    @property
+    def confdir(self) -> Path:
+        """mitmproxy's confdir (its CA lives here), always under FLIGHTLOG_HOME."""
+        return self.home / "mitmproxy"
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Resolve FLIGHTLOG_HOME, FLIGHTLOG_LEDGER, FLIGHTLOG_BLOBS and FLIGHTLOG_DIRECTORY."""
+    env = os.environ if env is None else env
+    home = Path(env.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    ledger = env.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
+    blobs = env.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+    directory = env.get("FLIGHTLOG_DIRECTORY")
+    return Settings(
+        home=home,
+        ledger_url=ledger,
+        blobs_url=blobs,
+        directory=Path(directory).expanduser() if directory else None,
+    )

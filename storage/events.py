@@ -1,0 +1,134 @@
+"""The values the Ledger takes and gives back: events, batches, append results.
+
+An `Event` is immutable and self-contained so a producer (the proxy's hooks) can hand it to a
+writer thread without sharing anything mutable. Its `event_id` is the source's own stable id, fixed
+when the event is created, so a retried write is the same write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final, Literal
+
+PayloadState = Literal["complete", "partial", "none", "artifact", "missing"]
+Direction = Literal["in", "out"]
+
+PAYLOAD_STATES: Final = ("complete", "partial", "none", "artifact", "missing")
+STATES_WITH_BYTES: Final = ("complete", "partial")
+INLINE_MAX: Final = 256 * 1024
+"""Payloads up to this many bytes are kept (compressed) inside the database; larger ones in the blob store."""
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadRef:
+    """A payload already stored in the blob store (a streamed body spooled by `Spool`)."""
+
+    sha256: str
+    size: int
+    text: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing that happened, as a producer hands it to the Ledger.
+
+    `payload` is the exact bytes (or a `PayloadRef` to bytes already stored); it must be given
+    exactly when `payload_state` is `complete` or `partial`.
+    """
+
+    event_id: str
+    action_id: str
+    kind: str
+    direction: Direction
+    at: datetime
+    collector: str = ""
+    seq: int = 0
+    method: str | None = None
+    url: str | None = None
+    host: str | None = None
+    status: int | None = None
+    tool: str | None = None
+    session: str | None = None
+    task: str | None = None
+    turn: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    head: bytes = b""
+    payload: bytes | PayloadRef | None = None
+    payload_state: PayloadState = "none"
+    redacted: tuple[str, ...] = ()
+    error: str | None = None
+    parent: str | None = None
+    """Another action this one refers to (a replay's original, a dispatch's call)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as the Ledger keeps it: the payload is an address, read with `Ledger.payload()`."""
+
+    event_id: str
+    action_id: str
+    kind: str
+    direction: str
+    at: datetime
+    collector: str
+    seq: int
+    method: str | None
+    url: str | None
+    host: str | None
+    status: int | None
+    tool: str | None
+    session: str | None
+    task: str | None
+    turn: str | None
+    agent: str | None
+    model: str | None
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    head: bytes
+    payload_state: str
+    payload_sha256: str | None
+    payload_size: int | None
+    payload_text: bool | None
+    redacted: tuple[str, ...]
+    error: str | None
+    parent: str | None
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What one collector delivers at once; it commits whole or not at all.
+
+    `position` is the collector's delivered position after this batch (monotonic per collector),
+    so a collector that restarts knows where to resume.
+    """
+
+    collector: str
+    position: int
+    events: tuple[Event, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """An `event_id` that arrived again with different content; the stored version is kept."""
+
+    event_id: str
+    stored_fingerprint: str
+    offered_fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """The accounting of one `append`: how many events were new, repeated or in conflict."""
+
+    batch_id: str
+    received: int
+    new: int
+    duplicates: int
+    conflicts: tuple[Conflict, ...] = ()

@@ -1,0 +1,54 @@
+"""Shared fixtures: a fresh FLIGHTLOG_HOME, and a fresh PostgreSQL database per test.
+
+PostgreSQL tests never skip: when the server is unreachable they fail with one clear line, because
+CI must prove the PostgreSQL path (`.ci/run` starts the cluster first).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_server() -> str:
+    """The admin URL's server part, for building per-test database URLs."""
+    return PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh FLIGHTLOG_HOME with nothing else from the environment leaking in."""
+    monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path / "home"))
+    for name in ("FLIGHTLOG_LEDGER", "FLIGHTLOG_BLOBS", "FLIGHTLOG_DIRECTORY"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A new, empty PostgreSQL database (SQLAlchemy URL), dropped after the test."""
+    name = f"fl_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as e:
+        pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN}: {e}".splitlines()[0])
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield f"postgresql+psycopg://{_pg_server()}/{name}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same test on the embedded SQLite ledger and on a real PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ledger.db'}"
+    return str(request.getfixturevalue("pg_url"))

@@ -1,0 +1,5 @@
+"""Errors of the terminal browser."""
+
+
+class TuiError(Exception):
+    """Base of every error the browser raises."""
