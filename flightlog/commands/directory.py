@@ -7,12 +7,11 @@ import typer
 from flightlog.commands.pending import not_built
 
 directory_app = typer.Typer(help="Import and export the Directory.", no_args_is_help=True)
-import_app = typer.Typer(help="Import rows from an OpenAPI document or an MCP server.")
-directory_app.add_typer(import_app, name="import")
 
 
 def register(app: typer.Typer) -> None:
-    """Add the Directory commands to the root app."""
+    """Add the Directory commands to the root app (`directory import` and `contracts` live in
+    `flightlog.commands.contracts`)."""
     app.add_typer(directory_app, name="directory")
 
     @app.command()
@@ -31,26 +30,9 @@ def register(app: typer.Typer) -> None:
         not_built("manifest", 4)
 
     @app.command()
-    def contracts(tool: str) -> None:
-        """Every runnable form of one tool's canonical call."""
-        not_built("contracts", 4)
-
-    @app.command()
     def mcp() -> None:
         """Serve the Directory's agent API over MCP stdio."""
         not_built("mcp", 4)
-
-
-@import_app.command("openapi")
-def import_openapi(file: str) -> None:
-    """Each operation of an OpenAPI document becomes a tool row."""
-    not_built("directory import openapi", 4)
-
-
-@import_app.command("mcp")
-def import_mcp(command: list[str]) -> None:
-    """An MCP server's tools/list becomes rows with MCP contracts."""
-    not_built("directory import mcp", 4)
 
 
 @directory_app.command()
