@@ -175,16 +175,16 @@ class Ledger:
 
     def events(self, event_ids: Sequence[str]) -> Iterator[StoredEvent]:
         """The events with these ids (those that exist), in the order asked."""
-        found: dict[str, StoredEvent] = {}
         ids = list(event_ids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._read(
-                lambda c, chunk=chunk: (
-                    c.execute(select(EVENTS).where(EVENTS.c.event_id.in_(chunk))).mappings().all()
-                )
-            )
-            found.update((r["event_id"], from_mapping(r)) for r in rows)
+
+        def read(c: Connection) -> dict[str, StoredEvent]:
+            found: dict[str, StoredEvent] = {}
+            for i in range(0, len(ids), 500):
+                query = select(EVENTS).where(EVENTS.c.event_id.in_(ids[i : i + 500]))
+                found.update((r["event_id"], from_mapping(r)) for r in c.execute(query).mappings())
+            return found
+
+        found = self._read(read)
         return (found[i] for i in ids if i in found)
 
     def action(self, action_id: str) -> list[StoredEvent]:
