@@ -1,10 +1,66 @@
-"""`flightlog browse`, `replay`, `serve-replay` and `export`: look at the Ledger and use what it kept."""
+"""`flightlog replay`, `serve-replay` and `export`: use what the Ledger kept (and `browse`, until it moves).
+
+Selection options (`--session`, `--task`, `--agent`, `--tool`, `--host`, `--action`) are a stand-in for
+the Ledger's shared filter object; they select with plain SQL over the `events` table.
+"""
 
 from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
 from flightlog.commands.pending import not_built
+from flightlog.errors import CommandError
+from flightlog.settings import load_settings
+
+if TYPE_CHECKING:
+    from addons.recorded import Selection
+
+LedgerOpt = Annotated[str | None, typer.Option("--ledger", help="Ledger database URL (FLIGHTLOG_LEDGER).")]
+BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="Blob store URL (FLIGHTLOG_BLOBS).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+SecretsOpt = Annotated[
+    Path | None, typer.Option("--secrets", help="NAME=value file whose values fill the recorded [NAME]s.")
+]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Only events of this session.")]
+TaskOpt = Annotated[str | None, typer.Option("--task", help="Only events of this task.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Only events of this agent.")]
+ToolOpt = Annotated[str | None, typer.Option("--tool", help="Only events of this tool.")]
+HostOpt = Annotated[str | None, typer.Option("--host", help="Only requests to this host.")]
+ActionOpt = Annotated[list[str] | None, typer.Option("--action", help="Only this action (repeatable).")]
+
+
+def _selection(
+    session: str | None,
+    task: str | None,
+    agent: str | None,
+    tool: str | None,
+    host: str | None,
+    action: list[str] | None,
+) -> Selection:
+    from addons.recorded import Selection
+
+    return Selection(session, task, agent, tool, host, tuple(action or ()))
+
+
+def _secrets(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    from addons.secrets import load_secrets
+
+    return load_secrets(path)
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise CommandError(f"--listen takes HOST:PORT, not {value!r}")
+    return host or "127.0.0.1", int(port)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,16 +72,148 @@ def register(app: typer.Typer) -> None:
         not_built("browse", 6)
 
     @app.command()
-    def replay(action_id: str) -> None:
-        """Send a recorded request again and diff the answers."""
-        not_built("replay", 6)
+    def replay(
+        action_id: str,
+        to: Annotated[
+            str | None, typer.Option("--to", help="Send to this scheme://host:port instead (path kept).")
+        ] = None,
+        secrets: SecretsOpt = None,
+        proxy: Annotated[str | None, typer.Option("--proxy", help="Send through this HTTP proxy.")] = None,
+        ca: Annotated[
+            Path | None, typer.Option("--ca", help="Trust this CA bundle for HTTPS (e.g. the proxy's CA).")
+        ] = None,
+        insecure: Annotated[
+            bool, typer.Option("--insecure", help="Do not verify HTTPS certificates.")
+        ] = False,
+        allow_unfilled: Annotated[
+            bool, typer.Option("--allow-unfilled", help="Send [NAME]s the secrets file does not fill as is.")
+        ] = False,
+        timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the answer.")] = 30.0,
+        ledger: LedgerOpt = None,
+        blobs: BlobsOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """Send a recorded request again, record the new exchange, and diff the answers."""
+        from addons.replay import replay as run_replay
+
+        verify: bool | str = False if insecure else str(ca) if ca else True
+        opened = load_settings().open_ledger(ledger, blobs)
+        try:
+            result = run_replay(
+                opened,
+                action_id,
+                _secrets(secrets),
+                to=to,
+                proxy=proxy,
+                verify=verify,
+                allow_unfilled=allow_unfilled,
+                timeout=timeout,
+            )
+        finally:
+            opened.close()
+        if as_json:
+            typer.echo(json.dumps(result.to_json(), indent=2))
+            return
+        typer.echo(f"replayed {result.original} as {result.action_id}: {result.url}")
+        typer.echo(result.diff.render())
 
     @app.command("serve-replay")
-    def serve_replay() -> None:
-        """A hermetic proxy that answers from the Ledger."""
-        not_built("serve-replay", 6)
+    def serve_replay(
+        listen: Annotated[str, typer.Option("--listen", help="HOST:PORT to listen on.")] = "127.0.0.1:8081",
+        session: SessionOpt = None,
+        task: TaskOpt = None,
+        agent: AgentOpt = None,
+        tool: ToolOpt = None,
+        host: HostOpt = None,
+        action: ActionOpt = None,
+        secrets: SecretsOpt = None,
+        refuse_status: Annotated[
+            int, typer.Option("--refuse-status", help="Status for requests with no recorded answer.")
+        ] = 404,
+        ledger: LedgerOpt = None,
+        blobs: BlobsOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the closing report as JSON.")] = False,
+    ) -> None:
+        """A hermetic proxy that answers from the Ledger and refuses everything else."""
+        import asyncio
+        import signal
+
+        from addons.recorded import iter_exchanges, select_action_ids
+        from addons.serve_replay import Matcher, ServeReplay, build_master, concealer
+
+        settings = load_settings()
+        listen_host, listen_port = _listen(listen)
+        opened = settings.open_ledger(ledger, blobs)
+        selection = _selection(session, task, agent, tool, host, action)
+        exchanges = list(iter_exchanges(select_action_ids(opened.engine, selection), opened.action))
+        values = _secrets(secrets)
+        addon = ServeReplay(Matcher(exchanges), opened.payload, concealer(values) if values else None)
+
+        async def serve() -> None:
+            master = build_master(addon, listen_host, listen_port, str(settings.confdir))
+            master.options.update(serve_replay_refuse_status=refuse_status)
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, master.shutdown)
+            task = asyncio.create_task(master.run())
+            await asyncio.to_thread(addon.ready.wait, 30)
+            where = ", ".join(f"{h}:{p}" for h, p in addon.listening) or listen
+            print(
+                f"serve-replay: listening on {where}, answering from {len(exchanges)} recorded exchanges"
+                f" of {opened.url}; nothing is forwarded. HTTPS clients trust"
+                f" {settings.confdir / 'mitmproxy-ca-cert.pem'}. Ctrl-C stops and reports.",
+                file=sys.stderr,
+            )
+            await task
+
+        try:
+            asyncio.run(serve())
+        finally:
+            opened.close()
+        report = addon.report or addon.matcher.finish()
+        if as_json:
+            typer.echo(json.dumps(report.to_json(), indent=2))
+        else:
+            typer.echo(report.render())
 
     @app.command()
-    def export() -> None:
+    def export(
+        fmt: Annotated[str, typer.Option("--format", help="har, mitmproxy or jsonl.")],
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")
+        ] = None,
+        session: SessionOpt = None,
+        task: TaskOpt = None,
+        agent: AgentOpt = None,
+        tool: ToolOpt = None,
+        host: HostOpt = None,
+        action: ActionOpt = None,
+        progress: Annotated[bool, typer.Option(help="Draw a progress bar on standard error.")] = True,
+        ledger: LedgerOpt = None,
+        blobs: BlobsOpt = None,
+    ) -> None:
         """Export events as HAR, a mitmproxy flow file or JSON lines."""
-        not_built("export", 6)
+        from rich.console import Console
+        from rich.progress import Progress
+
+        from addons.export import export as run_export
+        from addons.export import plan
+
+        opened = load_settings().open_ledger(ledger, blobs)
+        with ExitStack() as stack:
+            stack.callback(opened.close)
+            ids = plan(opened, _selection(session, task, agent, tool, host, action), fmt)
+            out: IO[bytes]
+            if output is None:
+                out = sys.stdout.buffer
+            else:
+                try:
+                    out = stack.enter_context(output.open("wb"))
+                except OSError as e:
+                    raise CommandError(f"cannot write {output}: {e.strerror}") from e
+            bar = stack.enter_context(Progress(console=Console(stderr=True), disable=not progress))
+            what = "events" if fmt == "jsonl" else "exchanges"
+            job = bar.add_task(f"export {fmt}", total=len(ids))
+            count = run_export(opened, fmt, ids, out, lambda: bar.advance(job))
+            out.flush()
+        typer.echo(f"exported {count} {what} as {fmt}" + (f" to {output}" if output else ""), err=True)

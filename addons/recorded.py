@@ -1,0 +1,198 @@
+"""A recorded HTTP exchange read back from the Ledger: the request event, its answer, their heads.
+
+Replay, serve-replay and export all start from the same thing, the two events capture wrote for
+one action (`http.request` and `http.response`), with their exact heads split into a start line
+and header fields (name case, order and duplicates kept) and their bodies read (and verified) only
+when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import urlsplit, urlunsplit
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from addons.errors import AddonError
+from storage.events import StoredEvent
+
+REQUEST_KIND: Final = "http.request"
+RESPONSE_KIND: Final = "http.response"
+
+Fields = tuple[tuple[bytes, bytes], ...]
+PayloadReader = Callable[[str], bytes]
+
+
+class RecordedError(AddonError):
+    """A recorded exchange that cannot be read back (no such action, no request event)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A head split apart: the start line's three words and the header fields as recorded."""
+
+    start: tuple[bytes, bytes, bytes]
+    fields: Fields
+
+    def get(self, name: str) -> str | None:
+        """The first value of a header (case-insensitive), as text."""
+        key = name.lower().encode()
+        for n, v in self.fields:
+            if n.lower() == key:
+                return v.decode("latin-1")
+        return None
+
+    def has(self, name: str) -> bool:
+        return self.get(name) is not None
+
+
+def parse_head(head: bytes) -> Head:
+    """Split exact head bytes (start line + header fields, CRLF-separated) into a `Head`.
+
+    Tolerates a trailing blank line and bare LF separators; a header line without a colon is kept as
+    a name with an empty value rather than dropped, so nothing recorded silently disappears.
+    """
+    lines = [line.rstrip(b"\r") for line in head.split(b"\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    if not lines:
+        return Head((b"", b"", b""), ())
+    words = lines[0].split(b" ", 2)
+    words += [b""] * (3 - len(words))
+    fields: list[tuple[bytes, bytes]] = []
+    for line in lines[1:]:
+        if not line:
+            break
+        name, _, value = line.partition(b":")
+        fields.append((name.strip(), value.strip()))
+    return Head((words[0], words[1], words[2]), tuple(fields))
+
+
+def build_head(start: tuple[bytes, bytes, bytes], fields: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """The inverse of `parse_head`: start line and `Name: value` lines joined by CRLF."""
+    lines = [b" ".join(start).rstrip(b" ")]
+    lines += [name + b": " + value for name, value in fields]
+    return b"\r\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One recorded action: its request event and its answer event (None when none was recorded)."""
+
+    request: StoredEvent
+    response: StoredEvent | None
+
+    @property
+    def action_id(self) -> str:
+        return self.request.action_id
+
+    @property
+    def request_head(self) -> Head:
+        return parse_head(self.request.head)
+
+    @property
+    def response_head(self) -> Head | None:
+        return parse_head(self.response.head) if self.response and self.response.head else None
+
+
+def exchange_from_events(events: Sequence[StoredEvent]) -> Exchange | None:
+    """Pair the request event of an action with its answer; None when there is no request."""
+    request = next((e for e in events if e.kind == REQUEST_KIND), None)
+    if request is None:
+        return None
+    response = next((e for e in events if e.kind == RESPONSE_KIND), None)
+    return Exchange(request, response)
+
+
+def body(event: StoredEvent | None, read: PayloadReader) -> bytes:
+    """The stored body bytes of an event (empty when it kept none), verified by the Ledger."""
+    if event is None or event.payload_sha256 is None or event.payload_state not in ("complete", "partial"):
+        return b""
+    return read(event.payload_sha256)
+
+
+def canonical_url(url: str) -> str:
+    """A URL spelled one way: lower-case scheme and host, default port dropped, empty path as `/`."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    default = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which recorded events a command works on; every field left empty matches everything.
+
+    A stand-in for `storage.queries.Filter` until it lands: the same names, a few of its fields.
+    """
+
+    session: str | None = None
+    task: str | None = None
+    agent: str | None = None
+    tool: str | None = None
+    host: str | None = None
+    actions: tuple[str, ...] = ()
+
+    def where(self) -> tuple[str, dict[str, object]]:
+        """SQL conditions over the `events` table and their bound parameters."""
+        clauses: list[str] = []
+        params: dict[str, object] = {}
+        for name in ("session", "task", "agent", "tool", "host"):
+            value = getattr(self, name)
+            if value is not None:
+                clauses.append(f"{name} = :{name}")
+                params[name] = value
+        if self.actions:
+            names = [f"a{i}" for i in range(len(self.actions))]
+            clauses.append(f"action_id IN ({', '.join(':' + n for n in names)})")
+            params.update(zip(names, self.actions, strict=True))
+        return (" AND ".join(clauses) or "1 = 1"), params
+
+
+def select_event_ids(engine: Engine, selection: Selection, kind: str | None = None) -> list[str]:
+    """The ids of the selected events in recorded order (at, seq, event_id)."""
+    where, params = selection.where()
+    if kind is not None:
+        where += " AND kind = :kind"
+        params["kind"] = kind
+    sql = text(f"SELECT event_id FROM events WHERE {where} ORDER BY at, seq, event_id")
+    try:
+        with engine.connect() as conn:
+            return [row[0] for row in conn.execute(sql, params)]
+    except SQLAlchemyError as e:
+        raise RecordedError(f"cannot read the Ledger's events: {e}".splitlines()[0]) from e
+
+
+def select_action_ids(engine: Engine, selection: Selection) -> list[str]:
+    """The actions with a recorded HTTP request among the selected events, in recorded order."""
+    where, params = selection.where()
+    params["kind"] = REQUEST_KIND
+    sql = text(f"SELECT action_id FROM events WHERE {where} AND kind = :kind ORDER BY at, seq, event_id")
+    try:
+        with engine.connect() as conn:
+            ids = [row[0] for row in conn.execute(sql, params)]
+    except SQLAlchemyError as e:
+        raise RecordedError(f"cannot read the Ledger's events: {e}".splitlines()[0]) from e
+    return list(dict.fromkeys(ids))
+
+
+def iter_exchanges(
+    action_ids: Sequence[str], action: Callable[[str], list[StoredEvent]]
+) -> Iterator[Exchange]:
+    """The recorded exchange of each action, in the order given; actions without a request skipped."""
+    for action_id in action_ids:
+        exchange = exchange_from_events(action(action_id))
+        if exchange is not None:
+            yield exchange

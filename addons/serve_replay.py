@@ -1,0 +1,268 @@
+"""A hermetic proxy: every request is answered from the Ledger or refused, and nothing reaches the network.
+
+`Matcher` is the plain logic: recorded exchanges indexed by method + URL + body hash and by method +
+URL, each consumed once, in recorded order, the exact key first. `ServeReplay` is the thin mitmproxy
+shell: it answers every request in the `request` hook (so with `connection_strategy=lazy` no upstream
+connection is ever wanted) and refuses any upstream connection that is attempted anyway.
+
+Streamed answers (SSE) are served from their recorded bytes with their recorded framing
+(`Transfer-Encoding: chunked` kept); the Ledger keeps no per-chunk timing, so they go out at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from addons.errors import AddonError
+from addons.recorded import Exchange, Fields, PayloadReader, body, canonical_url
+
+if TYPE_CHECKING:
+    from mitmproxy import http
+    from mitmproxy.addonmanager import Loader
+    from mitmproxy.proxy.server_hooks import ServerConnectionHookData
+
+log = logging.getLogger("flightlog.serve_replay")
+MARK: Final = b"X-Flightlog-Replay"
+FRAMING: Final = frozenset({b"content-length", b"transfer-encoding"})
+NOT_HTTP2: Final = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"upgrade", b"te"})
+Conceal = Callable[[str, bytes, str | None], tuple[str, bytes]]
+"""Turns a live request's URL and body into their recorded spelling (secret values -> names)."""
+
+
+class ServeReplayError(AddonError):
+    """serve-replay was configured with something it cannot use."""
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(slots=True)
+class Report:
+    """What happened while serving: matches, and every way the live traffic diverged from the recording."""
+
+    by_body: list[str] = field(default_factory=list)
+    by_url: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    upstream_blocked: int = 0
+
+    @property
+    def divergences(self) -> int:
+        return len(self.by_url) + len(self.refused) + len(self.unused) + self.upstream_blocked
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answered": len(self.by_body) + len(self.by_url),
+            "matched_exactly": len(self.by_body),
+            "matched_by_url_only": self.by_url,
+            "refused": self.refused,
+            "not_requested": self.unused,
+            "upstream_connections_blocked": self.upstream_blocked,
+            "divergences": self.divergences,
+        }
+
+    def render(self) -> str:
+        lines = [
+            f"serve-replay: {len(self.by_body) + len(self.by_url)} answered from the Ledger"
+            f" ({len(self.by_body)} exactly, {len(self.by_url)} by method and URL only),"
+            f" {len(self.refused)} refused, {len(self.unused)} recorded but not requested,"
+            f" {self.upstream_blocked} upstream connections blocked"
+        ]
+        lines += [f"  body differed: {x}" for x in self.by_url]
+        lines += [f"  refused: {x}" for x in self.refused]
+        lines += [f"  not requested: {x}" for x in self.unused]
+        return "\n".join(lines)
+
+
+class Matcher:
+    """Recorded exchanges, each answering at most one live request, the oldest first."""
+
+    def __init__(self, exchanges: Sequence[Exchange]) -> None:
+        self.exchanges = list(exchanges)
+        self.used = [False] * len(self.exchanges)
+        self.exact: dict[tuple[str, str, str], deque[int]] = {}
+        self.loose: dict[tuple[str, str], deque[int]] = {}
+        self.report = Report()
+        for i, x in enumerate(self.exchanges):
+            method, url = (x.request.method or "").upper(), canonical_url(x.request.url or "")
+            sha = x.request.payload_sha256 if x.request.payload_state == "complete" else None
+            self.exact.setdefault((method, url, sha or digest(b"")), deque()).append(i)
+            self.loose.setdefault((method, url), deque()).append(i)
+
+    def _take(self, queue: deque[int] | None) -> int | None:
+        while queue:
+            i = queue.popleft()
+            if not self.used[i]:
+                self.used[i] = True
+                return i
+        return None
+
+    def match(self, method: str, url: str, body_bytes: bytes) -> Exchange | None:
+        """The recorded exchange that answers this request, consumed; None (and noted) when none does."""
+        method, url = method.upper(), canonical_url(url)
+        label = f"{method} {url}"
+        i = self._take(self.exact.get((method, url, digest(body_bytes))))
+        if i is not None:
+            self.report.by_body.append(label)
+            return self.exchanges[i]
+        i = self._take(self.loose.get((method, url)))
+        if i is not None:
+            self.report.by_url.append(f"{label} (recorded action {self.exchanges[i].action_id})")
+            return self.exchanges[i]
+        self.report.refused.append(label)
+        return None
+
+    def finish(self) -> Report:
+        """The report, with every recorded exchange nobody asked for named."""
+        self.report.unused = [
+            f"{x.request.method} {x.request.url} (action {x.action_id})"
+            for x, used in zip(self.exchanges, self.used, strict=True)
+            if not used
+        ]
+        return self.report
+
+
+def answer_fields(fields: Fields, size: int, http2: bool) -> Fields:
+    """The recorded header fields fit for the body actually served and the client's protocol.
+
+    The framing is rewritten (a partial body no longer has its recorded length): chunked stays chunked
+    for an HTTP/1 client, anything else gets a Content-Length at the place the framing stood.
+    """
+    chunked = any(n.lower() == b"transfer-encoding" and b"chunked" in v.lower() for n, v in fields)
+    framing = (
+        (b"Transfer-Encoding", b"chunked") if chunked and not http2 else (b"Content-Length", b"%d" % size)
+    )
+    out: list[tuple[bytes, bytes]] = []
+    placed = False
+    for n, v in fields:
+        low = n.lower()
+        if low in FRAMING:
+            if not placed:
+                out.append(framing)
+                placed = True
+            continue
+        if http2 and low in NOT_HTTP2:
+            continue
+        out.append((n, v))
+    if not placed:
+        out.append(framing)
+    return tuple(out)
+
+
+def refusal(method: str, url: str) -> tuple[bytes, Fields]:
+    """The body and fields of a refused request: an OpenAI-shaped error most SDKs show as is."""
+    message = (
+        f"flightlog serve-replay has no recorded answer for {method} {url}; nothing was sent to the network"
+    )
+    doc = {"error": {"type": "flightlog_replay_unmatched", "message": message, "code": "unmatched"}}
+    return json.dumps(doc).encode(), ((b"Content-Type", b"application/json"), (MARK, b"unmatched"))
+
+
+class ServeReplay:
+    """The mitmproxy addon: answers each request from the `Matcher`, or refuses it."""
+
+    def __init__(self, matcher: Matcher, read: PayloadReader, conceal: Conceal | None = None) -> None:
+        self.matcher = matcher
+        self.read = read
+        self.conceal = conceal
+        self.listening: list[tuple[str, int]] = []
+        self.ready = threading.Event()
+        self.report: Report | None = None
+
+    def load(self, loader: Loader) -> None:
+        loader.add_option(
+            "serve_replay_refuse_status",
+            int,
+            404,
+            "HTTP status answered to a request that has no recorded answer (never forwarded).",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        from mitmproxy import ctx
+
+        if (
+            "serve_replay_refuse_status" in updated
+            and not 400 <= ctx.options.serve_replay_refuse_status <= 599
+        ):
+            raise ServeReplayError("serve_replay_refuse_status must be an HTTP error status (400-599)")
+
+    def running(self) -> None:
+        from mitmproxy import ctx
+
+        server = ctx.master.addons.get("proxyserver")
+        self.listening = [(a[0], a[1]) for a in server.listen_addrs()]
+        self.ready.set()
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        from mitmproxy import ctx, http
+
+        req = flow.request
+        url, raw = req.url, req.raw_content or b""
+        if self.conceal is not None:
+            url, raw = self.conceal(url, raw, req.headers.get("content-encoding"))
+        exchange = self.matcher.match(req.method, url, raw)
+        http2 = req.http_version.startswith("HTTP/2")
+        if exchange is None:
+            content, fields = refusal(req.method, req.pretty_url)
+            status = ctx.options.serve_replay_refuse_status
+            flow.response = http.Response.make(status, content, fields)
+            return
+        response, head = exchange.response, exchange.response_head
+        if response is None or head is None or response.status is None:
+            error = (response.error if response is not None else None) or "no answer was recorded"
+            content = f"recorded without an answer: {error}".encode()
+            flow.response = http.Response.make(502, content, ((MARK, b"recorded-error"),))
+            return
+        content = await asyncio.to_thread(body, response, self.read)
+        flow.response = http.Response(
+            http_version=req.http_version.encode(),
+            status_code=response.status,
+            reason=head.start[2],
+            headers=http.Headers(answer_fields(head.fields, len(content), http2)),
+            content=content,
+            trailers=None,
+            timestamp_start=flow.request.timestamp_start,
+            timestamp_end=None,
+        )
+
+    def server_connect(self, data: ServerConnectionHookData) -> None:
+        """A last guard: whatever asked for an upstream connection, it is refused."""
+        data.server.error = "flightlog serve-replay never connects upstream"
+        self.matcher.report.upstream_blocked += 1
+
+    def done(self) -> None:
+        self.report = self.matcher.finish()
+        log.info(self.report.render())
+
+
+def concealer(secrets: dict[str, str]) -> Conceal:
+    """Spell a live request the way capture recorded it (secret values replaced by their names)."""
+    from addons.redact import Redactor
+
+    redactor = Redactor(secrets)
+
+    def conceal(url: str, raw: bytes, content_encoding: str | None) -> tuple[str, bytes]:
+        return redactor.redact_url(url)[0], redactor.redact_body(raw, content_encoding)[0]
+
+    return conceal
+
+
+def build_master(addon: ServeReplay, listen_host: str, listen_port: int, confdir: str) -> Any:
+    """A mitmproxy `DumpMaster` with only `addon` answering, lazy upstream connections, no cert sniffing."""
+    from mitmproxy import options
+    from mitmproxy.tools.dump import DumpMaster
+
+    opts = options.Options(listen_host=listen_host, listen_port=listen_port, confdir=confdir)
+    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    master.addons.add(addon)
+    opts.update(connection_strategy="lazy", upstream_cert=False)
+    return master
