@@ -168,11 +168,14 @@ def send(
     outgoing: Outgoing, proxy: str | None = None, verify: bool | str = True, timeout: float = 30.0
 ) -> Sent:
     """Send one request with httpx (through `proxy` when given) and read the raw answer whole."""
+    import ssl
+
     import httpx
 
+    trust: bool | ssl.SSLContext = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
     start = time.time()
     with httpx.Client(
-        proxy=proxy, verify=verify, timeout=timeout, follow_redirects=False, trust_env=False
+        proxy=proxy, verify=trust, timeout=timeout, follow_redirects=False, trust_env=False
     ) as client:
         try:
             request = client.build_request(

@@ -5,8 +5,10 @@ URL, each consumed once, in recorded order, the exact key first. `ServeReplay` i
 shell: it answers every request in the `request` hook (so with `connection_strategy=lazy` no upstream
 connection is ever wanted) and refuses any upstream connection that is attempted anyway.
 
-Streamed answers (SSE) are served from their recorded bytes with their recorded framing
-(`Transfer-Encoding: chunked` kept); the Ledger keeps no per-chunk timing, so they go out at once.
+Streamed answers (SSE to an HTTP/1 client) are played event by event by `replay_player.Player`, a
+loopback server inside this process that the flow is pointed at; the Ledger keeps no per-chunk
+timing, so chunks follow each other at once unless a pace is set (`serve_replay_chunk_delay`). The
+only upstream connection ever allowed is to that player.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from addons.errors import AddonError
-from addons.recorded import Exchange, Fields, PayloadReader, body, canonical_url
+from addons.recorded import Exchange, Fields, Head, PayloadReader, body, canonical_url
+from addons.replay_player import TOKEN, Playback, Player, sse_chunks
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -158,6 +161,11 @@ def answer_fields(fields: Fields, size: int, http2: bool) -> Fields:
     return tuple(out)
 
 
+def is_stream(head: Head) -> bool:
+    """A recorded answer that was streamed: server-sent events."""
+    return (head.get("content-type") or "").split(";")[0].strip().lower() == "text/event-stream"
+
+
 def refusal(method: str, url: str) -> tuple[bytes, Fields]:
     """The body and fields of a refused request: an OpenAI-shaped error most SDKs show as is."""
     message = (
@@ -177,6 +185,7 @@ class ServeReplay:
         self.listening: list[tuple[str, int]] = []
         self.ready = threading.Event()
         self.report: Report | None = None
+        self.player = Player()
 
     def load(self, loader: Loader) -> None:
         loader.add_option(
@@ -184,6 +193,12 @@ class ServeReplay:
             int,
             404,
             "HTTP status answered to a request that has no recorded answer (never forwarded).",
+        )
+        loader.add_option(
+            "serve_replay_chunk_delay",
+            float,
+            0.0,
+            "Seconds between the chunks of a streamed (SSE) answer; 0 sends them one after another at once.",
         )
 
     def configure(self, updated: set[str]) -> None:
@@ -194,10 +209,13 @@ class ServeReplay:
             and not 400 <= ctx.options.serve_replay_refuse_status <= 599
         ):
             raise ServeReplayError("serve_replay_refuse_status must be an HTTP error status (400-599)")
+        if "serve_replay_chunk_delay" in updated and not 0 <= ctx.options.serve_replay_chunk_delay <= 60:
+            raise ServeReplayError("serve_replay_chunk_delay is between 0 and 60 seconds")
 
-    def running(self) -> None:
+    async def running(self) -> None:
         from mitmproxy import ctx
 
+        await self.player.start()
         server = ctx.master.addons.get("proxyserver")
         self.listening = [(a[0], a[1]) for a in server.listen_addrs()]
         self.ready.set()
@@ -223,6 +241,9 @@ class ServeReplay:
             flow.response = http.Response.make(502, content, ((MARK, b"recorded-error"),))
             return
         content = await asyncio.to_thread(body, response, self.read)
+        if not http2 and is_stream(head) and self.player.address is not None:
+            self.play(flow, Playback(response.status, head.start[2], head.fields, tuple(sse_chunks(content))))
+            return
         flow.response = http.Response(
             http_version=req.http_version.encode(),
             status_code=response.status,
@@ -234,12 +255,34 @@ class ServeReplay:
             timestamp_end=None,
         )
 
+    def play(self, flow: http.HTTPFlow, playback: Playback) -> None:
+        """Send the flow to the in-process player, which streams the recorded chunks back."""
+        from mitmproxy import ctx
+
+        assert self.player.address is not None
+        delay = ctx.options.serve_replay_chunk_delay
+        token = self.player.put(
+            Playback(playback.status, playback.reason, playback.fields, playback.chunks, delay)
+        )
+        req = flow.request
+        req.scheme = "http"
+        req.data.host, req.port = self.player.address
+        req.headers[TOKEN] = token
+        flow.metadata["flightlog_playback"] = token
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if flow.metadata.get("flightlog_playback") and flow.response is not None:
+            flow.response.stream = True
+
     def server_connect(self, data: ServerConnectionHookData) -> None:
-        """A last guard: whatever asked for an upstream connection, it is refused."""
+        """A last guard: any upstream connection but the one to the in-process player is refused."""
+        if data.server.address is not None and tuple(data.server.address) == self.player.address:
+            return
         data.server.error = "flightlog serve-replay never connects upstream"
         self.matcher.report.upstream_blocked += 1
 
-    def done(self) -> None:
+    async def done(self) -> None:
+        await self.player.stop()
         self.report = self.matcher.finish()
         log.info(self.report.render())
 

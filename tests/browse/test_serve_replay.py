@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,7 +85,9 @@ class Running:
 
 
 @contextmanager
-def serve_replay(ledger: Ledger, confdir: Path, selection: Selection | None = None) -> Iterator[Running]:
+def serve_replay(
+    ledger: Ledger, confdir: Path, selection: Selection | None = None, chunk_delay: float = 0.0
+) -> Iterator[Running]:
     """Run the serve-replay proxy (mitmproxy's DumpMaster) on a thread until the block ends."""
     ids = select_action_ids(ledger.engine, selection or Selection())
     addon = ServeReplay(Matcher(list(iter_exchanges(ids, ledger.action))), ledger.payload)
@@ -92,6 +96,7 @@ def serve_replay(ledger: Ledger, confdir: Path, selection: Selection | None = No
     def run() -> None:
         async def main() -> None:
             master = build_master(addon, "127.0.0.1", 0, str(confdir))
+            master.options.update(serve_replay_chunk_delay=chunk_delay)
             holder["master"] = master
             await master.run()
 
@@ -120,7 +125,8 @@ def test_openai_sdk_streams_the_recorded_answer_with_no_network(ledger: Ledger, 
     unrecorded call is refused with the refusal status; no upstream connection is ever opened."""
     action = recorded_chat(ledger)
     with serve_replay(ledger, tmp_path / "conf") as running:
-        http_client = httpx.Client(proxy=running.proxy, verify=running.ca, trust_env=False)
+        trust = ssl.create_default_context(cafile=running.ca)
+        http_client = httpx.Client(proxy=running.proxy, verify=trust, trust_env=False)
         client = openai.OpenAI(api_key="sk-other", base_url=OPENAI, http_client=http_client, max_retries=0)
         chunks = list(ask(client))
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "".join(WORDS)
@@ -173,6 +179,37 @@ def test_recordings_answer_in_order_exact_body_first_then_by_url(ledger: Ledger,
     assert report.by_body == [f"POST {url}"]
     assert report.by_url == [f"POST {url} (recorded action {ids[0]})"]
     assert report.unused == [f"POST {url} (action {ids[2]})"]
+
+
+def test_streamed_answer_is_played_chunk_by_chunk_at_the_set_pace(ledger: Ledger, tmp_path: Path) -> None:
+    """An SSE answer reaches the client event by event: with a 0.2 s pace, five events arrive as five
+    pieces spread over at least 0.8 s, and together they are the recorded bytes."""
+    events = [b'data: {"n": %d}\n\n' % n for n in range(5)]
+    url = "http://stream.test/events"
+    record(
+        ledger,
+        method="GET",
+        url=url,
+        request_head=head("GET /events HTTP/1.1", [("Host", "stream.test")]),
+        response_head=head(
+            "HTTP/1.1 200 OK", [("Content-Type", "text/event-stream"), ("Transfer-Encoding", "chunked")]
+        ),
+        response_body=b"".join(events),
+    )
+    arrivals: list[tuple[float, bytes]] = []
+    with (
+        serve_replay(ledger, tmp_path / "conf", chunk_delay=0.2) as running,
+        httpx.Client(proxy=running.proxy, trust_env=False) as client,
+        client.stream("GET", url) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        for piece in response.iter_raw():
+            arrivals.append((time.monotonic(), piece))
+    assert b"".join(p for _, p in arrivals) == b"".join(events)
+    assert [p for _, p in arrivals] == events
+    assert arrivals[-1][0] - arrivals[0][0] >= 0.7
+    assert running.addon.report is not None and running.addon.report.upstream_blocked == 0
 
 
 def test_answer_fields_fit_the_body_served() -> None:
