@@ -172,7 +172,10 @@ def send(
 
     import httpx
 
-    trust: bool | ssl.SSLContext = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
+    try:
+        trust = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
+    except (OSError, ssl.SSLError) as e:
+        raise ReplayError(f"cannot use {verify} as a CA bundle: {e}") from e
     start = time.time()
     with httpx.Client(
         proxy=proxy, verify=trust, timeout=timeout, follow_redirects=False, trust_env=False

@@ -7,6 +7,7 @@ import base64
 import gzip
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -196,3 +197,31 @@ def test_jsonl_has_every_event_with_its_payload(ledger: Ledger) -> None:
     assert base64.b64decode(lines[1]["payload_base64"]) == GZ_BODY
     assert base64.b64decode(lines[3]["payload_base64"]) == PNG
     assert lines[5]["error"].startswith("ConnectionRefusedError") and lines[5]["payload"] is None
+
+
+def test_export_command_writes_files_and_stdout(ledger: Ledger, tmp_path: Path) -> None:
+    """`flightlog export --format har -o FILE --session s1` writes valid HAR and says how many; jsonl goes
+    to standard output; an unknown format is one clear line and exit 1."""
+    a, b, _ = seed(ledger)
+    env = {**os.environ, "FLIGHTLOG_LEDGER": ledger.url, "FLIGHTLOG_BLOBS": (tmp_path / "blobs").as_uri()}
+    base = [sys.executable, "-m", "flightlog", "export"]
+    out = tmp_path / "s1.har"
+    done = subprocess.run(
+        [*base, "--format", "har", "-o", str(out), "--session", "s1"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"exported 2 exchanges as har to {out}" in done.stderr
+    har = json.loads(out.read_text())
+    jsonschema.validate(har, SCHEMA)
+    assert [e["_flightlog"]["action_id"] for e in har["log"]["entries"]] == [a, b]
+
+    lines = subprocess.run(
+        [*base, "--format", "jsonl", "--action", b, "--no-progress"], capture_output=True, env=env
+    )
+    assert lines.returncode == 0, lines.stderr
+    assert [json.loads(x)["kind"] for x in lines.stdout.splitlines()] == ["http.request", "http.response"]
+
+    bad = subprocess.run([*base, "--format", "pcap"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and bad.stderr.startswith(
+        "flightlog: --format is one of har, mitmproxy, jsonl"
+    )

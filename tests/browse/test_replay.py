@@ -54,7 +54,7 @@ def recorded(ledger: Ledger) -> str:
         ),
         request_body=RECORDED_BODY,
         response_head=head("HTTP/1.1 200 OK", [("Content-Type", "application/json"), ("X-Version", "1")]),
-        response_body=b'{"ok": true, "count": 1, "echo": {"q": 1, "token": "[API_KEY]"}, "auth": "[API_KEY]"}',
+        response_body=b'{"ok": true, "count": 1, "echo": {"q": 1, "token": "[API_KEY]"}, "auth": "x"}',
         redacted=("API_KEY",),
     )
 

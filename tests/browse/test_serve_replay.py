@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import signal
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -106,7 +111,7 @@ def serve_replay(
     thread.start()
     assert addon.ready.wait(30), "serve-replay did not start"
     try:
-        host, port = addon.listening[0]
+        port = addon.listening[0][1]
         yield Running(addon, f"http://127.0.0.1:{port}", str(confdir / "mitmproxy-ca-cert.pem"))
     finally:
         holder["master"].shutdown()  # type: ignore[attr-defined]
@@ -229,3 +234,60 @@ def test_answer_fields_fit_the_body_served() -> None:
         (b"Content-Length", b"10"),
     )
     assert answer_fields(((b"Content-Length", b"99"),), 3, http2=False) == ((b"Content-Length", b"3"),)
+
+
+def test_serve_replay_command_matches_secret_requests_and_reports_on_stop(
+    ledger: Ledger, home: Path, tmp_path: Path
+) -> None:
+    """`flightlog serve-replay --secrets FILE --json` prints where it listens, answers a request whose
+    secret was recorded as [API_KEY] (matched exactly once the live value is spelled as its name),
+    refuses the rest, and on SIGINT prints the report as JSON."""
+    url = "http://api.secret.test/v1/me?key=[API_KEY]"
+    action = record(
+        ledger,
+        method="POST",
+        url=url,
+        request_head=head("POST /v1/me?key=[API_KEY] HTTP/1.1", [("Host", "api.secret.test")]),
+        request_body=b'{"token": "[API_KEY]"}',
+        response_head=head("HTTP/1.1 200 OK", [("Content-Type", "application/json")]),
+        response_body=b'{"me": "alice"}',
+        redacted=("API_KEY",),
+        session="s1",
+    )
+    record(
+        ledger,
+        method="GET",
+        url="http://other.test/",
+        request_head=head("GET / HTTP/1.1", [("Host", "other.test")]),
+        response_head=head("HTTP/1.1 200 OK", []),
+        session="s2",
+    )
+    secrets = tmp_path / "secrets.env"
+    secrets.write_text("API_KEY=sk-live-0123456789\n")
+    env = {**os.environ, "FLIGHTLOG_LEDGER": ledger.url, "FLIGHTLOG_BLOBS": (tmp_path / "blobs").as_uri()}
+    args = ["serve-replay", "--listen", "127.0.0.1:0", "--session", "s1", "--secrets", str(secrets), "--json"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flightlog", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"listening on 127\.0\.0\.1:(\d+), answering from 1 recorded exchanges", line)
+        assert found, line
+        with httpx.Client(proxy=f"http://127.0.0.1:{found.group(1)}", trust_env=False) as client:
+            live = "http://api.secret.test/v1/me?key=sk-live-0123456789"
+            answered = client.post(live, content=b'{"token": "sk-live-0123456789"}')
+            assert answered.status_code == 200 and answered.json() == {"me": "alice"}
+            assert client.get("http://other.test/").status_code == 404  # session s2 was not selected
+    finally:
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    report = json.loads(stdout)
+    assert report["matched_exactly"] == 1 and report["refused"] == ["GET http://other.test/"]
+    assert report["not_requested"] == [] and report["upstream_connections_blocked"] == 0
+    assert action
