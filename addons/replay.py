@@ -52,6 +52,8 @@ NOT_RESENT: Final = frozenset(
     }
 )
 """Header fields that describe one hop's framing; httpx writes its own for the new connection."""
+IDENTITY: Final = b"x-flightlog-"
+"""Who-is-calling fields the proxy strips before forwarding (recorded, never sent upstream)."""
 HTTPX_DEFAULTS: Final = ("accept", "accept-encoding", "connection", "user-agent")
 
 
@@ -116,7 +118,9 @@ def rebuild(exchange: Exchange, read: PayloadReader, to: str | None = None) -> O
     if not request.method or not request.url:
         raise ReplayError(f"action {exchange.action_id}: the request event has no method or URL")
     head = exchange.request_head
-    fields = tuple((n, v) for n, v in head.fields if n.lower() not in NOT_RESENT)
+    fields = tuple(
+        (n, v) for n, v in head.fields if n.lower() not in NOT_RESENT and not n.lower().startswith(IDENTITY)
+    )
     return Outgoing(request.method, retarget(request.url, to), fields, body(request, read))
 
 

@@ -205,6 +205,8 @@ def register(app: typer.Typer) -> None:
             ids = plan(opened, _selection(session, task, agent, tool, host, action), fmt)
             out: IO[bytes]
             if output is None:
+                if fmt == "mitmproxy" and sys.stdout.isatty():
+                    raise CommandError("--format mitmproxy writes a binary flow file; give -o FILE")
                 out = sys.stdout.buffer
             else:
                 try:

@@ -50,6 +50,7 @@ def recorded(ledger: Ledger) -> str:
                 ("Content-Length", str(len(RECORDED_BODY))),
                 ("X-Trace", "a"),
                 ("X-Trace", "b"),
+                ("X-Flightlog-Session", "s9"),
             ],
         ),
         request_body=RECORDED_BODY,
@@ -69,6 +70,7 @@ def test_replay_fills_secrets_records_the_new_exchange_and_diffs_the_answers(led
     assert ("Authorization", f"Bearer {CANARY}") in seen.fields
     assert [v for n, v in seen.fields if n == "X-Trace"] == ["a", "b"]
     assert "User-Agent" not in dict(seen.fields)  # nothing added that the recording did not have
+    assert "X-Flightlog-Session" not in dict(seen.fields)  # the proxy strips these; so does replay
     assert json.loads(seen.body) == {"q": 1, "token": CANARY}
 
     diff = result.diff
