@@ -36,6 +36,9 @@ WORDS = (
 ).split()
 
 
+HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\nContent-Type: application/json"
+
+
 def body(rng: random.Random) -> bytes:
     """A chat-completion-like JSON body of 2-50 KiB."""
     target = rng.randint(2 * 1024, 50 * 1024)
@@ -89,7 +92,7 @@ def batches(n: int, seed: int = 7) -> list[Batch]:
                     tokens_in=rng.randint(100, 4000),
                     tokens_out=rng.randint(10, 800),
                     cost_usd=0.0012,
-                    head=b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\nContent-Type: application/json",
+                    head=HEAD,
                     payload=payload,
                     payload_state="complete",
                 )
@@ -114,14 +117,15 @@ def stored_bytes(ledger: Ledger, blob_dir: Path) -> int:
 def run(url: str, work: list[Batch], blob_dir: Path, strip: bool) -> tuple[float, float, float]:
     """events/s (median over batches), total events/s, stored/raw."""
     ledger = open_ledger(url, blob_dir.as_uri())
-    raw = 0
+    if strip:
+        work = [
+            replace(b, events=tuple(replace(e, payload=None, payload_state="none") for e in b.events))
+            for b in work
+        ]
+    raw = sum(len(e.payload) for b in work for e in b.events if isinstance(e.payload, bytes))
     rates = []
     start = time.perf_counter()
     for b in work:
-        if strip:
-            b = replace(b, events=tuple(replace(e, payload=None, payload_state="none") for e in b.events))
-        else:
-            raw += sum(len(e.payload) for e in b.events if isinstance(e.payload, bytes))
         t = time.perf_counter()
         ledger.append(b)
         rates.append(len(b.events) / (time.perf_counter() - t))
@@ -169,9 +173,8 @@ def main(argv: list[str]) -> None:
                     drop_pg(args.pg, name)
                 shutil.rmtree(tmp, ignore_errors=True)
             rows.append((engine, mode, median, total, ratio))
-    print(
-        f"{'engine':<11} {'path':<5} {'events/s (median batch)':>24} {'events/s (overall)':>19} {'stored/raw':>11}"
-    )
+    header = f"{'engine':<11} {'path':<5} {'events/s (median batch)':>24} {'events/s (overall)':>19}"
+    print(f"{header} {'stored/raw':>11}")
     for engine, mode, median, total, ratio in rows:
         r = "-" if mode == "rows" else f"{ratio:.3f}"
         print(f"{engine:<11} {mode:<5} {median:>24,.0f} {total:>19,.0f} {r:>11}")

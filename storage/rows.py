@@ -208,7 +208,7 @@ def to_row(event: Event, address: Address | None) -> tuple[Any, ...]:
         sha,
         size,
         text,
-        json.dumps(sorted(set(event.redacted))),
+        json.dumps(sorted(set(event.redacted))) if event.redacted else "[]",
         event.error,
         event.parent,
     )
