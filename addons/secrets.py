@@ -32,7 +32,7 @@ def _unquote(raw: str) -> str | None:
     """
     if raw[:1] == "'":
         end = raw.find("'", 1)
-        if end < 0 or raw[end + 1 :].strip() and not raw[end + 1 :].lstrip().startswith("#"):
+        if end < 0 or (raw[end + 1 :].strip() and not raw[end + 1 :].lstrip().startswith("#")):
             return None
         return raw[1:end]
     if raw[:1] == '"':
