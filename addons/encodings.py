@@ -21,7 +21,7 @@ STEP = 1 << 20
 
 #: Compressed input is fed to a decoder in slices of this size, so that when a body turns out to be
 #: corrupt, what decoded before the damage is still seen (a failing call loses its own output).
-SLICE = 16 * 1024
+SLICE = 4 * 1024
 
 #: The codings this module can decode and encode (lower case, as in the header).
 SUPPORTED = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})

@@ -231,8 +231,9 @@ def _redact_credential(header: str, value: bytes, own: frozenset[bytes]) -> byte
         for i in range(count):
             key, eq, val = parts[i].partition(b"=")
             if eq:
-                stripped = val.strip(b" ")
-                parts[i] = key + eq + val[: len(val) - len(val.lstrip(b" "))] + hide(stripped)
+                core = val.strip(b" ")
+                lead = len(val) - len(val.lstrip(b" "))
+                parts[i] = key + eq + val[:lead] + hide(core) + val[lead + len(core) :]
             elif parts[i].strip():
                 parts[i] = hide(parts[i])
         return b";".join(parts)
@@ -297,11 +298,11 @@ class StreamRedactor:
         """The redacted bytes that can be recorded now (possibly empty)."""
         if self._decoder is None:
             return self._plain(chunk)
-        encoder = self._encoder_for()
         out: list[bytes] = []
         try:
             for piece in self._decoder.feed(chunk):
-                out.append(encoder.feed(self._plain(piece)))
+                # The encoder is made once the first bytes decoded: raw deflate is known by then.
+                out.append(self._encoder_for().feed(self._plain(piece)))
         except EncodingError:
             return b"".join(out) + self._give_up_decoding(chunk)
         return b"".join(out)
@@ -310,13 +311,13 @@ class StreamRedactor:
         """The rest, at the end of the stream."""
         if self._decoder is None:
             return self._plain_flush()
-        encoder = self._encoder_for()
         out: list[bytes] = []
         try:
             for piece in self._decoder.finish():
-                out.append(encoder.feed(self._plain(piece)))
+                out.append(self._encoder_for().feed(self._plain(piece)))
         except EncodingError:
             return b"".join(out) + self._give_up_decoding(b"")
+        encoder = self._encoder_for()
         out.append(encoder.feed(self._plain_flush()))
         out.append(encoder.finish())
         return b"".join(out)
@@ -333,8 +334,8 @@ class StreamRedactor:
         The chunk that failed is dropped, not recorded raw: its bytes may still carry, compressed,
         content that was already found to hold a secret. `decode_failed` tells the caller.
         """
-        assert self._encoder is not None
         self.decode_failed = True
-        head = self._encoder.feed(self._plain_flush()) + self._encoder.finish()
+        encoder = self._encoder_for()
+        head = encoder.feed(self._plain_flush()) + encoder.finish()
         self._decoder = None
         return head
