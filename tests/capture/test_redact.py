@@ -56,7 +56,8 @@ def test_head_secret_in_header_and_query_string(redactor: Redactor) -> None:
     ).encode()
     out, names = redactor.redact_head(head)
     assert out == (
-        b"GET /v1/items?key=[CANARY]&pw=[ODD] HTTP/1.1\r\nHost: api.example.com\r\nX-Custom-Secret: [CANARY]\r\n"
+        b"GET /v1/items?key=[CANARY]&pw=[ODD] HTTP/1.1\r\n"
+        b"Host: api.example.com\r\nX-Custom-Secret: [CANARY]\r\n"
     )
     assert names == {"CANARY", "ODD"}
 
@@ -88,7 +89,14 @@ def test_head_auth_headers_redacted_by_default_keeping_scheme_and_cookie_names()
         b"x-goog-api-key: [REDACTED]\r\n"
         b"Content-Type: application/json\r\n"
     )
-    assert names == {"authorization", "proxy-authorization", "x-api-key", "cookie", "set-cookie", "x-goog-api-key"}
+    assert names == {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "cookie",
+        "set-cookie",
+        "x-goog-api-key",
+    }
 
 
 def test_head_configured_secret_in_auth_header_keeps_its_name(redactor: Redactor) -> None:
@@ -274,3 +282,15 @@ def test_content_encoded_stream(redactor: Redactor, coding: str) -> None:
     out = b"".join(stream.feed(packed[i : i + 100]) for i in range(0, len(packed), 100)) + stream.flush()
     assert decompress(out) == body.replace(CANARY.encode(), b"[CANARY]")
     assert stream.redacted == {"CANARY"} and not stream.decode_failed
+
+
+def test_pure_modules_do_not_import_mitmproxy() -> None:
+    """Redaction, usage and prices are plain functions over bytes: importing them loads no mitmproxy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, addons.secrets, addons.redact, addons.usage, addons.prices\n"
+        "sys.exit(1 if any(m.split('.')[0] == 'mitmproxy' for m in sys.modules) else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
