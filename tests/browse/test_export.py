@@ -36,6 +36,14 @@ def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
     opened.close()
 
 
+@pytest.fixture
+def sqlite_ledger(tmp_path: Path) -> Iterator[Ledger]:
+    """For command-line tests: the command layer is the same on both engines, which the rest cover."""
+    opened = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
+    yield opened
+    opened.close()
+
+
 def seed(ledger: Ledger) -> list[str]:
     """Three exchanges: a gzip JSON answer (session s1), a binary answer (s1), a refused connection (s2)."""
     a = record(
@@ -171,8 +179,9 @@ def test_mitmproxy_flow_file_reads_back_with_mitmproxys_reader(ledger: Ledger) -
     assert "Connection refused" in flows[2].error.msg
 
 
-def test_mitmdump_opens_the_exported_flow_file(ledger: Ledger, tmp_path: Path) -> None:
+def test_mitmdump_opens_the_exported_flow_file(sqlite_ledger: Ledger, tmp_path: Path) -> None:
     """`mitmdump -nr FILE` (the same loader `mitmproxy -r` and mitmweb use) lists every exported flow."""
+    ledger = sqlite_ledger
     seed(ledger)
     path = tmp_path / "flows.mitm"
     path.write_bytes(run_export(ledger, "mitmproxy"))
@@ -199,9 +208,10 @@ def test_jsonl_has_every_event_with_its_payload(ledger: Ledger) -> None:
     assert lines[5]["error"].startswith("ConnectionRefusedError") and lines[5]["payload"] is None
 
 
-def test_export_command_writes_files_and_stdout(ledger: Ledger, tmp_path: Path) -> None:
+def test_export_command_writes_files_and_stdout(sqlite_ledger: Ledger, tmp_path: Path) -> None:
     """`flightlog export --format har -o FILE --session s1` writes valid HAR and says how many; jsonl goes
     to standard output; an unknown format is one clear line and exit 1."""
+    ledger = sqlite_ledger
     a, b, _ = seed(ledger)
     env = {**os.environ, "FLIGHTLOG_LEDGER": ledger.url, "FLIGHTLOG_BLOBS": (tmp_path / "blobs").as_uri()}
     base = [sys.executable, "-m", "flightlog", "export"]

@@ -35,6 +35,14 @@ def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
     opened.close()
 
 
+@pytest.fixture
+def sqlite_ledger(tmp_path: Path) -> Iterator[Ledger]:
+    """For command-line tests: the command layer is the same on both engines, which the rest cover."""
+    opened = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
+    yield opened
+    opened.close()
+
+
 def recorded(ledger: Ledger) -> str:
     """A request recorded to a host that is gone, its API key replaced by [API_KEY] everywhere."""
     return record(
@@ -146,8 +154,9 @@ def test_retarget_and_fill_body() -> None:
     assert fill_body(b"[OTHER] stays", None, {"K": "v"}) == b"[OTHER] stays"
 
 
-def test_replay_command_prints_the_diff_and_json(ledger: Ledger, home: Path, tmp_path: Path) -> None:
+def test_replay_command_prints_the_diff_and_json(sqlite_ledger: Ledger, home: Path, tmp_path: Path) -> None:
     """`flightlog replay ACTION --to URL --secrets FILE` prints the diff; --json is machine-readable."""
+    ledger = sqlite_ledger
     original = recorded(ledger)
     secrets = tmp_path / "secrets.env"
     secrets.write_text(f"API_KEY={CANARY}\n")

@@ -125,6 +125,14 @@ def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
     opened.close()
 
 
+@pytest.fixture
+def sqlite_ledger(tmp_path: Path) -> Iterator[Ledger]:
+    """For command-line tests: the command layer is the same on both engines, which the rest cover."""
+    opened = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
+    yield opened
+    opened.close()
+
+
 def test_openai_sdk_streams_the_recorded_answer_with_no_network(ledger: Ledger, tmp_path: Path) -> None:
     """The SDK's streamed chat completion over HTTPS gets every recorded chunk and the usage; a second,
     unrecorded call is refused with the refusal status; no upstream connection is ever opened."""
@@ -237,11 +245,12 @@ def test_answer_fields_fit_the_body_served() -> None:
 
 
 def test_serve_replay_command_matches_secret_requests_and_reports_on_stop(
-    ledger: Ledger, home: Path, tmp_path: Path
+    sqlite_ledger: Ledger, home: Path, tmp_path: Path
 ) -> None:
     """`flightlog serve-replay --secrets FILE --json` prints where it listens, answers a request whose
     secret was recorded as [API_KEY] (matched exactly once the live value is spelled as its name),
     refuses the rest, and on SIGINT prints the report as JSON."""
+    ledger = sqlite_ledger
     url = "http://api.secret.test/v1/me?key=[API_KEY]"
     action = record(
         ledger,
