@@ -29,7 +29,9 @@ from addons.recorded import (
     body,
     build_head,
     exchange_from_events,
+    parse_head,
 )
+from addons.redact import Redactor
 from storage.events import Batch, Event
 
 if TYPE_CHECKING:
@@ -228,8 +230,6 @@ def replay_events(
     exchange: Exchange, outgoing: Outgoing, sent: Sent, secrets: Mapping[str, str], action_id: str
 ) -> tuple[Event, Event, Answer]:
     """The two events of the new exchange (names, never values) and its answer as compared."""
-    from addons.redact import Redactor
-
     redactor = Redactor(secrets)
     original = exchange.request
     host = urlsplit(outgoing.url).hostname
@@ -286,8 +286,6 @@ def replay_events(
         error=sent.error,
         parent=exchange.action_id,
     )
-    from addons.recorded import parse_head
-
     parsed = parse_head(head)
     answer = Answer(
         status=sent.status,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from addons.errors import AddonError
 from addons.recorded import Exchange, Fields, Head, PayloadReader, body, canonical_url
+from addons.redact import Redactor
 from addons.replay_player import TOKEN, Playback, Player, sse_chunks
 
 if TYPE_CHECKING:
@@ -41,7 +42,31 @@ Conceal = Callable[[str, bytes, str | None], tuple[str, bytes]]
 
 
 class ServeReplayError(AddonError):
-    """serve-replay was configured with something it cannot use."""
+    """serve-replay was asked for something it cannot do (a mode it cannot parse, a busy port)."""
+
+
+def check_modes(modes: Sequence[str]) -> None:
+    """Every mode spec parses (`regular`, `reverse:URL`, with an optional `@PORT`)."""
+    from mitmproxy.proxy import mode_specs
+
+    for spec in modes:
+        try:
+            mode_specs.ProxyMode.parse(spec)
+        except ValueError as e:
+            raise ServeReplayError(f"--mode {spec}: {e}") from e
+
+
+def check_listen(host: str, port: int) -> None:
+    """The address can be bound now (so a busy port is one clear line, not a startup failure)."""
+    import socket
+
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise ServeReplayError(f"cannot listen on {host}:{port}: {e.strerror}") from e
 
 
 def digest(data: bytes) -> str:
@@ -202,15 +227,17 @@ class ServeReplay:
         )
 
     def configure(self, updated: set[str]) -> None:
+        """Refuse bad values the mitmproxy way (`OptionsError` makes the options update fail whole)."""
         from mitmproxy import ctx
+        from mitmproxy.exceptions import OptionsError
 
         if (
             "serve_replay_refuse_status" in updated
             and not 400 <= ctx.options.serve_replay_refuse_status <= 599
         ):
-            raise ServeReplayError("serve_replay_refuse_status must be an HTTP error status (400-599)")
+            raise OptionsError("serve_replay_refuse_status must be an HTTP error status (400-599)")
         if "serve_replay_chunk_delay" in updated and not 0 <= ctx.options.serve_replay_chunk_delay <= 60:
-            raise ServeReplayError("serve_replay_chunk_delay is between 0 and 60 seconds")
+            raise OptionsError("serve_replay_chunk_delay is between 0 and 60 seconds")
 
     async def running(self) -> None:
         from mitmproxy import ctx
@@ -289,8 +316,6 @@ class ServeReplay:
 
 def concealer(secrets: dict[str, str]) -> Conceal:
     """Spell a live request the way capture recorded it (secret values replaced by their names)."""
-    from addons.redact import Redactor
-
     redactor = Redactor(secrets)
 
     def conceal(url: str, raw: bytes, content_encoding: str | None) -> tuple[str, bytes]:
@@ -299,12 +324,20 @@ def concealer(secrets: dict[str, str]) -> Conceal:
     return conceal
 
 
-def build_master(addon: ServeReplay, listen_host: str, listen_port: int, confdir: str) -> Any:
-    """A mitmproxy `DumpMaster` with only `addon` answering, lazy upstream connections, no cert sniffing."""
+def build_master(
+    addon: ServeReplay, listen_host: str, listen_port: int, confdir: str, modes: Sequence[str] = ("regular",)
+) -> Any:
+    """A mitmproxy `DumpMaster` with only `addon` answering, lazy upstream connections, no cert sniffing.
+
+    `modes` are mitmproxy mode specs: `regular` (a forward proxy) and `reverse:URL` (clients call the
+    listener as if it were URL, e.g. an SDK's base URL), each optionally `@PORT`.
+    """
     from mitmproxy import options
     from mitmproxy.tools.dump import DumpMaster
 
-    opts = options.Options(listen_host=listen_host, listen_port=listen_port, confdir=confdir)
+    opts = options.Options(
+        listen_host=listen_host, listen_port=listen_port, confdir=confdir, mode=list(modes)
+    )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     master.addons.add(addon)
     opts.update(connection_strategy="lazy", upstream_cert=False)

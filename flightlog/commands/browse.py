@@ -120,13 +120,23 @@ def register(app: typer.Typer) -> None:
     @app.command("serve-replay")
     def serve_replay(
         listen: Annotated[str, typer.Option("--listen", help="HOST:PORT to listen on.")] = "127.0.0.1:8081",
+        mode: Annotated[
+            list[str] | None,
+            typer.Option("--mode", help="regular (default) or reverse:URL[@PORT]; repeatable."),
+        ] = None,
         session: SessionOpt = None,
         task: TaskOpt = None,
         agent: AgentOpt = None,
         tool: ToolOpt = None,
         host: HostOpt = None,
         action: ActionOpt = None,
-        secrets: SecretsOpt = None,
+        secrets: Annotated[
+            Path | None,
+            typer.Option("--secrets", help="NAME=value file: live secret values match the recorded [NAME]s."),
+        ] = None,
+        chunk_delay: Annotated[
+            float, typer.Option("--chunk-delay", help="Seconds between the chunks of a streamed answer.")
+        ] = 0.0,
         refuse_status: Annotated[
             int, typer.Option("--refuse-status", help="Status for requests with no recorded answer.")
         ] = 404,
@@ -139,10 +149,24 @@ def register(app: typer.Typer) -> None:
         import signal
 
         from addons.recorded import iter_exchanges, select_action_ids
-        from addons.serve_replay import Matcher, ServeReplay, build_master, concealer
+        from addons.serve_replay import (
+            Matcher,
+            ServeReplay,
+            build_master,
+            check_listen,
+            check_modes,
+            concealer,
+        )
 
         settings = load_settings()
         listen_host, listen_port = _listen(listen)
+        modes = mode or ["regular"]
+        check_modes(modes)
+        check_listen(listen_host, listen_port)
+        if not 400 <= refuse_status <= 599:
+            raise CommandError(f"--refuse-status is an HTTP error status (400-599), not {refuse_status}")
+        if not 0 <= chunk_delay <= 60:
+            raise CommandError(f"--chunk-delay is between 0 and 60 seconds, not {chunk_delay}")
         opened = settings.open_ledger(ledger, blobs)
         selection = _selection(session, task, agent, tool, host, action)
         exchanges = list(iter_exchanges(select_action_ids(opened.engine, selection), opened.action))
@@ -150,21 +174,36 @@ def register(app: typer.Typer) -> None:
         addon = ServeReplay(Matcher(exchanges), opened.payload, concealer(values) if values else None)
 
         async def serve() -> None:
-            master = build_master(addon, listen_host, listen_port, str(settings.confdir))
-            master.options.update(serve_replay_refuse_status=refuse_status)
+            from mitmproxy.exceptions import OptionsError
+
+            try:
+                master = build_master(
+                    addon, listen_host, listen_port, str(settings.confdir), mode or ["regular"]
+                )
+                master.options.update(
+                    serve_replay_refuse_status=refuse_status, serve_replay_chunk_delay=chunk_delay
+                )
+            except OptionsError as e:
+                raise CommandError(str(e).splitlines()[0]) from e
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, master.shutdown)
-            task = asyncio.create_task(master.run())
-            await asyncio.to_thread(addon.ready.wait, 30)
-            where = ", ".join(f"{h}:{p}" for h, p in addon.listening) or listen
+            running = asyncio.create_task(master.run())
+            ready = asyncio.create_task(asyncio.to_thread(addon.ready.wait, 30))
+            await asyncio.wait({running, ready}, return_when=asyncio.FIRST_COMPLETED)
+            if running.done() or not addon.listening:
+                master.shutdown()
+                await running
+                raise CommandError(f"serve-replay could not listen on {listen}")
+            where = ", ".join(f"{h}:{p}" for h, p in addon.listening)
             print(
                 f"serve-replay: listening on {where}, answering from {len(exchanges)} recorded exchanges"
                 f" of {opened.url}; nothing is forwarded. HTTPS clients trust"
                 f" {settings.confdir / 'mitmproxy-ca-cert.pem'}. Ctrl-C stops and reports.",
                 file=sys.stderr,
+                flush=True,
             )
-            await task
+            await running
 
         try:
             asyncio.run(serve())

@@ -91,7 +91,11 @@ class Running:
 
 @contextmanager
 def serve_replay(
-    ledger: Ledger, confdir: Path, selection: Selection | None = None, chunk_delay: float = 0.0
+    ledger: Ledger,
+    confdir: Path,
+    selection: Selection | None = None,
+    chunk_delay: float = 0.0,
+    modes: tuple[str, ...] = ("regular",),
 ) -> Iterator[Running]:
     """Run the serve-replay proxy (mitmproxy's DumpMaster) on a thread until the block ends."""
     ids = select_action_ids(ledger.engine, selection or Selection())
@@ -100,7 +104,7 @@ def serve_replay(
 
     def run() -> None:
         async def main() -> None:
-            master = build_master(addon, "127.0.0.1", 0, str(confdir))
+            master = build_master(addon, "127.0.0.1", 0, str(confdir), modes)
             master.options.update(serve_replay_chunk_delay=chunk_delay)
             holder["master"] = master
             await master.run()
@@ -158,6 +162,20 @@ def test_openai_sdk_streams_the_recorded_answer_with_no_network(ledger: Ledger, 
     assert report.unused == [] and report.upstream_blocked == 0
     assert report.to_json()["divergences"] == 2
     assert action
+
+
+def test_reverse_mode_answers_an_sdk_pointed_at_it_by_base_url(ledger: Ledger, tmp_path: Path) -> None:
+    """With `reverse:https://api.openai.com`, an SDK whose base URL is the listener gets the recording."""
+    recorded_chat(ledger)
+    with serve_replay(ledger, tmp_path / "conf", modes=("reverse:https://api.openai.com",)) as running:
+        base = running.proxy + "/v1"  # the listener itself, not a proxy setting
+        client = openai.OpenAI(api_key="sk-other", base_url=base, max_retries=0)
+        text = "".join(c.choices[0].delta.content or "" for c in ask(client) if c.choices)
+        client.close()
+    assert text == "".join(WORDS)
+    assert running.addon.report is not None
+    assert running.addon.report.by_body == [f"POST {OPENAI}/chat/completions"]
+    assert running.addon.report.upstream_blocked == 0
 
 
 def test_recordings_answer_in_order_exact_body_first_then_by_url(ledger: Ledger, tmp_path: Path) -> None:
