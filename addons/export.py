@@ -176,7 +176,7 @@ def export(ledger: Ledger, fmt: str, ids: list[str], out: IO[bytes], on_item: Pr
     """Write the planned ids in `fmt` to `out`; returns how many exchanges (or events) were written."""
     if fmt == "jsonl":
         return write_jsonl(ledger.events(ids), ledger.payload, out, on_item)
-    exchanges = iter_exchanges(ids, ledger.action)
+    exchanges = iter_exchanges(ledger.engine, ledger.events, ids)
     if fmt == "har":
         return write_har(exchanges, ledger.payload, out, on_item)
     if fmt == "mitmproxy":

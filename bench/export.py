@@ -123,7 +123,7 @@ def time_exports(ledger: Ledger) -> dict[str, tuple[float, float]]:
 def time_serve_replay(ledger: Ledger, sent: list[tuple[str, bytes]], confdir: Path) -> float:
     """Answers per second for one client sending every recorded request back through serve-replay."""
     ids = select_action_ids(ledger.engine, Selection())
-    addon = ServeReplay(Matcher(list(iter_exchanges(ids, ledger.action))), ledger.payload)
+    addon = ServeReplay(Matcher(list(iter_exchanges(ledger.engine, ledger.events, ids))), ledger.payload)
     holder: dict[str, object] = {}
 
     def run() -> None:
@@ -185,9 +185,11 @@ def main() -> None:
     print(f"{args.exchanges} exchanges; figures: items/s (MB/s written)")
     print(f"{'':12}" + "".join(f"{e:>24}" for e in engines))
     for fmt in ("har", "mitmproxy", "jsonl"):
-        cells = "".join(f"{results[e][fmt][0]:>12,.0f}/s ({results[e][fmt][1]:5.1f} MB/s)" for e in engines)
+        cells = "".join(
+            f"{f'{results[e][fmt][0]:,.0f}/s ({results[e][fmt][1]:.1f} MB/s)':>24}" for e in engines
+        )
         print(f"{'export ' + fmt:12}{cells}")
-    print(f"{'serve-replay':12}" + "".join(f"{serve[e]:>13,.0f} answers/s    " for e in engines))
+    print(f"{'serve-replay':12}" + "".join(f"{f'{serve[e]:,.0f} answers/s':>24}" for e in engines))
 
 
 if __name__ == "__main__":

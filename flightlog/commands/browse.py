@@ -169,7 +169,9 @@ def register(app: typer.Typer) -> None:
             raise CommandError(f"--chunk-delay is between 0 and 60 seconds, not {chunk_delay}")
         opened = settings.open_ledger(ledger, blobs)
         selection = _selection(session, task, agent, tool, host, action)
-        exchanges = list(iter_exchanges(select_action_ids(opened.engine, selection), opened.action))
+        exchanges = list(
+            iter_exchanges(opened.engine, opened.events, select_action_ids(opened.engine, selection))
+        )
         values = _secrets(secrets)
         addon = ServeReplay(Matcher(exchanges), opened.payload, concealer(values) if values else None)
 

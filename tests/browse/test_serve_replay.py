@@ -99,7 +99,7 @@ def serve_replay(
 ) -> Iterator[Running]:
     """Run the serve-replay proxy (mitmproxy's DumpMaster) on a thread until the block ends."""
     ids = select_action_ids(ledger.engine, selection or Selection())
-    addon = ServeReplay(Matcher(list(iter_exchanges(ids, ledger.action))), ledger.payload)
+    addon = ServeReplay(Matcher(list(iter_exchanges(ledger.engine, ledger.events, ids))), ledger.payload)
     holder: dict[str, object] = {}
 
     def run() -> None:
