@@ -23,7 +23,7 @@ import openai
 import pytest
 
 from addons.recorded import Selection, iter_exchanges, select_action_ids
-from addons.serve_replay import Matcher, ServeReplay, answer_fields, build_master
+from addons.serve_replay import Conceal, Matcher, ServeReplay, answer_fields, build_master
 from storage.ledger import Ledger, open_ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream
@@ -96,10 +96,13 @@ def serve_replay(
     selection: Selection | None = None,
     chunk_delay: float = 0.0,
     modes: tuple[str, ...] = ("regular",),
+    conceal: Conceal | None = None,
 ) -> Iterator[Running]:
     """Run the serve-replay proxy (mitmproxy's DumpMaster) on a thread until the block ends."""
     ids = select_action_ids(ledger.engine, selection or Selection())
-    addon = ServeReplay(Matcher(list(iter_exchanges(ledger.engine, ledger.events, ids))), ledger.payload)
+    addon = ServeReplay(
+        Matcher(list(iter_exchanges(ledger.engine, ledger.events, ids))), ledger.payload, conceal
+    )
     holder: dict[str, object] = {}
 
     def run() -> None:

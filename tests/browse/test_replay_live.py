@@ -1,0 +1,82 @@
+"""End to end: an openai SDK streamed chat completion recorded through the live flightlog proxy, then
+served back by serve-replay with the upstream never called, replayed to the upstream with the key filled
+from the secrets file, and exported as valid HAR."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import httpx
+import jsonschema
+import openai
+
+from addons.export import export, plan
+from addons.recorded import Selection, select_action_ids
+from addons.replay import replay
+from addons.serve_replay import concealer
+from storage.ledger import open_ledger
+from tests.browse.test_serve_replay import WORDS, ask, serve_replay, sse_chunks
+from tests.browse.upstream import Reply, upstream
+from tests.support.proxy import live_proxy
+
+KEY = "sk-live-e2e-5b7d1c90aa"
+SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "har-1.2.schema.json").read_text())
+
+
+def streamed(client: openai.OpenAI) -> str:
+    return "".join(c.choices[0].delta.content or "" for c in ask(client) if c.choices)
+
+
+def test_recorded_through_the_proxy_then_served_replayed_and_exported(home: Path, tmp_path: Path) -> None:
+    """The recording holds [OPENAI_API_KEY], never the key; serve-replay answers the same SDK call from it
+    with the upstream seeing nothing; replay sends it again with the key; HAR validates."""
+    secrets = tmp_path / "secrets.env"
+    secrets.write_text(f"OPENAI_API_KEY={KEY}\n")
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    blobs = (tmp_path / "blobs").as_uri()
+    fields = [("Content-Type", "text/event-stream")]
+    with upstream(lambda _: Reply(200, fields, chunks=sse_chunks())) as up:
+        with live_proxy(home, ledger_url, blobs_url=blobs, args=["--secrets", str(secrets)]) as proxy:
+            http_client = httpx.Client(proxy=proxy.url, trust_env=False)
+            client = openai.OpenAI(
+                api_key=KEY, base_url=f"{up.url}/v1", http_client=http_client, max_retries=0
+            )
+            assert streamed(client) == "".join(WORDS)
+            client.close()
+        assert len(up.seen) == 1
+
+        ledger = open_ledger(ledger_url, blobs)
+        try:
+            (action,) = select_action_ids(ledger.engine, Selection())
+            request = next(e for e in ledger.action(action) if e.kind == "http.request")
+            assert b"[OPENAI_API_KEY]" in request.head and KEY.encode() not in request.head
+
+            with serve_replay(
+                ledger, tmp_path / "conf", conceal=concealer({"OPENAI_API_KEY": KEY})
+            ) as running:
+                http_client = httpx.Client(proxy=running.proxy, trust_env=False)
+                client = openai.OpenAI(
+                    api_key=KEY, base_url=f"{up.url}/v1", http_client=http_client, max_retries=0
+                )
+                assert streamed(client) == "".join(WORDS)
+                client.close()
+            assert len(up.seen) == 1  # served from the Ledger: the upstream heard nothing
+            assert running.addon.report is not None and len(running.addon.report.by_body) == 1
+
+            result = replay(ledger, action, {"OPENAI_API_KEY": KEY})
+            assert len(up.seen) == 2
+            assert ("Authorization", f"Bearer {KEY}") in up.seen[1].fields
+            assert up.seen[1].body == up.seen[0].body
+            assert result.diff.status == ("200 OK", "200 OK") and result.diff.body == ()
+            assert {e.parent for e in ledger.action(result.action_id)} == {action}
+
+            out = io.BytesIO()
+            export(ledger, "har", plan(ledger, Selection(), "har"), out)
+            har = json.loads(out.getvalue())
+            jsonschema.validate(har, SCHEMA)
+            assert len(har["log"]["entries"]) == 2
+            assert KEY not in out.getvalue().decode()
+        finally:
+            ledger.close()
