@@ -67,7 +67,7 @@ def test_recorded_through_the_proxy_then_served_replayed_and_exported(home: Path
 
             result = replay(ledger, action, {"OPENAI_API_KEY": KEY})
             assert len(up.seen) == 2
-            assert ("Authorization", f"Bearer {KEY}") in up.seen[1].fields
+            assert ("authorization", f"Bearer {KEY}") in [(n.lower(), v) for n, v in up.seen[1].fields]
             assert up.seen[1].body == up.seen[0].body
             assert result.diff.status == ("200 OK", "200 OK") and result.diff.body == ()
             assert {e.parent for e in ledger.action(result.action_id)} == {action}
