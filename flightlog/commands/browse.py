@@ -32,6 +32,10 @@ TaskOpt = Annotated[str | None, typer.Option("--task", help="Only events of this
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Only events of this agent.")]
 ToolOpt = Annotated[str | None, typer.Option("--tool", help="Only events of this tool.")]
 HostOpt = Annotated[str | None, typer.Option("--host", help="Only requests to this host.")]
+SecretEnvOpt = Annotated[
+    list[str] | None,
+    typer.Option("--secret-env", help="An environment variable holding a secret (repeatable)."),
+]
 ActionOpt = Annotated[list[str] | None, typer.Option("--action", help="Only this action (repeatable).")]
 
 
@@ -48,12 +52,12 @@ def _selection(
     return Selection(session, task, agent, tool, host, tuple(action or ()))
 
 
-def _secrets(path: Path | None) -> dict[str, str]:
-    if path is None:
+def _secrets(path: Path | None, env_names: list[str] | None) -> dict[str, str]:
+    if path is None and not env_names:
         return {}
     from addons.secrets import load_secrets
 
-    return load_secrets(path)
+    return load_secrets(path, env_names or ())
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -78,6 +82,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--to", help="Send to this scheme://host:port instead (path kept).")
         ] = None,
         secrets: SecretsOpt = None,
+        secret_env: SecretEnvOpt = None,
         proxy: Annotated[str | None, typer.Option("--proxy", help="Send through this HTTP proxy.")] = None,
         ca: Annotated[
             Path | None, typer.Option("--ca", help="Trust this CA bundle for HTTPS (e.g. the proxy's CA).")
@@ -102,7 +107,7 @@ def register(app: typer.Typer) -> None:
             result = run_replay(
                 opened,
                 action_id,
-                _secrets(secrets),
+                _secrets(secrets, secret_env),
                 to=to,
                 proxy=proxy,
                 verify=verify,
@@ -134,6 +139,7 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--secrets", help="NAME=value file: live secret values match the recorded [NAME]s."),
         ] = None,
+        secret_env: SecretEnvOpt = None,
         chunk_delay: Annotated[
             float, typer.Option("--chunk-delay", help="Seconds between the chunks of a streamed answer.")
         ] = 0.0,
@@ -172,7 +178,7 @@ def register(app: typer.Typer) -> None:
         exchanges = list(
             iter_exchanges(opened.engine, opened.events, select_action_ids(opened.engine, selection))
         )
-        values = _secrets(secrets)
+        values = _secrets(secrets, secret_env)
         addon = ServeReplay(Matcher(exchanges), opened.payload, concealer(values) if values else None)
 
         async def serve() -> None:

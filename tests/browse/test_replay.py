@@ -167,6 +167,25 @@ def test_replay_command_prints_the_diff_and_json(sqlite_ledger: Ledger, home: Pa
         data = subprocess.run(
             [*base, "--to", up.url, "--json"], capture_output=True, text=True, env=env, timeout=60
         )
+        from_env = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "flightlog",
+                "replay",
+                original,
+                "--secret-env",
+                "API_KEY",
+                "--to",
+                up.url,
+            ],
+            capture_output=True,
+            text=True,
+            env={**env, "API_KEY": CANARY},
+            timeout=60,
+        )
+    assert from_env.returncode == 0, from_env.stderr
+    assert json.loads(up.seen[2].body) == {"q": 1, "token": CANARY}
     assert text.returncode == 0, text.stderr
     assert "status: 200 OK -> 201 Created" in text.stdout and "+X-Version: 2" in text.stdout
     assert data.returncode == 0, data.stderr
