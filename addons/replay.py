@@ -113,9 +113,10 @@ def retarget(url: str, to: str | None) -> str:
 def rebuild(exchange: Exchange, read: PayloadReader, to: str | None = None) -> Outgoing:
     """The recorded request as it will be sent, secret names still in place."""
     request = exchange.request
-    if request.payload_state in ("missing", "artifact"):
+    if request.payload_state in ("missing", "artifact", "partial"):
         raise ReplayError(
-            f"action {exchange.action_id}: the request body was not recorded ({request.payload_state})"
+            f"action {exchange.action_id}: the request body was not recorded whole ({request.payload_state}),"
+            " so it cannot be sent again"
         )
     if not request.method or not request.url:
         raise ReplayError(f"action {exchange.action_id}: the request event has no method or URL")
