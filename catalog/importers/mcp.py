@@ -102,6 +102,7 @@ def _tool(entry: dict[str, Any], server: dict[str, Any], prefix: str, bundle: st
     if all(ARG_NAME.match(arg) for arg in properties):
         contract["arguments"] = {arg: "{" + arg + "}" for arg in properties}
     description = str(entry.get("description") or "").strip()
+    origin = shlex.join([server["command"], *server["args"]])
     try:
         return Tool.from_frontmatter(
             {
@@ -110,7 +111,7 @@ def _tool(entry: dict[str, Any], server: dict[str, Any], prefix: str, bundle: st
                 "args": schema,
                 "upstream": contract,
             },
-            f"{description}\n\nImported from the MCP server `{shlex.join([server['command'], *server['args']])}`.\n",
+            f"{description}\n\nImported from the MCP server `{origin}`.\n",
             bundle=bundle,
         )
     except ToolError as e:
