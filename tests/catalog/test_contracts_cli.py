@@ -38,10 +38,10 @@ def test_import_openapi_then_show_every_form(home: Path, tmp_path: Path) -> None
     assert "wrote tool/createPet.md" in done.stdout and "6 written, 0 unchanged" in done.stdout
     assert (folder / "tool" / "showPetById.md").read_text().startswith("---\nname: showPetById\n")
 
+    petstore = str(FIXTURES / "petstore.yaml")
     again = flightlog(
-        "directory", "import", "openapi", str(FIXTURES / "petstore.yaml"), "--directory", str(folder), "--json",
-        home=home,
-    )  # fmt: skip
+        "directory", "import", "openapi", petstore, "--directory", str(folder), "--json", home=home
+    )
     assert json.loads(again.stdout)["unchanged"][0] == "tool/listPets.md"
 
     out = flightlog(
@@ -73,8 +73,8 @@ def test_import_mcp_takes_the_server_command_after_a_double_dash(home: Path, tmp
         "weather_record_reading.md",
     ]
     form = flightlog(
-        "contracts", "weather_forecast", "--directory", str(folder), "--form", "upstream", "--args", '{"city":"Oslo"}',
-        home=home,
+        "contracts", "weather_forecast", "--directory", str(folder), "--form", "upstream",
+        "--args", '{"city":"Oslo"}', home=home,
     )  # fmt: skip
     assert json.loads(form.stdout)["arguments"] == {"city": "Oslo"}
 
