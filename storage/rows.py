@@ -1,0 +1,253 @@
+"""Pure translation between `Event` values and the `events` table's rows.
+
+Kept free of any database handle so it is cheap to test: validation (one bad event names itself),
+the column tuple the insert paths write, and the content fingerprint that tells a re-delivery from
+a conflict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from storage.errors import InvalidEvent
+from storage.events import PAYLOAD_STATES, STATES_WITH_BYTES, Event, PayloadRef, StoredEvent
+
+COLUMNS: Final = (
+    "event_id",
+    "action_id",
+    "collector",
+    "seq",
+    "at",
+    "kind",
+    "direction",
+    "method",
+    "url",
+    "host",
+    "status",
+    "tool",
+    "session",
+    "task",
+    "turn",
+    "agent",
+    "model",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "head",
+    "payload_state",
+    "payload_sha256",
+    "payload_size",
+    "payload_text",
+    "redacted",
+    "error",
+    "parent",
+)
+TEXT_FIELDS: Final = (
+    "event_id",
+    "action_id",
+    "collector",
+    "kind",
+    "method",
+    "url",
+    "host",
+    "tool",
+    "session",
+    "task",
+    "turn",
+    "agent",
+    "model",
+    "error",
+    "parent",
+)
+
+Address = tuple[str, int, bool]
+"""(sha256, size, text) of a payload."""
+
+
+def utc(at: datetime) -> datetime:
+    """`at` as an aware UTC datetime; a naive one is taken to be UTC already."""
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def _text_fields(event: Event) -> tuple[str | None, ...]:
+    return (
+        event.event_id,
+        event.action_id,
+        event.collector,
+        event.kind,
+        event.method,
+        event.url,
+        event.host,
+        event.tool,
+        event.session,
+        event.task,
+        event.turn,
+        event.agent,
+        event.model,
+        event.error,
+        event.parent,
+    )
+
+
+def validate(event: Event) -> None:
+    """Refuse an event the database would refuse, naming it and why, before anything is written.
+
+    Runs for every event of every batch, so the common case is a handful of cheap checks; the
+    slow path only runs to name the field that failed.
+    """
+
+    def bad(reason: str) -> InvalidEvent:
+        return InvalidEvent(str(event.event_id), reason)
+
+    if not event.event_id or not isinstance(event.event_id, str):
+        raise bad("event_id must be a non-empty string")
+    if not event.action_id:
+        raise bad("action_id is empty")
+    if not event.kind:
+        raise bad("kind is empty")
+    if event.direction != "in" and event.direction != "out":
+        raise bad(f"direction {event.direction!r} is neither 'in' nor 'out'")
+    if not isinstance(event.at, datetime):
+        raise bad("at is not a datetime")
+    state = event.payload_state
+    if state not in PAYLOAD_STATES:
+        raise bad(f"payload_state {state!r} is not one of {', '.join(PAYLOAD_STATES)}")
+    has_bytes = event.payload is not None
+    if has_bytes != (state in STATES_WITH_BYTES):
+        if has_bytes:
+            raise bad(f"payload_state {state!r} cannot carry a payload")
+        raise bad(f"payload_state {state!r} needs a payload, none was given")
+    if not isinstance(event.head, bytes | bytearray):
+        raise bad("head must be bytes")
+    try:
+        joined = "".join([t for t in _text_fields(event) if t is not None])
+    except TypeError:
+        joined = "\x00"
+    if "\x00" in joined:
+        for name in TEXT_FIELDS:
+            value = getattr(event, name)
+            if value is not None and not isinstance(value, str):
+                raise bad(f"{name} must be text, got {type(value).__name__}")
+            if value is not None and "\x00" in value:
+                raise bad(f"{name} contains a NUL character (raw bytes belong in head or payload)")
+    for name, value in (
+        ("status", event.status),
+        ("tokens_in", event.tokens_in),
+        ("tokens_out", event.tokens_out),
+    ):
+        if value is not None and (type(value) is not int or value < 0):
+            raise bad(f"{name} must be a non-negative integer, got {value!r}")
+    cost = event.cost_usd
+    if cost is not None and (type(cost) not in (int, float) or cost < 0):
+        raise bad(f"cost_usd must be a non-negative number, got {cost!r}")
+
+
+def content_fingerprint(values: Mapping[str, Any]) -> str:
+    """SHA-256 over an event row's whole content, whether offered (a `to_row` tuple zipped with
+    `COLUMNS`) or read back from either database; tells a re-delivery from a conflict.
+
+    Only computed when some events of a batch were already stored, so the hot path never pays.
+    """
+    at = values["at"]
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    text = values["payload_text"]
+    cost = values["cost_usd"]
+    meta = [values[c] for c in COLUMNS if c not in ("at", "head", "payload_text", "cost_usd", "redacted")]
+    meta += [
+        utc(at).isoformat(),
+        None if text is None else bool(text),
+        None if cost is None else float(cost),
+        sorted(json.loads(values["redacted"] or "[]")),
+    ]
+    h = hashlib.sha256(json.dumps(meta, separators=(",", ":"), ensure_ascii=False).encode())
+    h.update(b"\x00")
+    h.update(bytes(values["head"]))
+    return h.hexdigest()
+
+
+def payload_address(event: Event, addresses: dict[int, Address]) -> Address | None:
+    """The (sha256, size, text) of an event's payload, from refs or the batch's hashed bytes."""
+    if isinstance(event.payload, PayloadRef):
+        return (event.payload.sha256, event.payload.size, event.payload.text)
+    if event.payload is None:
+        return None
+    return addresses[id(event.payload)]
+
+
+def to_row(event: Event, address: Address | None) -> tuple[Any, ...]:
+    """The column values of `COLUMNS` for one event (datetimes aware UTC, bytes as bytes)."""
+    sha, size, text = address if address else (None, None, None)
+    return (
+        event.event_id,
+        event.action_id,
+        event.collector,
+        event.seq,
+        utc(event.at),
+        event.kind,
+        event.direction,
+        event.method,
+        event.url,
+        event.host,
+        event.status,
+        event.tool,
+        event.session,
+        event.task,
+        event.turn,
+        event.agent,
+        event.model,
+        event.tokens_in,
+        event.tokens_out,
+        float(event.cost_usd) if event.cost_usd is not None else None,
+        bytes(event.head),
+        event.payload_state,
+        sha,
+        size,
+        text,
+        json.dumps(sorted(set(event.redacted))) if event.redacted else "[]",
+        event.error,
+        event.parent,
+    )
+
+
+def from_mapping(row: Any) -> StoredEvent:
+    """A `StoredEvent` from a result row of `SELECT * FROM events` (either dialect)."""
+    at = row["at"]
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    text = row["payload_text"]
+    return StoredEvent(
+        event_id=row["event_id"],
+        action_id=row["action_id"],
+        kind=row["kind"],
+        direction=row["direction"],
+        at=utc(at),
+        collector=row["collector"],
+        seq=row["seq"],
+        method=row["method"],
+        url=row["url"],
+        host=row["host"],
+        status=row["status"],
+        tool=row["tool"],
+        session=row["session"],
+        task=row["task"],
+        turn=row["turn"],
+        agent=row["agent"],
+        model=row["model"],
+        tokens_in=row["tokens_in"],
+        tokens_out=row["tokens_out"],
+        cost_usd=row["cost_usd"],
+        head=bytes(row["head"]),
+        payload_state=row["payload_state"],
+        payload_sha256=row["payload_sha256"],
+        payload_size=row["payload_size"],
+        payload_text=None if text is None else bool(text),
+        redacted=tuple(json.loads(row["redacted"] or "[]")),
+        error=row["error"],
+        parent=row["parent"],
+        fingerprint=content_fingerprint(dict(row)),
+    )
