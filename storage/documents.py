@@ -25,16 +25,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from storage.engine import WRITE
 from storage.errors import StorageError
 
 metadata = sa.MetaData()
+"""The tables as queries see them; migration 0002 creates them (a test checks the two agree)."""
 _tz = sa.DateTime(timezone=True)
 
 documents_table = sa.Table(
@@ -415,7 +416,7 @@ class DocumentStore:
         if len(set(keys)) != len(keys):
             raise DocumentStoreError("two changes target the same document")
         try:
-            conn = self.engine.connect()
+            conn = self.engine.connect().execution_options(**WRITE)
         except SQLAlchemyError as e:
             raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
         with conn:
@@ -582,37 +583,15 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def create_schema(engine: Engine) -> None:
-    """Create the Directory's tables where migrations have not (tests and embedded use).
-
-    The migration `0002_directory` is the schema's definition for deployed databases; this
-    mirrors it exactly (it is built from the same `metadata`).
-    """
-    try:
-        metadata.create_all(engine, checkfirst=True)
-    except SQLAlchemyError as e:
-        raise DocumentStoreError(f"directory schema: {e}".splitlines()[0]) from e
-
-
 def open_document_store(url: str, space: str) -> DocumentStore:
-    """A store on its own engine for `url` (SQLite gets WAL and a busy timeout), schema ensured."""
+    """A store on its own engine for the Ledger's `url`, the schema created or migrated first."""
+    from storage.engine import make_engine
+    from storage.migrate import migrate
+
+    engine = make_engine(url)
     try:
-        if url.startswith("sqlite:///"):
-            target = url.removeprefix("sqlite:///")
-            if target and target != ":memory:":
-                Path(target).parent.mkdir(parents=True, exist_ok=True)
-            engine = sa.create_engine(url, connect_args={"timeout": 30})
-            sa.event.listen(engine, "connect", _sqlite_pragmas)
-        else:
-            engine = sa.create_engine(url, pool_pre_ping=True)
-    except (SQLAlchemyError, ValueError, OSError) as e:
-        raise DocumentStoreError(f"cannot open {url}: {e}".splitlines()[0]) from e
-    create_schema(engine)
+        migrate(engine)
+    except SQLAlchemyError as e:
+        engine.dispose()
+        raise DocumentStoreError(f"cannot open the directory store at {url}: {e}".splitlines()[0]) from e
     return DocumentStore(engine, space)
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
