@@ -241,18 +241,18 @@ class AgentApi:
         if isinstance(ids, str):
             ids = [x for x in ids.replace(",", " ").split() if x]
         how = slices.Slice(section or None, offset, limit, find or None, self.cap)
-        found = []
-        missing: list[str] = []
+        rows: dict[str, Any] = {}
         for key in dict.fromkeys(ids):
             try:
-                found.append((key, self.directory.row(key)))
+                rows[key] = self.directory.row(key)
             except UnknownRow:
-                missing.append(key)
-        texts = self.directory.texts([r for _, r in found])
-        chunks = []
-        for key, row in found:
-            text = texts.get(row.id)
-            if text is None:
+                rows[key] = None
+        texts = self.directory.texts([r for r in rows.values() if r is not None])
+        chunks: list[str] = []
+        missing: list[str] = []
+        for key, row in rows.items():
+            text = texts.get(row.id) if row is not None else None
+            if row is None or text is None:
                 missing.append(key)
                 continue
             label = row.id

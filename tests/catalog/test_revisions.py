@@ -52,7 +52,7 @@ def test_starter_directory_describes_flightlog(native: Directory) -> None:
 
 
 def test_write_create_then_refusals_carry_the_hash(native: Directory) -> None:
-    """Create by omitting replaces; an existing path or a stale hash is refused with the hash to retry with."""
+    """Create by omitting replaces; an existing path or a stale hash is refused with the hash to retry."""
     api = AgentApi(native)
     created = api.write("inbox", "idea.md", NOTE)
     first = sha256_text(NOTE)
@@ -174,7 +174,7 @@ def test_indeterminate_commit_offers_no_retry(native: Directory, monkeypatch: py
 
 
 def test_alias_cannot_lose_its_last_row(tmp_path: Path) -> None:
-    """Deleting the only row an alias names is refused, naming the alias; the alias file can change with it."""
+    """Deleting the only row an alias names is refused, naming the alias; aliases.toml may change with it."""
     folder = make_folder(tmp_path / "d")
     d = open_directory(f"sqlite:///{tmp_path / 'l.db'}", folder)
     try:
