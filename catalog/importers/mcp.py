@@ -111,7 +111,9 @@ def _tool(entry: dict[str, Any], server: dict[str, Any], prefix: str, bundle: st
                 "args": schema,
                 "upstream": contract,
             },
-            f"{description}\n\nImported from the MCP server `{origin}`.\n",
+            f"# {prefix + name}\n\n{description}\n\n## Upstream\n\nImported from the MCP server `{origin}`.\n"
+            if description
+            else f"# {prefix + name}\n\n## Upstream\n\nImported from the MCP server `{origin}`.\n",
             bundle=bundle,
         )
     except ToolError as e:

@@ -188,9 +188,9 @@ def _operation(
         args["required"] = required
     summary = str(operation.get("summary") or "").strip()
     description = str(operation.get("description") or "").strip()
-    text = f"{description}\n\n" if description else ""
     title = spec.document.get("info", {}).get("title", "an OpenAPI document")
-    text += f"Imported from {title}: `{where}`.\n"
+    text = f"# {name}\n\n" + "".join(f"{part}\n\n" for part in dict.fromkeys((summary, description)) if part)
+    text += f"## Upstream\n\nImported from {title}: `{where}`.\n"
     try:
         return Tool.from_frontmatter(
             {

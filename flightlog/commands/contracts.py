@@ -1,9 +1,9 @@
 """`flightlog contracts` and `flightlog directory import ...`: call forms and importers.
 
-Rows are read from and written to the Directory folder (`--directory DIR` or FLIGHTLOG_DIRECTORY),
-one Markdown document per row under `BUNDLE/NAME.md`.
-TODO(catalog): once `catalog.directory.Directory` is on main, read rows with `Directory.tool(name)`
-and commit imports with one `Directory.transact(...)` instead of writing files.
+Rows are read from the Directory (`--directory DIR`, FLIGHTLOG_DIRECTORY, else the native one in the
+Ledger's database) with `Directory.tool(name)`; an import commits its documents with
+`Directory.transact(...)`, all at once (in transactions of at most 1,000 documents), and a Directory
+opened on a folder writes them through to the folder.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from flightlog.commands.directory import directory_app
+from flightlog.commands.directory import directory_app, open_from_settings
 from flightlog.errors import CommandError
 
 if TYPE_CHECKING:
+    from catalog.directory import Directory
     from catalog.importers import Document
     from catalog.tool import Tool
 
@@ -26,7 +27,8 @@ import_app = typer.Typer(
     help="Import rows from an OpenAPI document, an MCP server or a sheet.", no_args_is_help=True
 )
 
-DIRECTORY_HELP = "The Directory folder (default: FLIGHTLOG_DIRECTORY)."
+DIRECTORY_HELP = "A Directory folder (default: FLIGHTLOG_DIRECTORY, else the native one)."
+MAX_CHANGES = 1000
 
 
 def register(app: typer.Typer) -> None:
@@ -83,7 +85,7 @@ def import_openapi(
     """Each operation of an OpenAPI document becomes a tool row."""
     from catalog.importers.openapi import import_openapi as run
 
-    _write(run(file, base_url=base_url), directory, replace, as_json)
+    _write(run(file, base_url=base_url), directory, replace, as_json, f"openapi {file.name}")
 
 
 @import_app.command(
@@ -100,7 +102,7 @@ def import_mcp(
     """An MCP server's tools/list becomes rows with MCP contracts: `import mcp -- python server.py`."""
     from catalog.importers.mcp import import_mcp as run
 
-    _write(run(command, prefix=prefix), directory, replace, as_json)
+    _write(run(command, prefix=prefix), directory, replace, as_json, f"mcp {shlex.join(command)}")
 
 
 @import_app.command("sheet")
@@ -113,30 +115,18 @@ def import_sheet(
     """Rows from a TSV/CSV sheet, read by header label; an unknown header is an error."""
     from catalog.importers.sheet import import_sheet as run
 
-    _write(run(file), directory, replace, as_json)
-
-
-def _folder(directory: Path | None) -> Path:
-    from flightlog.settings import load_settings
-
-    folder = directory or load_settings().directory
-    if folder is None:
-        raise CommandError("no Directory folder: pass --directory DIR or set FLIGHTLOG_DIRECTORY")
-    return folder
+    _write(run(file), directory, replace, as_json, f"sheet {file.name}")
 
 
 def _find_tool(name: str, directory: Path | None) -> Tool:
     from catalog.tool import Tool
 
-    folder = _folder(directory)
-    path = folder / "tool" / f"{name}.md"
+    opened = open_from_settings(directory)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CommandError(f'no tool row "{name}" in {folder} (looked for tool/{name}.md)') from None
-    except OSError as e:
-        raise CommandError(f"cannot read {path}: {e.strerror}") from e
-    return Tool.from_document(text)
+        doc = opened.tool(name)
+    finally:
+        opened.close()
+    return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
 
 
 def _parse_args(text: str) -> dict[str, Any]:
@@ -149,34 +139,46 @@ def _parse_args(text: str) -> dict[str, Any]:
     return value
 
 
-def _write(docs: list[Document], directory: Path | None, replace: bool, as_json: bool) -> None:
-    """Write every document, or none: existing rows with other content need --replace."""
-    folder = _folder(directory)
-    written, unchanged = [], []
-    for bundle, path, text in docs:
-        target = folder / bundle / path
-        if target.exists():
-            if target.read_text(encoding="utf-8") == text:
-                unchanged.append(f"{bundle}/{path}")
-                continue
-            if not replace:
-                raise CommandError(f"{bundle}/{path} already exists with other content; pass --replace")
-        written.append(f"{bundle}/{path}")
-    for bundle, path, text in docs:
-        if f"{bundle}/{path}" in written:
-            target = folder / bundle / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+def _write(docs: list[Document], directory: Path | None, replaces: bool, as_json: bool, source: str) -> None:
+    """Commit every document, or none: a row that exists with other content needs --replace."""
+    opened = open_from_settings(directory)
+    try:
+        changes, unchanged = _changes(opened, docs, replaces)
+        revision = None
+        for start in range(0, len(changes), MAX_CHANGES):
+            chunk = changes[start : start + MAX_CHANGES]
+            revision = opened.transact(chunk, message=f"import {source}").revision
+    finally:
+        opened.close()
+    written = [f"{c['bundle']}/{c['path']}" for c in changes]
     if as_json:
-        typer.echo(
-            json.dumps({"directory": str(folder), "written": written, "unchanged": unchanged}, indent=2)
-        )
+        typer.echo(json.dumps({"written": written, "unchanged": unchanged, "revision": revision}, indent=2))
         return
     for name in written:
         typer.echo(f"wrote {name}")
     for name in unchanged:
         typer.echo(f"unchanged {name}")
-    typer.echo(f"{len(written)} written, {len(unchanged)} unchanged in {folder}")
+    at = f" (revision {revision})" if revision is not None else ""
+    typer.echo(f"{len(written)} written, {len(unchanged)} unchanged{at}")
+
+
+def _changes(
+    opened: Directory, docs: list[Document], replaces: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    from storage.documents import sha256_text
+
+    changes: list[dict[str, Any]] = []
+    unchanged: list[str] = []
+    for bundle, path, text in docs:
+        current = opened.current_hash(bundle, path)
+        if current == sha256_text(text):
+            unchanged.append(f"{bundle}/{path}")
+            continue
+        if current is not None and not replaces:
+            raise CommandError(f"{bundle}/{path} already exists with other content; pass --replace")
+        change = {"operation": "write", "bundle": bundle, "path": path, "content": text}
+        changes.append({**change, "replaces": current} if current else change)
+    return changes, unchanged
 
 
 def _pasteable(form: Any) -> str:

@@ -7,24 +7,38 @@ import os
 import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from catalog.contracts import FORM_NAMES
+from flightlog.cli import app
+from flightlog.failures import known_errors
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def flightlog(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
-    env["FLIGHTLOG_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "flightlog", *args], capture_output=True, text=True, timeout=60, env=env
-    )
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    error: BaseException | None
+
+
+def flightlog(*args: str, home: Path) -> Ran:
+    """The CLI in-process (the `home` fixture has set FLIGHTLOG_HOME): exit code, output, known error."""
+    result = CliRunner().invoke(app, list(args))
+    error = result.exception if not isinstance(result.exception, SystemExit) else None
+    if error is not None and not isinstance(error, known_errors()):
+        raise error
+    return Ran(1 if error else result.exit_code, result.stdout, error)
 
 
 def test_import_openapi_then_show_every_form(home: Path, tmp_path: Path) -> None:
     """An imported OpenAPI document's rows are in the folder and `contracts` prints all their forms."""
     folder = tmp_path / "directory"
+    folder.mkdir()
     done = flightlog(
         "directory",
         "import",
@@ -34,8 +48,8 @@ def test_import_openapi_then_show_every_form(home: Path, tmp_path: Path) -> None
         str(folder),
         home=home,
     )
-    assert done.returncode == 0, done.stderr
-    assert "wrote tool/createPet.md" in done.stdout and "6 written, 0 unchanged" in done.stdout
+    assert done.returncode == 0, done.error
+    assert "wrote tool/createPet.md" in done.stdout and "6 written, 0 unchanged (revision" in done.stdout
     assert (folder / "tool" / "showPetById.md").read_text().startswith("---\nname: showPetById\n")
 
     petstore = str(FIXTURES / "petstore.yaml")
@@ -47,7 +61,7 @@ def test_import_openapi_then_show_every_form(home: Path, tmp_path: Path) -> None
     out = flightlog(
         "contracts", "createPet", "--directory", str(folder), "--args", '{"name":"Rex"}', "--json", home=home
     )
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 0, out.error
     rendered = json.loads(out.stdout)
     assert tuple(rendered) == FORM_NAMES
     assert rendered["upstream"]["body"] == '{"name":"Rex"}'
@@ -62,12 +76,13 @@ def test_import_openapi_then_show_every_form(home: Path, tmp_path: Path) -> None
 def test_import_mcp_takes_the_server_command_after_a_double_dash(home: Path, tmp_path: Path) -> None:
     """`directory import mcp -- python server.py` writes one row per tool the server lists."""
     folder = tmp_path / "directory"
+    folder.mkdir()
     done = flightlog(
         "directory", "import", "mcp", "--directory", str(folder), "--prefix", "weather_", "--",
         sys.executable, str(FIXTURES / "mcp_server.py"),
         home=home,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.error
     assert sorted(p.name for p in (folder / "tool").iterdir()) == [
         "weather_forecast.md",
         "weather_record_reading.md",
@@ -82,6 +97,7 @@ def test_import_mcp_takes_the_server_command_after_a_double_dash(home: Path, tmp
 def test_failures_are_one_line_and_exit_non_zero(home: Path, tmp_path: Path) -> None:
     """Unknown tool, unknown form, bad args, refused host, existing rows: one `flightlog:` line, exit 1."""
     folder = tmp_path / "directory"
+    folder.mkdir()
     flightlog(
         "directory",
         "import",
@@ -95,24 +111,27 @@ def test_failures_are_one_line_and_exit_non_zero(home: Path, tmp_path: Path) -> 
     other.write_text((FIXTURES / "petstore.yaml").read_text().replace("List pets, newest first.", "Changed."))
     home.mkdir(parents=True, exist_ok=True)
     cases = [
-        (("contracts", "nope", "--directory", str(folder)), 'no tool row "nope"'),
+        (("contracts", "nope", "--directory", str(folder)), 'no tool is called "nope"'),
         (("contracts", "createPet", "--directory", str(folder), "--form", "fax"), 'has no form "fax"'),
         (
             ("contracts", "createPet", "--directory", str(folder), "--args", "{bad"),
             "--args is not valid JSON",
         ),
         (("contracts", "createPet", "--directory", str(folder), "--args", '{"name":1}'), 'argument "name"'),
-        (("contracts", "createPet"), "no Directory folder"),
+        (("contracts", "createPet", "--directory", str(tmp_path / "absent")), "does not exist"),
         (("directory", "import", "openapi", str(other), "--directory", str(folder)), "already exists"),
         (("directory", "import", "sheet", str(other), "--directory", str(folder)), ".tsv or .csv"),
     ]
     for args, message in cases:
         done = flightlog(*args, home=home)
         assert done.returncode == 1, (args, done.stdout)
-        assert done.stderr.startswith("flightlog: ") and message in done.stderr, (args, done.stderr)
-        assert done.stderr.count("\n") == 1, done.stderr
+        assert message in str(done.error) and "\n" not in str(done.error), (args, done.error)
     (home / "refused_hosts.txt").write_text("petstore.example\n")
-    refused = flightlog("contracts", "createPet", "--directory", str(folder), home=home)
+    env = {k: v for k, v in os.environ.items() if k != "FLIGHTLOG_DIRECTORY"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "flightlog", "contracts", "createPet", "--directory", str(folder)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
     assert refused.returncode == 1
     assert refused.stderr == 'flightlog: refused host "petstore.example" in createPet.upstream.url\n'
     replaced = flightlog(
@@ -122,3 +141,17 @@ def test_failures_are_one_line_and_exit_non_zero(home: Path, tmp_path: Path) -> 
         "wrote tool/listPets.md" in replaced.stdout
         and "Changed." in (folder / "tool" / "listPets.md").read_text()
     )
+
+
+def test_a_fresh_install_shows_the_starter_rows_and_imports_into_the_native_directory(home: Path) -> None:
+    """Without a folder, `contracts` reads the native Directory (starter rows) and imports commit there."""
+    door = flightlog(
+        "contracts", "DISPATCH", "--form", "upstream", "--args", '{"tool":"x","args":{"a":1}}', home=home
+    )
+    assert door.returncode == 0, door.error
+    assert json.loads(door.stdout)["body"] == '{"tool":"x","args":{"a":1}}'
+    done = flightlog("directory", "import", "openapi", str(FIXTURES / "petstore.yaml"), "--json", home=home)
+    assert done.returncode == 0, done.error
+    assert len(json.loads(done.stdout)["written"]) == 6
+    pets = flightlog("contracts", "listPets", "--form", "cli", "--args", '{"limit":2}', home=home)
+    assert pets.stdout == "flightlog call listPets --args '{\"limit\":2}'\n"
