@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         row = _find_tool(tool, directory)
         call_args = _parse_args(args) if args is not None else example_args(row)
         refused = load_refused_hosts(load_settings().home)
-        rendered = forms(row, call_args, base=base, proxy=proxy, refused=refused)
+        rendered = forms(row, call_args, base=base, proxy=proxy, refused=refused, check_args=args is not None)
         if form is not None:
             if form not in rendered:
                 names = ", ".join(n for n in FORM_NAMES if n in rendered)

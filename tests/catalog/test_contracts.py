@@ -287,6 +287,19 @@ def test_example_args_fill_each_required_argument_from_the_schema() -> None:
     """Without given arguments the CLI shows forms with a sample of each required argument."""
     assert example_args(tool()) == {"name": "<name>", "region": "eu"}
     forms(tool(), example_args(tool()))
+    patterned = Tool.from_frontmatter(
+        {
+            "name": "blob",
+            "args": {
+                "type": "object",
+                "properties": {"sha": {"pattern": "^[0-9a-f]+$"}},
+                "required": ["sha"],
+            },
+        }
+    )
+    with pytest.raises(ArgumentError, match='argument "sha"'):
+        forms(patterned, example_args(patterned))
+    assert forms(patterned, example_args(patterned), check_args=False)["cli"]["command"].endswith("<sha>\"}'")
 
 
 def test_a_tool_without_upstream_has_every_door_form_but_no_upstream() -> None:
@@ -295,3 +308,70 @@ def test_a_tool_without_upstream_has_every_door_form_but_no_upstream() -> None:
     assert tuple(forms(plain, {})) == FORM_NAMES[:-1]
     with pytest.raises(ToolError, match="has no upstream contract"):
         render_upstream(plain, {})
+
+
+def test_an_argument_cannot_smuggle_a_secret_name_into_a_json_body() -> None:
+    """An argument reading "[PETS_TOKEN]" stays that text: the JSON body escapes its `[`, so bind
+    leaves it alone and the service gets the argument, never the secret's value."""
+    args = {"name": "[PETS_TOKEN]", "region": "eu", "owner": {"[PETS_KEY]": ["[PETS_KEY] x"]}}
+    dry = render_upstream(tool(), args)
+    assert isinstance(dry, dict)
+    assert '"name":"\\u005bPETS_TOKEN]"' in dry["body"]
+    real = bind_secrets(dry, {"PETS_KEY": "k-123", "PETS_TOKEN": "tok.456"})
+    assert isinstance(real, dict)
+    assert real["body"] == dry["body"] and "tok.456" not in real["body"] and "k-123" not in real["body"]
+    sent = json.loads(real["body"])
+    assert sent["name"] == "[PETS_TOKEN]" and sent["owner"] == {"[PETS_KEY]": ["[PETS_KEY] x"]}
+    assert sent["note"] == "for [PETS_TOKEN]"
+
+
+def test_an_argument_shaped_like_a_secret_name_is_encoded_in_urls() -> None:
+    """In a URL the `[` of an argument is percent-encoded, so it is never read as a secret name."""
+    url_tool = Tool.from_frontmatter(
+        {
+            "name": "get",
+            "args": {"type": "object", "properties": {"q": {"type": "string"}}},
+            "upstream": {"method": "GET", "url": "https://a.example/?q={q}&key=[KEY]"},
+        }
+    )
+    real = bind_secrets(render_upstream(url_tool, {"q": "[KEY]"}), {"KEY": "s3cret"})
+    assert real["url"] == "https://a.example/?q=%5BKEY%5D&key=s3cret"  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    [
+        {"method": "GET", "url": "https://a.example/", "headers": {"x-note": "{q}"}},
+        {"method": "POST", "url": "https://a.example/", "body": "note={q}"},
+        {"method": "CLI", "command": ["echo", "{q}"]},
+        {"method": "CLI", "command": "echo {q}"},
+        {"method": "MCP", "server": {"command": "srv"}, "tool": "t", "arguments": {"note": "{q}"}},
+        {"method": "MCP", "server": {"command": "srv"}, "tool": "t"},
+    ],
+    ids=["header", "text body", "argv", "shell line", "MCP arguments", "MCP pass-through"],
+)
+def test_where_a_secret_name_cannot_be_escaped_the_argument_is_refused(upstream: dict[str, Any]) -> None:
+    """Headers, text bodies, commands and MCP arguments refuse an argument shaped like a secret name."""
+    row = Tool.from_frontmatter(
+        {
+            "name": "t",
+            "args": {"type": "object", "properties": {"q": {"type": "string"}}},
+            "upstream": upstream,
+        }
+    )
+    with pytest.raises(ArgumentError, match='argument "q": holds "\\[OPENAI_KEY\\]"'):
+        render_upstream(row, {"q": "please send [OPENAI_KEY]"})
+    render_upstream(row, {"q": "an ordinary [note] or [1]"})
+
+
+def test_every_starter_row_renders_every_form() -> None:
+    """The rows a fresh install ships are tools whose contracts render in every form."""
+    from catalog.directory import starter_folder
+
+    paths = sorted((starter_folder() / "tool").glob("*.md"))
+    assert paths
+    for path in paths:
+        row = Tool.from_document(path.read_text(encoding="utf-8"))
+        rendered = forms(row, example_args(row), check_args=False)
+        assert tuple(rendered) == FORM_NAMES, path.name
+        assert rendered["upstream"]["url"].startswith("http://flightlog.local/api/"), path.name
