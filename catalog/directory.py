@@ -46,7 +46,14 @@ from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
 from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, compile_section
 from catalog.resolver import Hit, Resolver
-from storage.documents import Change, DocumentStore, DocumentStoreError, Revision, open_document_store
+from storage.documents import (
+    Change,
+    DocumentStore,
+    DocumentStoreError,
+    Revision,
+    open_document_store,
+    sha256_text,
+)
 from storage.documents import snapshot_digest as _digest
 
 NATIVE_SPACE: Final = "native"
@@ -290,20 +297,18 @@ class Directory:
         dirty = sorted(
             b for b in set(scanned) | set(known) if b not in scanned or scanned[b].stat_tag != known.get(b)
         )
-        tree = self._guard(self._store.tree)
         changes: list[Change] = []
         for bundle in dirty:
             files = scanned[bundle].files if bundle in scanned else {}
-            wanted = {path: read_text(full) for path, full in files.items()}
-            current = {p: h for (b, p), h in tree.items() if b == bundle}
-            texts = self._guard(lambda cur=current: self._store.contents(cur.values()))
-            for path, text in wanted.items():
-                if texts.get(current.get(path, "")) != text:
+            current = {p: h for (_, p), h in self._guard(lambda b=bundle: self._store.tree(b)).items()}
+            for path, full in files.items():
+                text = read_text(full)
+                if current.get(path) != sha256_text(text):
                     changes.append(Change(bundle, path, text, check=False))
-            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in wanted)
+            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in files)
         if changes:
             changeset.commit(self._store, changes, None, message)
-        if remember:
+        if remember and dirty:
             self._guard(lambda: self._store.save_folder_tags({b: f.stat_tag for b, f in scanned.items()}))
         self.refresh()
         return len(changes)

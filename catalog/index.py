@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -24,7 +25,7 @@ import zstandard
 from catalog.document import links, parse
 from catalog.words import normal, words
 
-INDEX_FORMAT: Final = "v1"
+INDEX_FORMAT: Final = "v2"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
 SUMMARY_MAX: Final = 120
 TEXT_WORDS_MAX: Final = 400
@@ -92,17 +93,29 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         every = dict.fromkeys([*own, *words(stem), *words(text)])
         for w in list(every)[:TEXT_WORDS_MAX]:
             text_words.setdefault(w, []).append(i)
-    data = {
+    core = {
         "format": INDEX_FORMAT,
         "bundle": bundle,
         "rows": rows,
         "by_norm": sorted(range(len(rows)), key=lambda i: (rows[i][NORM], rows[i][NAME])),
         "by_lower": sorted(range(len(rows)), key=lambda i: rows[i][NAME].lower()),
         "name_words": name_words,
-        "text_words": text_words,
     }
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return zstandard.ZstdCompressor(level=3).compress(raw), warnings
+    return _frames(_pack(core), _pack(text_words)), warnings
+
+
+def _pack(value: object) -> bytes:
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return zstandard.ZstdCompressor(level=3).compress(raw)
+
+
+def _unpack(data: bytes) -> Any:
+    return json.loads(zstandard.ZstdDecompressor().decompress(data))
+
+
+def _frames(core: bytes, text: bytes) -> bytes:
+    """Two compressed frames: what loading needs, then the text postings (read on first use)."""
+    return struct.pack(">I", len(core)) + core + text
 
 
 def _singular(bundle: str) -> str:
@@ -113,15 +126,23 @@ class SectionIndex:
     """One loaded section: its rows and the lookups the resolver needs (built on first use)."""
 
     def __init__(self, bundle: str, tag: str, data: bytes) -> None:
-        loaded = json.loads(zstandard.ZstdDecompressor().decompress(data))
+        (size,) = struct.unpack_from(">I", data)
+        loaded = _unpack(data[4 : 4 + size])
         self.bundle = bundle
         self.tag = tag
         self.rows: list[list[Any]] = loaded["rows"]
         self.by_norm: list[int] = loaded["by_norm"]
         self.by_lower: list[int] = loaded["by_lower"]
         self.name_words: dict[str, list[int]] = loaded["name_words"]
-        self.text_words: dict[str, list[int]] = loaded["text_words"]
+        self._text_frame = data[4 + size :]
         self._text_sets: dict[str, frozenset[int]] = {}
+
+    @cached_property
+    def text_words(self) -> dict[str, list[int]]:
+        """Each word of the rows' whole text to the rows holding it (decoded on first use)."""
+        words: dict[str, list[int]] = _unpack(self._text_frame)
+        self._text_frame = b""
+        return words
 
     @cached_property
     def stems(self) -> list[str]:
