@@ -125,6 +125,8 @@ class Directory:
         missing = [
             b for b, t in wanted.items() if (old := self._index.sections.get(b)) is None or old.tag != t
         ]
+        if ROOT_BUNDLE in tags:
+            missing.append(ROOT_BUNDLE)  # the marker of the last alias check
         stored = self._guard(lambda: self._store.index_data(missing)) if missing else {}
         for bundle, tag in sorted(wanted.items()):
             old = self._index.sections.get(bundle)
@@ -148,7 +150,12 @@ class Directory:
         if ROOT_BUNDLE in tags:
             texts = self._guard(lambda: self._store.bundle_documents(ROOT_BUNDLE))
             aliases = next((parse_aliases(t) for p, _, t in texts if p == ALIASES_PATH), {})
-        resolver = Resolver(index, resolve_aliases(aliases, index))
+            checked = _digest(tags.items())
+            if stored.get(ROOT_BUNDLE, ("", b""))[0] != checked:
+                resolve_aliases(aliases, index)  # raises BadAlias: an alias naming no row fails the load
+                with contextlib.suppress(DocumentStoreError):
+                    self._store.save_index(ROOT_BUNDLE, checked, b"aliases checked")
+        resolver = Resolver(index, lambda: resolve_aliases(aliases, index))
         self._index, self._aliases, self._resolver, self._tags = index, aliases, resolver, tags
         self._head, self.rebuilt, self.warnings = head, tuple(rebuilt), tuple(warnings)
 
