@@ -199,7 +199,8 @@ class AgentApi:
         return out
 
     def advice(self) -> str:
-        return manifest_text.advice(manifest_text.Size(len(self.manifest().encode())))
+        """The manifest tool's advice, from the size the index measured (no manifest rendered)."""
+        return manifest_text.advice(manifest_text.Size(self.directory.index.manifest_bytes))
 
     def search(self, query: str, k: int | None = None, bundle: str | None = None) -> str:
         k = SEARCH_K if k is None else max(1, min(int(k), 100))

@@ -46,7 +46,14 @@ from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
 from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, compile_section
 from catalog.resolver import Hit, Resolver
-from storage.documents import Change, DocumentStore, DocumentStoreError, Revision, open_document_store
+from storage.documents import (
+    Change,
+    DocumentStore,
+    DocumentStoreError,
+    Revision,
+    open_document_store,
+    sha256_text,
+)
 from storage.documents import snapshot_digest as _digest
 
 NATIVE_SPACE: Final = "native"
@@ -118,6 +125,8 @@ class Directory:
         missing = [
             b for b, t in wanted.items() if (old := self._index.sections.get(b)) is None or old.tag != t
         ]
+        if ROOT_BUNDLE in tags:
+            missing.append(ROOT_BUNDLE)  # the marker of the last alias check
         stored = self._guard(lambda: self._store.index_data(missing)) if missing else {}
         for bundle, tag in sorted(wanted.items()):
             old = self._index.sections.get(bundle)
@@ -141,7 +150,12 @@ class Directory:
         if ROOT_BUNDLE in tags:
             texts = self._guard(lambda: self._store.bundle_documents(ROOT_BUNDLE))
             aliases = next((parse_aliases(t) for p, _, t in texts if p == ALIASES_PATH), {})
-        resolver = Resolver(index, resolve_aliases(aliases, index))
+            checked = _digest(tags.items())
+            if stored.get(ROOT_BUNDLE, ("", b""))[0] != checked:
+                resolve_aliases(aliases, index)  # raises BadAlias: an alias naming no row fails the load
+                with contextlib.suppress(DocumentStoreError):
+                    self._store.save_index(ROOT_BUNDLE, checked, b"aliases checked")
+        resolver = Resolver(index, lambda: resolve_aliases(aliases, index))
         self._index, self._aliases, self._resolver, self._tags = index, aliases, resolver, tags
         self._head, self.rebuilt, self.warnings = head, tuple(rebuilt), tuple(warnings)
 
@@ -290,20 +304,18 @@ class Directory:
         dirty = sorted(
             b for b in set(scanned) | set(known) if b not in scanned or scanned[b].stat_tag != known.get(b)
         )
-        tree = self._guard(self._store.tree)
         changes: list[Change] = []
         for bundle in dirty:
             files = scanned[bundle].files if bundle in scanned else {}
-            wanted = {path: read_text(full) for path, full in files.items()}
-            current = {p: h for (b, p), h in tree.items() if b == bundle}
-            texts = self._guard(lambda cur=current: self._store.contents(cur.values()))
-            for path, text in wanted.items():
-                if texts.get(current.get(path, "")) != text:
+            current = {p: h for (_, p), h in self._guard(lambda b=bundle: self._store.tree(b)).items()}
+            for path, full in files.items():
+                text = read_text(full)
+                if current.get(path) != sha256_text(text):
                     changes.append(Change(bundle, path, text, check=False))
-            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in wanted)
+            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in files)
         if changes:
             changeset.commit(self._store, changes, None, message)
-        if remember:
+        if remember and dirty:
             self._guard(lambda: self._store.save_folder_tags({b: f.stat_tag for b, f in scanned.items()}))
         self.refresh()
         return len(changes)

@@ -32,7 +32,7 @@ class BundleFiles:
     """One bundle subfolder: its stat tag and its documents by path."""
 
     stat_tag: str
-    files: dict[str, Path]
+    files: dict[str, str]
 
 
 def check_target(bundle: str, path: str) -> None:
@@ -59,41 +59,53 @@ def scan(folder: Path) -> dict[str, BundleFiles]:
     out: dict[str, BundleFiles] = {}
     aliases = folder / ALIASES_PATH
     if aliases.is_file():
-        out[ROOT_BUNDLE] = BundleFiles(_stat_tag([(ALIASES_PATH, aliases)]), {ALIASES_PATH: aliases})
+        out[ROOT_BUNDLE] = BundleFiles(_stat_tag([(ALIASES_PATH, aliases)]), {ALIASES_PATH: str(aliases)})
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as e:
         raise BadFolder(f"cannot read directory folder {folder}: {e.strerror}") from e
     for entry in entries:
         if entry.is_dir() and _BUNDLE.match(entry.name):
-            files = _documents(Path(entry.path))
-            out[entry.name] = BundleFiles(_stat_tag(sorted(files.items())), files)
+            files, tag = _documents(Path(entry.path))
+            out[entry.name] = BundleFiles(tag, files)
     return out
 
 
-def _documents(root: Path) -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            if name.endswith(".md") and not name.startswith("."):
-                full = Path(dirpath) / name
-                found[full.relative_to(root).as_posix()] = full
-    return dict(sorted(found.items()))
+def _documents(root: Path) -> tuple[dict[str, str], str]:
+    """Every `.md` file under `root` by its posix path relative to it (dot-names skipped), and
+    the stat tag of them all (path, size, mtime)."""
+    found: list[tuple[str, str, int, int]] = []
+    stack = [("", str(root))]
+    while stack:
+        prefix, path = stack.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir():
+                    stack.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.name.endswith(".md"):
+                    st = entry.stat()
+                    found.append((prefix + entry.name, entry.path, st.st_size, st.st_mtime_ns))
+    found.sort()
+    h = hashlib.sha256()
+    for rel, _, size, mtime in found:
+        h.update(f"{rel}\0{size}\0{mtime}\n".encode())
+    return {rel: full for rel, full, _, _ in found}, h.hexdigest()
 
 
 def _stat_tag(files: Iterable[tuple[str, Path]]) -> str:
     h = hashlib.sha256()
     for rel, full in files:
-        st = full.stat()
+        st = os.stat(full)
         h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
-def read_text(path: Path) -> str:
+def read_text(path: str) -> str:
     """A document's text, exactly (UTF-8; newlines kept as written)."""
     try:
-        with path.open(encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8", newline="") as f:
             return f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise BadFolder(f"cannot read {path}: {e}") from e

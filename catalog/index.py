@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -24,7 +25,7 @@ import zstandard
 from catalog.document import links, parse
 from catalog.words import normal, words
 
-INDEX_FORMAT: Final = "v1"
+INDEX_FORMAT: Final = "v3"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
 SUMMARY_MAX: Final = 120
 TEXT_WORDS_MAX: Final = 400
@@ -92,17 +93,41 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         every = dict.fromkeys([*own, *words(stem), *words(text)])
         for w in list(every)[:TEXT_WORDS_MAX]:
             text_words.setdefault(w, []).append(i)
-    data = {
+    head = {
         "format": INDEX_FORMAT,
         "bundle": bundle,
+        "stems": [r[PATH][:-3] for r in rows],
+        "manifest_bytes": sum(_line_bytes(r, bundle) for r in rows),
+    }
+    core = {
         "rows": rows,
         "by_norm": sorted(range(len(rows)), key=lambda i: (rows[i][NORM], rows[i][NAME])),
         "by_lower": sorted(range(len(rows)), key=lambda i: rows[i][NAME].lower()),
+        "by_rank": sorted(range(len(rows)), key=lambda i: (len(rows[i][NAME]), rows[i][NAME])),
         "name_words": name_words,
-        "text_words": text_words,
     }
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return zstandard.ZstdCompressor(level=3).compress(raw), warnings
+    return _frames(_pack(head), _pack(core), _pack(text_words)), warnings
+
+
+def _line_bytes(r: list[Any], bundle: str) -> int:
+    """A row's manifest line size, estimated at compile time (links counted as written)."""
+    cells = (r[PATH][:-3], bundle, r[KIND], r[STATUS], r[GRAIN], r[SUMMARY], " ".join(r[LINKS]) or "-")
+    return len("\t".join(cells).encode()) + 1
+
+
+def _pack(value: object) -> bytes:
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return zstandard.ZstdCompressor(level=3).compress(raw)
+
+
+def _unpack(data: bytes) -> Any:
+    return json.loads(zstandard.ZstdDecompressor().decompress(data))
+
+
+def _frames(head: bytes, core: bytes, text: bytes) -> bytes:
+    """Three compressed frames: what loading needs (ids, sizes), the rows and name lookups
+    (decoded on first read), and the text postings (decoded on first text match)."""
+    return struct.pack(">II", len(head), len(core)) + head + core + text
 
 
 def _singular(bundle: str) -> str:
@@ -113,19 +138,55 @@ class SectionIndex:
     """One loaded section: its rows and the lookups the resolver needs (built on first use)."""
 
     def __init__(self, bundle: str, tag: str, data: bytes) -> None:
-        loaded = json.loads(zstandard.ZstdDecompressor().decompress(data))
+        head_size, core_size = struct.unpack_from(">II", data)
+        head = _unpack(data[8 : 8 + head_size])
         self.bundle = bundle
         self.tag = tag
-        self.rows: list[list[Any]] = loaded["rows"]
-        self.by_norm: list[int] = loaded["by_norm"]
-        self.by_lower: list[int] = loaded["by_lower"]
-        self.name_words: dict[str, list[int]] = loaded["name_words"]
-        self.text_words: dict[str, list[int]] = loaded["text_words"]
+        self.stems: list[str] = head["stems"]
+        self.manifest_bytes: int = head["manifest_bytes"]
+        self._core_frame = data[8 + head_size : 8 + head_size + core_size]
+        self._text_frame = data[8 + head_size + core_size :]
         self._text_sets: dict[str, frozenset[int]] = {}
 
     @cached_property
-    def stems(self) -> list[str]:
-        return [r[PATH][:-3] for r in self.rows]
+    def _core(self) -> dict[str, Any]:
+        core: dict[str, Any] = _unpack(self._core_frame)
+        self._core_frame = b""
+        return core
+
+    @property
+    def rows(self) -> list[list[Any]]:
+        """The compiled rows (decoded on first use)."""
+        return self._core["rows"]
+
+    @property
+    def by_norm(self) -> list[int]:
+        return self._core["by_norm"]
+
+    @property
+    def by_lower(self) -> list[int]:
+        return self._core["by_lower"]
+
+    @property
+    def by_rank(self) -> list[int]:
+        """Row numbers in the resolver's tie order: shorter names first, then by name."""
+        return self._core["by_rank"]
+
+    @property
+    def name_words(self) -> dict[str, list[int]]:
+        return self._core["name_words"]
+
+    @cached_property
+    def spelled_words(self) -> list[str]:
+        """The name words that can be misspelled (those with a letter): the typo layer's vocabulary."""
+        return [w for w in self.name_words if not w.isdigit()]
+
+    @cached_property
+    def text_words(self) -> dict[str, list[int]]:
+        """Each word of the rows' whole text to the rows holding it (decoded on first use)."""
+        words: dict[str, list[int]] = _unpack(self._text_frame)
+        self._text_frame = b""
+        return words
 
     @cached_property
     def exact(self) -> dict[str, list[int]]:
@@ -187,7 +248,12 @@ class Index:
         self._rows: dict[str, list[Row]] = {}
 
     def __len__(self) -> int:
-        return sum(len(s.rows) for s in self.sections.values())
+        return sum(len(s.stems) for s in self.sections.values())
+
+    @property
+    def manifest_bytes(self) -> int:
+        """The manifest's size estimated from the compiled sections (no row is decoded)."""
+        return sum(s.manifest_bytes for s in self.sections.values())
 
     def id_of(self, bundle: str, i: int) -> str:
         stem = self.sections[bundle].stems[i]

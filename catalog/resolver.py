@@ -20,6 +20,7 @@ no hit is an empty list, and `no_match(query)` says so plainly.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import reduce
@@ -70,74 +71,124 @@ def no_match(query: str) -> str:
 
 Key = tuple[str, int]
 Offer = Callable[[Key, int, str, Iterable[str]], None]
+Found = tuple[int, str, tuple[str, ...]]
+Best = Callable[[SectionIndex, Iterable[int]], Iterable[int]]
 
 
 class Resolver:
     """Resolve queries against one loaded index and its aliases."""
 
-    def __init__(self, index: Index, aliases: Targets | None = None) -> None:
+    def __init__(self, index: Index, aliases: Targets | Callable[[], Targets] | None = None) -> None:
         self.index = index
-        self.aliases = aliases or {}
+        self._aliases = aliases or {}
         self._soundex: dict[str, dict[str, list[str]]] = {}
 
+    @property
+    def aliases(self) -> Targets:
+        """Each alias's rows (resolved on first use when given as a function)."""
+        if callable(self._aliases):
+            self._aliases = self._aliases()
+        return self._aliases
+
     def find(self, query: str, k: int = 10, bundle: str | None = None) -> list[Hit]:
-        """The best `k` rows for `query` (all bundles, or one), best first."""
+        """The best `k` rows for `query` (all bundles, or one), best first.
+
+        Layers run from the highest score down and stop once `k` rows are found: a lower layer
+        can never outrank a higher one. Within a layer only the best rows still needed are kept.
+        """
         text = strip_framing(query)
         qwords = words(text)
         if not qwords or k <= 0:
             return []
         sections = [s for b, s in self.index.sections.items() if bundle is None or b == bundle]
-        found: dict[Key, tuple[int, str, tuple[str, ...]]] = {}
-
-        def offer(key: Key, score: int, layer: str, matched: Iterable[str]) -> None:
-            old = found.get(key)
-            if old is None or score > old[0]:
-                found[key] = (score, layer, tuple(matched))
-
         meaning = content_words(qwords)
-        for s in sections:
-            self._exact_layers(s, text, qwords, meaning, offer)
-        self._alias_layer(meaning, bundle, offer)
-        if len(found) < k:
-            for s in sections:
-                self._typo_layer(s, meaning, offer)
-        if len(found) < k:
-            for s in sections:
-                self._sound_layer(s, meaning, offer)
-        ranked = sorted(
-            found.items(),
-            key=lambda kv: (-kv[1][0], -len(kv[1][2]), len(self._name(kv[0])), self._name(kv[0]), kv[0]),
-        )
-        return [
-            Hit(self.index.row(*key), score, layer, matched) for key, (score, layer, matched) in ranked[:k]
+        found: dict[Key, Found] = {}
+
+        def best(s: SectionIndex, rows: Iterable[int]) -> Iterable[int]:
+            """Of many rows of one layer, only the first `need` in tie order can make the cut."""
+            rows = rows if isinstance(rows, set | frozenset) else set(rows)
+            if len(rows) <= 4 * need:
+                return rows
+            return _first(need, (i for i in s.by_rank if i in rows and (s.bundle, i) not in found))
+
+        per_section: list[Callable[[SectionIndex, Offer], None]] = [
+            lambda s, offer: self._name_layer(s, text, qwords, offer),
+            lambda s, offer: self._prefix_layer(s, text, qwords, offer, best),
+            lambda s, offer: self._phrase_layer(s, qwords, offer),
+            lambda s, offer: self._words_layer(s, meaning, offer, best),
+            lambda s, offer: None,  # the alias layer runs once, over every section (below)
+            lambda s, offer: self._text_layer(s, meaning, offer, best),
+            lambda s, offer: self._lead_layer(s, meaning, offer, best),
+            lambda s, offer: self._typo_layer(s, meaning, offer),
+            lambda s, offer: self._sound_layer(s, meaning, offer),
         ]
+        need = k
+        for n, step in enumerate(per_section):
+            need = k - len(found)
+            layer: dict[Key, Found] = {}
+
+            def offer(
+                key: Key, score: int, name: str, matched: Iterable[str], layer: dict[Key, Found] = layer
+            ) -> None:
+                if key in found:
+                    return
+                old = layer.get(key)
+                if old is None or score > old[0]:
+                    layer[key] = (score, name, tuple(matched))
+
+            if n == 4:
+                self._alias_layer(meaning, bundle, offer)
+            for s in sections:
+                step(s, offer)
+            need = k - len(found)
+            chosen = (
+                heapq.nsmallest(need, layer.items(), key=self._rank) if len(layer) > need else layer.items()
+            )
+            found.update(chosen)
+            if len(found) >= k:
+                break
+        ranked = sorted(found.items(), key=self._rank)
+        return [Hit(self.index.row(*key), score, name, matched) for key, (score, name, matched) in ranked[:k]]
+
+    def _rank(self, item: tuple[Key, Found]) -> tuple[int, int, int, str, Key]:
+        key, (score, _, matched) = item
+        name = self._name(key)
+        return (-score, -len(matched), len(name), name, key)
 
     def _name(self, key: Key) -> str:
         return str(self.index.sections[key[0]].rows[key[1]][NAME])
 
-    def _exact_layers(
-        self, s: SectionIndex, text: str, qwords: list[str], meaning: list[str], offer: Offer
-    ) -> None:
-        b = s.bundle
-        lower = text.lower()
-        qnorm = " ".join(qwords)
-        for i in s.exact.get(lower, ()):
-            offer((b, i), LAYERS["name"], "name", qwords)
-        for i in s.lower_prefixed(lower) + s.lower_prefixed("_".join(qwords)):
+    def _name_layer(self, s: SectionIndex, text: str, qwords: list[str], offer: Offer) -> None:
+        for i in s.exact.get(text.lower(), ()):
+            offer((s.bundle, i), LAYERS["name"], "name", qwords)
+
+    def _prefix_layer(self, s: SectionIndex, text: str, qwords: list[str], offer: Offer, best: Best) -> None:
+        lower, qnorm = text.lower(), " ".join(qwords)
+        for i in best(s, s.lower_prefixed(lower) + s.lower_prefixed("_".join(qwords))):
             if s.rows[i][NORM] != qnorm or s.rows[i][NAME].lower() == lower:
-                offer((b, i), LAYERS["prefix"], "prefix", qwords)
-        for i in s.norms.get(qnorm, ()):
-            offer((b, i), LAYERS["phrase"], "phrase", qwords)
-        for i in _all(s.name_words, meaning):
-            offer((b, i), LAYERS["words"], "words", meaning)
+                offer((s.bundle, i), LAYERS["prefix"], "prefix", qwords)
+
+    def _phrase_layer(self, s: SectionIndex, qwords: list[str], offer: Offer) -> None:
+        for i in s.norms.get(" ".join(qwords), ()):
+            offer((s.bundle, i), LAYERS["phrase"], "phrase", qwords)
+
+    def _words_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
+        for i in best(s, _all(s.name_words, meaning)):
+            offer((s.bundle, i), LAYERS["words"], "words", meaning)
+
+    def _text_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
         everywhere = reduce(lambda acc, w: acc & s.text_set(w), meaning[1:], s.text_set(meaning[0]))
-        for i in everywhere:
-            offer((b, i), LAYERS["text"], "text", meaning)
-        if len(meaning) > 1:
-            rest = reduce(lambda acc, w: acc & s.text_set(w), meaning[2:], s.text_set(meaning[1]))
-            for i in s.norm_prefixed(meaning[0]):
-                if i in rest:
-                    offer((b, i), LAYERS["lead"], "lead", meaning)
+        for i in best(s, everywhere):
+            offer((s.bundle, i), LAYERS["text"], "text", meaning)
+
+    def _lead_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
+        if len(meaning) < 2:
+            return
+        rest = reduce(lambda acc, w: acc & s.text_set(w), meaning[2:], s.text_set(meaning[1]))
+        if not rest:
+            return
+        for i in best(s, {i for i in s.norm_prefixed(meaning[0]) if i in rest}):
+            offer((s.bundle, i), LAYERS["lead"], "lead", meaning)
 
     def _alias_layer(self, meaning: list[str], bundle: str | None, offer: Offer) -> None:
         if not self.aliases:
@@ -156,7 +207,7 @@ class Resolver:
                 offer((b, i), score, "alias", [alias, *present])
 
     def _typo_layer(self, s: SectionIndex, meaning: list[str], offer: Offer) -> None:
-        vocab = list(s.name_words)
+        vocab = s.spelled_words
         for word in meaning:
             limit = budget(word)
             if not limit:
@@ -184,6 +235,15 @@ class Resolver:
             for other in codes.get(jellyfish.soundex(word), ()):
                 for i in s.name_words[other]:
                     offer((s.bundle, i), LAYERS["sound"], "sound", [f"{word}~{other}"])
+
+
+def _first(n: int, items: Iterable[int]) -> list[int]:
+    out: list[int] = []
+    for i in items:
+        if len(out) >= n:
+            break
+        out.append(i)
+    return out
 
 
 def _all(postings: dict[str, list[int]], ws: list[str]) -> set[int]:
