@@ -146,14 +146,16 @@ def forms(
     proxy: str = DEFAULT_PROXY,
     refused: RefusedHosts | Iterable[str] = (),
     check_args: bool = True,
+    token: str | None = None,
 ) -> dict[str, Any]:
     """Every form of the canonical call `{"tool": tool.name, "args": args}`, keyed by form name.
 
-    `check_args=False` skips the schema check, only to show forms with sample arguments.
+    `token` (a scoped token) is carried by every form that reaches the door; `check_args=False`
+    skips the schema check, only to show forms with sample arguments.
     """
     checked = validate_args(tool, args) if check_args else dict(args)
     hosts = refused if isinstance(refused, RefusedHosts) else RefusedHosts(tuple(refused))
-    out = door_forms(tool.name, checked, base=base, proxy=proxy)
+    out = door_forms(tool.name, checked, base=base, proxy=proxy, token=token)
     if tool.upstream is not None:
         out["upstream"] = render_upstream(tool, checked, refused=hosts, check_args=False)
     hosts.check(out, f"the {tool.name} forms")

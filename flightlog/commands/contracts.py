@@ -48,6 +48,7 @@ def register(app: typer.Typer) -> None:
         directory: Path | None = typer.Option(None, "--directory", help=DIRECTORY_HELP),
         base: str = typer.Option("http://flightlog.local", "--base", help="Where flightlog's doors answer."),
         proxy: str = typer.Option("http://127.0.0.1:8080", "--proxy", help="The proxy the forms go through."),
+        token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
     ) -> None:
         """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
         from catalog.contracts import FORM_NAMES, example_args, forms
@@ -57,7 +58,9 @@ def register(app: typer.Typer) -> None:
         row = _find_tool(tool, directory)
         call_args = _parse_args(args) if args is not None else example_args(row)
         refused = load_refused_hosts(load_settings().home)
-        rendered = forms(row, call_args, base=base, proxy=proxy, refused=refused, check_args=args is not None)
+        rendered = forms(
+            row, call_args, base=base, proxy=proxy, refused=refused, check_args=args is not None, token=token
+        )
         if form is not None:
             if form not in rendered:
                 names = ", ".join(n for n in FORM_NAMES if n in rendered)

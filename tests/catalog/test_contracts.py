@@ -375,3 +375,21 @@ def test_every_starter_row_renders_every_form() -> None:
         rendered = forms(row, example_args(row), check_args=False)
         assert tuple(rendered) == FORM_NAMES, path.name
         assert rendered["upstream"]["url"].startswith("http://flightlog.local/api/"), path.name
+
+
+def test_a_scoped_token_rides_in_every_form_that_reaches_the_door() -> None:
+    """With a token: a bearer header on HTTP forms, token= on the URL, --token on the CLI, none on stdio."""
+    token = "flt_abc.DEF-123"
+    out = forms(tool(), ARGS, token=token)
+    bearer = f"Bearer {token}"
+    assert out["dispatch"]["headers"]["authorization"] == bearer
+    assert out["dispatch_dry_run"]["headers"]["authorization"] == bearer
+    assert parse_qs(urlsplit(out["url"]["url"]).query)["token"] == [token]
+    assert f"authorization: {bearer}" in shlex.split(out["curl"]["command"])
+    assert shlex.split(out["cli"]["command"])[-2:] == ["--token", token]
+    assert shlex.split(out["cli_dry_run"]["command"])[-3:] == ["--token", token, "--dry-run"]
+    assert f"'authorization': '{bearer}'" in out["python"]["code"]
+    assert f'"authorization": "{bearer}"' in out["javascript"]["code"]
+    assert out["mcp_http"]["headers"] == {"authorization": bearer}
+    assert out["mcp_stdio"]["headers"] == {}
+    assert "authorization" not in forms(tool(), ARGS)["dispatch"]["headers"]

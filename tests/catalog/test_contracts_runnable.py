@@ -111,11 +111,12 @@ def test_the_curl_form_sends_the_canonical_call_through_the_proxy(recorder: Reco
 
 
 def test_the_python_form_sends_the_same_bytes(recorder: Recorder) -> None:
-    """The httpx snippet, run as a program, sends exactly what the curl form sends."""
-    code = forms(ROW, ARGS, proxy=recorder.url)["python"]["code"]
+    """The httpx snippet, run as a program, sends exactly what the curl form sends (and the token)."""
+    code = forms(ROW, ARGS, proxy=recorder.url, token="flt_t0ken")["python"]["code"]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{'ok': True}"
+    assert recorder.seen[0][2]["authorization"] == "Bearer flt_t0ken"
     method, target, kind, body = door_request(recorder)
     assert (method, target, kind) == EXPECTED
     assert body == canonical_json({"tool": "send_note", "args": ARGS}).encode()
