@@ -157,3 +157,18 @@ def test_the_list_is_read_from_flightlog_home(tmp_path: Path) -> None:
     (tmp_path / "refused_hosts.txt").write_text("not a host!\n")
     with pytest.raises(CatalogError, match="not a host name"):
         load_refused_hosts(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "curl https://ol''d.example/x",
+        "sh -c \"curl https://ol''d.example/x\"",
+        ["bash", "-c", 'wget "o"ld.exa"mple"/dump'],
+        "curl https://old\\.example/",
+    ],
+)
+def test_shell_quoting_cannot_split_a_host(command: Any) -> None:
+    """Quotes or backslashes a shell would remove do not hide the host."""
+    with pytest.raises(RefusedHost, match=r'"old\.example" in upstream\.command.*shell word'):
+        REFUSED.check({"method": "CLI", "command": command}, "upstream")
