@@ -29,6 +29,24 @@ MCP_SERVER_NAME: Final = "flightlog"
 JSON_HEADERS: Final = {"content-type": "application/json"}
 
 
+FORM_NOTES: Final = {
+    "dispatch": "POST the canonical call to the proxy's dispatch door; a scoped token as a bearer header.",
+    "dispatch_dry_run": "With ?dry_run=1: the door answers the exact upstream request and sends nothing.",
+    "url": "The canonical call in one GET link: tool= and args= (canonical JSON), token= when lent.",
+    "curl": "The dispatch form as one shell line, through the proxy.",
+    "cli": "flightlog call NAME --args JSON: the same door, in process, recorded in the Ledger.",
+    "cli_dry_run": "The CLI form with --dry-run: the exact upstream request, nothing sent.",
+    "python": "The dispatch form as an httpx snippet, through the proxy.",
+    "javascript": "The dispatch form as a fetch snippet (undici's ProxyAgent), through the proxy.",
+    "mcp_stdio": 'The canonical call as the arguments of the "call" tool of `flightlog mcp`.',
+    "mcp_http": 'The same "call" tool over MCP streamable HTTP at flightlog.local, through the proxy.',
+    "mcp_config_claude_code": "Adds flightlog's MCP server to Claude Code.",
+    "mcp_config_json": "The MCP server entry for clients configured with JSON (mcpServers).",
+    "upstream": "The service's own call, arguments filled in; secrets stay [NAME] until the door sends it.",
+}
+"""What varies per form: where the call is sent, where the credential goes, how it is wrapped."""
+
+
 def door_forms(
     name: str, args: Mapping[str, Any], *, base: str, proxy: str, token: str | None = None
 ) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
         token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
     ) -> None:
         """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
-        from catalog.contracts import FORM_NAMES, example_args, forms
+        from catalog.contracts import FORM_NAMES, FORM_NOTES, example_args, forms
         from catalog.refused import load_refused_hosts
         from flightlog.settings import load_settings
 
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(_pasteable(rendered[form]))
         else:
             for name, value in rendered.items():
-                typer.echo(f"{name}\n{_indent(_pasteable(value))}\n")
+                typer.echo(f"{name}: {FORM_NOTES.get(name, '')}\n{_indent(_pasteable(value))}\n")
 
 
 @import_app.command("openapi")

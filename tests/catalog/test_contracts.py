@@ -11,6 +11,7 @@ import pytest
 
 from catalog.contracts import (
     FORM_NAMES,
+    FORM_NOTES,
     bind_secrets,
     canonical_json,
     example_args,
@@ -89,7 +90,7 @@ def test_a_malformed_row_is_refused_with_a_reason(changes: dict[str, Any], messa
 def test_every_form_is_rendered_from_the_canonical_call() -> None:
     """forms() answers every named form, in order, each a pasteable JSON object of a known shape."""
     out = forms(tool(), ARGS)
-    assert tuple(out) == FORM_NAMES
+    assert tuple(out) == FORM_NAMES == tuple(FORM_NOTES)
     call = {"tool": "create_pet", "args": ARGS}
     body = canonical_json(call)
     assert body == '{"tool":"create_pet","args":{"name":"Rex é","region":"eu","age":3,"owner":{"id":7}}}'
