@@ -349,7 +349,12 @@ def open_directory(ledger_url: str, folder: Path | str | None = None) -> Directo
         if path is not None:
             directory.sync(path)
         elif store.head() == 0:
-            directory.sync(starter_folder(), message="starter directory", remember=False)
+            try:
+                directory.sync(starter_folder(), message="starter directory", remember=False)
+            except StoreFailed:
+                if store.head() == 0:  # not another process seeding it at the same moment
+                    raise
+                directory.refresh()
         else:
             directory.refresh()
     except BaseException:

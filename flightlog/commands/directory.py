@@ -139,9 +139,16 @@ def register(app: typer.Typer) -> None:
         directory: DirectoryOption = None,
     ) -> None:
         """Serve the Directory's agent API over MCP stdio."""
+        import importlib
+        import threading
+
         from catalog.mcp_server import serve
 
+        # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
+        preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
+        preload.start()
         d = open_from_settings(directory)
+        preload.join()
         try:
             serve(d, database_tools=database_tools)
         finally:

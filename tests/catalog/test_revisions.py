@@ -203,3 +203,32 @@ def test_alias_cannot_lose_its_last_row(tmp_path: Path) -> None:
         assert d.aliases == {"imessage": ("IMSG_*",)}
     finally:
         d.close()
+
+
+def test_concurrent_writers_never_lose_an_update(ledger_url: str) -> None:
+    """Eight writers replace the same version at once: exactly one commits, the others are refused
+    with the winner's hash, on SQLite and PostgreSQL alike."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = open_directory(ledger_url)
+    try:
+        first.write("inbox", "race.md", NOTE)
+        base = sha256_text(NOTE)
+
+        def attempt(n: int) -> str:
+            d = open_directory(ledger_url)
+            try:
+                d.write("inbox", "race.md", NOTE + f"writer {n}\n", replaces=base)
+                return "ok"
+            except Refused as e:
+                return e.retry_hash or "no hash"
+            finally:
+                d.close()
+
+        with ThreadPoolExecutor(8) as pool:
+            outcomes = list(pool.map(attempt, range(8)))
+        winner = first.current_hash("inbox", "race.md")
+        assert outcomes.count("ok") == 1
+        assert sorted(o for o in outcomes if o != "ok") == [winner] * 7
+    finally:
+        first.close()
