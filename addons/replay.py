@@ -56,6 +56,8 @@ NOT_RESENT: Final = frozenset(
 """Header fields that describe one hop's framing; httpx writes its own for the new connection."""
 IDENTITY: Final = b"x-flightlog-"
 """Who-is-calling fields the proxy strips before forwarding (recorded, never sent upstream)."""
+END_OF_HEAD: Final = b"\r\n\r\n"
+"""Heads are kept as capture keeps them: ending in the blank line that closes them on the wire."""
 HTTPX_DEFAULTS: Final = ("accept", "accept-encoding", "connection", "user-agent")
 
 
@@ -250,7 +252,7 @@ def replay_events(
         host=host,
         tool=original.tool,
         model=original.model,
-        head=build_head((outgoing.method.encode(), _target(outgoing.url), b"HTTP/1.1"), fields),
+        head=build_head((outgoing.method.encode(), _target(outgoing.url), b"HTTP/1.1"), fields) + END_OF_HEAD,
         payload=outgoing.body or None,
         payload_state="complete" if outgoing.body else "none",
         redacted=original.redacted,
@@ -261,7 +263,7 @@ def replay_events(
     names: set[str] = set()
     if sent.status is not None:
         head, head_names = redactor.redact_head(
-            build_head((sent.http_version, str(sent.status).encode(), sent.reason), sent.fields)
+            build_head((sent.http_version, str(sent.status).encode(), sent.reason), sent.fields) + END_OF_HEAD
         )
         encoding = _field(sent.fields, b"content-encoding")
         raw, body_names = redactor.redact_body(sent.raw, encoding)
