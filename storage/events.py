@@ -27,6 +27,8 @@ class PayloadRef:
     sha256: str
     size: int
     text: bool
+    stored_size: int = 0
+    """Bytes the compressed object occupies in the store (0 when unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
