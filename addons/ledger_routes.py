@@ -107,9 +107,9 @@ def authorized(headers: Mapping[str, str], token: str) -> bool:
 
 def filter_from_query(query: Mapping[str, str]) -> Filter:
     """The `Filter` named by query-string fields; `by`, `limit`, `q` and `before` are not filter fields."""
-    data = {k: v for k, v in query.items() if k not in ("by", "limit", "q", "before", "before_id")}
+    data: dict[str, Any] = {k: v for k, v in query.items() if k not in ("by", "limit", "q", "before")}
     if "url" in data:
-        data["url"] = data["url"].split()
+        data["url"] = str(data["url"]).split()
     return Filter.from_json(data)
 
 
@@ -156,7 +156,11 @@ def _blob(ledger: LedgerReader, rest: str, *_: Any) -> Response:
     except StorageError as e:
         missing = "missing" in type(e).__name__.lower() or "no payload" in str(e).lower()
         return _error(404 if missing else 500, str(e))
-    headers = {"content-type": "application/octet-stream", "x-content-sha256": sha, "cache-control": "no-store"}
+    headers = {
+        "content-type": "application/octet-stream",
+        "x-content-sha256": sha,
+        "cache-control": "no-store",
+    }
     return 200, headers, data
 
 
@@ -165,7 +169,9 @@ def _counts(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: byt
     by = query.get("by")
     if by is None:
         return _json(200, {"filter": flt.to_json(), **totals(ledger.engine, flt)})
-    return _json(200, {"filter": flt.to_json(), "by": by, "groups": groups_json(counts(ledger.engine, flt, by))})
+    return _json(
+        200, {"filter": flt.to_json(), "by": by, "groups": groups_json(counts(ledger.engine, flt, by))}
+    )
 
 
 def _group(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:

@@ -32,14 +32,71 @@ FIELDS: Final = ("kind", "tool", "session", "task", "turn", "agent", "model", "h
 FIELD_ALIASES: Final = {"url": "url", "path": "url", "direction": "direction", "user": "agent"}
 METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 FILLER: Final = frozenset(
-    """a all an and any are answers at calls count did do events every exchanges for from give had has
-    have how in list many me much of on requests responses show the there to total traffic was went were
-    what which with cost costs spend spent tokens usage made sent get please""".split()
+    [
+        "a",
+        "all",
+        "an",
+        "and",
+        "any",
+        "are",
+        "answers",
+        "at",
+        "calls",
+        "count",
+        "did",
+        "do",
+        "events",
+        "every",
+        "exchanges",
+        "for",
+        "from",
+        "give",
+        "had",
+        "has",
+        "have",
+        "how",
+        "in",
+        "list",
+        "many",
+        "me",
+        "much",
+        "of",
+        "on",
+        "requests",
+        "responses",
+        "show",
+        "the",
+        "there",
+        "to",
+        "total",
+        "traffic",
+        "was",
+        "went",
+        "were",
+        "what",
+        "which",
+        "with",
+        "cost",
+        "costs",
+        "spend",
+        "spent",
+        "tokens",
+        "usage",
+        "made",
+        "sent",
+        "get",
+        "please",
+    ]
 )
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
 UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
-NUMBERS: Final = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten".split())}
+NUMBERS: Final = {
+    w: i
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    )
+}
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?)?z?$")
 _SQL = re.compile(
     r"(;|--|\bselect\b.*\bfrom\b|\bdrop\s+table\b|\binsert\s+into\b|\bunion\s+select\b)",

@@ -9,10 +9,7 @@ what the first one does (an OFFSET would scan everything before it).
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
@@ -20,7 +17,6 @@ from typing import Any, Final, Literal
 
 from sqlalchemy import (
     ColumnElement,
-    MetaData,
     Table,
     and_,
     func,
@@ -29,11 +25,13 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from storage.errors import StorageError
 from storage.events import StoredEvent
+from storage.rows import from_mapping
+from storage.schema import EventRow
 
 GroupBy = Literal["hour", "session", "turn", "kind", "agent", "model", "tool", "task"]
 GROUP_BYS: Final[tuple[str, ...]] = ("hour", "session", "turn", "kind", "agent", "model", "tool", "task")
@@ -95,7 +93,9 @@ class Filter:
             value = getattr(self, f.name)
             if value is None or value == ():
                 continue
-            out[f.name] = _iso(value) if isinstance(value, datetime) else list(value) if f.name == "url" else value
+            out[f.name] = (
+                _iso(value) if isinstance(value, datetime) else list(value) if f.name == "url" else value
+            )
         return out
 
     @classmethod
@@ -167,23 +167,7 @@ def _iso(when: datetime) -> str:
     return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-# --- the events table, as the database has it -------------------------------------------------------
-
-_tables: weakref.WeakKeyDictionary[Engine, Table] = weakref.WeakKeyDictionary()
-_tables_lock = threading.Lock()
-
-
-def events_table(engine: Engine) -> Table:
-    """The `events` table reflected once per engine, so reads follow the schema the Ledger migrated."""
-    with _tables_lock:
-        table = _tables.get(engine)
-        if table is None:
-            try:
-                table = Table("events", MetaData(), autoload_with=engine)
-            except SQLAlchemyError as e:
-                raise QueryError(f"cannot read the events table: {e}".splitlines()[0]) from e
-            _tables[engine] = table
-        return table
+EVENTS: Final = EventRow.__table__  # type: ignore[attr-defined]
 
 
 def _conditions(t: Table, flt: Filter) -> list[ColumnElement[bool]]:
@@ -244,7 +228,7 @@ def select_events(
     Pass the last row's `cursor(event)` as `before` for the next page; pass the newest row's as
     `after` to fetch what arrived since (a live view following new events).
     """
-    t = events_table(engine)
+    t = EVENTS
     stmt = select(t).where(_where(t, flt))
     if before is not None:
         at, event_id = before
@@ -260,7 +244,7 @@ def select_events(
             rows = conn.execute(stmt).mappings().all()
     except SQLAlchemyError as e:
         raise QueryError(f"cannot read events: {e}".splitlines()[0]) from e
-    return [stored_event(r) for r in rows]
+    return [from_mapping(r) for r in rows]
 
 
 def cursor(event: StoredEvent) -> Cursor:
@@ -295,7 +279,7 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
     """
     if by not in GROUP_BYS:
         raise QueryError(f"cannot count by {by!r}; by one of: {', '.join(GROUP_BYS)}")
-    t = events_table(engine)
+    t = EVENTS
     key = _bucket(engine, t) if by == "hour" else t.c[by]
     label = key.label("key")
     stmt = (
@@ -330,8 +314,8 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
 
 
 def totals(engine: Engine, flt: Filter) -> dict[str, Any]:
-    """One summary of everything the filter matches: events, tokens, cost and distinct tools/models/sessions."""
-    t = events_table(engine)
+    """Everything the filter matches, summed: events, tokens, cost, distinct tools/models/sessions."""
+    t = EVENTS
     stmt = select(
         func.count().label("events"),
         func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
@@ -368,60 +352,6 @@ def _utc(value: Any) -> datetime:
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _names(value: Any) -> tuple[str, ...]:
-    if value is None or value == "":
-        return ()
-    if isinstance(value, list | tuple):
-        return tuple(str(v) for v in value)
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    if text.startswith("["):
-        return tuple(str(v) for v in json.loads(text))
-    return tuple(n for n in re.split(r"[,\s]+", text) if n)
-
-
-def _hex(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value.hex() if isinstance(value, bytes | bytearray | memoryview) else str(value)
-
-
-def stored_event(row: RowMapping | Mapping[str, Any]) -> StoredEvent:
-    """A row of `events` as a `StoredEvent` (tolerant of how each dialect returns its types)."""
-    get = row.get
-    payload_text = get("payload_text")
-    return StoredEvent(
-        event_id=str(row["event_id"]),
-        action_id=str(row["action_id"]),
-        kind=str(row["kind"]),
-        direction=str(row["direction"]),
-        at=_utc(row["at"]),
-        collector=str(get("collector") or ""),
-        seq=int(get("seq") or 0),
-        method=get("method"),
-        url=get("url"),
-        host=get("host"),
-        status=get("status"),
-        tool=get("tool"),
-        session=get("session"),
-        task=get("task"),
-        turn=None if get("turn") is None else str(get("turn")),
-        agent=get("agent"),
-        model=get("model"),
-        tokens_in=get("tokens_in"),
-        tokens_out=get("tokens_out"),
-        cost_usd=None if get("cost_usd") is None else float(get("cost_usd")),
-        head=bytes(get("head") or b""),
-        payload_state=str(get("payload_state") or "none"),
-        payload_sha256=_hex(get("payload_sha256")),
-        payload_size=get("payload_size"),
-        payload_text=None if payload_text is None else bool(payload_text),
-        redacted=_names(get("redacted")),
-        error=get("error"),
-        parent=get("parent"),
-        fingerprint=_hex(get("fingerprint")) or "",
-    )
 
 
 def event_json(event: StoredEvent) -> dict[str, Any]:
