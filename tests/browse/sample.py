@@ -44,6 +44,7 @@ def _pair(
     request: bytes | None = None,
     answer: bytes | None = None,
     direction: str = "out",
+    ctype: str = "application/json",
     **meta: object,
 ) -> tuple[Event, Event]:
     """One exchange: the request and its answer, linked by one action id."""
@@ -72,7 +73,7 @@ def _pair(
         at=at + timedelta(milliseconds=850),
         seq=2 * n + 1,
         status=status,
-        head=_head(f"HTTP/1.1 {status} X", ("Content-Type", "text/event-stream")),
+        head=_head(f"HTTP/1.1 {status} X", ("Content-Type", ctype)),
         payload=answer,
         payload_state="complete" if answer is not None else "none",
         error=error,  # type: ignore[arg-type]
@@ -93,6 +94,7 @@ def sample_events() -> tuple[Event, ...]:
             status=200,
             request=CHAT_REQUEST,
             answer=CHAT_SSE,
+            ctype="text/event-stream",
             agent="alpha",
             session="s1",
             task="t1",
@@ -154,6 +156,7 @@ def sample_events() -> tuple[Event, ...]:
             status=200,
             request=BINARY,
             answer=b"ok",
+            ctype="text/plain",
             direction="in",
             tool="stripe.webhook",
         ),

@@ -34,7 +34,7 @@ def call(
 
 
 def as_json(response: tuple[int, dict[str, str], bytes]) -> Any:
-    status, headers, body = response
+    _status, headers, body = response
     assert headers["content-type"] == "application/json"
     return json.loads(body)
 

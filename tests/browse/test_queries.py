@@ -8,7 +8,7 @@ import pytest
 
 from storage.ledger import Ledger
 from storage.queries import Filter, QueryError, counts, cursor, select_events, totals
-from tests.browse.sample import T0, sample_ledger, sample_events
+from tests.browse.sample import T0, sample_events, sample_ledger
 
 __all__ = ["sample_ledger"]
 
