@@ -72,7 +72,11 @@ class EventsScreen(Screen[None]):
         table.add_columns(*cells.COLUMNS)
         self.show_understood()
         table.focus()
-        self.reload()
+        question = self.browse.initial_question
+        if question:
+            self.query_one("#filter", Input).value = question
+        if not (question and self.browse.apply_question(question)):
+            self.reload()
         if self.browse.follow_seconds:
             self.set_interval(self.browse.follow_seconds, self.poll)
 
@@ -248,12 +252,9 @@ class BrowseApp(App[None]):
         self.now = now or (lambda: datetime.now(UTC))
         self.initial_question = question
 
-    def on_mount(self) -> None:
-        screen = EventsScreen()
-        self.push_screen(screen)
-        if self.initial_question:
-            screen.query_one("#filter", Input).value = self.initial_question
-            self.apply_question(self.initial_question)
+    def get_default_screen(self) -> Screen[None]:
+        """The events table is the bottom of the screen stack: escape always comes back to it."""
+        return EventsScreen()
 
     @property
     def events_screen(self) -> EventsScreen:
@@ -262,20 +263,21 @@ class BrowseApp(App[None]):
                 return screen
         raise LookupError("the events screen is not open")
 
-    def apply_question(self, words: str) -> None:
-        """Read plain words into the filter and start over; a refusal keeps the old filter."""
+    def apply_question(self, words: str) -> bool:
+        """Read plain words into the filter and start over; a refusal keeps the old filter (False)."""
         screen = self.events_screen
         try:
             question = ask(words, self.now()) if words.strip() else None
         except StorageError as e:
             screen.show_understood(refused=str(e))
-            return
+            return False
         self.filter = question.filter if question else Filter()
         self.unknown = question.unknown if question else ()
         screen.show_understood()
         screen.reload()
         if question and question.group_by:
             self.action_counts()
+        return True
 
     def action_counts(self) -> None:
         from tui.counts import CountsScreen
