@@ -32,7 +32,7 @@ class BlobStore(Protocol):
     def get(self, sha256: str) -> bytes:
         """The frame stored under `sha256`; `MissingPayload` when there is none."""
 
-    def keys(self) -> Iterator[str]:
+    def addresses(self) -> Iterator[str]:
         """Every address in the store (for `verify`'s orphan check)."""
 
 
@@ -91,7 +91,7 @@ class FolderStore:
         except FileNotFoundError as e:
             raise MissingPayload(sha256, f"no object in {self.root}") from e
 
-    def keys(self) -> Iterator[str]:
+    def addresses(self) -> Iterator[str]:
         if not self.root.exists():
             return
         for path in self.root.glob("??/*.zst"):
@@ -169,7 +169,7 @@ class S3Store:
         except Exception as e:
             raise self._translate(e, sha256, "read") from e
 
-    def keys(self) -> Iterator[str]:
+    def addresses(self) -> Iterator[str]:
         paginator = self._client.get_paginator("list_objects_v2")
         start = f"{self.prefix}/" if self.prefix else ""
         try:
