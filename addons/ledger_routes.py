@@ -6,7 +6,7 @@ and `token` and answers `flightlog.local` with it (those exchanges are never rec
 
 Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token):
 
-    GET  /api/ledger/row/EVENT_ID      one event whole (JSON; the head as Latin-1 text)
+    GET  /api/ledger/row/EVENT_ID      one event whole (JSON; the exact head also as head_base64)
     GET  /api/ledger/action/ACTION_ID  every event of one request
     GET  /api/ledger/blob/SHA256       the payload's raw bytes exactly as kept
     GET  /api/ledger/counts[?by=X&...] totals over a filter, or counted by X when `by` is given

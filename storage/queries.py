@@ -355,18 +355,8 @@ def _utc(value: Any) -> datetime:
 
 
 def event_json(event: StoredEvent) -> dict[str, Any]:
-    """An event as JSON: the head as Latin-1 text (one character per byte, so nothing is lost)."""
-    out: dict[str, Any] = {}
-    for f in fields(event):
-        value = getattr(event, f.name)
-        if isinstance(value, datetime):
-            value = _iso(value)
-        elif isinstance(value, bytes):
-            value = value.decode("latin-1")
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[f.name] = value
-    return out
+    """An event as JSON, the Ledger's own stable form (`StoredEvent.to_json`)."""
+    return event.to_json()
 
 
 def groups_json(groups: Sequence[Group]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from flightlog.commands.ledger import ledger_app
+from flightlog.commands.ledger import BlobsOpt, LedgerOpt, ledger_app
 from flightlog.errors import CommandError
 
 Opt = typer.Option
@@ -57,12 +57,12 @@ def filter_from_options(words: list[str] | None = None, **options: Any) -> tuple
     return merged, question
 
 
-def _open() -> Any:
+def _open(ledger: str | None = None, blobs: str | None = None) -> Any:
     from flightlog.settings import load_settings
     from storage.ledger import open_ledger
 
     settings = load_settings()
-    return open_ledger(settings.ledger_url, settings.blobs_url)
+    return open_ledger(ledger or settings.ledger_url, blobs or settings.blobs_url)
 
 
 def _print_json(value: Any) -> None:
@@ -122,6 +122,8 @@ def counts_command(
     since: SinceOpt = None,
     until: UntilOpt = None,
     url: UrlOpt = None,
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Counted views by hour, session, turn, kind, agent, model, tool or task (totals without --by)."""
@@ -132,7 +134,7 @@ def counts_command(
         agent=agent, model=model, status=status, host=host, method=method, since=since, until=until, url=url,
     )  # fmt: skip
     by = by or (question.group_by if question else None)
-    ledger = _open()
+    ledger = _open(ledger_url, blobs_url)
     try:
         if by is None:
             summary = {"filter": flt.to_json(), **totals(ledger.engine, flt)}
@@ -171,6 +173,8 @@ def query_command(
     since: SinceOpt = None,
     until: UntilOpt = None,
     url: UrlOpt = None,
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Events matching a filter or a question in plain words, newest first."""
@@ -180,7 +184,7 @@ def query_command(
         words, kind=kind, direction=direction, tool=tool, session=session, task=task, turn=turn,
         agent=agent, model=model, status=status, host=host, method=method, since=since, until=until, url=url,
     )  # fmt: skip
-    ledger = _open()
+    ledger = _open(ledger_url, blobs_url)
     try:
         events = select_events(ledger.engine, flt, limit=limit)
     finally:
@@ -200,6 +204,8 @@ def query_command(
 def ask_command(
     words: Annotated[list[str], typer.Argument(help="A question in plain words.", show_default=False)],
     limit: Annotated[int, Opt("--limit", min=1, max=100000, help="Events at most.")] = 50,
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
@@ -207,7 +213,7 @@ def ask_command(
     from storage.queries import counts, event_json, select_events
 
     question = ask(" ".join(words))
-    ledger = _open()
+    ledger = _open(ledger_url, blobs_url)
     try:
         answer = question.to_json()
         if question.group_by:
@@ -256,12 +262,14 @@ def directory_lookup() -> Any:
 def browse(
     words: WordsArg = None,
     follow: Annotated[float, Opt("--follow", help="Seconds between reads of new events (0: off).")] = 1.0,
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
 ) -> None:
     """Browse the Ledger in the terminal: newest first, following new events."""
     from tui.app import BrowseApp
     from tui.source import LedgerSource
 
-    ledger = _open()
+    ledger = _open(ledger_url, blobs_url)
     try:
         source = LedgerSource(ledger, directory=directory_lookup(), replayer=replay_with_cli)
         BrowseApp(source, question=" ".join(words or []), follow_seconds=follow or None).run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
@@ -84,7 +85,7 @@ def test_row_and_action(sqlite_sample: Ledger) -> None:
     row = as_json(call(sqlite_sample, "/api/ledger/row/a1-request"))
     assert row["event_id"] == "a1-request"
     assert row["redacted"] == ["OPENAI_API_KEY"]
-    assert row["head"].encode("latin-1") == sqlite_sample.event("a1-request").head  # type: ignore[union-attr]
+    assert base64.b64decode(row["head_base64"]) == sqlite_sample.event("a1-request").head  # type: ignore[union-attr]
     action = as_json(call(sqlite_sample, "/api/ledger/action/a1"))
     assert [e["event_id"] for e in action["events"]] == ["a1-request", "a1-response"]
     assert call(sqlite_sample, "/api/ledger/row/nope")[0] == 404
