@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -250,13 +251,40 @@ def replay_with_cli(action_id: str) -> str:
     return text
 
 
-def directory_lookup() -> Any:
-    """The join from a tool name to its Directory row and contracts, or None while the catalog lacks it.
+def directory_lookup(ledger_url: str, folder: Path | None) -> Any:
+    """The join from a tool name to its Directory row and contracts (a `tui.source.DirectoryLookup`).
 
-    Hook: when `catalog` offers `open_directory(...)` with `tool(name)` and a contracts renderer, wire
-    them here; the browser shows the tool name and says no Directory is connected until then.
+    Built on `catalog.directory.open_directory`, `Directory.tool` and `catalog.contracts.forms`; while
+    a checkout lacks those (the catalog and contracts areas land separately) this returns None and the
+    browser shows the tool name and says no Directory is connected. The Directory is opened on the
+    first lookup, in the browser's worker thread, so it never delays the first screen.
     """
-    return None
+    import importlib
+
+    from tui.source import ToolInfo
+
+    try:  # by name: the modules join this checkout when the catalog and contracts areas are merged
+        contracts = importlib.import_module("catalog.contracts")
+        open_directory = importlib.import_module("catalog.directory").open_directory
+        unknown_row = importlib.import_module("catalog.errors").UnknownRow
+        tool_type = importlib.import_module("catalog.tool").Tool
+    except (ImportError, AttributeError):
+        return None
+
+    opened: list[Any] = []
+
+    def lookup(name: str) -> ToolInfo | None:
+        if not opened:
+            opened.append(open_directory(ledger_url, folder))
+        try:
+            doc = opened[0].tool(name)
+        except unknown_row:
+            return None
+        tool = tool_type.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
+        row = {"id": doc.id, "name": doc.name, "type": doc.bundle, "description": doc.description}
+        return ToolInfo(doc.name, row, contracts.forms(tool, contracts.example_args(tool)))
+
+    return lookup
 
 
 def browse(
@@ -266,12 +294,15 @@ def browse(
     blobs_url: BlobsOpt = None,
 ) -> None:
     """Browse the Ledger in the terminal: newest first, following new events."""
+    from flightlog.settings import load_settings
     from tui.app import BrowseApp
     from tui.source import LedgerSource
 
+    settings = load_settings()
     ledger = _open(ledger_url, blobs_url)
     try:
-        source = LedgerSource(ledger, directory=directory_lookup(), replayer=replay_with_cli)
+        lookup = directory_lookup(ledger_url or settings.ledger_url, settings.directory)
+        source = LedgerSource(ledger, directory=lookup, replayer=replay_with_cli)
         BrowseApp(source, question=" ".join(words or []), follow_seconds=follow or None).run()
     finally:
         ledger.close()

@@ -85,3 +85,13 @@ def test_failures_are_one_line(flightlog: Callable[..., Run]) -> None:
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("flightlog: "), (args, out.stderr)
+
+
+def test_replay_hook_runs_the_cli_and_reports_failure_in_one_line() -> None:
+    """The browser's replay hook runs `flightlog replay ID`; a failure becomes one TuiError line."""
+    from flightlog.commands.questions import replay_with_cli
+    from tui.errors import TuiError
+
+    with pytest.raises(TuiError) as e:
+        replay_with_cli("no-such-action")
+    assert "\n" not in str(e.value) and str(e.value)
