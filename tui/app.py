@@ -27,8 +27,6 @@ from tui.source import Source
 
 PAGE: Final = 200
 """Rows per read; the next page loads when the cursor is within `PAGE // 4` rows of the end."""
-KEEP: Final = 5000
-"""Rows kept when following: the oldest fall off the bottom (they are one page-down away)."""
 
 
 class EventsScreen(Screen[None]):
@@ -48,6 +46,8 @@ class EventsScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.events: list[StoredEvent] = []
+        self.pending: list[StoredEvent] = []
+        """Newer events read while the cursor was away from the top; shown when it comes back."""
         self.generation = 0
         self.exhausted = False
         self.loading = False
@@ -86,13 +86,19 @@ class EventsScreen(Screen[None]):
         """Start over from the newest event under the current filter."""
         self.generation += 1
         self.events = []
+        self.pending = []
         self.exhausted = False
         self.query_one("#events", DataTable).clear()
-        self.load_page(self.generation, self.browse.filter, None)
+        self.next_page(None)
+
+    def next_page(self, before: tuple[datetime, str] | None) -> None:
+        """Read one more page (marked loading at once, so a second request cannot race it)."""
+        self.loading = True
+        self.show_status()
+        self.load_page(self.generation, self.browse.filter, before)
 
     @work(thread=True, exclusive=True, group="page")
     def load_page(self, generation: int, flt: Filter, before: tuple[datetime, str] | None) -> None:
-        self.app.call_from_thread(self._set_loading, True)
         try:
             page = self.browse.source.page(flt, limit=PAGE, before=before)
         except StorageError as e:
@@ -110,10 +116,6 @@ class EventsScreen(Screen[None]):
         if newer:
             self.app.call_from_thread(self._prepend, generation, newer)
 
-    def _set_loading(self, value: bool) -> None:
-        self.loading = value
-        self.show_status()
-
     def _failed(self, generation: int, message: str) -> None:
         self.loading = False
         if generation == self.generation:
@@ -124,6 +126,8 @@ class EventsScreen(Screen[None]):
         if generation != self.generation:
             return
         self.exhausted = len(page) < PAGE
+        known = {e.event_id for e in self.events[-PAGE:]}
+        page = [e for e in page if e.event_id not in known]
         self.events += page
         table = self.query_one("#events", DataTable)
         for event in page:
@@ -131,43 +135,53 @@ class EventsScreen(Screen[None]):
         self.show_status()
 
     def _prepend(self, generation: int, newer: list[StoredEvent]) -> None:
+        """Put newer events on top: at once when the cursor is on the top row, else when it gets there."""
         if generation != self.generation:
             return
-        known = {e.event_id for e in self.events[: len(newer) + 1]}
-        newer = [e for e in newer if e.event_id not in known]
-        if not newer:
+        known = {e.event_id for e in self.pending + self.events[: PAGE + 1]}
+        self.pending = [e for e in newer if e.event_id not in known] + self.pending
+        if self.query_one("#events", DataTable).cursor_row <= 0:
+            self.show_pending()
+        self.show_status()
+
+    def show_pending(self) -> None:
+        """Redraw with the newest events on top, keeping one page (older rows reload as the cursor moves)."""
+        if not self.pending:
             return
+        self.events = (self.pending + self.events)[:PAGE]
+        self.exhausted = False
+        self.pending = []
         table = self.query_one("#events", DataTable)
-        at_top = table.cursor_row <= 0
-        row = table.cursor_row
-        self.events = (newer + self.events)[:KEEP]
-        if len(self.events) == KEEP:
-            self.exhausted = False
         table.clear()
         for event in self.events:
             table.add_row(*cells.row(event), key=event.event_id)
-        table.move_cursor(row=0 if at_top else min(row + len(newer), len(self.events) - 1), animate=False)
-        self.show_status()
+        table.move_cursor(row=0, animate=False)
 
     def poll(self) -> None:
         """Follow new events: ask for anything newer than the top row."""
         if not self.browse.following or self.loading:
             return
-        if self.events:
-            self.load_newer(self.generation, self.browse.filter, cursor(self.events[0]))
+        top = self.pending[0] if self.pending else self.events[0] if self.events else None
+        if top is not None:
+            self.load_newer(self.generation, self.browse.filter, cursor(top))
         else:
             self.reload()
 
     @on(DataTable.RowHighlighted, "#events")
     def near_end(self, event: DataTable.RowHighlighted) -> None:
-        if not self.exhausted and not self.loading and event.cursor_row >= len(self.events) - PAGE // 4:
-            self.load_page(self.generation, self.browse.filter, cursor(self.events[-1]))
+        if event.cursor_row == 0 and self.pending:
+            self.show_pending()
+            self.show_status()
+        elif not self.exhausted and not self.loading and event.cursor_row >= len(self.events) - PAGE // 4:
+            self.next_page(cursor(self.events[-1]))
 
     # -- showing --------------------------------------------------------------------------------
 
     def show_status(self) -> None:
         shown = f"{len(self.events):,} events shown" + ("" if self.exhausted else "+")
         follow = "following new events" if self.browse.following else "paused"
+        if self.pending:
+            follow += f" · {len(self.pending):,} newer above (go to the top row)"
         loading = " · reading…" if self.loading else ""
         self.query_one("#status", Static).update(f"{shown} · newest first · {follow}{loading}")
 

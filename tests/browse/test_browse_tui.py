@@ -130,6 +130,28 @@ async def test_follows_new_events(sqlite_sample: Ledger) -> None:
         assert "paused" in text_of(app.events_screen, "#status")
 
 
+async def test_new_events_wait_while_the_reader_is_below_the_top(sqlite_sample: Ledger) -> None:
+    """Reading further down, new events do not move the table; they appear when the cursor is back on top."""
+    app = make_app(sqlite_sample, follow=0.05)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        screen = app.events_screen
+        table = screen.query_one("#events", DataTable)
+        table.move_cursor(row=3)
+        await pilot.pause()
+        later = Event(event_id="later", action_id="a10", kind="http.request", direction="out", at=NOW)
+        sqlite_sample.append(Batch("test", 4, (later,)))
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if screen.pending:
+                break
+        assert "1 newer above" in text_of(screen, "#status")
+        assert table_keys(screen)[0] == "a5-response" and table.cursor_row == 3
+        table.move_cursor(row=0)
+        await settle(pilot)
+        assert table_keys(screen)[:2] == ["later", "a5-response"]
+
+
 class SlowSource(LedgerSource):
     """A source whose first page waits for the test: proves reads run off the UI thread."""
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from storage.ledger import Ledger
 from tests.browse.sample import NOW
@@ -26,7 +29,8 @@ def make_app(
 async def settle(pilot: Pilot[None]) -> None:
     """Wait until every worker has finished and the screen has drawn what they gave it."""
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        with contextlib.suppress(WorkerCancelled):  # an exclusive worker replaced by a newer one
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
     await pilot.wait_for_scheduled_animations()
     await pilot.pause(0.05)
