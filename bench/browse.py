@@ -8,6 +8,8 @@ PostgreSQL) through the migrated schema and its indexes, with no payloads: 30 da
   filtered page  200 rows under a filter (several filters; the slowest is the one to read) (goal <= 300 ms)
   deep page      200 rows from a keyset cursor half a million rows down
   counts/hour    counts by hour over every event, with tokens and cost (goal <= 500 ms)
+Each engine is measured twice: with the indexes migration 0001 ships, then with the indexes this
+benchmark proposes (`propose_indexes`), so the difference they make is read side by side.
 
     python -m bench.browse [--events N] [--runs N] [--pg URL] [--only sqlite|postgres]
 """
@@ -143,29 +145,71 @@ def first_screen(url: str, blobs: str) -> float:
     return asyncio.run(run())
 
 
-def measure(name: str, url: str, blobs: str, n: int, runs: int) -> dict[str, float]:
+PROPOSED = ("session", "task", "tool", "agent", "model", "host", "kind")
+
+
+def propose_indexes(ledger: Ledger) -> float:
+    """Add the indexes this benchmark proposes for migration 0002; returns the seconds they took.
+
+    (column, at, event_id) for each filtered column, so a filtered page is read in index order
+    instead of scanning the `at` index past every row of other sessions; and an index on the hour
+    expression the counts use (covering tokens and cost on SQLite), so counting by hour reads an index
+    in order instead of sorting the table.
+    """
+    t0 = time.perf_counter()
+    with ledger.engine.begin() as conn:
+        for column in PROPOSED:
+            conn.execute(text(f"CREATE INDEX ix_events_{column}_at ON events ({column}, at, event_id)"))
+        if conn.dialect.name == "sqlite":
+            hour = "substr(at, 1, 13), tokens_in, tokens_out, cost_usd"
+        else:
+            hour = "(date_trunc('hour', at AT TIME ZONE 'UTC'))"
+        conn.execute(text(f"CREATE INDEX ix_events_hour ON events ({hour})"))
+    with ledger.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    return time.perf_counter() - t0
+
+
+def reads(url: str, blobs: str, n: int, runs: int) -> dict[str, float]:
+    """Every read figure of the module docstring, on the ledger at `url`."""
     ledger = open_ledger(url, blobs)
+    engine = ledger.engine
     out: dict[str, float] = {}
     try:
-        out["generate"] = generate(ledger, n)
-        engine = ledger.engine
         out["first screen"] = statistics.median(first_screen(url, blobs) for _ in range(runs))
         out["page"], _ = timed(lambda: select_events(engine, Filter(), limit=200), runs)
         for label, flt in FILTERS.items():
-            out[f"filtered: {label}"], rows = timed(
-                lambda flt=flt: select_events(engine, flt, limit=200), runs
-            )
-            assert rows, f"{name}: filter {label} matched nothing"
+
+            def page(flt: Filter = flt) -> list[Any]:
+                return select_events(engine, flt, limit=200)
+
+            out[f"filtered: {label}"], rows = timed(page, runs)
+            assert rows, f"filter {label} matched nothing"
         middle = select_events(engine, Filter(), limit=1, before=(END - timedelta(days=DAYS / 2), "~"))[0]
-        out["deep page"], _ = timed(
-            lambda: select_events(engine, Filter(), limit=200, before=(middle.at, middle.event_id)), runs
-        )
+        deep = (middle.at, middle.event_id)
+        out["deep page"], _ = timed(lambda: select_events(engine, Filter(), limit=200, before=deep), runs)
         out["counts/hour"], groups = timed(lambda: counts(engine, Filter(), "hour"), runs)
         assert sum(g.events for g in groups) == n
         out["counts/model"], _ = timed(lambda: counts(engine, Filter(), "model"), runs)
     finally:
         ledger.close()
     return out
+
+
+def measure(name: str, url: str, blobs: str, n: int, runs: int) -> dict[str, dict[str, float]]:
+    """Generate, read with the shipped indexes, add the proposed ones, read again."""
+    ledger = open_ledger(url, blobs)
+    try:
+        generated = generate(ledger, n)
+    finally:
+        ledger.close()
+    shipped = {"generate": generated, **reads(url, blobs, n, runs)}
+    ledger = open_ledger(url, blobs)
+    try:
+        indexed = propose_indexes(ledger)
+    finally:
+        ledger.close()
+    return {name: shipped, f"{name}+idx": {"generate": indexed, **reads(url, blobs, n, runs)}}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -180,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-browse-"))
     try:
         if args.only in (None, "sqlite"):
-            results["sqlite"] = measure(
+            results |= measure(
                 "sqlite", f"sqlite:///{tmp / 'ledger.db'}", (tmp / "blobs").as_uri(), args.events, args.runs
             )
         if args.only in (None, "postgres"):
@@ -189,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
                 admin.execute(f'CREATE DATABASE "{db}"')
             server = args.pg.rsplit("/", 1)[0].replace("postgresql://", "")
             try:
-                results["postgres"] = measure(
+                results |= measure(
                     "postgres",
                     f"postgresql+psycopg://{server}/{db}",
                     (tmp / "pgblobs").as_uri(),
@@ -205,11 +249,12 @@ def main(argv: list[str] | None = None) -> None:
     goals = {"first screen": 1.0, "counts/hour": 0.5}
     names = list(next(iter(results.values())))
     engines = list(results)
-    print(f"{args.events:,} events, median of {args.runs} runs (ms)")
-    print(f"{'':26}" + "".join(f"{e:>12}" for e in engines) + "   goal")
+    print(f"{args.events:,} events, median of {args.runs} runs (ms); +idx: with the proposed indexes")
+    print("(the generate row of a +idx column is the time to build those indexes)")
+    print(f"{'':26}" + "".join(f"{e:>14}" for e in engines) + "   goal")
     for name in names:
         goal = goals.get(name, 0.3 if name.startswith("filtered") else None)
-        cells = "".join(f"{results[e][name] * 1000:>12,.1f}" for e in engines)
+        cells = "".join(f"{results[e][name] * 1000:>14,.1f}" for e in engines)
         print(f"{name:26}{cells}   {'' if goal is None else f'<= {goal * 1000:,.0f}'}")
 
 

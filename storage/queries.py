@@ -254,13 +254,14 @@ def cursor(event: StoredEvent) -> Cursor:
 
 def _bucket(engine: Engine, t: Table) -> ColumnElement[Any]:
     """The hour an event falls in, as a value the database groups cheaply (formatted in Python)."""
+    # Literals, not bound parameters, so the expression can match an index built on it.
     if engine.dialect.name == "postgresql":
         at: ColumnElement[Any] = t.c.at
         if getattr(t.c.at.type, "timezone", False):
             at = t.c.at.op("AT TIME ZONE")(literal_column("'UTC'"))
-        return func.date_trunc("hour", at)
+        return func.date_trunc(literal_column("'hour'"), at)
     # SQLite keeps SQLAlchemy datetimes as 'YYYY-MM-DD HH:MM:SS.ffffff' text: the hour is a prefix.
-    return func.substr(t.c.at, 1, 13)
+    return func.substr(t.c.at, literal_column("1"), literal_column("13"))
 
 
 def _hour_key(value: Any) -> str | None:
