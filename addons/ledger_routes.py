@@ -1,8 +1,9 @@
 """The Ledger's read routes under `/api/ledger/`, as one pure function the proxy's own routes call.
 
 `handle(method, path, query, headers, body, *, ledger, token)` returns `(status, headers, body)` and
-imports nothing of mitmproxy, so it is tested with plain values; `addons.local_routes` binds `ledger`
-and `token` and answers `flightlog.local` with it (those exchanges are never recorded).
+imports nothing of mitmproxy, so it is tested with plain values; `addons.local_routes` registers
+`ledger_handler(ledger, home)` (that function with `ledger` and the token bound) for `/api/ledger/`
+and answers `flightlog.local` with it (those exchanges are never recorded).
 
 Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token):
 
@@ -19,6 +20,7 @@ Filter fields in a query string use the `Filter`'s names (`agent=alpha&status=er
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import os
@@ -252,3 +254,11 @@ def handle(
     except StorageError as e:
         return _error(500, str(e))
     return (status, out, b"") if method == "HEAD" else (status, out, payload)
+
+
+Handler = Callable[[str, str, Mapping[str, str], Mapping[str, str], bytes], Response]
+
+
+def ledger_handler(ledger: LedgerReader, home: Path) -> Handler:
+    """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers."""
+    return functools.partial(handle, ledger=ledger, token=api_token(home))

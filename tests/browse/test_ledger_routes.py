@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from addons.ledger_routes import api_token, handle
+from addons.ledger_routes import api_token, handle, ledger_handler
 from storage.ledger import Ledger
 from tests.browse.sample import BINARY, CHAT_SSE, sample_ledger, sqlite_sample
 
@@ -162,3 +162,12 @@ def test_api_token_is_created_once_with_mode_0600(tmp_path: Path) -> None:
     assert len(token) >= 40
     assert stat.S_IMODE(os.stat(home / "api-token").st_mode) == 0o600
     assert api_token(home) == token
+
+
+def test_ledger_handler_binds_the_ledger_and_the_kept_token(sqlite_sample: Ledger, tmp_path: Path) -> None:
+    """What local_routes registers: the five-argument handler, checking the token from FLIGHTLOG_HOME."""
+    home = tmp_path / "home"
+    route = ledger_handler(sqlite_sample, home)
+    path = "/api/ledger/row/a1-request"
+    assert route("GET", path, {}, {}, b"")[0] == 401
+    assert route("GET", path, {}, {"Authorization": f"Bearer {api_token(home)}"}, b"")[0] == 200
