@@ -212,6 +212,18 @@ def measure(name: str, url: str, blobs: str, n: int, runs: int) -> dict[str, dic
     return {name: shipped, f"{name}+idx": {"generate": indexed, **reads(url, blobs, n, runs)}}
 
 
+def drop_database(admin_url: str, name: str) -> None:
+    """Drop the scratch database, waiting out a server restart (the server is shared)."""
+    for attempt in range(30):
+        try:
+            with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except psycopg.OperationalError:
+            time.sleep(min(2.0, 0.2 * (attempt + 1)))
+    print(f"could not drop the scratch database {name}; drop it by hand")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.browse", description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -228,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
                 "sqlite", f"sqlite:///{tmp / 'ledger.db'}", (tmp / "blobs").as_uri(), args.events, args.runs
             )
         if args.only in (None, "postgres"):
-            db = f"fl_bench_{uuid.uuid4().hex[:8]}"
+            db = f"bench_browse_{uuid.uuid4().hex[:8]}"
             with psycopg.connect(args.pg, autocommit=True) as admin:
                 admin.execute(f'CREATE DATABASE "{db}"')
             server = args.pg.rsplit("/", 1)[0].replace("postgresql://", "")
@@ -241,8 +253,7 @@ def main(argv: list[str] | None = None) -> None:
                     args.runs,
                 )
             finally:
-                with psycopg.connect(args.pg, autocommit=True) as admin:
-                    admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+                drop_database(args.pg, db)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
