@@ -24,6 +24,7 @@ from sqlalchemy import (
     or_,
     select,
     true,
+    tuple_,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -226,18 +227,20 @@ def select_events(
     """Up to `limit` matching events, newest first, strictly older than `before` / newer than `after`.
 
     Pass the last row's `cursor(event)` as `before` for the next page; pass the newest row's as
-    `after` to fetch what arrived since (a live view following new events).
+    `after` to fetch what arrived since (a live view following new events). The cursor is compared
+    as a row value, `(at, event_id) < (?, ?)`, which both databases read as one range of the
+    `(at, event_id)` index (an OR of the two parts would not be).
     """
     t = EVENTS
     stmt = select(t).where(_where(t, flt))
     if before is not None:
         at, event_id = before
         at = _bind_time(t, at)
-        stmt = stmt.where(or_(t.c.at < at, and_(t.c.at == at, t.c.event_id < event_id)))
+        stmt = stmt.where(tuple_(t.c.at, t.c.event_id) < tuple_(at, event_id))
     if after is not None:
         at, event_id = after
         at = _bind_time(t, at)
-        stmt = stmt.where(or_(t.c.at > at, and_(t.c.at == at, t.c.event_id > event_id)))
+        stmt = stmt.where(tuple_(t.c.at, t.c.event_id) > tuple_(at, event_id))
     stmt = stmt.order_by(t.c.at.desc(), t.c.event_id.desc()).limit(max(0, limit))
     try:
         with engine.connect() as conn:
