@@ -254,35 +254,27 @@ def replay_with_cli(action_id: str) -> str:
 def directory_lookup(ledger_url: str, folder: Path | None) -> Any:
     """The join from a tool name to its Directory row and contracts (a `tui.source.DirectoryLookup`).
 
-    Built on `catalog.directory.open_directory`, `Directory.tool` and `catalog.contracts.forms`; while
-    a checkout lacks those (the catalog and contracts areas land separately) this returns None and the
-    browser shows the tool name and says no Directory is connected. The Directory is opened on the
-    first lookup, in the browser's worker thread, so it never delays the first screen.
+    The Directory is opened on the first lookup, in the browser's worker thread, so it never delays
+    the first screen; a name with no tool row gives None (the browser says so).
     """
-    import importlib
-
+    from catalog.contracts import example_args, forms
+    from catalog.directory import Directory, open_directory
+    from catalog.errors import UnknownRow
+    from catalog.tool import Tool
     from tui.source import ToolInfo
 
-    try:  # by name: the modules join this checkout when the catalog and contracts areas are merged
-        contracts = importlib.import_module("catalog.contracts")
-        open_directory = importlib.import_module("catalog.directory").open_directory
-        unknown_row = importlib.import_module("catalog.errors").UnknownRow
-        tool_type = importlib.import_module("catalog.tool").Tool
-    except (ImportError, AttributeError):
-        return None
-
-    opened: list[Any] = []
+    opened: list[Directory] = []
 
     def lookup(name: str) -> ToolInfo | None:
         if not opened:
             opened.append(open_directory(ledger_url, folder))
         try:
             doc = opened[0].tool(name)
-        except unknown_row:
+        except UnknownRow:
             return None
-        tool = tool_type.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
+        tool = Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
         row = {"id": doc.id, "name": doc.name, "type": doc.bundle, "description": doc.description}
-        return ToolInfo(doc.name, row, contracts.forms(tool, contracts.example_args(tool)))
+        return ToolInfo(doc.name, row, forms(tool, example_args(tool)))
 
     return lookup
 

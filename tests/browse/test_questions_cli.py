@@ -95,3 +95,15 @@ def test_replay_hook_runs_the_cli_and_reports_failure_in_one_line() -> None:
     with pytest.raises(TuiError) as e:
         replay_with_cli("no-such-action")
     assert "\n" not in str(e.value) and str(e.value)
+
+
+def test_directory_join_reads_the_row_and_its_contracts(tmp_path: Path) -> None:
+    """The browser's join opens the Directory (the starter rows here) and renders the tool's contracts."""
+    from flightlog.commands.questions import directory_lookup
+
+    lookup = directory_lookup(f"sqlite:///{tmp_path / 'ledger.db'}", None)
+    assert lookup is not None
+    info = lookup("DIRECTORY_GET")
+    assert info is not None and info.row["type"] == "tool" and info.row["description"]
+    assert info.contracts["dispatch"]["url"].endswith("/api/dispatch")
+    assert lookup("NO_SUCH_TOOL_ANYWHERE") is None
