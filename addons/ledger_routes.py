@@ -1,9 +1,10 @@
 """The Ledger's read routes under `/api/ledger/`, as one pure function the proxy's own routes call.
 
 `handle(method, path, query, headers, body, *, ledger, token)` returns `(status, headers, body)` and
-imports nothing of mitmproxy, so it is tested with plain values; `addons.local_routes` registers
-`ledger_handler(ledger, home)` (that function with `ledger` and the token bound) for `/api/ledger/`
-and answers `flightlog.local` with it (those exchanges are never recorded).
+imports nothing of mitmproxy, so it is tested with plain values. `addons.local_routes` calls it with
+five arguments for `/api/ledger/` (those exchanges are never recorded): it then reads the Ledger given
+to `configure(ledger, home)` (the proxy's own), or else the one the environment names.
+`ledger_handler(ledger, home)` gives the five-argument form bound to one Ledger.
 
 Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token):
 
@@ -25,6 +26,7 @@ import hmac
 import json
 import os
 import secrets
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -227,10 +229,19 @@ def handle(
     headers: Mapping[str, str],
     body: bytes,
     *,
-    ledger: LedgerReader,
-    token: str,
+    ledger: LedgerReader | None = None,
+    token: str | None = None,
 ) -> Response:
-    """Answer one request to `/api/ledger/...`: 401 without the bearer token, JSON errors otherwise."""
+    """Answer one request to `/api/ledger/...`: 401 without the bearer token, JSON errors otherwise.
+
+    Called with five arguments (as `addons.local_routes` does), it reads the Ledger given to
+    `configure()`, or else the one the environment names (see `bound()`).
+    """
+    if ledger is None or token is None:
+        try:
+            ledger, token = bound()
+        except StorageError as e:
+            return _error(503, f"the Ledger cannot be opened: {e}")
     if not authorized(headers, token):
         status, out, payload = _error(401, "the Ledger's routes need 'Authorization: Bearer <token>'")
         return status, {**out, "www-authenticate": 'Bearer realm="flightlog"'}, payload
@@ -262,3 +273,30 @@ Handler = Callable[[str, str, Mapping[str, str], Mapping[str, str], bytes], Resp
 def ledger_handler(ledger: LedgerReader, home: Path) -> Handler:
     """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers."""
     return functools.partial(handle, ledger=ledger, token=api_token(home))
+
+
+_bound: dict[str, Any] = {}
+_bound_lock = threading.Lock()
+
+
+def configure(ledger: LedgerReader, home: Path) -> None:
+    """Serve the five-argument `handle` from this Ledger with the token kept in `home` (the proxy's own)."""
+    with _bound_lock:
+        _bound.update(ledger=ledger, token=api_token(home))
+
+
+def bound() -> tuple[LedgerReader, str]:
+    """The configured Ledger and token; unconfigured, the Ledger FLIGHTLOG_LEDGER/FLIGHTLOG_BLOBS name.
+
+    The defaults are `flightlog.settings`'s (FLIGHTLOG_HOME or ~/.flightlog, its ledger.db and blobs
+    folder), repeated here because addons do not import the command line. Opened on first use only.
+    """
+    with _bound_lock:
+        if not _bound:
+            from storage.ledger import open_ledger
+
+            home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+            url = os.environ.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
+            blobs = os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+            _bound.update(ledger=open_ledger(url, blobs), token=api_token(home))
+        return _bound["ledger"], _bound["token"]
