@@ -191,7 +191,7 @@ def test_five_argument_handle_reads_the_configured_ledger(sqlite_sample: Ledger,
 def test_unconfigured_handle_opens_the_ledger_the_environment_names(
     sqlite_sample: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without configure(), the five-argument handle opens FLIGHTLOG_LEDGER and the token in FLIGHTLOG_HOME."""
+    """Without configure(), a five-argument call opens FLIGHTLOG_LEDGER, the token from FLIGHTLOG_HOME."""
     from addons import ledger_routes
 
     home = tmp_path / "envhome"
