@@ -212,16 +212,21 @@ def measure(name: str, url: str, blobs: str, n: int, runs: int) -> dict[str, dic
     return {name: shipped, f"{name}+idx": {"generate": indexed, **reads(url, blobs, n, runs)}}
 
 
-def drop_database(admin_url: str, name: str) -> None:
-    """Drop the scratch database, waiting out a server restart (the server is shared)."""
+def admin_execute(admin_url: str, sql: str) -> bool:
+    """One admin statement, waiting out a restart of the shared server; False if it never came back."""
     for attempt in range(30):
         try:
             with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            return
+                admin.execute(sql.encode())
+            return True
         except psycopg.OperationalError:
             time.sleep(min(2.0, 0.2 * (attempt + 1)))
-    print(f"could not drop the scratch database {name}; drop it by hand")
+    return False
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    if not admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'):
+        print(f"could not drop the scratch database {name}; drop it by hand")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -232,41 +237,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     args = parser.parse_args(argv)
 
-    results: dict[str, dict[str, float]] = {}
+    print(f"{args.events:,} events, median of {args.runs} runs (ms); +idx: with the proposed indexes")
+    print("(the generate row of a +idx column is the time to build those indexes)", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-browse-"))
     try:
         if args.only in (None, "sqlite"):
-            results |= measure(
-                "sqlite", f"sqlite:///{tmp / 'ledger.db'}", (tmp / "blobs").as_uri(), args.events, args.runs
-            )
+            url = f"sqlite:///{tmp / 'ledger.db'}"
+            show(measure("sqlite", url, (tmp / "blobs").as_uri(), args.events, args.runs))
         if args.only in (None, "postgres"):
             db = f"bench_browse_{uuid.uuid4().hex[:8]}"
-            with psycopg.connect(args.pg, autocommit=True) as admin:
-                admin.execute(f'CREATE DATABASE "{db}"')
+            admin_execute(args.pg, f'CREATE DATABASE "{db}"')
             server = args.pg.rsplit("/", 1)[0].replace("postgresql://", "")
             try:
-                results |= measure(
-                    "postgres",
-                    f"postgresql+psycopg://{server}/{db}",
-                    (tmp / "pgblobs").as_uri(),
-                    args.events,
-                    args.runs,
-                )
+                url = f"postgresql+psycopg://{server}/{db}"
+                show(measure("postgres", url, (tmp / "pgblobs").as_uri(), args.events, args.runs))
             finally:
                 drop_database(args.pg, db)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+
+def show(results: dict[str, dict[str, float]]) -> None:
+    """One engine's figures, shipped indexes beside proposed ones, with the goals."""
     goals = {"first screen": 1.0, "counts/hour": 0.5}
-    names = list(next(iter(results.values())))
     engines = list(results)
-    print(f"{args.events:,} events, median of {args.runs} runs (ms); +idx: with the proposed indexes")
-    print("(the generate row of a +idx column is the time to build those indexes)")
-    print(f"{'':26}" + "".join(f"{e:>14}" for e in engines) + "   goal")
-    for name in names:
+    print(f"\n{'':26}" + "".join(f"{e:>14}" for e in engines) + "   goal")
+    for name in results[engines[0]]:
         goal = goals.get(name, 0.3 if name.startswith("filtered") else None)
         cells = "".join(f"{results[e][name] * 1000:>14,.1f}" for e in engines)
-        print(f"{name:26}{cells}   {'' if goal is None else f'<= {goal * 1000:,.0f}'}")
+        print(f"{name:26}{cells}   {'' if goal is None else f'<= {goal * 1000:,.0f}'}", flush=True)
 
 
 if __name__ == "__main__":
