@@ -7,7 +7,9 @@ agree. `--json` prints the same objects the read routes answer, so scripts can u
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -235,13 +237,23 @@ def ask_command(
         _events_table(events)
 
 
-def replay_with_cli(action_id: str) -> str:
-    """Replay through `flightlog replay ACTION_ID` in a subprocess (the browser cannot import addons)."""
+def replay_with_cli(action_id: str, ledger_url: str | None = None, blobs_url: str | None = None) -> str:
+    """Replay through `flightlog replay ACTION_ID` in a subprocess (the browser cannot import addons).
+
+    The subprocess reads the same Ledger as the browser: `--ledger`/`--blobs` given to `browse` are
+    passed on as FLIGHTLOG_LEDGER/FLIGHTLOG_BLOBS.
+    """
+    env = dict(os.environ)
+    if ledger_url:
+        env["FLIGHTLOG_LEDGER"] = ledger_url
+    if blobs_url:
+        env["FLIGHTLOG_BLOBS"] = blobs_url
     done = subprocess.run(
         [sys.executable, "-m", "flightlog", "replay", action_id],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
     text = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
@@ -294,7 +306,8 @@ def browse(
     ledger = _open(ledger_url, blobs_url)
     try:
         lookup = directory_lookup(ledger_url or settings.ledger_url, settings.directory)
-        source = LedgerSource(ledger, directory=lookup, replayer=replay_with_cli)
+        replayer = functools.partial(replay_with_cli, ledger_url=ledger_url, blobs_url=blobs_url)
+        source = LedgerSource(ledger, directory=lookup, replayer=replayer)
         BrowseApp(source, question=" ".join(words or []), follow_seconds=follow or None).run()
     finally:
         ledger.close()
