@@ -50,7 +50,8 @@ class EventsScreen(Screen[None]):
         """Newer events read while the cursor was away from the top; shown when it comes back."""
         self.generation = 0
         self.exhausted = False
-        self.loading = False
+        self.reading = False
+        """A page read is under way (not `loading`: that is Widget's own, and would cover the screen)."""
 
     @property
     def browse(self) -> BrowseApp:
@@ -93,7 +94,7 @@ class EventsScreen(Screen[None]):
 
     def next_page(self, before: tuple[datetime, str] | None) -> None:
         """Read one more page (marked loading at once, so a second request cannot race it)."""
-        self.loading = True
+        self.reading = True
         self.show_status()
         self.load_page(self.generation, self.browse.filter, before)
 
@@ -117,12 +118,12 @@ class EventsScreen(Screen[None]):
             self.app.call_from_thread(self._prepend, generation, newer)
 
     def _failed(self, generation: int, message: str) -> None:
-        self.loading = False
+        self.reading = False
         if generation == self.generation:
             self.query_one("#status", Static).update(f"[red]cannot read the Ledger:[/] {message}")
 
     def _add_page(self, generation: int, page: list[StoredEvent]) -> None:
-        self.loading = False
+        self.reading = False
         if generation != self.generation:
             return
         self.exhausted = len(page) < PAGE
@@ -159,7 +160,7 @@ class EventsScreen(Screen[None]):
 
     def poll(self) -> None:
         """Follow new events: ask for anything newer than the top row."""
-        if not self.browse.following or self.loading:
+        if not self.browse.following or self.reading:
             return
         top = self.pending[0] if self.pending else self.events[0] if self.events else None
         if top is not None:
@@ -172,7 +173,7 @@ class EventsScreen(Screen[None]):
         if event.cursor_row == 0 and self.pending:
             self.show_pending()
             self.show_status()
-        elif not self.exhausted and not self.loading and event.cursor_row >= len(self.events) - PAGE // 4:
+        elif not self.exhausted and not self.reading and event.cursor_row >= len(self.events) - PAGE // 4:
             self.next_page(cursor(self.events[-1]))
 
     # -- showing --------------------------------------------------------------------------------
@@ -182,7 +183,7 @@ class EventsScreen(Screen[None]):
         follow = "following new events" if self.browse.following else "paused"
         if self.pending:
             follow += f" · {len(self.pending):,} newer above (go to the top row)"
-        loading = " · reading…" if self.loading else ""
+        loading = " · reading…" if self.reading else ""
         self.query_one("#status", Static).update(f"{shown} · newest first · {follow}{loading}")
 
     def show_understood(self, refused: str | None = None) -> None:

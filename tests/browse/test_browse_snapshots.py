@@ -29,6 +29,10 @@ def at_row(row: int, *keys: str) -> Callable[[Pilot[None]], Any]:
         pilot.app.screen.query_one("#events", DataTable).move_cursor(row=row)
         await pilot.press(*keys)
         await settle(pilot)
+        # The footer and scrollbars settle a few frames after the data: wait them out, then redraw.
+        await pilot.pause(0.3)
+        pilot.app.screen.refresh(layout=True)
+        await pilot.pause(0.1)
 
     return run_before
 
