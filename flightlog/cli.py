@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from flightlog.commands import browse, capture, contracts, directory, dispatch, ledger
+from flightlog.commands import browse, capture, contracts, directory, dispatch, ledger, questions
 
 app = typer.Typer(
     name="flightlog",
@@ -22,7 +22,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (capture, ledger, directory, contracts, dispatch, browse):
+for module in (capture, ledger, directory, contracts, dispatch, browse, questions):
     module.register(app)
 
 

@@ -1,0 +1,302 @@
+"""The Ledger's read routes under `/api/ledger/`, as one pure function the proxy's own routes call.
+
+`handle(method, path, query, headers, body, *, ledger, token)` returns `(status, headers, body)` and
+imports nothing of mitmproxy, so it is tested with plain values. `addons.local_routes` calls it with
+five arguments for `/api/ledger/` (those exchanges are never recorded): it then reads the Ledger given
+to `configure(ledger, home)` (the proxy's own), or else the one the environment names.
+`ledger_handler(ledger, home)` gives the five-argument form bound to one Ledger.
+
+Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token):
+
+    GET  /api/ledger/row/EVENT_ID      one event whole (JSON; the exact head also as head_base64)
+    GET  /api/ledger/action/ACTION_ID  every event of one request
+    GET  /api/ledger/blob/SHA256       the payload's raw bytes exactly as kept
+    GET  /api/ledger/counts[?by=X&...] totals over a filter, or counted by X when `by` is given
+    GET  /api/ledger/group?by=X&...    counted by hour, session, turn, kind, agent, model, tool or task
+    POST /api/ledger/query             {"filter": {...}, "limit": N, "before": [at, event_id]}
+    GET  /api/ledger/ask?q=WORDS       a question in plain words, answered with events or groups
+
+Filter fields in a query string use the `Filter`'s names (`agent=alpha&status=errors&since=...`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import os
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from sqlalchemy.engine import Engine
+
+from addons.errors import AddonError
+from storage.ask import ask
+from storage.errors import StorageError
+from storage.events import StoredEvent
+from storage.queries import (
+    Filter,
+    QueryError,
+    counts,
+    event_json,
+    groups_json,
+    parse_time,
+    select_events,
+    totals,
+)
+
+PREFIX: Final = "/api/ledger/"
+TOKEN_FILE: Final = "api-token"
+MAX_LIMIT: Final = 1000
+Response = tuple[int, dict[str, str], bytes]
+
+
+class LedgerReader(Protocol):
+    """The part of `storage.ledger.Ledger` the routes read through."""
+
+    engine: Engine
+
+    def event(self, event_id: str) -> StoredEvent | None: ...
+
+    def action(self, action_id: str) -> list[StoredEvent]: ...
+
+    def payload(self, sha256: str) -> bytes: ...
+
+
+def api_token(home: Path) -> str:
+    """The bearer token of the read routes, created on first use (32 random bytes, file mode 0600)."""
+    path = home / TOKEN_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    except OSError as e:
+        raise AddonError(f"cannot create the API token at {path}: {e.strerror}") from e
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token
+
+
+def _json(status: int, value: Any) -> Response:
+    body = json.dumps(value, ensure_ascii=False, sort_keys=True).encode()
+    return status, {"content-type": "application/json", "cache-control": "no-store"}, body
+
+
+def _error(status: int, message: str) -> Response:
+    return _json(status, {"error": message})
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name:
+            return value
+    return None
+
+
+def authorized(headers: Mapping[str, str], token: str) -> bool:
+    """True when the request carries `Authorization: Bearer <token>` (compared in constant time)."""
+    value = _header(headers, "authorization") or ""
+    scheme, _, given = value.partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)
+
+
+def filter_from_query(query: Mapping[str, str]) -> Filter:
+    """The `Filter` named by query-string fields; `by`, `limit`, `q` and `before` are not filter fields."""
+    data: dict[str, Any] = {k: v for k, v in query.items() if k not in ("by", "limit", "q", "before")}
+    if "url" in data:
+        data["url"] = str(data["url"]).split()
+    return Filter.from_json(data)
+
+
+def _limit(value: Any) -> int:
+    try:
+        limit = int(value)
+    except (TypeError, ValueError) as e:
+        raise QueryError(f"limit is a number, not {value!r}") from e
+    if not 1 <= limit <= MAX_LIMIT:
+        raise QueryError(f"limit is between 1 and {MAX_LIMIT}")
+    return limit
+
+
+def _page(ledger: LedgerReader, flt: Filter, limit: int, before: Any) -> dict[str, Any]:
+    bound = None
+    if before is not None:
+        if not (isinstance(before, list | tuple) and len(before) == 2):
+            raise QueryError('before is [at, event_id], as given in "next"')
+        bound = (parse_time(str(before[0])), str(before[1]))
+    events = select_events(ledger.engine, flt, limit=limit, before=bound)
+    rows = [event_json(e) for e in events]
+    nxt = [rows[-1]["at"], rows[-1]["event_id"]] if len(rows) == limit else None
+    return {"filter": flt.to_json(), "events": rows, "next": nxt}
+
+
+def _row(ledger: LedgerReader, rest: str, *_: Any) -> Response:
+    event = ledger.event(rest)
+    return _json(200, event_json(event)) if event else _error(404, f"no event {rest!r}")
+
+
+def _action(ledger: LedgerReader, rest: str, *_: Any) -> Response:
+    events = ledger.action(rest)
+    if not events:
+        return _error(404, f"no action {rest!r}")
+    return _json(200, {"action_id": rest, "events": [event_json(e) for e in events]})
+
+
+def _blob(ledger: LedgerReader, rest: str, *_: Any) -> Response:
+    sha = rest.lower()
+    if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
+        return _error(400, "a blob is addressed by its SHA-256 in hex (64 characters)")
+    try:
+        data = ledger.payload(sha)
+    except StorageError as e:
+        missing = "missing" in type(e).__name__.lower() or "no payload" in str(e).lower()
+        return _error(404 if missing else 500, str(e))
+    headers = {
+        "content-type": "application/octet-stream",
+        "x-content-sha256": sha,
+        "cache-control": "no-store",
+    }
+    return 200, headers, data
+
+
+def _counts(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
+    flt = filter_from_query(query)
+    by = query.get("by")
+    if by is None:
+        return _json(200, {"filter": flt.to_json(), **totals(ledger.engine, flt)})
+    return _json(
+        200, {"filter": flt.to_json(), "by": by, "groups": groups_json(counts(ledger.engine, flt, by))}
+    )
+
+
+def _group(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
+    if not query.get("by"):
+        return _error(400, "group needs ?by=hour|session|turn|kind|agent|model|tool|task")
+    return _counts(ledger, rest, query, body)
+
+
+def _query(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError as e:
+        return _error(400, f"the body is not JSON: {e}")
+    if not isinstance(request, dict):
+        return _error(400, 'the body is a JSON object: {"filter": {...}, "limit": N}')
+    unknown = sorted(set(request) - {"filter", "limit", "before"})
+    if unknown:
+        return _error(400, f"unknown field {unknown[0]!r}; the body takes filter, limit and before")
+    flt = Filter.from_json(request.get("filter") or {})
+    return _json(200, _page(ledger, flt, _limit(request.get("limit", 100)), request.get("before")))
+
+
+def _ask(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
+    question = ask(query.get("q", ""))
+    answer = question.to_json()
+    if question.group_by:
+        answer["groups"] = groups_json(counts(ledger.engine, question.filter, question.group_by))
+    else:
+        answer.update(_page(ledger, question.filter, _limit(query.get("limit", 100)), None))
+        answer["filter"] = question.filter.to_json()
+    return _json(200, answer)
+
+
+Route = Callable[[LedgerReader, str, Mapping[str, str], bytes], Response]
+ROUTES: Final[dict[tuple[str, str], Route]] = {
+    ("GET", "row"): _row,
+    ("GET", "action"): _action,
+    ("GET", "blob"): _blob,
+    ("GET", "counts"): _counts,
+    ("GET", "group"): _group,
+    ("POST", "query"): _query,
+    ("GET", "ask"): _ask,
+}
+_TAKES_ID: Final = ("row", "action", "blob")
+
+
+def handle(
+    method: str,
+    path: str,
+    query: Mapping[str, str],
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    ledger: LedgerReader | None = None,
+    token: str | None = None,
+) -> Response:
+    """Answer one request to `/api/ledger/...`: 401 without the bearer token, JSON errors otherwise.
+
+    Called with five arguments (as `addons.local_routes` does), it reads the Ledger given to
+    `configure()`, or else the one the environment names (see `bound()`).
+    """
+    if ledger is None or token is None:
+        try:
+            ledger, token = bound()
+        except StorageError as e:
+            return _error(503, f"the Ledger cannot be opened: {e}")
+    if not authorized(headers, token):
+        status, out, payload = _error(401, "the Ledger's routes need 'Authorization: Bearer <token>'")
+        return status, {**out, "www-authenticate": 'Bearer realm="flightlog"'}, payload
+    if not path.startswith(PREFIX):
+        return _error(404, f"not a Ledger route: {path}")
+    name, _, rest = path[len(PREFIX) :].partition("/")
+    method = method.upper()
+    route = ROUTES.get(("GET" if method == "HEAD" else method, name))
+    if route is None:
+        allowed = [m for (m, n) in ROUTES if n == name]
+        if allowed:
+            status, out, payload = _error(405, f"{path} takes {', '.join(allowed)}")
+            return status, {**out, "allow": ", ".join(allowed)}, payload
+        return _error(404, f"no such Ledger route: {path}")
+    if (name in _TAKES_ID) != bool(rest):
+        return _error(404, f"{PREFIX}{name}/ takes an id" if name in _TAKES_ID else f"no such route: {path}")
+    try:
+        status, out, payload = route(ledger, rest, query, body)
+    except QueryError as e:
+        return _error(400, str(e))
+    except StorageError as e:
+        return _error(500, str(e))
+    return (status, out, b"") if method == "HEAD" else (status, out, payload)
+
+
+Handler = Callable[[str, str, Mapping[str, str], Mapping[str, str], bytes], Response]
+
+
+def ledger_handler(ledger: LedgerReader, home: Path) -> Handler:
+    """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers."""
+    return functools.partial(handle, ledger=ledger, token=api_token(home))
+
+
+_bound: dict[str, Any] = {}
+_bound_lock = threading.Lock()
+
+
+def configure(ledger: LedgerReader, home: Path) -> None:
+    """Serve the five-argument `handle` from this Ledger with the token kept in `home` (the proxy's own)."""
+    with _bound_lock:
+        _bound.update(ledger=ledger, token=api_token(home))
+
+
+def bound() -> tuple[LedgerReader, str]:
+    """The configured Ledger and token; unconfigured, the Ledger FLIGHTLOG_LEDGER/FLIGHTLOG_BLOBS name.
+
+    The defaults are `flightlog.settings`'s (FLIGHTLOG_HOME or ~/.flightlog, its ledger.db and blobs
+    folder), repeated here because addons do not import the command line. Opened on first use only.
+    """
+    with _bound_lock:
+        if not _bound:
+            from storage.ledger import open_ledger
+
+            home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+            url = os.environ.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
+            blobs = os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+            _bound.update(ledger=open_ledger(url, blobs), token=api_token(home))
+        return _bound["ledger"], _bound["token"]

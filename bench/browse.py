@@ -1,0 +1,272 @@
+"""The browser's reads on a 1,000,000-event Ledger, SQLite beside PostgreSQL.
+
+The events are generated inside the database (a recursive CTE on SQLite, generate_series on
+PostgreSQL) through the migrated schema and its indexes, with no payloads: 30 days of traffic from
+8 agents, 200 sessions, 6 models, 30 tools and 10 hosts, about 3% errors. Figures (median of runs):
+  first screen   open the Ledger, start the TUI headless, until the first page is in the table (goal <= 1 s)
+  page           the first page (200 rows) of the unfiltered table
+  filtered page  200 rows under a filter (several filters; the slowest is the one to read) (goal <= 300 ms)
+  deep page      200 rows from a keyset cursor half a million rows down
+  counts/hour    counts by hour over every event, with tokens and cost (goal <= 500 ms)
+Each engine is measured twice: with the indexes migration 0001 ships, then with the indexes this
+benchmark proposes (`propose_indexes`), so the difference they make is read side by side.
+
+    python -m bench.browse [--events N] [--runs N] [--pg URL] [--only sqlite|postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from sqlalchemy import text
+
+from storage.ledger import Ledger, open_ledger
+from storage.queries import Filter, counts, select_events
+
+END = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+DAYS = 30
+PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+FILTERS: dict[str, Filter] = {
+    "agent": Filter(agent="agent-3"),
+    "errors+agent": Filter(agent="agent-3", status="errors"),
+    "session": Filter(session="s-3"),
+    "model+last day": Filter(model="gpt-4o", since=END - timedelta(days=1)),
+    "host+url word": Filter(host="api.openai.com", url=("chat",)),
+    "tool yesterday": Filter(tool="tool-7", since=END - timedelta(days=2), until=END - timedelta(days=1)),
+}
+
+HOST = "CASE (i / 2) % 10 WHEN 0 THEN 'api.openai.com' ELSE 'host' || ((i / 2) % 10) || '.example.com' END"
+# Column values as SQL over the row number `i`, shared by both dialects (|| and % work in both).
+VALUES = {
+    "event_id": "'e' || i",
+    "action_id": "'a' || (i / 2)",
+    "collector": "'bench'",
+    "seq": "i",
+    "kind": "CASE WHEN i % 2 = 0 THEN 'http.request' ELSE 'http.response' END",
+    "direction": "CASE WHEN i % 2 = 0 THEN 'out' ELSE 'in' END",
+    "method": "CASE WHEN i % 10 < 7 THEN 'POST' ELSE 'GET' END",
+    "url": f"'https://' || ({HOST})"
+    " || (CASE WHEN (i / 2) % 3 = 0 THEN '/v1/chat/completions' ELSE '/v1/items/' || (i % 1000) END)",
+    "host": HOST,
+    "status": "CASE WHEN i % 2 = 0 THEN NULL WHEN (i / 2) % 37 = 0 THEN 500"
+    " WHEN (i / 2) % 53 = 0 THEN 404 ELSE 200 END",
+    "tool": "'tool-' || ((i / 2) % 30)",
+    "session": "'s-' || ((i / 2) / 2500 % 200)",
+    "task": "'t-' || ((i / 2) / 500 % 1000)",
+    "turn": "'' || ((i / 2) % 12)",
+    "agent": "'agent-' || ((i / 2) / 2500 % 8)",
+    "model": "CASE (i / 2) % 6 WHEN 0 THEN 'gpt-4o' WHEN 1 THEN 'gpt-4o-mini' WHEN 2 THEN 'claude-sonnet'"
+    " WHEN 3 THEN 'claude-haiku' WHEN 4 THEN 'llama-3' ELSE 'mistral-large' END",
+    "tokens_in": "CASE WHEN i % 2 = 1 THEN 100 + (i % 900) ELSE NULL END",
+    "tokens_out": "CASE WHEN i % 2 = 1 THEN 20 + (i % 300) ELSE NULL END",
+    "cost_usd": "CASE WHEN i % 2 = 1 THEN (i % 1000) / 100000.0 ELSE NULL END",
+    "payload_state": "'none'",
+    "redacted": "'[]'",
+    "error": "CASE WHEN i % 2 = 1 AND (i / 2) % 101 = 0 THEN 'upstream reset' ELSE NULL END",
+}
+
+
+def _sqlite_at(n: int) -> str:
+    """SQLAlchemy's SQLite datetime text ('YYYY-MM-DD HH:MM:SS.ffffff') of event `i` of `n`."""
+    t = f"({(END - timedelta(days=DAYS)).timestamp()} + i * {DAYS * 86400 / n})"
+    micros = f"CAST(({t} - CAST({t} AS INTEGER)) * 1000000 AS INTEGER)"
+    return f"strftime('%Y-%m-%d %H:%M:%S', {t}, 'unixepoch') || '.' || printf('%06d', {micros})"
+
+
+def generate(ledger: Ledger, n: int) -> float:
+    """Insert `n` events inside the database; returns the seconds it took."""
+    t0 = time.perf_counter()
+    columns = [*VALUES, "at", "head"]
+    with ledger.engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            values = [*VALUES.values(), _sqlite_at(n), "X'504f5354202f2048545450'"]
+            sql = (
+                f"WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i < {n - 1}) "
+                f"INSERT INTO events ({', '.join(columns)}) SELECT {', '.join(values)} FROM g"
+            )
+        else:
+            start = END - timedelta(days=DAYS)
+            at = f"TIMESTAMPTZ '{start.isoformat()}' + i * INTERVAL '{DAYS * 86400 / n} seconds'"
+            values = [
+                v.replace("'' || ", "CAST(").replace("% 12)", "% 12) AS TEXT)") if k == "turn" else v
+                for k, v in VALUES.items()
+            ]
+            values = [*values, at, "'\\x504f5354202f2048545450'::bytea"]
+            sql = (
+                f"INSERT INTO events ({', '.join(columns)}) "
+                f"SELECT {', '.join(values)} FROM generate_series(0, {n - 1}) AS i"
+            )
+        conn.execute(text(sql))
+    with ledger.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    return time.perf_counter() - t0
+
+
+def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
+    """Median seconds over `runs` (after one warm-up run), and the last result."""
+    result = fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def first_screen(url: str, blobs: str) -> float:
+    """Seconds from opening the Ledger to the first page shown in the headless TUI."""
+    from tui.app import BrowseApp
+    from tui.source import LedgerSource
+
+    async def run() -> float:
+        t0 = time.perf_counter()
+        ledger = open_ledger(url, blobs)
+        app = BrowseApp(LedgerSource(ledger), follow_seconds=None, now=lambda: END)
+        async with app.run_test(size=(160, 50)) as pilot:
+            while not app.events_screen.events:
+                await pilot.pause(0.005)
+            elapsed = time.perf_counter() - t0
+        ledger.close()
+        return elapsed
+
+    return asyncio.run(run())
+
+
+PROPOSED = ("session", "task", "tool", "agent", "model", "host", "kind")
+
+
+def propose_indexes(ledger: Ledger) -> float:
+    """Add the indexes this benchmark proposes for migration 0002; returns the seconds they took.
+
+    (column, at, event_id) for each filtered column, so a filtered page is read in index order
+    instead of scanning the `at` index past every row of other sessions; and an index on the hour
+    expression the counts use (covering tokens and cost on SQLite), so counting by hour reads an index
+    in order instead of sorting the table.
+    """
+    t0 = time.perf_counter()
+    with ledger.engine.begin() as conn:
+        for column in PROPOSED:
+            conn.execute(text(f"CREATE INDEX ix_events_{column}_at ON events ({column}, at, event_id)"))
+        if conn.dialect.name == "sqlite":
+            hour = "substr(at, 1, 13), tokens_in, tokens_out, cost_usd"
+        else:
+            hour = "(date_trunc('hour', at AT TIME ZONE 'UTC'))"
+        conn.execute(text(f"CREATE INDEX ix_events_hour ON events ({hour})"))
+    with ledger.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    return time.perf_counter() - t0
+
+
+def reads(url: str, blobs: str, n: int, runs: int) -> dict[str, float]:
+    """Every read figure of the module docstring, on the ledger at `url`."""
+    ledger = open_ledger(url, blobs)
+    engine = ledger.engine
+    out: dict[str, float] = {}
+    try:
+        out["first screen"] = statistics.median(first_screen(url, blobs) for _ in range(runs))
+        out["page"], _ = timed(lambda: select_events(engine, Filter(), limit=200), runs)
+        for label, flt in FILTERS.items():
+
+            def page(flt: Filter = flt) -> list[Any]:
+                return select_events(engine, flt, limit=200)
+
+            out[f"filtered: {label}"], rows = timed(page, runs)
+            assert rows, f"filter {label} matched nothing"
+        middle = select_events(engine, Filter(), limit=1, before=(END - timedelta(days=DAYS / 2), "~"))[0]
+        deep = (middle.at, middle.event_id)
+        out["deep page"], _ = timed(lambda: select_events(engine, Filter(), limit=200, before=deep), runs)
+        out["counts/hour"], groups = timed(lambda: counts(engine, Filter(), "hour"), runs)
+        assert sum(g.events for g in groups) == n
+        out["counts/model"], _ = timed(lambda: counts(engine, Filter(), "model"), runs)
+    finally:
+        ledger.close()
+    return out
+
+
+def measure(name: str, url: str, blobs: str, n: int, runs: int) -> dict[str, dict[str, float]]:
+    """Generate, read with the shipped indexes, add the proposed ones, read again."""
+    ledger = open_ledger(url, blobs)
+    try:
+        generated = generate(ledger, n)
+    finally:
+        ledger.close()
+    shipped = {"generate": generated, **reads(url, blobs, n, runs)}
+    ledger = open_ledger(url, blobs)
+    try:
+        indexed = propose_indexes(ledger)
+    finally:
+        ledger.close()
+    return {name: shipped, f"{name}+idx": {"generate": indexed, **reads(url, blobs, n, runs)}}
+
+
+def admin_execute(admin_url: str, sql: str) -> bool:
+    """One admin statement, waiting out a restart of the shared server; False if it never came back."""
+    for attempt in range(30):
+        try:
+            with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as admin:
+                admin.execute(sql.encode())
+            return True
+        except psycopg.OperationalError:
+            time.sleep(min(2.0, 0.2 * (attempt + 1)))
+    return False
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    if not admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'):
+        print(f"could not drop the scratch database {name}; drop it by hand")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.browse", description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pg", default=PG_ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
+    parser.add_argument("--only", choices=("sqlite", "postgres"))
+    args = parser.parse_args(argv)
+
+    print(f"{args.events:,} events, median of {args.runs} runs (ms); +idx: with the proposed indexes")
+    print("(the generate row of a +idx column is the time to build those indexes)", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-browse-"))
+    try:
+        if args.only in (None, "sqlite"):
+            url = f"sqlite:///{tmp / 'ledger.db'}"
+            show(measure("sqlite", url, (tmp / "blobs").as_uri(), args.events, args.runs))
+        if args.only in (None, "postgres"):
+            db = f"bench_browse_{uuid.uuid4().hex[:8]}"
+            admin_execute(args.pg, f'CREATE DATABASE "{db}"')
+            server = args.pg.rsplit("/", 1)[0].replace("postgresql://", "")
+            try:
+                url = f"postgresql+psycopg://{server}/{db}"
+                show(measure("postgres", url, (tmp / "pgblobs").as_uri(), args.events, args.runs))
+            finally:
+                drop_database(args.pg, db)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def show(results: dict[str, dict[str, float]]) -> None:
+    """One engine's figures, shipped indexes beside proposed ones, with the goals."""
+    goals = {"first screen": 1.0, "counts/hour": 0.5}
+    engines = list(results)
+    print(f"\n{'':26}" + "".join(f"{e:>14}" for e in engines) + "   goal")
+    for name in results[engines[0]]:
+        goal = goals.get(name, 0.3 if name.startswith("filtered") else None)
+        cells = "".join(f"{results[e][name] * 1000:>14,.1f}" for e in engines)
+        print(f"{name:26}{cells}   {'' if goal is None else f'<= {goal * 1000:,.0f}'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""How a payload is shown: pretty JSON, text, server-sent events chunk by chunk, or hex for binary.
+
+Pure functions over bytes, so every view is tested without a terminal. What is shown is never what is
+kept: the Ledger keeps the exact bytes (content-encoding included); a view may decode gzip or brotli
+for reading and says so in its note.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Mode = Literal["auto", "text", "hex"]
+MODES: Final[tuple[Mode, ...]] = ("auto", "text", "hex")
+SHOW_MAX: Final = 256 * 1024
+"""Bytes shown at most; a longer payload is cut in the view (never in the Ledger) with a note."""
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """A payload made readable: `kind` says how, `chunks` holds one string per SSE event."""
+
+    kind: Literal["json", "text", "sse", "hex", "empty"]
+    text: str
+    note: str = ""
+    chunks: tuple[str, ...] = ()
+
+
+def header(head: bytes, name: str) -> str | None:
+    """The first value of a header field in an exact head (start line, then `Name: value` lines)."""
+    want = name.lower().encode()
+    for line in head.split(b"\r\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == want:
+            return value.strip().decode("latin-1")
+    return None
+
+
+def start_line(head: bytes) -> str:
+    return head.split(b"\r\n", 1)[0].decode("latin-1")
+
+
+def decoded(data: bytes, encoding: str | None) -> tuple[bytes, str]:
+    """The body with its content-encoding undone for reading, and a note saying so (or why not)."""
+    enc = (encoding or "").strip().lower()
+    if enc in ("", "identity"):
+        return data, ""
+    try:
+        if enc in ("gzip", "x-gzip"):
+            return gzip.decompress(data), "gzip-decoded for reading; the Ledger keeps the encoded bytes"
+        if enc == "deflate":
+            return zlib.decompress(data), "deflate-decoded for reading; the Ledger keeps the encoded bytes"
+        if enc == "br":
+            import brotli
+
+            return brotli.decompress(data), "brotli-decoded for reading; the Ledger keeps the encoded bytes"
+        if enc == "zstd":
+            import zstandard
+
+            out = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+            return out, "zstd-decoded for reading; the Ledger keeps the encoded bytes"
+    except Exception as e:  # a damaged or partial body: show the bytes as they are
+        return data, f"content-encoding {enc} could not be undone ({type(e).__name__}); shown as kept"
+    return data, f"content-encoding {enc} is shown as kept"
+
+
+def hexdump(data: bytes, width: int = 16) -> str:
+    """Offset, hex bytes and printable ASCII, one line per `width` bytes."""
+    lines = []
+    for offset in range(0, len(data), width):
+        row = data[offset : offset + width]
+        hexes = " ".join(f"{b:02x}" for b in row).ljust(width * 3 - 1)
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in row)
+        lines.append(f"{offset:08x}  {hexes}  |{text}|")
+    return "\n".join(lines)
+
+
+def _pretty(text: str) -> str | None:
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return None
+
+
+def sse_chunks(text: str) -> tuple[str, ...]:
+    """Server-sent events split at blank lines, each `data:` JSON pretty-printed inside its event."""
+    chunks = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        if not block.strip():
+            continue
+        lines = []
+        for line in block.split("\n"):
+            field, sep, value = line.partition(":")
+            pretty = _pretty(value.strip()) if sep and field == "data" else None
+            lines.append(f"data: {pretty}" if pretty is not None else line)
+        chunks.append("\n".join(lines))
+    return tuple(chunks)
+
+
+def _is_sse(text: str, content_type: str | None) -> bool:
+    if content_type and "text/event-stream" in content_type.lower():
+        return True
+    return text.lstrip().startswith(("data:", "event:")) and "\n\n" in text
+
+
+def render(data: bytes | None, head: bytes = b"", mode: Mode = "auto", *, hex_width: int = 16) -> Body:
+    """Make a payload readable: `auto` picks SSE, JSON, text or hex; `text` and `hex` force a view."""
+    if not data:
+        return Body("empty", "", "no payload bytes")
+    body, note = decoded(data, header(head, "content-encoding"))
+    notes = [note] if note else []
+    if len(body) > SHOW_MAX:
+        notes.append(f"showing the first {SHOW_MAX:,} of {len(body):,} bytes")
+        body = body[:SHOW_MAX]
+    if mode == "hex":
+        return Body("hex", hexdump(body, hex_width), "; ".join(notes))
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        if mode == "text":
+            notes.append("not UTF-8: undecodable bytes shown as \ufffd")
+            return Body("text", body.decode("utf-8", "replace"), "; ".join(notes))
+        notes.append("binary (not UTF-8)")
+        return Body("hex", hexdump(body, hex_width), "; ".join(notes))
+    if mode == "text":
+        return Body("text", text, "; ".join(notes))
+    if _is_sse(text, header(head, "content-type")):
+        chunks = sse_chunks(text)
+        notes.append(f"{len(chunks)} server-sent events")
+        return Body("sse", "\n\n".join(chunks), "; ".join(notes), chunks)
+    pretty = _pretty(text)
+    if pretty is not None:
+        return Body("json", pretty, "; ".join(notes))
+    return Body("text", text, "; ".join(notes))

@@ -1,0 +1,110 @@
+"""How one event becomes a line of the table, and how figures are written: short, aligned, stable."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final
+from urllib.parse import urlsplit
+
+from rich.text import Text
+
+from storage.events import StoredEvent
+
+COLUMNS: Final = (
+    "time (UTC)",
+    "kind",
+    "dir",
+    "method",
+    "status",
+    "host",
+    "path",
+    "agent",
+    "session",
+    "model",
+    "tokens",
+    "cost",
+)
+
+
+def when(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.") + f"{at.microsecond // 1000:03d}"
+
+
+def cost(value: float | None) -> str:
+    return "" if value is None else f"${value:,.4f}"
+
+
+def tokens(tokens_in: int | None, tokens_out: int | None) -> str:
+    if tokens_in is None and tokens_out is None:
+        return ""
+    return f"{tokens_in or 0:,}→{tokens_out or 0:,}"
+
+
+def status(event: StoredEvent) -> Text:
+    if event.error:
+        return Text(str(event.status or "ERR"), style="bold red")
+    if event.status is None:
+        return Text("")
+    style = "red" if event.status >= 500 else "yellow" if event.status >= 400 else "green"
+    return Text(str(event.status), style=style)
+
+
+def path(url: str | None, width: int = 48) -> str:
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    text = (parts.path or "/") + (f"?{parts.query}" if parts.query else "") if parts.scheme else url
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def row(event: StoredEvent) -> tuple[str | Text, ...]:
+    """The table cells of one event, in `COLUMNS` order."""
+    return (
+        when(event.at),
+        event.kind,
+        event.direction,
+        event.method or "",
+        status(event),
+        event.host or "",
+        path(event.url),
+        event.agent or "",
+        event.session or "",
+        event.model or "",
+        tokens(event.tokens_in, event.tokens_out),
+        cost(event.cost_usd),
+    )
+
+
+def summary(event: StoredEvent) -> list[tuple[str, str]]:
+    """Label and value of every metadata field that is set, for the detail view."""
+    pairs = [
+        ("event", event.event_id),
+        ("action", event.action_id),
+        ("at", when(event.at)),
+        ("kind", f"{event.kind} ({'inbound' if event.direction == 'in' else 'outbound'})"),
+        ("method", event.method or ""),
+        ("url", event.url or ""),
+        ("status", "" if event.status is None else str(event.status)),
+        ("error", event.error or ""),
+        ("agent", event.agent or ""),
+        ("session", event.session or ""),
+        ("task", event.task or ""),
+        ("turn", event.turn or ""),
+        ("tool", event.tool or ""),
+        ("model", event.model or ""),
+        ("tokens", tokens(event.tokens_in, event.tokens_out)),
+        ("cost", cost(event.cost_usd)),
+        ("payload", payload_line(event)),
+        ("redacted", ", ".join(event.redacted) if event.redacted else "nothing"),
+        ("parent", event.parent or ""),
+        ("collector", f"{event.collector} #{event.seq}"),
+    ]
+    return [(k, v) for k, v in pairs if v]
+
+
+def payload_line(event: StoredEvent) -> str:
+    state = event.payload_state
+    if event.payload_sha256 is None:
+        return state
+    kind = "text" if event.payload_text else "binary"
+    return f"{state}, {event.payload_size:,} bytes {kind}, sha256 {event.payload_sha256}"

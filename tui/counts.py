@@ -1,0 +1,113 @@
+"""Counts under the current filter: events per hour as a sparkline, and tables by model, tool, session.
+
+Each figure is summed from rows by the database (`storage.queries.counts`), read in a worker thread.
+Hours without events are drawn as zeros, so the sparkline's x axis is time, not just busy hours.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import ClassVar, Final
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Sparkline, Static
+
+from storage.errors import StorageError
+from storage.queries import Filter, Group
+from tui import cells
+from tui.source import Source
+
+TABLES: Final = ("model", "tool", "session")
+MAX_HOURS: Final = 24 * 14
+"""The sparkline shows at most the last two weeks of hours that have events."""
+
+
+def hourly(groups: list[Group]) -> tuple[list[float], str]:
+    """Events per hour with empty hours filled in, and a caption naming the span and the busiest hour."""
+    known = {g.key: g.events for g in groups if g.key}
+    if not known:
+        return [], "no events"
+    first = datetime.strptime(min(known), "%Y-%m-%dT%H:00Z")
+    last = datetime.strptime(max(known), "%Y-%m-%dT%H:00Z")
+    first = max(first, last - timedelta(hours=MAX_HOURS - 1))
+    series: list[float] = []
+    hour = first
+    while hour <= last:
+        series.append(float(known.get(hour.strftime("%Y-%m-%dT%H:00Z"), 0)))
+        hour += timedelta(hours=1)
+    busiest = max(known.items(), key=lambda kv: (kv[1], kv[0]))
+    caption = (
+        f"events per hour, {first:%Y-%m-%d %H:00} to {last:%Y-%m-%d %H:00} UTC · "
+        f"{sum(int(v) for v in series):,} events · busiest {busiest[0]} with {busiest[1]:,}"
+    )
+    return series, caption
+
+
+class CountsScreen(Screen[None]):
+    """Counted views of the filter the events screen shows."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("q", "app.pop_screen", "Back", show=False),
+    ]
+
+    def __init__(self, flt: Filter) -> None:
+        super().__init__()
+        self.flt = flt
+
+    @property
+    def source(self) -> Source:
+        return self.app.source  # type: ignore[attr-defined]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≡")
+        with VerticalScroll():
+            yield Static(f"filter: {self.flt.describe()}", id="counts-filter", markup=False)
+            yield Static("reading…", id="hour-caption")
+            yield Sparkline([], id="sparkline", summary_function=max)
+            for by in TABLES:
+                table: DataTable[object] = DataTable(id=f"by-{by}", classes="group-table", cursor_type="row")
+                table.border_title = f"by {by}"
+                yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "counts"
+        for by in TABLES:
+            self.query_one(f"#by-{by}", DataTable).add_columns(
+                by, "events", "tokens in", "tokens out", "cost"
+            )
+        self.read_counts(self.flt)
+
+    def action_refresh(self) -> None:
+        self.read_counts(self.flt)
+
+    @work(thread=True, exclusive=True, group="counts")
+    def read_counts(self, flt: Filter) -> None:
+        try:
+            views = {by: self.source.counts(flt, by) for by in ("hour", *TABLES)}
+        except StorageError as e:
+            self.app.call_from_thread(self.query_one("#hour-caption", Static).update, f"cannot count: {e}")
+            return
+        self.app.call_from_thread(self._show, views)
+
+    def _show(self, views: dict[str, list[Group]]) -> None:
+        series, caption = hourly(views["hour"])
+        self.query_one("#hour-caption", Static).update(caption)
+        self.query_one("#sparkline", Sparkline).data = series
+        for by in TABLES:
+            table = self.query_one(f"#by-{by}", DataTable)
+            table.clear()
+            for g in views[by]:
+                table.add_row(
+                    g.key if g.key is not None else "(none)",
+                    f"{g.events:,}",
+                    f"{g.tokens_in:,}",
+                    f"{g.tokens_out:,}",
+                    cells.cost(g.cost_usd) if g.cost_usd else "",
+                )

@@ -1,0 +1,187 @@
+"""One event whole: its metadata, the exact head, the body made readable, the join and replay.
+
+The payload is read in a worker thread (it may sit in S3, or be megabytes); the head is shown byte for
+byte (as Latin-1, one character per byte). Redacted secret names and the payload state are always on
+screen, so nobody mistakes a redacted or partial body for the original.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from rich.markup import escape
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Static
+
+from storage.errors import StorageError
+from storage.events import StoredEvent
+from tui import cells
+from tui.body import MODES, Body, Mode, render
+from tui.errors import TuiError
+from tui.source import Source, ToolInfo
+
+
+def section(title: str, content: str | Text, *, classes: str = "section") -> Static:
+    widget = Static(content, classes=classes, markup=False)
+    widget.border_title = title
+    return widget
+
+
+def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None) -> list[Widget]:
+    """The body as widgets: one bordered chunk per server-sent event, else one section."""
+    if error:
+        return [Static(f"[red]payload unreadable:[/] {escape(error)}", classes="note")]
+    if event.payload_sha256 is None:
+        return [section("body", f"no bytes kept (payload {event.payload_state})")]
+    if body is None:
+        return [section("body", "reading…")]
+    out: list[Widget] = []
+    if event.payload_state == "partial":
+        out.append(Static("partial: the stream ended before its answer was complete", classes="note"))
+    if body.note:
+        out.append(Static(body.note, classes="note", markup=False))
+    if body.kind == "sse":
+        for n, chunk in enumerate(body.chunks, 1):
+            out.append(section(f"event {n} of {len(body.chunks)}", chunk, classes="chunk"))
+        return out
+    out.append(section(f"body ({body.kind})", body.text or "(empty)"))
+    return out
+
+
+def head_text(event: StoredEvent) -> str:
+    return event.head.decode("latin-1").rstrip("\r\n").replace("\r\n", "\n") or "(no head)"
+
+
+def join_text(tool: str, info: ToolInfo | None) -> str:
+    """The Directory row of the event's tool and every contract it lists."""
+    if info is None:
+        return f"tool {tool!r} has no row in the Directory"
+    lines = [f"{k}: {v}" for k, v in info.row.items() if isinstance(v, str | int | float)]
+    for name, contract in info.contracts.items():
+        lines.append(f"\n[{name}]\n{json.dumps(contract, indent=2, ensure_ascii=False)}")
+    return "\n".join(lines) or f"tool {tool}"
+
+
+class OutputScreen(Screen[None]):
+    """A scrollable page of text (what a replay printed)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≡")
+        with VerticalScroll():
+            yield section(self.title_text, self.text)
+        yield Footer()
+
+
+class DetailScreen(Screen[None]):
+    """Everything about one event; `m` cycles the body between readable, text and hex."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("m", "cycle_mode", "Body: auto/text/hex"),
+        Binding("a", "open_action", "Action"),
+        Binding("r", "replay", "Replay"),
+        Binding("q", "app.pop_screen", "Back", show=False),
+    ]
+
+    def __init__(self, event: StoredEvent) -> None:
+        super().__init__()
+        self.event = event
+        self.mode: Mode = "auto"
+        self.data: bytes | None = None
+        self.error: str | None = None
+
+    @property
+    def source(self) -> Source:
+        return self.app.source  # type: ignore[attr-defined]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≡")
+        with VerticalScroll(id="detail"):
+            width = max(len(k) for k, _ in cells.summary(self.event))
+            yield section(
+                "event",
+                "\n".join(f"{k.ljust(width)}  {v}" for k, v in cells.summary(self.event)),
+                classes="section",
+            )
+            yield section("head (exact bytes)", head_text(self.event))
+            with VerticalScroll(id="body"):
+                yield from body_widgets(self.event, None)
+            if self.event.tool:
+                yield section(f"Directory: {self.event.tool}", "reading…", classes="section join")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{self.event.kind} {self.event.event_id}"
+        if self.event.payload_sha256:
+            self.read_payload(self.event.payload_sha256)
+        if self.event.tool:
+            self.read_join(self.event.tool)
+
+    @work(thread=True, group="payload")
+    def read_payload(self, sha256: str) -> None:
+        try:
+            data, error = self.source.payload(sha256), None
+        except StorageError as e:
+            data, error = None, str(e)
+        self.app.call_from_thread(self._show_payload, data, error)
+
+    def _show_payload(self, data: bytes | None, error: str | None) -> None:
+        self.data, self.error = data, error
+        self.show_body()
+
+    def show_body(self) -> None:
+        box = self.query_one("#body", VerticalScroll)
+        box.remove_children()
+        body = render(self.data, self.event.head, self.mode) if self.data is not None else None
+        box.mount_all(body_widgets(self.event, body, self.error))
+
+    @work(thread=True, group="join")
+    def read_join(self, tool: str) -> None:
+        try:
+            text = join_text(tool, self.source.tool(tool))
+        except TuiError as e:
+            text = f"tool {tool}: {e}"
+        except Exception as e:  # the Directory is another package; its failure must not close this screen
+            text = f"tool {tool}: the Directory could not answer ({type(e).__name__}: {e})"
+        self.app.call_from_thread(self._show_join, text)
+
+    def _show_join(self, text: str) -> None:
+        self.query_one(".join", Static).update(text)
+
+    def action_cycle_mode(self) -> None:
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        self.notify(f"body shown as {self.mode}", timeout=2)
+        if self.data is not None:
+            self.show_body()
+
+    def action_open_action(self) -> None:
+        from tui.action import ActionScreen
+
+        self.app.push_screen(ActionScreen(self.event.action_id))
+
+    def action_replay(self) -> None:
+        self.notify(f"replaying {self.event.action_id}…", timeout=3)
+        self.run_replay(self.event.action_id)
+
+    @work(thread=True, exclusive=True, group="replay")
+    def run_replay(self, action_id: str) -> None:
+        try:
+            text = self.source.replay(action_id)
+        except (TuiError, StorageError) as e:
+            self.app.call_from_thread(self.notify, str(e), severity="error", timeout=6)
+            return
+        self.app.call_from_thread(self.app.push_screen, OutputScreen(f"replay of {action_id}", text))

@@ -1,0 +1,106 @@
+"""Where the browser's data comes from: the Ledger's reads, the Directory join and a replay hook.
+
+Screens talk to a `Source`, never to SQL or to other packages, so a test can hand the app a fixed
+source and the command line can inject what the browser must not import itself: the Directory
+lookup (the join from an event's tool to its row and contracts) and replay (which lives in `addons`,
+out of the browser's reach; the CLI passes a function that runs `flightlog replay`).
+Every method may block: screens call them from worker threads only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from storage.events import StoredEvent
+from storage.queries import Cursor, Filter, Group, counts, select_events
+from tui.errors import TuiError
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """A tool's Directory row and its contracts (form name -> runnable JSON), for the join."""
+
+    name: str
+    row: dict[str, Any] = field(default_factory=dict)
+    contracts: dict[str, Any] = field(default_factory=dict)
+
+
+DirectoryLookup = Callable[[str], ToolInfo | None]
+"""Tool name -> its row, or None when the Directory has no such tool."""
+Replayer = Callable[[str], str]
+"""Action id -> what replaying it printed (status, header and body diff)."""
+
+
+class Source(Protocol):
+    """The reads the browser needs; each may block and is called from a worker thread."""
+
+    def page(self, flt: Filter, *, limit: int, before: Cursor | None = None) -> list[StoredEvent]: ...
+
+    def newer(self, flt: Filter, *, after: Cursor, limit: int) -> list[StoredEvent]: ...
+
+    def counts(self, flt: Filter, by: str) -> list[Group]: ...
+
+    def action(self, action_id: str) -> list[StoredEvent]: ...
+
+    def payload(self, sha256: str) -> bytes: ...
+
+    def tool(self, name: str) -> ToolInfo | None:
+        """The join; raises `TuiError` when no Directory is connected."""
+        ...
+
+    def replay(self, action_id: str) -> str:
+        """Send the action again; raises `TuiError` when replay is not available."""
+        ...
+
+
+class LedgerReads(Protocol):
+    """The part of `storage.ledger.Ledger` the browser reads through."""
+
+    @property
+    def engine(self) -> Any: ...
+
+    def action(self, action_id: str) -> list[StoredEvent]: ...
+
+    def payload(self, sha256: str) -> bytes: ...
+
+
+class LedgerSource:
+    """A `Source` over an open Ledger, with the join and replay injected by whoever starts the app."""
+
+    def __init__(
+        self,
+        ledger: LedgerReads,
+        *,
+        directory: DirectoryLookup | None = None,
+        replayer: Replayer | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.directory = directory
+        self.replayer = replayer
+
+    def page(self, flt: Filter, *, limit: int, before: Cursor | None = None) -> list[StoredEvent]:
+        return select_events(self.ledger.engine, flt, limit=limit, before=before)
+
+    def newer(self, flt: Filter, *, after: Cursor, limit: int) -> list[StoredEvent]:
+        return select_events(self.ledger.engine, flt, limit=limit, after=after)
+
+    def counts(self, flt: Filter, by: str) -> list[Group]:
+        return counts(self.ledger.engine, flt, by)
+
+    def action(self, action_id: str) -> list[StoredEvent]:
+        return self.ledger.action(action_id)
+
+    def payload(self, sha256: str) -> bytes:
+        return self.ledger.payload(sha256)
+
+    def tool(self, name: str) -> ToolInfo | None:
+        if self.directory is None:
+            raise TuiError("no Directory is connected (set FLIGHTLOG_DIRECTORY or pass --directory)")
+        return self.directory(name)
+
+    def replay(self, action_id: str) -> str:
+        if self.replayer is None:
+            raise TuiError("replay is not available here")
+        return self.replayer(action_id)
