@@ -9,7 +9,7 @@ when asked for.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from addons.errors import AddonError
 from storage.events import StoredEvent
+from storage.queries import Filter, cursor, select_events
 
 REQUEST_KIND: Final = "http.request"
 RESPONSE_KIND: Final = "http.response"
@@ -133,59 +134,68 @@ def canonical_url(url: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """Which recorded events a command works on; every field left empty matches everything.
+    """Which recorded events a command works on: the Ledger's shared `Filter`, and optionally actions.
 
-    A stand-in for `storage.queries.Filter` until it lands: the same names, a few of its fields.
+    Empty, it selects everything. `actions` narrows to those actions' events (an AND with the filter).
     """
 
-    session: str | None = None
-    task: str | None = None
-    agent: str | None = None
-    tool: str | None = None
-    host: str | None = None
+    filter: Filter = field(default_factory=Filter)
     actions: tuple[str, ...] = ()
 
-    def where(self) -> tuple[str, dict[str, object]]:
-        """SQL conditions over the `events` table and their bound parameters."""
-        clauses: list[str] = []
-        params: dict[str, object] = {}
-        for name in ("session", "task", "agent", "tool", "host"):
-            value = getattr(self, name)
-            if value is not None:
-                clauses.append(f"{name} = :{name}")
-                params[name] = value
-        if self.actions:
-            names = [f"a{i}" for i in range(len(self.actions))]
-            clauses.append(f"action_id IN ({', '.join(':' + n for n in names)})")
-            params.update(zip(names, self.actions, strict=True))
-        return (" AND ".join(clauses) or "1 = 1"), params
+
+def _selected(engine: Engine, flt: Filter, page: int = 2000) -> list[tuple[str, str]]:
+    """(event_id, action_id) of every event the filter matches, oldest first.
+
+    Read through the shared `select_events` keyset pages (newest first), then turned around.
+    """
+    pairs: list[tuple[str, str]] = []
+    before = None
+    while True:
+        rows = select_events(engine, flt, limit=page, before=before)
+        pairs += [(e.event_id, e.action_id) for e in rows]
+        if len(rows) < page:
+            break
+        before = cursor(rows[-1])
+    pairs.reverse()
+    return pairs
 
 
-def select_event_ids(engine: Engine, selection: Selection, kind: str | None = None) -> list[str]:
-    """The ids of the selected events in recorded order (at, seq, event_id)."""
-    where, params = selection.where()
-    if kind is not None:
-        where += " AND kind = :kind"
-        params["kind"] = kind
-    sql = text(f"SELECT event_id FROM events WHERE {where} ORDER BY at, seq, event_id")
+def _of_actions(engine: Engine, actions: Sequence[str]) -> list[tuple[str, str]]:
+    """(event_id, action_id) of the events of these actions, oldest first."""
+    names = [f"a{i}" for i in range(len(actions))]
+    params: dict[str, object] = dict(zip(names, actions, strict=True))
+    where = f"action_id IN ({', '.join(':' + n for n in names)})"
+    sql = text(f"SELECT event_id, action_id FROM events WHERE {where} ORDER BY at, seq, event_id")
     try:
         with engine.connect() as conn:
-            return [row[0] for row in conn.execute(sql, params)]
+            return [(row[0], row[1]) for row in conn.execute(sql, params)]
     except SQLAlchemyError as e:
         raise RecordedError(f"cannot read the Ledger's events: {e}".splitlines()[0]) from e
+
+
+def _select(engine: Engine, selection: Selection) -> list[tuple[str, str]]:
+    flt = selection.filter
+    if not selection.actions:
+        return _selected(engine, flt)
+    pairs = _of_actions(engine, selection.actions)
+    if flt.is_empty():
+        return pairs
+    matching = {event_id for event_id, _ in _selected(engine, flt)}
+    return [p for p in pairs if p[0] in matching]
+
+
+def select_event_ids(engine: Engine, selection: Selection) -> list[str]:
+    """The ids of the selected events in recorded order."""
+    return [event_id for event_id, _ in _select(engine, selection)]
 
 
 def select_action_ids(engine: Engine, selection: Selection) -> list[str]:
-    """The actions with a recorded HTTP request among the selected events, in recorded order."""
-    where, params = selection.where()
-    params["kind"] = REQUEST_KIND
-    sql = text(f"SELECT action_id FROM events WHERE {where} AND kind = :kind ORDER BY at, seq, event_id")
-    try:
-        with engine.connect() as conn:
-            ids = [row[0] for row in conn.execute(sql, params)]
-    except SQLAlchemyError as e:
-        raise RecordedError(f"cannot read the Ledger's events: {e}".splitlines()[0]) from e
-    return list(dict.fromkeys(ids))
+    """The actions any selected event belongs to, in recorded order (of their first selected event).
+
+    An action is selected by any of its events: a status filter matches the answer event, and the
+    request that asked for it comes along. Actions without a recorded request are skipped later.
+    """
+    return list(dict.fromkeys(action for _, action in _select(engine, selection)))
 
 
 def iter_exchanges(

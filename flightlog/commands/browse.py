@@ -1,7 +1,8 @@
-"""`flightlog replay`, `serve-replay` and `export`: use what the Ledger kept (and `browse`, until it moves).
+"""`flightlog replay`, `serve-replay` and `export`: use what the Ledger kept.
 
-Selection options (`--session`, `--task`, `--agent`, `--tool`, `--host`, `--action`) are a stand-in for
-the Ledger's shared filter object; they select with plain SQL over the `events` table.
+`serve-replay` and `export` select events the way every Ledger question does: a question in plain words
+and/or the shared filter options (`--session`, `--host`, `--since`, `--status`, ...), read into one
+`storage.queries.Filter`; `--action` narrows to given actions.
 """
 
 from __future__ import annotations
@@ -10,11 +11,28 @@ import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flightlog.commands.pending import not_built
+from flightlog.commands.questions import (
+    AgentOpt,
+    DirectionOpt,
+    HostOpt,
+    KindOpt,
+    MethodOpt,
+    ModelOpt,
+    SessionOpt,
+    SinceOpt,
+    StatusOpt,
+    TaskOpt,
+    ToolOpt,
+    TurnOpt,
+    UntilOpt,
+    UrlOpt,
+    WordsArg,
+    filter_from_options,
+)
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
@@ -27,11 +45,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 SecretsOpt = Annotated[
     Path | None, typer.Option("--secrets", help="NAME=value file whose values fill the recorded [NAME]s.")
 ]
-SessionOpt = Annotated[str | None, typer.Option("--session", help="Only events of this session.")]
-TaskOpt = Annotated[str | None, typer.Option("--task", help="Only events of this task.")]
-AgentOpt = Annotated[str | None, typer.Option("--agent", help="Only events of this agent.")]
-ToolOpt = Annotated[str | None, typer.Option("--tool", help="Only events of this tool.")]
-HostOpt = Annotated[str | None, typer.Option("--host", help="Only requests to this host.")]
 SecretEnvOpt = Annotated[
     list[str] | None,
     typer.Option("--secret-env", help="An environment variable holding a secret (repeatable)."),
@@ -39,17 +52,14 @@ SecretEnvOpt = Annotated[
 ActionOpt = Annotated[list[str] | None, typer.Option("--action", help="Only this action (repeatable).")]
 
 
-def _selection(
-    session: str | None,
-    task: str | None,
-    agent: str | None,
-    tool: str | None,
-    host: str | None,
-    action: list[str] | None,
-) -> Selection:
+def _selection(words: list[str] | None, action: list[str] | None, **options: Any) -> Selection:
+    """The shared filter from plain words and options (as `flightlog ledger query` reads them)."""
     from addons.recorded import Selection
 
-    return Selection(session, task, agent, tool, host, tuple(action or ()))
+    flt, question = filter_from_options(words, **options)
+    if question is not None:
+        typer.echo(question.explain(), err=True)
+    return Selection(flt, tuple(action or ()))
 
 
 def _secrets(path: Path | None, env_names: list[str] | None) -> dict[str, str]:
@@ -69,11 +79,6 @@ def _listen(value: str) -> tuple[str, int]:
 
 def register(app: typer.Typer) -> None:
     """Add the browse and replay commands to the root app."""
-
-    @app.command()
-    def browse() -> None:
-        """Browse the Ledger in the terminal."""
-        not_built("browse", 6)
 
     @app.command()
     def replay(
@@ -129,11 +134,21 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--mode", help="regular (default) or reverse:URL[@PORT]; repeatable."),
         ] = None,
+        words: WordsArg = None,
+        kind: KindOpt = None,
+        direction: DirectionOpt = None,
+        tool: ToolOpt = None,
         session: SessionOpt = None,
         task: TaskOpt = None,
+        turn: TurnOpt = None,
         agent: AgentOpt = None,
-        tool: ToolOpt = None,
+        model: ModelOpt = None,
+        status: StatusOpt = None,
         host: HostOpt = None,
+        method: MethodOpt = None,
+        since: SinceOpt = None,
+        until: UntilOpt = None,
+        url: UrlOpt = None,
         action: ActionOpt = None,
         secrets: Annotated[
             Path | None,
@@ -174,7 +189,24 @@ def register(app: typer.Typer) -> None:
         if not 0 <= chunk_delay <= 60:
             raise CommandError(f"--chunk-delay is between 0 and 60 seconds, not {chunk_delay}")
         opened = settings.open_ledger(ledger, blobs)
-        selection = _selection(session, task, agent, tool, host, action)
+        selection = _selection(
+            words,
+            action,
+            kind=kind,
+            direction=direction,
+            tool=tool,
+            session=session,
+            task=task,
+            turn=turn,
+            agent=agent,
+            model=model,
+            status=status,
+            host=host,
+            method=method,
+            since=since,
+            until=until,
+            url=url,
+        )
         exchanges = list(
             iter_exchanges(opened.engine, opened.events, select_action_ids(opened.engine, selection))
         )
@@ -229,11 +261,21 @@ def register(app: typer.Typer) -> None:
         output: Annotated[
             Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")
         ] = None,
+        words: WordsArg = None,
+        kind: KindOpt = None,
+        direction: DirectionOpt = None,
+        tool: ToolOpt = None,
         session: SessionOpt = None,
         task: TaskOpt = None,
+        turn: TurnOpt = None,
         agent: AgentOpt = None,
-        tool: ToolOpt = None,
+        model: ModelOpt = None,
+        status: StatusOpt = None,
         host: HostOpt = None,
+        method: MethodOpt = None,
+        since: SinceOpt = None,
+        until: UntilOpt = None,
+        url: UrlOpt = None,
         action: ActionOpt = None,
         progress: Annotated[bool, typer.Option(help="Draw a progress bar on standard error.")] = True,
         ledger: LedgerOpt = None,
@@ -249,7 +291,25 @@ def register(app: typer.Typer) -> None:
         opened = load_settings().open_ledger(ledger, blobs)
         with ExitStack() as stack:
             stack.callback(opened.close)
-            ids = plan(opened, _selection(session, task, agent, tool, host, action), fmt)
+            selection = _selection(
+                words,
+                action,
+                kind=kind,
+                direction=direction,
+                tool=tool,
+                session=session,
+                task=task,
+                turn=turn,
+                agent=agent,
+                model=model,
+                status=status,
+                host=host,
+                method=method,
+                since=since,
+                until=until,
+                url=url,
+            )
+            ids = plan(opened, selection, fmt)
             out: IO[bytes]
             if output is None:
                 if fmt == "mitmproxy" and sys.stdout.isatty():

@@ -20,6 +20,7 @@ import pytest
 from addons.export import export, plan
 from addons.recorded import Selection
 from storage.ledger import Ledger, open_ledger
+from storage.queries import Filter
 from tests.browse.recorded_exchanges import head, record
 
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "har-1.2.schema.json").read_text())
@@ -146,12 +147,25 @@ def test_har_validates_against_the_har_1_2_schema_and_keeps_what_was_recorded(le
 def test_har_of_a_selection_has_only_the_selected_exchanges(ledger: Ledger) -> None:
     """Selecting by session exports that session's exchanges only (and still valid HAR)."""
     a, b, _ = seed(ledger)
-    har = json.loads(run_export(ledger, "har", Selection(session="s1")))
+    har = json.loads(run_export(ledger, "har", Selection(Filter(session="s1"))))
     jsonschema.validate(har, SCHEMA)
     assert [e["_flightlog"]["action_id"] for e in har["log"]["entries"]] == [a, b]
-    empty = json.loads(run_export(ledger, "har", Selection(session="nobody")))
+    empty = json.loads(run_export(ledger, "har", Selection(Filter(session="nobody"))))
     jsonschema.validate(empty, SCHEMA)
     assert empty["log"]["entries"] == []
+
+
+def test_selection_takes_the_shared_filter_and_actions(ledger: Ledger) -> None:
+    """Any Filter field selects (here status class and host); --action narrows further, in order."""
+    a, b, c = seed(ledger)
+    ids = plan(ledger, Selection(Filter(status="2xx")), "har")
+    assert ids == [a, b]  # the answer's status selects its action; the failed one has none
+    assert plan(ledger, Selection(Filter(host="img.example.test")), "har") == [b]
+    assert plan(ledger, Selection(actions=(c, a)), "har") == [a, c]
+    assert plan(ledger, Selection(Filter(session="s1"), actions=(b, c)), "jsonl") == [
+        f"{b}:request",
+        f"{b}:response",
+    ]
 
 
 def test_mitmproxy_flow_file_reads_back_with_mitmproxys_reader(ledger: Ledger) -> None:
@@ -230,6 +244,13 @@ def test_export_command_writes_files_and_stdout(sqlite_ledger: Ledger, tmp_path:
     )
     assert lines.returncode == 0, lines.stderr
     assert [json.loads(x)["kind"] for x in lines.stdout.splitlines()] == ["http.request", "http.response"]
+
+    words = subprocess.run(
+        [*base, "--format", "har", "--no-progress", "errors in session s2"], capture_output=True, env=env
+    )
+    assert words.returncode == 0, words.stderr
+    assert b"read as: session=s2 status=errors" in words.stderr
+    assert [e["response"]["status"] for e in json.loads(words.stdout)["log"]["entries"]] == [0]
 
     bad = subprocess.run([*base, "--format", "pcap"], capture_output=True, text=True, env=env)
     assert bad.returncode == 1 and bad.stderr.startswith(
