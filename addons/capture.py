@@ -1,0 +1,413 @@
+"""The recording addon: every exchange through the proxy becomes two Ledger events.
+
+A thin mitmproxy shell. Hooks copy immutable values (bytes, strings) into records and hand them to
+the `Writer`'s bounded queue; redaction, hashing, usage and the Ledger happen on the writer thread.
+Streamed answers are teed (the client gets every chunk as it arrives); requests that look like
+streams go through the in-process `Relay`, which keeps reading after a client leaves.
+
+Options are declared in `load()` and checked in `configure()`; with plain `mitmdump -s
+addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME / FLIGHTLOG_LEDGER / FLIGHTLOG_BLOBS.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import ssl
+import time
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from addons import identity as ident
+from addons.events import Processing
+from addons.heads import request_head, response_head
+from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from addons.relay import TOKEN_HEADER, Relay, RelayJob
+from addons.writer import Writer
+
+if TYPE_CHECKING:
+    from mitmproxy import connection, http
+    from mitmproxy.addonmanager import Loader
+
+log = logging.getLogger("flightlog.capture")
+
+LOCAL_HOST = "flightlog.local"
+META_EXCHANGE = "flightlog.exchange"
+META_HEAD = "flightlog.head"
+META_SKIP = "flightlog.skip"
+META_COMMITTED = "flightlog.committed"
+META_RELAY = "flightlog.relay"
+META_TEED = "flightlog.teed"
+TEE_ABOVE = 1024 * 1024
+"""Answers without a length, event streams, and answers over this size are teed, not buffered."""
+STREAM_FLAG = re.compile(rb'"stream"\s*:\s*true')
+DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
+
+
+def default_urls(env: dict[str, str] | os._Environ[str] = os.environ) -> tuple[str, str]:
+    """The Ledger and blob URLs when no option names them (same rules as `flightlog.settings`)."""
+    home = Path(env.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    ledger = env.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
+    blobs = env.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+    return ledger, blobs
+
+
+def looks_like_stream(accept: str, body: bytes | None) -> bool:
+    """Whether a request asks for a streamed answer (SSE, or an AI API's `"stream": true`)."""
+    if "text/event-stream" in accept:
+        return True
+    return (
+        bool(body)
+        and len(body or b"") < TEE_ABOVE
+        and b'"stream"' in (body or b"")
+        and bool(STREAM_FLAG.search(body or b""))
+    )
+
+
+def should_tee(content_type: str, content_length: str | None) -> bool:
+    """Whether an answer is teed chunk by chunk instead of buffered by mitmproxy."""
+    if "text/event-stream" in content_type or content_length is None:
+        return True
+    try:
+        return int(content_length) > TEE_ABOVE
+    except ValueError:
+        return True
+
+
+def upstream_tls(options: Any) -> ssl.SSLContext:
+    """An SSL context verifying upstream servers the way mitmproxy's options say it should."""
+    if options.ssl_insecure:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        import certifi
+
+        cafile = options.ssl_verify_upstream_trusted_ca or None
+        capath = options.ssl_verify_upstream_trusted_confdir or None
+        context = ssl.create_default_context(
+            cafile=cafile or (None if capath else certifi.where()), capath=capath
+        )
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+class Capture:
+    """Records each request and its answer (or failure) through the writer thread."""
+
+    def __init__(self) -> None:
+        self.writer: Writer | None = None
+        self.relay: Relay | None = None
+        self._identities: weakref.WeakKeyDictionary[connection.Client, ident.Identity] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._ignore: frozenset[str] = frozenset({LOCAL_HOST})
+        self._outbound: frozenset[str] = frozenset(DEFAULT_OUTBOUND)
+        self._max_request_body = 8 * 1024 * 1024
+
+    # -- options -----------------------------------------------------------------------------------
+
+    def load(self, loader: Loader) -> None:
+        from collections.abc import Sequence as Seq
+
+        loader.add_option("flightlog_ledger", str, "", "Ledger database URL (default: FLIGHTLOG_LEDGER).")
+        loader.add_option(
+            "flightlog_blobs", str, "", "Blob store URL, file:// or s3:// (default: FLIGHTLOG_BLOBS)."
+        )
+        loader.add_option("flightlog_collector", str, "", "This proxy's collector id in the Ledger.")
+        loader.add_option("flightlog_secrets", str, "", "File of NAME=value secrets replaced by [NAME].")
+        loader.add_option(
+            "flightlog_secret_env", Seq[str], [], "Names of environment variables whose values are secrets."
+        )
+        loader.add_option(
+            "flightlog_redact_auth_headers",
+            bool,
+            True,
+            "Redact Authorization, Cookie, X-Api-Key and similar header values even when not configured.",
+        )
+        loader.add_option("flightlog_prices", str, "", "A price table file overriding the shipped one.")
+        loader.add_option(
+            "flightlog_stream_grace",
+            int,
+            25,
+            "Seconds to keep reading a streamed answer after its client left (stored as partial).",
+        )
+        loader.add_option(
+            "flightlog_max_request_body",
+            str,
+            "8m",
+            "Request bodies larger than this are streamed through unread and recorded as missing.",
+        )
+        loader.add_option(
+            "flightlog_ignore_hosts", Seq[str], [], "Hosts never recorded (flightlog.local always is)."
+        )
+        loader.add_option(
+            "flightlog_outbound_hosts",
+            Seq[str],
+            list(DEFAULT_OUTBOUND),
+            "Reverse-proxy targets whose traffic is outbound (direction out), e.g. model APIs.",
+        )
+        loader.add_option(
+            "flightlog_stats_file", str, "", "Write the writer's counters here as JSON at exit."
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        from mitmproxy import ctx, exceptions
+        from mitmproxy.utils import human
+
+        opts = ctx.options
+        if "flightlog_stream_grace" in updated and opts.flightlog_stream_grace < 0:
+            raise exceptions.OptionsError("flightlog_stream_grace must be 0 or more seconds")
+        if "flightlog_max_request_body" in updated:
+            try:
+                size = human.parse_size(opts.flightlog_max_request_body)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"flightlog_max_request_body: {e}") from e
+            self._max_request_body = size or 8 * 1024 * 1024
+        secrets = opts.flightlog_secrets
+        if "flightlog_secrets" in updated and secrets and not Path(secrets).is_file():
+            raise exceptions.OptionsError(f"secrets file not found: {opts.flightlog_secrets}")
+        ledger = opts.flightlog_ledger
+        if "flightlog_ledger" in updated and ledger and not ledger.startswith(("sqlite:", "postgresql")):
+            raise exceptions.OptionsError(
+                f"flightlog_ledger must be sqlite:///PATH or postgresql+psycopg://..., "
+                f"not {opts.flightlog_ledger!r}"
+            )
+        if updated & {"flightlog_ignore_hosts", "flightlog_blobs"}:
+            self._ignore = frozenset({LOCAL_HOST, *opts.flightlog_ignore_hosts, *storage_hosts()})
+        if "flightlog_outbound_hosts" in updated:
+            self._outbound = frozenset(opts.flightlog_outbound_hosts)
+
+    def processing(self) -> Processing:
+        """Redaction, usage and prices as the options say (imported here: heavy, and only when running)."""
+        from mitmproxy import ctx
+
+        from addons.prices import PriceTable
+        from addons.redact import Redactor
+        from addons.secrets import load_secrets
+        from addons.usage import extract_usage
+
+        opts = ctx.options
+        found = load_secrets(opts.flightlog_secrets or None, list(opts.flightlog_secret_env))
+        redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
+        prices = PriceTable.load(opts.flightlog_prices or None)
+        return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def running(self) -> None:
+        from mitmproxy import ctx
+
+        from storage.ledger import open_ledger
+
+        opts = ctx.options
+        ledger_url, blobs_url = default_urls()
+        ledger_url = opts.flightlog_ledger or ledger_url
+        blobs_url = opts.flightlog_blobs or blobs_url
+        collector = opts.flightlog_collector or f"proxy@{socket.gethostname()}"
+        self.writer = Writer(
+            lambda: open_ledger(ledger_url, blobs_url), self.processing(), collector=collector
+        )
+        self.writer.start()
+        self.relay = Relay(
+            self._sink, grace=opts.flightlog_stream_grace, tls=lambda: upstream_tls(ctx.options)
+        )
+        await self.relay.start()
+
+    async def done(self) -> None:
+        """Stop: relays still reading are cut (recorded partial), then the queue is drained."""
+        from mitmproxy import ctx
+
+        if self.relay is not None:
+            await self.relay.stop()
+        if self.writer is not None:
+            self.writer.stop()
+            if ctx.options.flightlog_stats_file:
+                write_stats(Path(ctx.options.flightlog_stats_file), self.writer)
+            self.writer = None
+
+    def _sink(self, item: RequestRecord | ResponseRecord | StreamChunk) -> bool:
+        return self.writer.put(item) if self.writer is not None else False
+
+    # -- hooks -------------------------------------------------------------------------------------
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """Remember the identity in a tunnel's CONNECT for every request inside it."""
+        who = ident.from_proxy_authorization(flow.request.headers.get("proxy-authorization"))
+        if who != ident.EMPTY:
+            self._identities[flow.client_conn] = who
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        request = flow.request
+        if (
+            flow.metadata.get(META_SKIP)
+            or request.data.host in self._ignore
+            or request.pretty_host in self._ignore
+        ):
+            flow.metadata[META_SKIP] = True
+            return
+        head = request_head(request)  # as the client sent it, before our headers are stripped
+        fields = request.headers.fields
+        who = self._identities.get(flow.client_conn, ident.EMPTY)
+        if any(ident.is_identity_header(k.decode("latin-1")) for k, _ in fields):
+            from_auth = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
+            from_headers = ident.from_headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in fields)
+            who = from_headers.over(from_auth.over(who))
+            for name in {k.decode("latin-1").lower() for k, _ in fields}:
+                if ident.is_identity_header(name):
+                    del request.headers[name]
+        flow.metadata[META_EXCHANGE] = Exchange(
+            flow_id=flow.id,
+            direction=self._direction(flow),
+            method=request.method,
+            url=request.pretty_url,
+            host=request.pretty_host,
+            identity=who,
+        )
+        flow.metadata[META_HEAD] = head
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self._max_request_body:
+            request.stream = True  # stated exception: not read, recorded as missing
+
+    def _direction(self, flow: http.HTTPFlow) -> str:
+        from mitmproxy.proxy.mode_specs import ReverseMode
+
+        mode = flow.client_conn.proxy_mode
+        if isinstance(mode, ReverseMode) and mode.address[0] not in self._outbound:
+            return "in"
+        return "out"
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        exchange = flow.metadata.get(META_EXCHANGE)
+        if exchange is None:
+            return
+        request = flow.request
+        body = request.raw_content
+        if not flow.metadata.get(META_COMMITTED):
+            self._sink(
+                RequestRecord(
+                    exchange=exchange,
+                    at=request.timestamp_start,
+                    head=flow.metadata[META_HEAD],
+                    body=body,
+                    content_encoding=request.headers.get("content-encoding", ""),
+                )
+            )
+        if (
+            flow.response is None
+            and self.relay is not None
+            and not request.stream
+            and looks_like_stream(request.headers.get("accept", ""), body)
+        ):
+            self._to_relay(flow, exchange, body)
+
+    def _to_relay(self, flow: http.HTTPFlow, exchange: Exchange, body: bytes | None) -> None:
+        from mitmproxy.proxy.mode_specs import RegularMode, ReverseMode
+
+        assert self.relay is not None
+        if not isinstance(flow.client_conn.proxy_mode, RegularMode | ReverseMode):
+            return
+        request = flow.request
+        job = RelayJob(
+            exchange=exchange,
+            scheme=request.scheme,
+            host=request.host,
+            port=request.port,
+            sni=flow.server_conn.sni or request.host,
+            method=request.data.method,
+            request_body=body,
+        )
+        token = self.relay.register(job)
+        flow.metadata[META_RELAY] = token
+        request.data.host = "127.0.0.1"
+        request.data.port = self.relay.port
+        request.scheme = "http"
+        request.headers[TOKEN_HEADER] = token
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        response = flow.response
+        if response is None or META_EXCHANGE not in flow.metadata:
+            return
+        if META_RELAY in flow.metadata:
+            response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
+            return
+        headers = response.headers
+        if should_tee(headers.get("content-type", ""), headers.get("content-length")):
+            flow_id, put = flow.id, self._sink
+
+            def tee(chunk: bytes) -> bytes:
+                if chunk:
+                    put(StreamChunk(flow_id, chunk))
+                return chunk
+
+            response.stream = tee
+            flow.metadata[META_TEED] = True
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        if META_EXCHANGE not in flow.metadata or META_RELAY in flow.metadata:
+            return
+        self._answer(flow, error=None)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        if META_EXCHANGE not in flow.metadata or META_RELAY in flow.metadata:
+            return
+        message = flow.error.msg if flow.error else "error"
+        self._answer(flow, error=message)
+
+    def _answer(self, flow: http.HTTPFlow, error: str | None) -> None:
+        response = flow.response
+        teed = bool(flow.metadata.get(META_TEED))
+        headers = response.headers if response is not None else None
+        self._sink(
+            ResponseRecord(
+                exchange=flow.metadata[META_EXCHANGE],
+                at=time.time(),
+                status=response.status_code if response is not None else None,
+                head=response_head(response) if response is not None else b"",
+                body=None if teed or response is None else response.raw_content,
+                content_type=headers.get("content-type", "") if headers is not None else "",
+                content_encoding=headers.get("content-encoding", "") if headers is not None else "",
+                error=error,
+                streamed=teed,
+                partial=teed and error is not None,
+                request_body=flow.request.raw_content if not flow.request.stream else None,
+            )
+        )
+
+
+def storage_hosts(env: dict[str, str] | os._Environ[str] = os.environ) -> Sequence[str]:
+    """Hosts of the storage layer's own endpoints (an S3 endpoint), so their traffic is never recorded."""
+    from urllib.parse import urlsplit
+
+    hosts = []
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "FLIGHTLOG_S3_ENDPOINT"):
+        if env.get(name):
+            host = urlsplit(env[name]).hostname
+            if host:
+                hosts.append(host)
+    return hosts
+
+
+def write_stats(path: Path, writer: Writer) -> None:
+    """The writer's counters and answer→commit delays (p50/p99), for the bench."""
+    delays = sorted(writer.stats.delays)
+
+    def pct(p: float) -> float | None:
+        return delays[min(len(delays) - 1, int(p * len(delays)))] if delays else None
+
+    path.write_text(
+        json.dumps(
+            {
+                "written": writer.stats.written,
+                "dropped": writer.stats.dropped,
+                "batches": writer.stats.batches,
+                "delay_p50": pct(0.50),
+                "delay_p99": pct(0.99),
+            }
+        )
+    )
