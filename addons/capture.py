@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from addons import identity as ident
+from addons.errors import AddonError
 from addons.events import Processing
 from addons.heads import request_head, response_head
 from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
@@ -69,6 +70,26 @@ def looks_like_stream(accept: str, body: bytes | None) -> bool:
     )
 
 
+PROCESSING_OPTIONS = frozenset(
+    {"flightlog_secrets", "flightlog_secret_env", "flightlog_redact_auth_headers", "flightlog_prices"}
+)
+
+
+def processing(opts: Any) -> Processing:
+    """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
+    from addons.prices import PriceTable
+    from addons.redact import Redactor
+    from addons.secrets import load_secrets
+    from addons.usage import extract_usage
+
+    found = load_secrets(
+        Path(opts.flightlog_secrets) if opts.flightlog_secrets else None, list(opts.flightlog_secret_env)
+    )
+    redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
+    prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else None)
+    return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
+
+
 def should_tee(content_type: str, content_length: str | None) -> bool:
     """Whether an answer is teed chunk by chunk instead of buffered by mitmproxy."""
     if "text/event-stream" in content_type or content_length is None:
@@ -109,6 +130,7 @@ class Capture:
         self._ignore: frozenset[str] = frozenset({LOCAL_HOST})
         self._outbound: frozenset[str] = frozenset(DEFAULT_OUTBOUND)
         self._max_request_body = 8 * 1024 * 1024
+        self._processing: Processing | None = None
 
     # -- options -----------------------------------------------------------------------------------
 
@@ -183,20 +205,13 @@ class Capture:
         if "flightlog_outbound_hosts" in updated:
             self._outbound = frozenset(opts.flightlog_outbound_hosts)
 
-    def processing(self) -> Processing:
-        """Redaction, usage and prices as the options say (imported here: heavy, and only when running)."""
-        from mitmproxy import ctx
-
-        from addons.prices import PriceTable
-        from addons.redact import Redactor
-        from addons.secrets import load_secrets
-        from addons.usage import extract_usage
-
-        opts = ctx.options
-        found = load_secrets(opts.flightlog_secrets or None, list(opts.flightlog_secret_env))
-        redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
-        prices = PriceTable.load(opts.flightlog_prices or None)
-        return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
+        if updated & PROCESSING_OPTIONS or self._processing is None:
+            try:
+                self._processing = processing(opts)
+            except AddonError as e:
+                raise exceptions.OptionsError(str(e)) from e
+            if self.writer is not None:
+                self.writer.processing = self._processing
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -211,7 +226,9 @@ class Capture:
         blobs_url = opts.flightlog_blobs or blobs_url
         collector = opts.flightlog_collector or f"proxy@{socket.gethostname()}"
         self.writer = Writer(
-            lambda: open_ledger(ledger_url, blobs_url), self.processing(), collector=collector
+            lambda retry: open_ledger(ledger_url, blobs_url, retry_seconds=retry),
+            self._processing or Processing(),
+            collector=collector,
         )
         self.writer.start()
         self.relay = Relay(
@@ -338,11 +355,11 @@ class Capture:
             return
         headers = response.headers
         if should_tee(headers.get("content-type", ""), headers.get("content-length")):
-            flow_id, put = flow.id, self._sink
+            flow_id, put, coding = flow.id, self._sink, headers.get("content-encoding", "")
 
             def tee(chunk: bytes) -> bytes:
                 if chunk:
-                    put(StreamChunk(flow_id, chunk))
+                    put(StreamChunk(flow_id, chunk, coding))
                 return chunk
 
             response.stream = tee

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from addons.prices import PriceTable
     from addons.redact import Redactor
 
-UsageFn = Callable[[str, bytes | None, bytes | None, str | None, str | None], Any]
+UsageFn = Callable[[str, bytes, bytes, str | None, str | None], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,15 +103,19 @@ def usage_of(
         return None, None, None, None
     try:
         usage = proc.extract_usage(
-            rec.exchange.url, rec.request_body, body, rec.content_type or None, rec.content_encoding or None
+            rec.exchange.url,
+            rec.request_body or b"",
+            body,
+            rec.content_type or None,
+            rec.content_encoding or None,
         )
     except Exception:  # a body we cannot read is not a reason to lose the event
         return None, None, None, None
     if usage is None:
         return None, None, None, None
     cost = None
-    if proc.prices is not None and usage.model and usage.tokens_in is not None:
-        cost = proc.prices.cost(usage.model, usage.tokens_in, usage.tokens_out or 0)
+    if proc.prices is not None:
+        cost = proc.prices.cost(usage.model, usage.tokens_in, usage.tokens_out)
     return usage.model, usage.tokens_in, usage.tokens_out, cost
 
 

@@ -22,9 +22,9 @@ from typing import Any
 from addons.capture import Capture
 from addons.errors import AddonError
 from addons.local_routes import LocalRoutes
+from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
 
-STATE_FILE = "proxy.json"
 CA_FILE = "mitmproxy-ca-cert.pem"
 
 

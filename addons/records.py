@@ -40,6 +40,8 @@ class StreamChunk:
 
     flow_id: str
     data: bytes
+    content_encoding: str = ""
+    """The answer's content-encoding, so the writer can redact inside it as it streams."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,12 +218,13 @@ class Relay:
                     break
             head, status = head_raw, int(parsed.start[1])
             framing = response_body(parsed, job.method)
+            coding = (parsed.get(b"content-encoding") or b"").decode("latin-1")
             data = rest
             while True:
                 if data:
                     body, wire, _ = _split(framing, data)
                     if body:
-                        self.sink(StreamChunk(job.exchange.flow_id, body))
+                        self.sink(StreamChunk(job.exchange.flow_id, body, coding))
                     if down_alive:
                         try:
                             down_w.write(wire)

@@ -51,7 +51,7 @@ class _Stream:
             tail = self.redactor.flush()
             self.file.write(tail)
             self.size += len(tail)
-            self.names = frozenset(getattr(self.redactor, "names", ()) or ())
+            self.names = self.redactor.redacted
         self.file.seek(0)
 
 
@@ -81,7 +81,7 @@ class Writer:
 
     def __init__(
         self,
-        open_ledger: Callable[[], Ledger],
+        open_ledger: Callable[[float], Ledger],
         processing: ev.Processing,
         *,
         collector: str,
@@ -90,6 +90,7 @@ class Writer:
         batch_size: int = 500,
         flush_interval: float = 0.05,
         backoff_max: float = 10.0,
+        retry_seconds: float = 2.0,
     ) -> None:
         self._open_ledger = open_ledger
         self.processing = processing
@@ -99,6 +100,7 @@ class Writer:
         self.batch_size = batch_size
         self.flush_interval = flush_interval
         self.backoff_max = backoff_max
+        self.retry_seconds = retry_seconds
         self.stats = WriterStats()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._produced_bytes = 0  # written by the producer (loop) thread only
@@ -107,6 +109,7 @@ class Writer:
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
         self._sync_lock = threading.Lock()
+        self._sync_ledger: Ledger | None = None
         self._sync_position: int | None = None
         self._position: int | None = None
         self._seq = 0
@@ -152,21 +155,31 @@ class Writer:
         self._queue.put(_STOP)
         self._thread.join(timeout + 5)
         self._thread = None
-        if self._ledger is not None:
-            self._ledger.close()
-            self._ledger = None
+        for ledger in (self._ledger, self._sync_ledger):
+            if ledger is not None:
+                ledger.close()
+        self._ledger = self._sync_ledger = None
 
     # -- the synchronous path (sync paths) ----------------------------------------------------------
 
     def commit_now(self, rec: RequestRecord) -> None:
-        """Commit one request event before it is forwarded; raises if the Ledger cannot take it."""
-        ledger = self._ensure_ledger()
+        """Commit one request event before it is forwarded; raises at once if the Ledger cannot take it."""
         collector = f"{self.collector}:sync"
         with self._sync_lock:
+            if self._sync_ledger is None:
+                self._sync_ledger = self._open_ledger(0.0)  # no retries: the sender is waiting
+            ledger = self._sync_ledger
             if self._sync_position is None:
                 self._sync_position = ledger.position(collector) or 0
+            assert self._sync_position is not None
             event = ev.request_event(self.processing, rec, collector=collector, seq=self._sync_position + 1)
-            ledger.append(Batch(collector=collector, position=self._sync_position + 1, events=(event,)))
+            try:
+                ledger.append(Batch(collector=collector, position=self._sync_position + 1, events=(event,)))
+            except Exception:
+                with contextlib.suppress(Exception):
+                    ledger.close()
+                self._sync_ledger = self._sync_position = None
+                raise
             self._sync_position += 1
 
     # -- the writer thread -------------------------------------------------------------------------
@@ -174,7 +187,7 @@ class Writer:
     def _ensure_ledger(self) -> Ledger:
         with self._ledger_lock:
             if self._ledger is None:
-                self._ledger = self._open_ledger()
+                self._ledger = self._open_ledger(self.retry_seconds)
             return self._ledger
 
     def _run(self) -> None:
@@ -240,16 +253,17 @@ class Writer:
             self._consumed_bytes += len(item.data)
             stream = self._streams.get(item.flow_id)
             if stream is None:
-                stream = self._streams[item.flow_id] = self._new_stream()
+                stream = self._streams[item.flow_id] = self._new_stream(item.content_encoding)
             stream.write(item.data)
         elif isinstance(item, RequestRecord):
             self._add(ev.request_event(proc, item, collector=self.collector, seq=self._next_seq()))
         elif isinstance(item, ResponseRecord):
             self._add(self._response(item))
 
-    def _new_stream(self) -> _Stream:
-        redactor = self.processing.redactor.stream() if self.processing.redactor is not None else None
-        return _Stream(file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX), redactor=redactor)
+    def _new_stream(self, content_encoding: str = "") -> _Stream:
+        redactor = self.processing.redactor
+        streaming = redactor.stream(content_encoding or None) if redactor is not None else None
+        return _Stream(file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX), redactor=streaming)
 
     def _response(self, rec: ResponseRecord) -> Event | _Deferred:
         proc = self.processing
@@ -260,7 +274,7 @@ class Writer:
             return ev.response_event(
                 proc, rec, body, body_names=names, usage=usage, collector=self.collector, seq=seq
             )
-        stream = self._streams.pop(rec.exchange.flow_id, None) or self._new_stream()
+        stream = self._streams.pop(rec.exchange.flow_id, None) or self._new_stream(rec.content_encoding)
         stream.finish()
         if rec.exchange.flow_id in self._lost_streams:
             self._lost_streams.discard(rec.exchange.flow_id)
