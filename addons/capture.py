@@ -86,7 +86,8 @@ def processing(opts: Any) -> Processing:
         Path(opts.flightlog_secrets) if opts.flightlog_secrets else None, list(opts.flightlog_secret_env)
     )
     redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
-    prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else None)
+    home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else home / "prices.toml")
     return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from addons.identity import EMPTY, Identity
 
 STATE_FILE = "proxy.json"
+PASSWORD = "flightlog"
 BASE_URLS = {
     "api.openai.com": ("OPENAI_BASE_URL", "/v1"),
     "api.anthropic.com": ("ANTHROPIC_BASE_URL", ""),
@@ -92,7 +93,8 @@ def proxy_env(
 ) -> dict[str, str]:
     """The variables a child process needs to go through the proxy and trust its CA."""
     userinfo = identity.userinfo()
-    cred = f"{userinfo}@" if userinfo else ""
+    # A password is there only because some clients (requests) send proxy credentials only with one.
+    cred = f"{userinfo}:{PASSWORD}@" if userinfo else ""
     url = f"http://{cred}{_url_host(forward[0])}:{forward[1]}"
     env = {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
     for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):

@@ -88,7 +88,14 @@ def test_head_auth_headers_redacted_by_default_keeping_scheme_and_cookie_names()
         b"x-goog-api-key: [REDACTED]\r\n"
         b"Content-Type: application/json\r\n"
     )
-    assert names == {"authorization", "proxy-authorization", "x-api-key", "cookie", "set-cookie", "x-goog-api-key"}
+    assert names == {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "cookie",
+        "set-cookie",
+        "x-goog-api-key",
+    }
 
 
 def test_head_configured_secret_in_auth_header_keeps_its_name(redactor: Redactor) -> None:
