@@ -176,6 +176,12 @@ class Capture:
             "Reverse-proxy targets whose traffic is outbound (direction out), e.g. model APIs.",
         )
         loader.add_option(
+            "flightlog_drain_timeout",
+            int,
+            30,
+            "Seconds to keep trying to write what is queued at exit when the Ledger is down.",
+        )
+        loader.add_option(
             "flightlog_stats_file", str, "", "Write the writer's counters here as JSON at exit."
         )
 
@@ -244,7 +250,7 @@ class Capture:
         if self.relay is not None:
             await self.relay.stop()
         if self.writer is not None:
-            self.writer.stop()
+            self.writer.stop(timeout=ctx.options.flightlog_drain_timeout)
             if ctx.options.flightlog_stats_file:
                 write_stats(Path(ctx.options.flightlog_stats_file), self.writer)
             self.writer = None
@@ -355,7 +361,8 @@ class Capture:
             response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
         headers = response.headers
-        if should_tee(headers.get("content-type", ""), headers.get("content-length")):
+        # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
+        if response.stream or should_tee(headers.get("content-type", ""), headers.get("content-length")):
             flow_id, put, coding = flow.id, self._sink, headers.get("content-encoding", "")
 
             def tee(chunk: bytes) -> bytes:

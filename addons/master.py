@@ -15,9 +15,8 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from addons.capture import Capture
 from addons.errors import AddonError
@@ -46,8 +45,8 @@ class ProxyConfig:
     redact_auth_headers: bool = True
     collector: str = ""
     stats_file: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Further mitmproxy options, e.g. `ssl_verify_upstream_trusted_ca`."""
+    extra: tuple[str, ...] = ()
+    """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
 
     @property
     def confdir(self) -> Path:
@@ -145,9 +144,9 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
             flightlog_redact_auth_headers=config.redact_auth_headers,
             flightlog_collector=config.collector,
             flightlog_stats_file=config.stats_file,
-            **config.extra,
         )
-    except exceptions.OptionsError as e:
+        master.options.set(*config.extra)
+    except (exceptions.OptionsError, KeyError) as e:
         raise AddonError(str(e)) from e
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -39,15 +39,13 @@ def proxy_modes(modes: list[str] | None) -> tuple[str, ...]:
     return ("regular", *given)
 
 
-def parse_sets(values: list[str] | None) -> dict[str, object]:
+def parse_sets(values: list[str] | None) -> tuple[str, ...]:
     """`--set NAME=VALUE` pairs for mitmproxy options (e.g. ssl_verify_upstream_trusted_ca)."""
-    out: dict[str, object] = {}
     for item in values or []:
-        name, sep, value = item.partition("=")
+        name, sep, _ = item.partition("=")
         if not sep or not name:
             raise CommandError(f"--set wants NAME=VALUE, not {item!r}")
-        out[name] = {"true": True, "false": False}.get(value.lower(), value)
-    return out
+    return tuple(values or ())
 
 
 def register(app: typer.Typer) -> None:

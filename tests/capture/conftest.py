@@ -15,7 +15,7 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FI
 @pytest.fixture(autouse=True)
 def clean_client_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No proxy or CA variables leak in from the machine running the tests."""
-    for name in PROXY_VARS + ("CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+    for name in (*PROXY_VARS, "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
 

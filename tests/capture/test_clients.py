@@ -75,7 +75,8 @@ def test_curl_bytes_and_header_order(
     env = {**os.environ, **proxy.client_env(Identity(agent="tester", session=session))}
     result = subprocess.run(
         ["curl", "-sS", "--fail", "--http1.1", "-o", str(tmp_path / "out"), "-D", str(tmp_path / "head"),
-         "-H", "X-Zeta: 1", "-H", "x-alpha: 2", "-H", "X-Zeta: 3", "-H", "Content-Type: application/octet-stream",
+         "-H", "X-Zeta: 1", "-H", "x-alpha: 2", "-H", "X-Zeta: 3",
+         "-H", "Content-Type: application/octet-stream",
          "--data-binary", f"@{tmp_path / 'body'}", f"{up.base}/echo"],
         env=env, capture_output=True, timeout=30,
     )  # fmt: skip

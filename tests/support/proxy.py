@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -88,6 +90,7 @@ def start_proxy(
 ) -> LiveProxy:
     """Start `flightlog proxy --listen 127.0.0.1:0` and wait until it listens."""
     home.mkdir(parents=True, exist_ok=True)
+    _seed_ca(home)
     blobs = blobs_url or (home / "blobs").as_uri()
     child_env = {
         k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
@@ -115,11 +118,30 @@ def start_proxy(
             continue
         if state.get("pid") == proc.pid:
             listeners = tuple(Listener(x["mode"], x["host"], int(x["port"])) for x in state["listeners"])
+            _keep_ca(home)
             return LiveProxy(proc, home, ledger_url, blobs, listeners, log_path)
         time.sleep(0.05)
     proc.kill()
     proc.wait()
     raise AssertionError(f"proxy did not listen within {timeout} s:\n{log_path.read_text()}")
+
+
+_CA_CACHE: Path | None = None
+
+
+def _seed_ca(home: Path) -> None:
+    """Reuse one generated CA for every proxy of a test run (generating one costs ~1 s)."""
+    confdir = home / "mitmproxy"
+    if _CA_CACHE is not None and not confdir.exists():
+        shutil.copytree(_CA_CACHE, confdir)
+
+
+def _keep_ca(home: Path) -> None:
+    global _CA_CACHE
+    if _CA_CACHE is None and (home / "mitmproxy" / "mitmproxy-ca.pem").exists():
+        cache = Path(tempfile.mkdtemp(prefix="flightlog-test-ca-"))
+        shutil.copytree(home / "mitmproxy", cache / "mitmproxy")
+        _CA_CACHE = cache / "mitmproxy"
 
 
 @contextmanager

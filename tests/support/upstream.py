@@ -1,7 +1,7 @@
 """Local upstream servers for tests: plain HTTP and HTTPS (self-signed), recording what they received.
 
 Routes (any method):
-  /echo          200, the request body back (Content-Type kept), headers listed in X-Seen-Headers
+  /echo          200, the request body back (Content-Type/-Encoding kept), header names in X-Seen-Headers
   /bytes/N       200, N deterministic bytes (Content-Length)
   /fixed         200, the same 1 KiB JSON every time
   /gzip          200, a gzip-encoded JSON body (Content-Encoding: gzip)
@@ -93,6 +93,7 @@ def _chat_chunks(request: dict[str, object]) -> Iterator[bytes]:
 def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in two writes
 
         def log_message(self, format: str, *args: object) -> None:
             pass
@@ -142,7 +143,10 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
             if path == "/echo":
                 seen = ",".join(self.headers.keys())
                 ctype = self.headers.get("Content-Type", "application/octet-stream")
-                self._send(200, body, {"Content-Type": ctype, "X-Seen-Headers": seen, "X-Mixed-Case": "a"})
+                headers = {"Content-Type": ctype, "X-Seen-Headers": seen, "X-Mixed-Case": "a"}
+                if self.headers.get("Content-Encoding"):
+                    headers["Content-Encoding"] = self.headers["Content-Encoding"]
+                self._send(200, body, headers)
             elif path.startswith("/bytes/"):
                 self._send(
                     200, pattern(int(path.rsplit("/", 1)[1])), {"Content-Type": "application/octet-stream"}
