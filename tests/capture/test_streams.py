@@ -69,3 +69,18 @@ def test_large_answer_is_spooled_to_the_blob_store(
         assert answer.payload_state == "complete" and answer.payload_size == len(r.content)
         assert ledger.payload(answer.payload_sha256 or "") == r.content
         ledger.close()
+
+
+def test_proxy_records_to_sqlite_and_postgresql(
+    home: Path, ledger_url: str, http_upstream: Upstream, tmp_path: Path
+) -> None:
+    """The same proxy records a relayed stream to either Ledger; the pair shares one action id."""
+    with live_proxy(home, ledger_url, blobs_url=(tmp_path / "blobs").as_uri()) as proxy:
+        with httpx.Client(proxy=proxy.url, timeout=10) as client:
+            r = client.get(f"{http_upstream.base}/sse/3", headers={"Accept": "text/event-stream"})
+        ledger = ledger_of(proxy.ledger_url, proxy.blobs_url)
+        request, answer = wait_for(ledger, "1 = 1", {}, 2)
+        assert request.action_id == answer.action_id
+        assert answer.payload_state == "complete" and answer.error is None
+        assert ledger.payload(answer.payload_sha256 or "") == r.content
+        ledger.close()
