@@ -19,7 +19,7 @@ import socket
 import ssl
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +50,7 @@ STREAM_FLAG = re.compile(rb'"stream"\s*:\s*true')
 DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
 
 
-def default_urls(env: dict[str, str] | os._Environ[str] = os.environ) -> tuple[str, str]:
+def default_urls(env: Mapping[str, str] = os.environ) -> tuple[str, str]:
     """The Ledger and blob URLs when no option names them (same rules as `flightlog.settings`)."""
     home = Path(env.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
     ledger = env.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
@@ -208,7 +208,8 @@ class Capture:
                 f"not {opts.flightlog_ledger!r}"
             )
         if updated & {"flightlog_ignore_hosts", "flightlog_blobs"}:
-            self._ignore = frozenset({LOCAL_HOST, *opts.flightlog_ignore_hosts, *storage_hosts()})
+            blobs = opts.flightlog_blobs or default_urls()[1]
+            self._ignore = frozenset({LOCAL_HOST, *opts.flightlog_ignore_hosts, *storage_hosts(blobs)})
         if "flightlog_outbound_hosts" in updated:
             self._outbound = frozenset(opts.flightlog_outbound_hosts)
 
@@ -405,17 +406,17 @@ class Capture:
         )
 
 
-def storage_hosts(env: dict[str, str] | os._Environ[str] = os.environ) -> Sequence[str]:
-    """Hosts of the storage layer's own endpoints (an S3 endpoint), so their traffic is never recorded."""
-    from urllib.parse import urlsplit
+def storage_hosts(blobs_url: str = "", env: Mapping[str, str] = os.environ) -> Sequence[str]:
+    """Hosts of the storage layer's own endpoints (an S3 endpoint), so their traffic is never recorded.
 
-    hosts = []
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "FLIGHTLOG_S3_ENDPOINT"):
-        if env.get(name):
-            host = urlsplit(env[name]).hostname
-            if host:
-                hosts.append(host)
-    return hosts
+    The storage layer does not use the proxy itself; this covers a client that sends it there anyway.
+    """
+    from urllib.parse import parse_qs, urlsplit
+
+    endpoints = [env.get(n, "") for n in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")]
+    if blobs_url.startswith("s3://"):
+        endpoints += parse_qs(urlsplit(blobs_url).query).get("endpoint", [])
+    return [host for e in endpoints if e and (host := urlsplit(e).hostname)]
 
 
 def write_stats(path: Path, writer: Writer) -> None:

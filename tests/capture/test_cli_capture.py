@@ -74,3 +74,45 @@ def test_bad_input_is_one_line_and_nonzero(home: Path, tmp_path: Path) -> None:
         assert result.returncode != 0, args
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert lines and lines[-1].startswith("flightlog") and "Traceback" not in result.stderr, result.stderr
+
+
+def test_addons_load_in_plain_mitmdump(home: Path, tmp_path: Path, http_upstream: Upstream) -> None:
+    """`mitmdump -s addons/mitmdump_entry.py` records with the same addons, options set with --set."""
+    import shutil
+    import signal
+    import socket
+    import time
+
+    import httpx
+
+    import addons.mitmdump_entry as entry
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    db = tmp_path / "ledger.db"
+    mitmdump = shutil.which("mitmdump", path=str(Path(sys.executable).parent))
+    assert mitmdump is not None
+    proc = subprocess.Popen(
+        [mitmdump, "-q", "-s", entry.__file__, "--listen-port", str(port),
+         "--set", f"confdir={home / 'mitm'}", "--set", f"flightlog_ledger=sqlite:///{db}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                r = httpx.get(f"{http_upstream.base}/fixed", proxy=f"http://127.0.0.1:{port}", timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None, (
+                    proc.stdout.read() if proc.stdout else ""
+                )
+                time.sleep(0.1)
+        assert r.status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    ledger = ledger_of(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    assert [e.kind for e in wait_for(ledger, "1 = 1", {}, 2)] == ["http.request", "http.response"]
+    ledger.close()

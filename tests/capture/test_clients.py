@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import ssl
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -144,3 +145,21 @@ def test_openai_sdk_streamed_usage_and_cost(
     assert response.cost_usd == pytest.approx((12 * 0.15 + 3 * 0.60) / 1_000_000)
     assert b"authorization: bearer [redacted]" in events[0].head.lower()
     assert b"sk-test-not-a-key" not in events[0].head
+
+
+def test_flightlog_local_is_answered_by_the_proxy_and_never_recorded(
+    world: tuple[LiveProxy, Upstream, Upstream, Ledger],
+) -> None:
+    """`flightlog.local` (HTTP and HTTPS) is the proxy's own: answered by its routes, never an event."""
+    proxy, plain, _, ledger = world
+    session = uuid.uuid4().hex
+    headers = {"X-Flightlog-Session": session}
+    r = httpx.get("http://flightlog.local/no/such/route", proxy=proxy.url, headers=headers, timeout=10)
+    assert r.status_code == 404 and "/api/ledger/" in r.json()["routes"]
+    with httpx.Client(proxy=proxy.url, verify=ssl.create_default_context(cafile=proxy.ca), timeout=10) as c:
+        assert c.get("https://flightlog.local/no/such/route", headers=headers).status_code == 404
+    httpx.get(
+        f"{plain.base}/fixed", proxy=proxy.url, headers=headers, timeout=10
+    )  # a marker that is recorded
+    events = wait_for(ledger, "session = :s", {"s": session}, 2)
+    assert [e.host for e in events] == ["127.0.0.1", "127.0.0.1"]

@@ -96,3 +96,12 @@ def test_proxy_env_sets_every_variable_clients_read() -> None:
     for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
         assert env[name] == "/ca.pem"
     assert env["OPENAI_BASE_URL"] == "http://127.0.0.1:9001/v1"
+
+
+def test_storage_endpoints_are_never_recorded() -> None:
+    """The S3 endpoint of the blob store (variable or URL parameter) is on the never-recorded list."""
+    from addons.capture import storage_hosts
+
+    env = {"AWS_ENDPOINT_URL": "http://minio.internal:9000"}
+    assert set(storage_hosts("s3://b/p?endpoint=http://127.0.0.9:4566", env)) == {"minio.internal", "127.0.0.9"}
+    assert storage_hosts("file:///x", {}) == []
