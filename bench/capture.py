@@ -54,7 +54,7 @@ class _Answer(asyncio.Protocol):
         self.buf = b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
@@ -106,22 +106,30 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30
     raise RuntimeError("proxy did not listen")
 
 
-def create_pg() -> str:
+def _admin(sql: str) -> None:
+    """Run one admin statement, riding out a PostgreSQL restart (other test runs share the server)."""
     import psycopg
 
+    for attempt in range(20):
+        try:
+            with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5) as admin:
+                admin.execute(sql.encode())
+            return
+        except psycopg.OperationalError:
+            if attempt == 19:
+                raise
+            time.sleep(0.5)
+
+
+def create_pg() -> str:
     name = f"flbench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+    _admin(f'CREATE DATABASE "{name}"')
     server = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "")
     return f"postgresql+psycopg://{server}/{name}"
 
 
 def drop_pg(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    _admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 def start(config: str, upstream: int, work: Path) -> Running:
