@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("flightlog.capture")
 
 LOCAL_HOST = "flightlog.local"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+META_RECORDED = "flightlog.recorded"
 META_EXCHANGE = "flightlog.exchange"
 META_HEAD = "flightlog.head"
 META_SKIP = "flightlog.skip"
@@ -132,6 +134,7 @@ class Capture:
         self._outbound: frozenset[str] = frozenset(DEFAULT_OUTBOUND)
         self._max_request_body = 8 * 1024 * 1024
         self._processing: Processing | None = None
+        self._own_ports: frozenset[int] = frozenset()
 
     # -- options -----------------------------------------------------------------------------------
 
@@ -239,6 +242,8 @@ class Capture:
             collector=collector,
         )
         self.writer.start()
+        server = ctx.master.addons.get("proxyserver")
+        self._own_ports = frozenset(port for _, port, *_ in server.listen_addrs()) if server else frozenset()
         self.relay = Relay(
             self._sink, grace=opts.flightlog_stream_grace, tls=lambda: upstream_tls(ctx.options)
         )
@@ -273,7 +278,8 @@ class Capture:
             flow.metadata.get(META_SKIP)
             or request.data.host in self._ignore
             or request.pretty_host in self._ignore
-        ):
+            or (request.data.port in self._own_ports and request.data.host in LOOPBACK)
+        ):  # our own listeners record what reaches them: a hop through the forward proxy is not twice
             flow.metadata[META_SKIP] = True
             return
         head = request_head(request)  # as the client sent it, before our headers are stripped
@@ -313,6 +319,7 @@ class Capture:
             return
         request = flow.request
         body = request.raw_content
+        flow.metadata[META_RECORDED] = True
         if not flow.metadata.get(META_COMMITTED):
             self._sink(
                 RequestRecord(
@@ -383,6 +390,15 @@ class Capture:
         if META_EXCHANGE not in flow.metadata or META_RELAY in flow.metadata:
             return
         message = flow.error.msg if flow.error else "error"
+        if not flow.metadata.get(META_RECORDED):  # failed before the request was complete: body not read
+            self._sink(
+                RequestRecord(
+                    exchange=flow.metadata[META_EXCHANGE],
+                    at=flow.request.timestamp_start,
+                    head=flow.metadata[META_HEAD],
+                    body=None,
+                )
+            )
         self._answer(flow, error=message)
 
     def _answer(self, flow: http.HTTPFlow, error: str | None) -> None:

@@ -53,10 +53,21 @@ class ProxyConfig:
         return self.home / "mitmproxy"
 
 
-def addons() -> list[object]:
-    """flightlog's addons in hook order: own routes, sync paths, capture."""
-    capture = Capture()
-    return [LocalRoutes(), SyncPaths(capture), capture]
+class Flightlog:
+    """flightlog's addons in hook order (own routes, sync paths, capture) under one top-level addon.
+
+    mitmproxy pays a coroutine and a context manager per top-level addon for every hook of every
+    flow; nesting ours under one entry pays that once.
+    """
+
+    def __init__(self, *extra: object) -> None:
+        capture = Capture()
+        self.addons = [LocalRoutes(), SyncPaths(capture), capture, *extra]
+
+
+def addons(*extra: object) -> list[object]:
+    """What to add to a master (or to `mitmdump -s`): one `Flightlog` holding every addon."""
+    return [Flightlog(*extra)]
 
 
 class _Ready:
@@ -129,7 +140,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         confdir=str(config.confdir),
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    master.addons.add(*addons(), _Ready(config, announce or (lambda line: print(line, file=sys.stderr))))
+    master.addons.add(*addons(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)))))
     try:
         master.options.update(
             connection_strategy="lazy",

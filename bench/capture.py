@@ -36,8 +36,11 @@ from pathlib import Path
 
 PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 CONFIGS = ("plain", "savefile", "fl-sqlite", "fl-pg")
-ROW = "{:10} {:>8} {:>8} {:>6} {:>7} {:>6} {:>8} {:>13} {:>13}"
-"""Columns: config, size, req/s, ratio to plain, p99 ms, p99 ratio, peak RSS MiB, commit delay p50/p99 ms."""
+ROW = "{:10} {:>7} {:>6} {:>6} {:>7} {:>6} {:>7} {:>6} {:>9} {:>8} {:>11} {:>11}"
+"""Columns: config, size, req/s, its ratio to plain, p99 ms, its ratio, CPU ms per request of every
+thread but flightlog's writer (the event loop: what bounds a CPU-bound proxy), the ratio plain/this
+(the throughput ratio on an otherwise idle machine), the writer thread's CPU ms per request (it runs
+on the other core), peak RSS MiB, answer→committed-row delay p50/p99 ms."""
 
 
 def free_port() -> int:
@@ -169,6 +172,21 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int, *, writer: bool | None = None) -> float:
+    """CPU time (user + system) of a process's threads: all, only flightlog's writer, or all but it."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        is_writer = name.startswith("flightlog-writ")
+        if writer is None or writer == is_writer:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def stop(run: Running) -> dict[str, float | None]:
     rss = peak_rss_mib(run.proc.pid)
     run.proc.send_signal(signal.SIGINT)
@@ -228,8 +246,18 @@ def main() -> None:
                 for config in configs:
                     run = start(config, upstream_port, work)
                     wrk(run.port, size, 1.0)  # warm up
+                    cpu_before = cpu_seconds(run.proc.pid, writer=False)
+                    writer_before = cpu_seconds(run.proc.pid, writer=True)
                     rps, p99, total = wrk(run.port, size, opts.seconds)
-                    row: dict[str, float | None] = {"rps": rps, "p99": p99, "requests": float(total)}
+                    cpu = (cpu_seconds(run.proc.pid, writer=False) - cpu_before) / total * 1000
+                    wcpu = (cpu_seconds(run.proc.pid, writer=True) - writer_before) / total * 1000
+                    row: dict[str, float | None] = {
+                        "wcpu": wcpu,
+                        "rps": rps,
+                        "p99": p99,
+                        "requests": float(total),
+                        "cpu": cpu,
+                    }
                     row.update(stop(run))
                     results.setdefault((config, size), []).append(row)
                     print(
@@ -238,25 +266,21 @@ def main() -> None:
                     )
         print()
         header = (
-            "config",
-            "size",
-            "req/s",
-            "ratio",
-            "p99 ms",
-            "p99 x",
-            "RSS MiB",
-            "commit p50",
-            "commit p99",
+            "config size req/s ratio p99ms p99x cpu-ms cpu-x writer-ms RSS-MiB commit-p50 commit-p99".split()
         )
         print(ROW.format(*header))
         for size in sizes:
             base = results.get(("plain", size))
             base_rps = statistics.median(r["rps"] or 0 for r in base) if base else None
             base_p99 = statistics.median(r["p99"] or 0 for r in base) if base else None
+            base_cpu = statistics.median(r["cpu"] or 0 for r in base) if base else None
             for config in configs:
                 rows = results[(config, size)]
                 rps = statistics.median(r["rps"] or 0 for r in rows)
                 p99 = statistics.median(r["p99"] or 0 for r in rows)
+                cpu = statistics.median(r["cpu"] or 0 for r in rows)
+                wcpu = statistics.median(r["wcpu"] or 0 for r in rows)
+                cpux = f"{base_cpu / cpu:.2f}" if base_cpu and cpu else "-"
                 rss = max(r["rss"] or 0 for r in rows)
                 d50 = [r["delay_p50"] for r in rows if r["delay_p50"] is not None]
                 d99 = [r["delay_p99"] for r in rows if r["delay_p99"] is not None]
@@ -264,9 +288,19 @@ def main() -> None:
                 p99x = f"{p99 / base_p99:.2f}" if base_p99 else "-"
                 c50 = f"{statistics.median(d50) * 1000:.0f}" if d50 else "-"
                 c99 = f"{statistics.median(d99) * 1000:.0f}" if d99 else "-"
-                print(
-                    ROW.format(config, size, f"{rps:.0f}", ratio, f"{p99:.1f}", p99x, f"{rss:.0f}", c50, c99)
+                cells = (
+                    f"{rps:.0f}",
+                    ratio,
+                    f"{p99:.1f}",
+                    p99x,
+                    f"{cpu:.2f}",
+                    cpux,
+                    f"{wcpu:.2f}",
+                    f"{rss:.0f}",
+                    c50,
+                    c99,
                 )
+                print(ROW.format(config, size, *cells))
         if opts.rss_seconds:
             run = start("fl-sqlite", upstream_port, work)
             rps, p99, total = wrk(run.port, sizes[-1], opts.rss_seconds)

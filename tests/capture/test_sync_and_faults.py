@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import socket
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
+from sqlalchemy import text
 
+from storage.ledger import Ledger
 from tests.capture.ledger_view import events_where, ledger_of, wait_for
-from tests.support.proxy import live_proxy
-from tests.support.upstream import Upstream, pattern
+from tests.support.proxy import LiveProxy, live_proxy
+from tests.support.upstream import Upstream, pattern, upstream
+
+World = tuple[LiveProxy, Upstream, Ledger]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """One proxy (forward + a reverse listener with a sync path, 16 KiB request limit) for this module."""
+    base = tmp_path_factory.mktemp("faults")
+    with upstream() as up:
+        args = ["--mode", f"reverse:{up.base}@0", "--sync-path", "/hooks/*", "--max-request-body", "16k"]
+        with live_proxy(base / "home", f"sqlite:///{base / 'ledger.db'}", args=args) as proxy:
+            ledger = ledger_of(proxy.ledger_url, proxy.blobs_url)
+            yield proxy, up, ledger
+            ledger.close()
+
 
 UNREACHABLE = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere"
 
@@ -40,66 +60,61 @@ def test_sync_path_with_ledger_unreachable_answers_503_and_never_calls_upstream(
     assert log.count("ledger unavailable") == 1, "one log line per change of state"
 
 
-def test_sync_path_commits_request_before_forwarding(
-    home: Path, tmp_path: Path, http_upstream: Upstream
-) -> None:
+def test_sync_path_commits_request_before_forwarding(world: World) -> None:
     """With the Ledger up, the request event of a sync path is committed when the upstream sees it."""
-    args = ["--mode", f"reverse:{http_upstream.base}@0", "--sync-path", "/hooks/*"]
-    with live_proxy(home, f"sqlite:///{tmp_path / 'ledger.db'}", args=args) as proxy:
-        ledger = ledger_of(proxy.ledger_url, proxy.blobs_url)
-        inbound = f"http://127.0.0.1:{proxy.reverse_port('reverse:')}"
-        r = httpx.post(f"{inbound}/hooks/x", content=b"payload", timeout=10)
-        assert r.status_code == 404  # the upstream's own answer: it was called
-        committed = events_where(ledger, "kind = 'http.request'", {})
-        assert len(committed) == 1 and committed[0].direction == "in"
-        assert ledger.payload(committed[0].payload_sha256 or "") == b"payload"
-        assert wait_for(ledger, "kind = 'http.response'", {}, 1)[0].status == 404
-        ledger.close()
+    proxy, up, ledger = world
+    session = uuid.uuid4().hex
+    inbound = f"http://127.0.0.1:{proxy.reverse_port('reverse:')}"
+    r = httpx.post(
+        f"{inbound}/hooks/x", content=b"payload", headers={"X-Flightlog-Session": session}, timeout=10
+    )
+    assert r.status_code == 404 and up.received[-1][1] == "/hooks/x"  # the upstream's own answer
+    committed = events_where(ledger, "kind = 'http.request' AND session = :s", {"s": session})
+    assert len(committed) == 1 and committed[0].direction == "in"
+    assert ledger.payload(committed[0].payload_sha256 or "") == b"payload"
+    answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert answer.status == 404
 
 
-def test_upstream_refused_is_recorded_as_the_answer_with_its_error(home: Path, tmp_path: Path) -> None:
+def test_upstream_refused_is_recorded_as_the_answer_with_its_error(world: World) -> None:
     """A refused upstream connection: the client gets 502 and the answer event carries the error."""
+    proxy, _, ledger = world
+    session = uuid.uuid4().hex
     port = free_port()
-    with live_proxy(home, f"sqlite:///{tmp_path / 'ledger.db'}") as proxy:
-        r = httpx.get(f"http://127.0.0.1:{port}/x", proxy=proxy.url, timeout=10)
-        assert r.status_code == 502
-        ledger = ledger_of(proxy.ledger_url, proxy.blobs_url)
-        answer = wait_for(ledger, "kind = 'http.response'", {}, 1)[0]
-        assert answer.status is None and answer.payload_state == "none"
-        assert answer.error and "connect call failed" in answer.error.lower()
-        ledger.close()
+    r = httpx.get(
+        f"http://127.0.0.1:{port}/x", proxy=proxy.url, headers={"X-Flightlog-Session": session}, timeout=10
+    )
+    assert r.status_code == 502
+    answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert answer.status is None and answer.payload_state == "none"
+    assert answer.error and "connect call failed" in answer.error.lower()
 
 
-def test_request_body_over_the_limit_is_streamed_through_and_recorded_missing(
-    home: Path, tmp_path: Path, http_upstream: Upstream
-) -> None:
+def test_request_body_over_the_limit_is_streamed_through_and_recorded_missing(world: World) -> None:
     """A request body over --max-request-body reaches upstream intact but is not read: `missing`."""
+    proxy, up, ledger = world
+    session = uuid.uuid4().hex
     body = pattern(64 * 1024)
-    with live_proxy(home, f"sqlite:///{tmp_path / 'ledger.db'}", args=["--max-request-body", "16k"]) as proxy:
-        r = httpx.post(f"{http_upstream.base}/echo", content=body, proxy=proxy.url, timeout=10)
-        assert r.content == body and http_upstream.received[-1][3] == body
-        ledger = ledger_of(proxy.ledger_url, proxy.blobs_url)
-        request, answer = wait_for(ledger, "1 = 1", {}, 2)
-        assert request.payload_state == "missing" and request.payload_sha256 is None
-        assert answer.payload_state == "complete"
-        ledger.close()
+    headers = {"X-Flightlog-Session": session}
+    r = httpx.post(f"{up.base}/echo", content=body, proxy=proxy.url, headers=headers, timeout=10)
+    assert r.content == body and up.received[-1][3] == body
+    request, answer = wait_for(ledger, "session = :s", {"s": session}, 2)
+    assert request.payload_state == "missing" and request.payload_sha256 is None
+    assert answer.payload_state == "complete"
 
 
-def test_thousand_identical_answers_are_one_blob(home: Path, tmp_path: Path, http_upstream: Upstream) -> None:
+def test_thousand_identical_answers_are_one_blob(world: World) -> None:
     """1,000 identical answers: 1,000 answer events, one stored blob."""
-    with live_proxy(home, f"sqlite:///{tmp_path / 'ledger.db'}") as proxy:
-        with httpx.Client(proxy=proxy.url, timeout=10) as c:
-            for _ in range(1000):
-                assert c.get(f"{http_upstream.base}/fixed").status_code == 200
-        ledger = ledger_of(proxy.ledger_url, proxy.blobs_url)
-        answers = wait_for(ledger, "kind = 'http.response'", {}, 1000)
-        assert len(answers) == 1000
-        assert len({a.payload_sha256 for a in answers}) == 1
-        from sqlalchemy import text
-
-        with ledger.engine.connect() as conn:
-            blobs = conn.execute(
-                text("SELECT count(*) FROM blobs WHERE sha256 = :s"), {"s": answers[0].payload_sha256}
-            )
-            assert blobs.scalar() == 1
-        ledger.close()
+    proxy, up, ledger = world
+    session = uuid.uuid4().hex
+    with httpx.Client(proxy=proxy.url, headers={"X-Flightlog-Session": session}, timeout=10) as c:
+        for _ in range(1000):
+            assert c.get(f"{up.base}/fixed").status_code == 200
+    answers = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1000)
+    assert len(answers) == 1000
+    assert len({a.payload_sha256 for a in answers}) == 1
+    with ledger.engine.connect() as conn:
+        blobs = conn.execute(
+            text("SELECT count(*) FROM blobs WHERE sha256 = :s"), {"s": answers[0].payload_sha256}
+        )
+        assert blobs.scalar() == 1
