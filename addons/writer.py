@@ -17,10 +17,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import IO, Any
+from typing import Any
 
 from addons import events as ev
 from addons.records import RequestRecord, ResponseRecord, StreamChunk
+from addons.stream_body import Deferred, StreamBody
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
 
@@ -32,48 +33,31 @@ USAGE_MAX = 4 * 1024 * 1024
 
 
 @dataclass
-class _Stream:
-    """A teed body being received: redacted as it arrives, kept in memory up to INLINE_MAX, then on disk."""
-
-    file: IO[bytes]
-    redactor: Any = None
-    size: int = 0
-    names: frozenset[str] = frozenset()
-
-    def write(self, data: bytes) -> None:
-        if self.redactor is not None:
-            data = self.redactor.feed(data)
-        self.file.write(data)
-        self.size += len(data)
-
-    def finish(self) -> None:
-        if self.redactor is not None:
-            tail = self.redactor.flush()
-            self.file.write(tail)
-            self.size += len(tail)
-            self.names = self.redactor.redacted
-        self.file.seek(0)
-
-
-@dataclass
-class _Deferred:
-    """An event whose large body is uploaded through `Ledger.spool()` just before its batch."""
-
-    event: Event
-    body: _Stream
-
-
-@dataclass
 class WriterStats:
     """Counters for logs, tests and the bench."""
 
     written: int = 0
     dropped: int = 0
+    rejected: int = 0
     batches: int = 0
     delays: list[float] = field(default_factory=list)
 
 
 _STOP = object()
+
+
+def _refused(error: Exception) -> bool:
+    """Whether the Ledger refused the content (retrying cannot help), as opposed to being unreachable."""
+    from storage.errors import BlobStoreUnavailable, DiskFull, LedgerUnavailable, StorageError
+
+    return isinstance(error, StorageError) and not isinstance(
+        error, LedgerUnavailable | BlobStoreUnavailable | DiskFull
+    )
+
+
+def _line(error: Exception) -> str:
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]
 
 
 def _name_os_thread(name: bytes) -> None:
@@ -121,9 +105,9 @@ class Writer:
         self._sync_position: int | None = None
         self._position: int | None = None
         self._seq = 0
-        self._pending: list[Event | _Deferred] = []
+        self._pending: list[Event | Deferred] = []
         self._pending_since = 0.0
-        self._streams: dict[str, _Stream] = {}
+        self._streams: dict[str, StreamBody] = {}
         self._down_since: float | None = None
         self._retry_at = 0.0
         self._backoff = 0.25
@@ -267,7 +251,7 @@ class Writer:
         self._seq += 1
         return self._seq
 
-    def _add(self, event: Event | _Deferred) -> None:
+    def _add(self, event: Event | Deferred) -> None:
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.append(event)
@@ -285,12 +269,12 @@ class Writer:
         elif isinstance(item, ResponseRecord):
             self._add(self._response(item))
 
-    def _new_stream(self, content_encoding: str = "") -> _Stream:
+    def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor
         streaming = redactor.stream(content_encoding or None) if redactor is not None else None
-        return _Stream(file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX), redactor=streaming)
+        return StreamBody(file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX), redactor=streaming)
 
-    def _response(self, rec: ResponseRecord) -> Event | _Deferred:
+    def _response(self, rec: ResponseRecord) -> Event | Deferred:
         proc = self.processing
         seq = self._next_seq()
         if not rec.streamed:
@@ -316,9 +300,9 @@ class Writer:
         event = ev.response_event(
             proc, rec, placeholder, body_names=stream.names, usage=usage, collector=self.collector, seq=seq
         )
-        return _Deferred(event=event, body=stream)
+        return Deferred(event=event, body=stream)
 
-    def _materialize(self, ledger: Ledger, item: Event | _Deferred) -> Event:
+    def _materialize(self, ledger: Ledger, item: Event | Deferred) -> Event:
         if isinstance(item, Event):
             return item
         spool = ledger.spool()
@@ -342,7 +326,14 @@ class Writer:
                         self.collector, self._position + 1, dropped - self._reported_dropped, now
                     )
                 )
-            ledger.append(Batch(collector=self.collector, position=self._position + 1, events=tuple(events)))
+            try:
+                ledger.append(
+                    Batch(collector=self.collector, position=self._position + 1, events=tuple(events))
+                )
+            except Exception as e:
+                if not _refused(e):
+                    raise
+                events = self._one_by_one(ledger, events, e)
         except Exception as e:
             self._went_down(e)
             return
@@ -356,7 +347,7 @@ class Writer:
                 committed - e.at.timestamp() for e in events if e.kind == "http.response"
             )
         for item in self._pending:
-            if isinstance(item, _Deferred):
+            if isinstance(item, Deferred):
                 item.body.file.close()
         self._pending = []
         if self._down_since is not None:
@@ -367,12 +358,34 @@ class Writer:
             self._down_since = None
             self._backoff = 0.25
 
+    def _one_by_one(self, ledger: Ledger, events: list[Event], error: Exception) -> list[Event]:
+        """The Ledger refused the batch itself (not a lost connection): keep every event it accepts.
+
+        Each refused event is dropped with one log line, so one bad event never blocks the rest.
+        """
+        log.warning("flightlog: ledger refused a batch (%s); writing its events one by one", _line(error))
+        kept = []
+        position = self._position or 0
+        for event in events:
+            position += 1
+            self._position = position
+            try:
+                ledger.append(Batch(collector=self.collector, position=position, events=(event,)))
+            except Exception as e:
+                if not _refused(e):
+                    raise
+                self.stats.rejected += 1
+                log.warning("flightlog: event %s refused by the ledger: %s", event.event_id, _line(e))
+                continue
+            kept.append(event)
+        self._position = position - 1  # the caller counts the batch's own position
+        return kept
+
     def _went_down(self, error: Exception) -> None:
         now = time.monotonic()
         if self._down_since is None:
             self._down_since = now
-            first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            log.warning("flightlog: ledger unavailable (%s); traffic keeps flowing, retrying", first[:200])
+            log.warning("flightlog: ledger unavailable (%s); traffic keeps flowing, retrying", _line(error))
             with self._ledger_lock:
                 if self._ledger is not None:
                     with contextlib.suppress(Exception):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from addons.capture import looks_like_stream, should_tee
 from addons.framing import Chunked, Sized, UntilClose, response_body
 from addons.heads import parse_head, remove_fields
 from addons.identity import Identity, from_headers, from_proxy_authorization, parse_user
 from addons.local_routes import Routes
 from addons.proxy_env import Listener, proxy_env
+from addons.streaming import looks_like_stream, should_tee
 from addons.sync_paths import matches
 
 
@@ -100,8 +100,11 @@ def test_proxy_env_sets_every_variable_clients_read() -> None:
 
 def test_storage_endpoints_are_never_recorded() -> None:
     """The S3 endpoint of the blob store (variable or URL parameter) is on the never-recorded list."""
-    from addons.capture import storage_hosts
+    from addons.capture_setup import storage_hosts
 
     env = {"AWS_ENDPOINT_URL": "http://minio.internal:9000"}
-    assert set(storage_hosts("s3://b/p?endpoint=http://127.0.0.9:4566", env)) == {"minio.internal", "127.0.0.9"}
+    assert set(storage_hosts("s3://b/p?endpoint=http://127.0.0.9:4566", env)) == {
+        "minio.internal",
+        "127.0.0.9",
+    }
     assert storage_hosts("file:///x", {}) == []

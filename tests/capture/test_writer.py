@@ -88,3 +88,27 @@ def test_ledger_down_then_back_overflow_is_counted_and_recorded(
     lines = [r.getMessage() for r in caplog.records]
     assert sum("ledger unavailable" in line for line in lines) == 1
     assert sum("ledger is back" in line for line in lines) == 1
+
+
+def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> None:
+    """A batch the Ledger refuses (bad content, not a lost connection) is written event by event."""
+    from datetime import UTC, datetime
+
+    from storage.events import Batch, Event
+
+    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
+    writer = Writer(lambda retry: open_ledger(url, blobs, retry_seconds=retry), Processing(), collector="t")
+    ledger = open_ledger(url, blobs)
+    good = Event("good:request", "good", "http.request", "out", datetime.now(UTC))
+    bad = Event("bad:request", "bad", "http.request", "out", datetime.now(UTC), payload_state="complete")
+    try:
+        ledger.append(Batch("t", 1, (good, bad)))
+    except Exception as e:
+        refused = e
+    else:
+        raise AssertionError("the Ledger accepted a complete event without a payload")
+    writer._position = 0
+    kept = writer._one_by_one(ledger, [good, bad], refused)
+    assert [e.event_id for e in kept] == ["good:request"] and writer.stats.rejected == 1
+    assert ledger.event("good:request") is not None and ledger.event("bad:request") is None
+    ledger.close()
