@@ -45,6 +45,7 @@ class ProxyConfig:
     redact_auth_headers: bool = True
     collector: str = ""
     stats_file: str = ""
+    directory: str = ""
     extra: tuple[str, ...] = ()
     """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
 
@@ -155,6 +156,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
             flightlog_redact_auth_headers=config.redact_auth_headers,
             flightlog_collector=config.collector,
             flightlog_stats_file=config.stats_file,
+            flightlog_directory=config.directory,
         )
         master.options.set(*config.extra)
     except (exceptions.OptionsError, KeyError) as e:

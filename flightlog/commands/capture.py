@@ -105,6 +105,7 @@ def register(app: typer.Typer) -> None:
             redact_auth_headers=not no_redact_auth_headers,
             collector=collector,
             stats_file=os.environ.get("FLIGHTLOG_STATS_FILE", ""),
+            directory=str(settings.directory) if settings.directory else "",
             extra=parse_sets(set_),
         )
         run_proxy(config)

@@ -150,7 +150,8 @@ def test_openai_sdk_streamed_usage_and_cost(
 def test_flightlog_local_is_answered_by_the_proxy_and_never_recorded(
     world: tuple[LiveProxy, Upstream, Upstream, Ledger],
 ) -> None:
-    """`flightlog.local` (HTTP and HTTPS) is the proxy's own: answered by its routes, never an event."""
+    """`flightlog.local` (HTTP and HTTPS) is the proxy's own: answered by its routes (the Directory's
+    agent API among them), never an event."""
     proxy, plain, _, ledger = world
     session = uuid.uuid4().hex
     headers = {"X-Flightlog-Session": session}
@@ -158,6 +159,9 @@ def test_flightlog_local_is_answered_by_the_proxy_and_never_recorded(
     assert r.status_code == 404 and "/api/ledger/" in r.json()["routes"]
     with httpx.Client(proxy=proxy.url, verify=ssl.create_default_context(cafile=proxy.ca), timeout=10) as c:
         assert c.get("https://flightlog.local/no/such/route", headers=headers).status_code == 404
+        manifest = c.get("https://flightlog.local/api/directory/manifest", headers=headers)
+        assert manifest.status_code == 200, manifest.text
+        assert manifest.headers["content-type"].startswith("text/tab-separated-values")
     httpx.get(
         f"{plain.base}/fixed", proxy=proxy.url, headers=headers, timeout=10
     )  # a marker that is recorded
