@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 import time
 import weakref
 from pathlib import Path
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("flightlog.capture")
 
+SWITCH_INTERVAL = 0.0005
 LOCAL_HOST = "flightlog.local"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 META_RECORDED = "flightlog.recorded"
@@ -168,6 +170,9 @@ class Capture:
         ledger_url = opts.flightlog_ledger or ledger_url
         blobs_url = opts.flightlog_blobs or blobs_url
         collector = opts.flightlog_collector or f"proxy@{socket.gethostname()}"
+        # The writer thread competes with the event loop for the GIL; a shorter switch interval stops
+        # it holding the loop up for 5 ms at a time (measured: higher requests/s, lower p99).
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.writer = Writer(
             lambda retry: open_ledger(ledger_url, blobs_url, retry_seconds=retry),
             self._processing or Processing(),

@@ -13,7 +13,7 @@ import asyncio
 import importlib
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -121,9 +121,13 @@ class LocalRoutes:
             flow.metadata["flightlog.skip"] = True
             flow.metadata["flightlog.local"] = True
 
-    async def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Coroutine[Any, Any, None] | None:
+        """Plain for every other flow; a coroutine (awaited by mitmproxy) only for our own routes."""
         if not flow.metadata.get("flightlog.local"):
-            return
+            return None
+        return self._answer(flow)
+
+    async def _answer(self, flow: http.HTTPFlow) -> None:
         from mitmproxy import http
 
         req = flow.request

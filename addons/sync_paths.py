@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from addons.capture import META_COMMITTED, META_EXCHANGE, META_HEAD, Capture
 from addons.records import Exchange, RequestRecord
@@ -55,12 +55,16 @@ class SyncPaths:
                 raise exceptions.OptionsError("flightlog_sync_path globs match paths: start them with / or *")
             self.globs = globs
 
-    async def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Coroutine[Any, Any, None] | None:
+        """Plain for most flows; a coroutine (awaited by mitmproxy) only for a matching inbound one."""
         if not self.globs or flow.response is not None:
-            return
+            return None
         exchange: Exchange | None = flow.metadata.get(META_EXCHANGE)
         if exchange is None or exchange.direction != "in" or not matches(flow.request.path, self.globs):
-            return
+            return None
+        return self._commit(flow, exchange)
+
+    async def _commit(self, flow: http.HTTPFlow, exchange: Exchange) -> None:
         writer = self.capture.writer
         record = RequestRecord(
             exchange=exchange,

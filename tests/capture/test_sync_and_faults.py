@@ -118,3 +118,20 @@ def test_thousand_identical_answers_are_one_blob(world: World) -> None:
             text("SELECT count(*) FROM blobs WHERE sha256 = :s"), {"s": answers[0].payload_sha256}
         )
         assert blobs.scalar() == 1
+
+
+def test_upstream_tls_failure_is_recorded_as_the_answer_with_its_error(
+    world: World, https_upstream: Upstream
+) -> None:
+    """An upstream whose certificate mitmproxy does not trust: 502, and the error is on the answer event."""
+    proxy, _, ledger = world
+    session = uuid.uuid4().hex
+    env_client = httpx.Client(
+        proxy=proxy.url, verify=False, headers={"X-Flightlog-Session": session}, timeout=10
+    )  # the client side is not what is tested here
+    with env_client as c:
+        r = c.get(f"{https_upstream.base}/fixed")
+    assert r.status_code == 502
+    answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert answer.status is None and answer.error and "certificate" in answer.error.lower()
+    assert https_upstream.received == []
