@@ -55,6 +55,13 @@ def _refused(error: Exception) -> bool:
     )
 
 
+def _size(item: Item) -> int:
+    """The bytes an item holds in memory while queued (what the byte bound counts)."""
+    if isinstance(item, StreamChunk):
+        return len(item.data)
+    return len(item.body) if item.body else 0
+
+
 def _line(error: Exception) -> str:
     text = str(error).strip()
     return (text.splitlines()[0] if text else type(error).__name__)[:200]
@@ -78,7 +85,7 @@ class Writer:
         *,
         collector: str,
         max_items: int = 20_000,
-        max_bytes: int = 256 * 1024 * 1024,
+        max_bytes: int = 128 * 1024 * 1024,
         batch_size: int = 500,
         flush_interval: float = 0.05,
         backoff_max: float = 10.0,
@@ -107,6 +114,7 @@ class Writer:
         self._seq = 0
         self._pending: list[Event | Deferred] = []
         self._pending_since = 0.0
+        self._pending_bytes = 0
         self._streams: dict[str, StreamBody] = {}
         self._down_since: float | None = None
         self._retry_at = 0.0
@@ -120,7 +128,7 @@ class Writer:
 
     def put(self, item: Item) -> bool:
         """Queue an item without blocking; when the bound is reached, count it as dropped."""
-        size = len(item.data) if isinstance(item, StreamChunk) else 0
+        size = _size(item)
         if (
             self._queue.qsize() >= self.max_items
             or self._produced_bytes - self._consumed_bytes + size > self.max_bytes
@@ -189,7 +197,7 @@ class Writer:
         stopping = False
         while True:
             now = time.monotonic()
-            backlog_full = len(self._pending) >= self.max_items
+            backlog_full = len(self._pending) >= self.max_items or self._pending_bytes > self.max_bytes
             if (
                 self._down_since is not None
                 and backlog_full
@@ -255,11 +263,13 @@ class Writer:
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.append(event)
+        payload = event.payload if isinstance(event, Event) else None
+        self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
 
     def _handle(self, item: Any) -> None:
+        self._consumed_bytes += _size(item)
         proc = self.processing
         if isinstance(item, StreamChunk):
-            self._consumed_bytes += len(item.data)
             stream = self._streams.get(item.flow_id)
             if stream is None:
                 stream = self._streams[item.flow_id] = self._new_stream(item.content_encoding)
@@ -350,6 +360,7 @@ class Writer:
             if isinstance(item, Deferred):
                 item.body.file.close()
         self._pending = []
+        self._pending_bytes = 0
         if self._down_since is not None:
             log.warning(
                 "flightlog: ledger is back after %.1f s; recording resumed",
