@@ -10,6 +10,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from storage.ledger import Ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +29,12 @@ class Settings:
     def confdir(self) -> Path:
         """mitmproxy's confdir (its CA lives here), always under FLIGHTLOG_HOME."""
         return self.home / "mitmproxy"
+
+    def open_ledger(self, ledger_url: str | None = None, blobs_url: str | None = None) -> Ledger:
+        """Open (creating or migrating) the configured Ledger, or the one named by options."""
+        from storage.ledger import open_ledger
+
+        return open_ledger(ledger_url or self.ledger_url, blobs_url or self.blobs_url)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

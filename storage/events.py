@@ -7,9 +7,10 @@ when the event is created, so a retried write is the same write.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 PayloadState = Literal["complete", "partial", "none", "artifact", "missing"]
 Direction = Literal["in", "out"]
@@ -27,6 +28,8 @@ class PayloadRef:
     sha256: str
     size: int
     text: bool
+    stored_size: int = 0
+    """Bytes the compressed object occupies in the store (0 when unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,25 @@ class StoredEvent:
     error: str | None
     parent: str | None
     fingerprint: str
+
+    def to_json(self) -> dict[str, Any]:
+        """A stable JSON form: `head` as text when it is UTF-8, and always as `head_base64`."""
+        out: dict[str, Any] = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if name == "head":
+                try:
+                    out["head"] = value.decode("utf-8")
+                except UnicodeDecodeError:
+                    out["head"] = None
+                out["head_base64"] = base64.b64encode(value).decode("ascii")
+            elif name == "at":
+                out["at"] = value.isoformat()
+            elif name == "redacted":
+                out["redacted"] = list(value)
+            else:
+                out[name] = value
+        return out
 
 
 @dataclass(frozen=True, slots=True)

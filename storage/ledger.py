@@ -2,72 +2,243 @@
 
 `open_ledger(url, blobs_url)` creates or migrates the schema and returns a `Ledger`; nothing is
 created at import time. One `Ledger` may be shared by threads (SQLAlchemy's pool underneath).
+
+Writes retry where retrying is safe: a batch is idempotent (stable event ids, ON CONFLICT DO
+NOTHING, a deterministic batch id), so after a lost connection the same batch is simply sent again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
 
-from sqlalchemy.engine import Engine
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from storage.events import AppendResult, Batch, PayloadRef, StoredEvent
+from storage import codec
+from storage.append import BlobRecord, known_blobs, write_batch
+from storage.blobstore import BlobStore, open_blob_store
+from storage.engine import WRITE, make_engine
+from storage.errors import (
+    AppendOnlyViolation,
+    BlobStoreUnavailable,
+    DiskFull,
+    LedgerUnavailable,
+    MissingPayload,
+    StorageError,
+)
+from storage.events import INLINE_MAX, AppendResult, Batch, Event, PayloadRef, StoredEvent
+from storage.migrate import migrate
+from storage.rows import Address, from_mapping, payload_address, to_row, validate
+from storage.schema import BlobRow, EventRow
+from storage.spool import Spool
+
+log = logging.getLogger("flightlog.storage")
+T = TypeVar("T")
+EVENTS = EventRow.__table__  # type: ignore[attr-defined]
+BLOBS = BlobRow.__table__  # type: ignore[attr-defined]
 
 
-class Spool:
-    """Accepts a payload chunk by chunk with bounded memory; `close()` stores it and gives its address.
+def translate(e: DBAPIError, url: str) -> StorageError:
+    """One clear line for a database error."""
+    text = str(e.orig) if e.orig is not None else str(e)
+    first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    if "append-only" in text:
+        return AppendOnlyViolation(first.removeprefix("flightlog: "))
+    if "disk is full" in text or "No space left" in text or "disk full" in text:
+        return DiskFull(f"the disk holding {url} is full ({first}); the batch was rolled back")
+    if isinstance(e, OperationalError):
+        return LedgerUnavailable(f"cannot reach the ledger at {url}: {first}")
+    return StorageError(f"ledger {url}: {first}")
 
-    Small payloads stay in memory and come back as `bytes` (to travel inline on an `Event`); past
-    `INLINE_MAX` they spill to a temporary file, are hashed as they arrive, uploaded to the blob
-    store on close, and come back as a `PayloadRef`.
-    """
 
-    def write(self, chunk: bytes) -> None:
-        raise NotImplementedError
-
-    def close(self) -> bytes | PayloadRef:
-        raise NotImplementedError
-
-    def discard(self) -> None:
-        raise NotImplementedError
+def _retryable(e: Exception) -> bool:
+    """A lost connection or a deadlock: the same batch can be sent again safely."""
+    if isinstance(e, BlobStoreUnavailable):
+        return True
+    if not isinstance(e, DBAPIError) or isinstance(e, IntegrityError):
+        return False
+    text = str(e.orig)
+    if "disk is full" in text or "append-only" in text:
+        return False
+    code = getattr(e.orig, "sqlstate", None)
+    return bool(e.connection_invalidated) or isinstance(e, OperationalError) or code == "40P01"
 
 
 class Ledger:
     """An open Ledger: its engine, its blob store, and the verbs that use them."""
 
-    engine: Engine
-    url: str
+    def __init__(self, engine: Engine, url: str, blobs: BlobStore, retry_seconds: float = 30.0) -> None:
+        self.engine = engine
+        self.url = url
+        self.blobs = blobs
+        self.retry_seconds = retry_seconds
+
+    # -- writing ---------------------------------------------------------------------------
 
     def append(self, batch: Batch) -> AppendResult:
-        """Commit one batch (blobs, events, batch row, position) in one transaction."""
-        raise NotImplementedError
+        """Commit one batch (blobs, events, batch row, position) in one transaction.
+
+        Large payloads are uploaded first; only then does the transaction that references them
+        begin. A lost connection, a deadlock or an unreachable blob store is retried for
+        `retry_seconds`, then reported as `LedgerUnavailable`/`BlobStoreUnavailable`.
+        """
+        for event in batch.events:
+            validate(event)
+        addresses, unique = self._address(batch.events)
+        rows = [to_row(e, payload_address(e, addresses)) for e in batch.events]
+        raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
+        refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
+        return self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes))
+
+    def _address(self, events: Sequence[Event]) -> tuple[dict[int, Address], dict[str, bytes]]:
+        """Hash each distinct payload once: id(bytes) -> address, and sha -> bytes."""
+        addresses: dict[int, Address] = {}
+        unique: dict[str, bytes] = {}
+        for event in events:
+            data = event.payload
+            if isinstance(data, bytes) and id(data) not in addresses:
+                sha = codec.sha256_hex(data)
+                addresses[id(data)] = (sha, len(data), codec.is_text(data))
+                unique.setdefault(sha, data)
+        return addresses, unique
+
+    def _append_once(
+        self,
+        batch: Batch,
+        rows: list[tuple[object, ...]],
+        unique: dict[str, bytes],
+        refs: dict[str, PayloadRef],
+        raw_bytes: int,
+    ) -> AppendResult:
+        with self.engine.connect() as conn:
+            present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
+        blobs = self._pack([(s, d) for s, d in unique.items() if s not in present])
+        blobs += [
+            BlobRecord(r.sha256, r.size, r.stored_size, "store", None)
+            for s, r in refs.items()
+            if s not in present
+        ]
+        with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
+            return write_batch(conn, batch, rows, blobs, raw_bytes)
+
+    def _pack(self, payloads: list[tuple[str, bytes]]) -> list[BlobRecord]:
+        """Compress new payloads; upload the large ones before any transaction refers to them."""
+        records = []
+        for sha, data in payloads:
+            frame = codec.compress(data)
+            if len(data) > INLINE_MAX:
+                self.blobs.put(sha, frame)
+                records.append(BlobRecord(sha, len(data), len(frame), "store", None))
+            else:
+                records.append(BlobRecord(sha, len(data), len(frame), "inline", frame))
+        return records
+
+    def _retry(self, attempt: Callable[[], T]) -> T:
+        deadline = time.monotonic() + self.retry_seconds
+        delay = 0.1
+        while True:
+            try:
+                return attempt()
+            except (DBAPIError, BlobStoreUnavailable) as e:
+                if not _retryable(e) or time.monotonic() + delay > deadline:
+                    if isinstance(e, DBAPIError):
+                        raise translate(e, self.url) from e
+                    raise
+                log.warning("ledger write failed (%s); retrying in %.1fs", str(e).splitlines()[0], delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def spool(self, tmpdir: Path | None = None) -> Spool:
+        """A new `Spool` writing into this Ledger's blob store."""
+        return Spool(self.blobs, tmpdir)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read(self, attempt: Callable[[Connection], T]) -> T:
+        try:
+            with self.engine.connect() as conn:
+                return attempt(conn)
+        except DBAPIError as e:
+            raise translate(e, self.url) from e
 
     def event(self, event_id: str) -> StoredEvent | None:
         """One event whole, or None."""
-        raise NotImplementedError
+        rows = self._read(
+            lambda c: c.execute(select(EVENTS).where(EVENTS.c.event_id == event_id)).mappings().all()
+        )
+        return from_mapping(rows[0]) if rows else None
+
+    def events(self, event_ids: Sequence[str]) -> Iterator[StoredEvent]:
+        """The events with these ids (those that exist), in the order asked."""
+        ids = list(event_ids)
+
+        def read(c: Connection) -> dict[str, StoredEvent]:
+            found: dict[str, StoredEvent] = {}
+            for i in range(0, len(ids), 500):
+                query = select(EVENTS).where(EVENTS.c.event_id.in_(ids[i : i + 500]))
+                found.update((r["event_id"], from_mapping(r)) for r in c.execute(query).mappings())
+            return found
+
+        found = self._read(read)
+        return (found[i] for i in ids if i in found)
 
     def action(self, action_id: str) -> list[StoredEvent]:
         """Every event of one action, in (at, seq, event_id) order."""
-        raise NotImplementedError
+        query = (
+            select(EVENTS)
+            .where(EVENTS.c.action_id == action_id)
+            .order_by(EVENTS.c.at, EVENTS.c.seq, EVENTS.c.event_id)
+        )
+        return [from_mapping(r) for r in self._read(lambda c: c.execute(query).mappings().all())]
 
     def payload(self, sha256: str) -> bytes:
-        """A payload's exact bytes, re-hashed; raises `CorruptPayload`/`MissingPayload` otherwise."""
-        raise NotImplementedError
-
-    def spool(self) -> Spool:
-        """A new `Spool` writing into this Ledger's blob store."""
-        raise NotImplementedError
+        """A payload's exact bytes, re-hashed; `CorruptPayload`/`MissingPayload` otherwise."""
+        query = select(BLOBS.c.location, BLOBS.c.data).where(BLOBS.c.sha256 == sha256.lower())
+        rows = self._read(lambda c: c.execute(query).all())
+        if not rows:
+            raise MissingPayload(sha256)
+        location, data = rows[0]
+        frame = bytes(data) if location == "inline" else self.blobs.get(sha256.lower())
+        return codec.decompress(frame, sha256.lower())
 
     def position(self, collector: str) -> int | None:
         """The last delivered position of a collector."""
-        raise NotImplementedError
 
-    def events(self, event_ids: Sequence[str]) -> Iterator[StoredEvent]:
-        raise NotImplementedError
+        def read(c: Connection) -> list[tuple[int]]:
+            mark = "?" if c.dialect.name == "sqlite" else "%s"
+            sql = f"SELECT position FROM positions WHERE collector = {mark}"
+            return [tuple(r) for r in c.exec_driver_sql(sql, (collector,))]
+
+        rows = self._read(read)
+        return int(rows[0][0]) if rows else None
 
     def close(self) -> None:
-        raise NotImplementedError
+        """Release the database connections."""
+        self.engine.dispose()
 
 
-def open_ledger(url: str, blobs_url: str | None = None) -> Ledger:
-    """Open (creating or migrating) the Ledger at `url`, with its blob store at `blobs_url`."""
-    raise NotImplementedError
+def open_ledger(url: str, blobs_url: str | None = None, *, retry_seconds: float = 30.0) -> Ledger:
+    """Open (creating or migrating) the Ledger at `url`, with its blob store at `blobs_url`.
+
+    Without `blobs_url`, a SQLite ledger keeps its blobs in a `blobs` folder beside the database
+    file; a PostgreSQL ledger needs one named.
+    """
+    engine = make_engine(url)
+    if blobs_url is None:
+        database = engine.url.database
+        if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+            from storage.errors import BadLedgerUrl
+
+            raise BadLedgerUrl(f"ledger {url} needs a blob store URL (FLIGHTLOG_BLOBS)")
+        blobs_url = (Path(database).expanduser().resolve().parent / "blobs").as_uri()
+    try:
+        migrate(engine)
+    except DBAPIError as e:
+        engine.dispose()
+        raise translate(e, url) from e
+    return Ledger(engine, url, open_blob_store(blobs_url), retry_seconds=retry_seconds)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the Ledger's schema; `storage.migrate.migrate(engine)` applies them."""

@@ -1,0 +1,147 @@
+"""The Ledger's tables, defined once with SQLModel: `events`, `blobs`, `batches`, `positions`.
+
+These classes are the schema's single definition; migrations (storage/migrations) create exactly
+this, and a test compares the migrated database with this metadata. The hot insert path does not go
+through the ORM (see storage/append.py) but writes these same columns.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Text,
+)
+from sqlmodel import Field, SQLModel
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+SQLModel.metadata.naming_convention = NAMING
+
+PAYLOAD_CHECK = (
+    "(payload_state IN ('complete', 'partial') AND payload_sha256 IS NOT NULL"
+    " AND payload_size IS NOT NULL AND payload_text IS NOT NULL)"
+    " OR (payload_state IN ('none', 'artifact', 'missing') AND payload_sha256 IS NULL"
+    " AND payload_size IS NULL AND payload_text IS NULL)"
+)
+"""A row cannot claim a payload it does not have, nor carry an address for one it says it lacks."""
+
+QUERY_INDEXES = ("action_id", "session", "task", "tool", "agent", "model", "host", "kind", "status")
+"""Columns the read routes and the browser filter on; each gets an index (plus `at`)."""
+
+
+class EventRow(SQLModel, table=True):
+    """One thing that happened. Append-only: the database refuses UPDATE, DELETE and TRUNCATE."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        CheckConstraint(PAYLOAD_CHECK, name="payload_state"),
+        CheckConstraint("direction IN ('in', 'out')", name="direction"),
+        CheckConstraint(
+            "payload_state IN ('complete', 'partial', 'none', 'artifact', 'missing')",
+            name="payload_state_known",
+        ),
+        Index("ix_events_at", "at", "event_id"),
+        *(Index(f"ix_events_{c}", c) for c in QUERY_INDEXES),
+    )
+
+    event_id: str = Field(sa_column=Column(Text, primary_key=True))
+    action_id: str = Field(sa_column=Column(Text, nullable=False))
+    collector: str = Field(sa_column=Column(Text, nullable=False))
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    kind: str = Field(sa_column=Column(Text, nullable=False))
+    direction: str = Field(sa_column=Column(Text, nullable=False))
+    method: str | None = Field(default=None, sa_column=Column(Text))
+    url: str | None = Field(default=None, sa_column=Column(Text))
+    host: str | None = Field(default=None, sa_column=Column(Text))
+    status: int | None = Field(default=None, sa_column=Column(Integer))
+    tool: str | None = Field(default=None, sa_column=Column(Text))
+    session: str | None = Field(default=None, sa_column=Column(Text))
+    task: str | None = Field(default=None, sa_column=Column(Text))
+    turn: str | None = Field(default=None, sa_column=Column(Text))
+    agent: str | None = Field(default=None, sa_column=Column(Text))
+    model: str | None = Field(default=None, sa_column=Column(Text))
+    tokens_in: int | None = Field(default=None, sa_column=Column(BigInteger))
+    tokens_out: int | None = Field(default=None, sa_column=Column(BigInteger))
+    cost_usd: float | None = Field(default=None, sa_column=Column(Float))
+    head: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    payload_state: str = Field(sa_column=Column(Text, nullable=False))
+    payload_sha256: str | None = Field(
+        default=None, sa_column=Column(Text, ForeignKey("blobs.sha256"), nullable=True)
+    )
+    payload_size: int | None = Field(default=None, sa_column=Column(BigInteger))
+    payload_text: bool | None = Field(default=None, sa_column=Column(Boolean))
+    redacted: str = Field(sa_column=Column(Text, nullable=False))
+    """The secret names replaced in this event, as a JSON array (readable with plain SQL tools)."""
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    parent: str | None = Field(default=None, sa_column=Column(Text))
+    fingerprint: str = Field(sa_column=Column(Text, nullable=False))
+    """SHA-256 of the event's content: tells a true re-delivery from a conflicting one."""
+
+
+class BlobRow(SQLModel, table=True):
+    """One payload, stored once under the SHA-256 of its bytes: inline (zstd) or in the blob store."""
+
+    __tablename__ = "blobs"
+    __table_args__ = (
+        CheckConstraint(
+            "(location = 'inline' AND data IS NOT NULL) OR (location = 'store' AND data IS NULL)",
+            name="location",
+        ),
+    )
+
+    sha256: str = Field(sa_column=Column(Text, primary_key=True))
+    size: int = Field(sa_column=Column(BigInteger, nullable=False))
+    stored_size: int = Field(sa_column=Column(BigInteger, nullable=False))
+    location: str = Field(sa_column=Column(Text, nullable=False))
+    codec: str = Field(sa_column=Column(Text, nullable=False))
+    data: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class BatchRow(SQLModel, table=True):
+    """The accounting of one delivered batch (bookkeeping, not an event)."""
+
+    __tablename__ = "batches"
+
+    batch_id: str = Field(sa_column=Column(Text, primary_key=True))
+    collector: str = Field(sa_column=Column(Text, nullable=False))
+    position: int = Field(sa_column=Column(BigInteger, nullable=False))
+    received: int = Field(sa_column=Column(Integer, nullable=False))
+    new: int = Field(sa_column=Column(Integer, nullable=False))
+    duplicates: int = Field(sa_column=Column(Integer, nullable=False))
+    conflicts: str = Field(sa_column=Column(Text, nullable=False))
+    """Event ids that arrived with other content than stored, as a JSON array."""
+    raw_bytes: int = Field(sa_column=Column(BigInteger, nullable=False))
+    stored_bytes: int = Field(sa_column=Column(BigInteger, nullable=False))
+    committed_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class PositionRow(SQLModel, table=True):
+    """Each collector's delivered position, so a restarted collector knows where to resume."""
+
+    __tablename__ = "positions"
+
+    collector: str = Field(sa_column=Column(Text, primary_key=True))
+    position: int = Field(sa_column=Column(BigInteger, nullable=False))
+    updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+metadata: MetaData = SQLModel.metadata
