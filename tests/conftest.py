@@ -52,3 +52,20 @@ def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'ledger.db'}"
     return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def s3_endpoint() -> Iterator[str]:
+    """A real S3 HTTP endpoint (moto's server mode) with an empty bucket `ledger`."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="ledger")
+    yield endpoint
+    server.stop()

@@ -1,0 +1,179 @@
+"""Contracts: every runnable form of a tool, derived from the one canonical call.
+
+A caller learns one shape, `{"tool": NAME, "args": {...}}`, and asks for the wrapper it needs.
+`forms(tool, args)` answers all of them as JSON objects that can be pasted and run:
+
+    {method, url, headers, body}              a web call (a string body is sent as written, any other
+                                              JSON value as its canonical JSON text)
+    {method: "MCP", server, headers, tool, arguments}
+    {method: "CLI", command}                  a shell line (string) or an argv (list)
+    {method: "CODE", language, code}
+    an array of those                         run in order
+
+Form names (`FORM_NAMES`, in this order): dispatch, dispatch_dry_run, url, curl, cli, cli_dry_run,
+python, javascript, mcp_stdio, mcp_http, mcp_config_claude_code, mcp_config_json, and upstream (the
+service's own call, only for a tool with an upstream contract).
+
+The dispatch door uses two functions of this module: `render_upstream(tool, args)` gives the exact
+upstream request with the arguments substituted and secrets still as `[NAME]` (what a dry run shows),
+and `bind_secrets(request, secrets)` substitutes the values into the copy that is sent (an unbound
+name raises `UnboundSecret`, naming it). Rendering is deterministic: bodies are serialized as
+`json.dumps(value, separators=(",", ":"), ensure_ascii=False)` with the contract's key order, so a
+dry run equals the real call byte for byte, with names instead of values. The placement rules are in
+`catalog.forms.upstream`.
+
+Arguments are validated against the tool's JSON Schema first (`ArgumentError` names the bad one), and
+a tool whose contract, or whose rendered request, reaches a refused host raises `RefusedHost` naming
+the host and where it hid (`catalog.refused`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from catalog.errors import ArgumentError, ToolError
+from catalog.forms.door import (
+    DEFAULT_BASE,
+    DEFAULT_PROXY,
+    DISPATCH_PATH,
+    MCP_CALL_TOOL,
+    MCP_HTTP_PATH,
+    door_forms,
+)
+from catalog.forms.upstream import Request, bind, canonical_json, render, secret_names
+from catalog.refused import RefusedHosts
+from catalog.tool import Tool
+
+__all__ = [
+    "DEFAULT_BASE",
+    "DEFAULT_PROXY",
+    "DISPATCH_PATH",
+    "FORM_NAMES",
+    "MCP_CALL_TOOL",
+    "MCP_HTTP_PATH",
+    "bind_secrets",
+    "canonical_call",
+    "canonical_json",
+    "example_args",
+    "forms",
+    "render_upstream",
+    "secret_names",
+    "validate_args",
+]
+
+FORM_NAMES: Final = (
+    "dispatch",
+    "dispatch_dry_run",
+    "url",
+    "curl",
+    "cli",
+    "cli_dry_run",
+    "python",
+    "javascript",
+    "mcp_stdio",
+    "mcp_http",
+    "mcp_config_claude_code",
+    "mcp_config_json",
+    "upstream",
+)
+
+
+def canonical_call(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The one shape every form wraps: `{"tool": NAME, "args": {...}}`."""
+    return {"tool": tool.name, "args": dict(args)}
+
+
+def validate_args(tool: Tool, args: Any) -> dict[str, Any]:
+    """The arguments, checked against the tool's schema; `ArgumentError` names the bad argument."""
+    if not isinstance(args, Mapping):
+        raise ArgumentError(tool.name, "", f"must be a JSON object, not {type(args).__name__}")
+    validator = Draft202012Validator(dict(tool.args_schema))
+    error = best_match(validator.iter_errors(dict(args)))
+    if error is not None:
+        raise ArgumentError(tool.name, _argument_of(error, args), error.message)
+    return dict(args)
+
+
+def _argument_of(error: ValidationError, args: Mapping[str, Any]) -> str:
+    """The top-level argument an error is about, also for `required` and `additionalProperties`."""
+    if error.absolute_path:
+        return str(error.absolute_path[0])
+    if error.validator == "required" and isinstance(error.validator_value, list):
+        missing = [name for name in error.validator_value if name not in args]
+        return str(missing[0]) if missing else ""
+    if error.validator == "additionalProperties":
+        known = set(error.schema.get("properties", {}) if isinstance(error.schema, dict) else ())
+        extra = sorted(name for name in args if name not in known)
+        return extra[0] if extra else ""
+    return ""
+
+
+def render_upstream(
+    tool: Tool, args: Mapping[str, Any], *, refused: RefusedHosts | Iterable[str] = ()
+) -> Request:
+    """The exact upstream request for these arguments, secrets still written as `[NAME]`."""
+    if tool.upstream is None:
+        raise ToolError(f"{tool.name} has no upstream contract")
+    checked = validate_args(tool, args)
+    hosts = refused if isinstance(refused, RefusedHosts) else RefusedHosts(tuple(refused))
+    hosts.check(tool.upstream, f"{tool.name}.upstream")
+    request = render(tool.name, tool.upstream, checked, tool.arg_names)
+    hosts.check(request, f"the {tool.name} upstream request")
+    return request
+
+
+def bind_secrets(request: Request, secrets: Mapping[str, str]) -> Request:
+    """The request with secret values substituted for their names; an unbound name is refused."""
+    return bind(request, secrets)
+
+
+def forms(
+    tool: Tool,
+    args: Mapping[str, Any],
+    *,
+    base: str = DEFAULT_BASE,
+    proxy: str = DEFAULT_PROXY,
+    refused: RefusedHosts | Iterable[str] = (),
+) -> dict[str, Any]:
+    """Every form of the canonical call `{"tool": tool.name, "args": args}`, keyed by form name."""
+    checked = validate_args(tool, args)
+    hosts = refused if isinstance(refused, RefusedHosts) else RefusedHosts(tuple(refused))
+    out = door_forms(tool.name, checked, base=base, proxy=proxy)
+    if tool.upstream is not None:
+        out["upstream"] = render_upstream(tool, checked, refused=hosts)
+    hosts.check(out, f"the {tool.name} forms")
+    return out
+
+
+def example_args(tool: Tool) -> dict[str, Any]:
+    """Arguments to show forms with when none are given: each required argument with a sample value.
+
+    A value comes from the schema (`default`, `examples`, `example`, `const`, the first `enum`), else
+    from its type (`"<name>"` for text, the minimum or 0 for numbers, false, [] or {}).
+    """
+    properties: Mapping[str, Any] = tool.args_schema.get("properties", {}) or {}
+    required = tool.args_schema.get("required", []) or []
+    return {name: _sample(name, properties.get(name, {})) for name in required}
+
+
+def _sample(name: str, schema: Any) -> Any:
+    if not isinstance(schema, Mapping):
+        return f"<{name}>"
+    for key in ("default", "const"):
+        if key in schema:
+            return schema[key]
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if "example" in schema:
+        return schema["example"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type", "string")
+    kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0)
+    return {"boolean": False, "array": [], "object": {}, "null": None}.get(kind, f"<{name}>")

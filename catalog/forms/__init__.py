@@ -1,0 +1,1 @@
+"""The forms of a contract: the upstream request (`upstream`) and flightlog's own doors (`door`)."""

@@ -1,0 +1,216 @@
+"""Refused (retired) hosts: a contract that can reach one is refused by construction.
+
+A catalog that can quietly reach an old system is a catalog with an unlisted door, so the check looks
+everywhere a host can hide, not only in the URL: header values, bodies (JSON nested at any depth,
+JSON-RPC `params` included), shell commands (CLI lists and strings, `sh -c "curl ..."` included),
+relay URLs (a URL carried in a query parameter of another URL), percent-encoded once or twice or not
+at all, JSON-escaped (`\\/`, `\\u002e`), in any letter case. A refused host covers its subdomains:
+refusing `old.example` refuses `api.old.example`, never `notold.example` or `old.example.org`.
+
+The error names the host and where it hid, e.g.
+`refused host "old.example" in upstream.body → JSON params.url → relay URL query parameter "u"
+(percent-encoded twice)`.
+
+The list is configured in `FLIGHTLOG_HOME/refused_hosts.txt`, one host per line, `#` starting a
+comment; it lives outside the Directory so that an agent writing rows cannot edit it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import unquote_plus, urlsplit
+
+from catalog.errors import CatalogError, RefusedHost
+
+FILE_NAME: Final = "refused_hosts.txt"
+MAX_DEPTH: Final = 8
+_IP: Final = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_JSON_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
+_ENCODINGS: Final = ("", "percent-encoded", "percent-encoded twice", "percent-encoded three times")
+
+
+@dataclass(frozen=True)
+class RefusedHosts:
+    """The configured list of refused hosts and the one pattern that finds any of them in text."""
+
+    hosts: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        clean = tuple(sorted({normalize_host(h) for h in self.hosts if h.strip()}))
+        object.__setattr__(self, "hosts", clean)
+        object.__setattr__(self, "pattern", _pattern(clean) if clean else None)
+
+    def __bool__(self) -> bool:
+        return bool(self.hosts)
+
+    def find_in_text(self, text: str) -> tuple[str, str, str] | None:
+        """The first refused host in a text under any of its decodings: (listed host, how it was
+        encoded, the decoded text)."""
+        if self.pattern is None:
+            return None
+        for label, variant in _decodings(text):
+            match = self.pattern.search(variant.lower())
+            if match:
+                found = match.group("host")
+                listed = next(h for h in self.hosts if found == h or found.endswith("." + h))
+                return listed, label, variant
+        return None
+
+    def check(self, value: Any, where: str = "the contract") -> None:
+        """Raise `RefusedHost` naming the host and where it hid, when `value` reaches one.
+
+        `value` is a contract, a rendered request, an array of those, a tool (its upstream), a
+        string or bytes.
+        """
+        if not self.hosts:
+            return
+        upstream = getattr(value, "upstream", _NOTHING)
+        if upstream is not _NOTHING:
+            value, where = upstream, f"{getattr(value, 'name', 'tool')}.upstream"
+        hit = self._locate(value, where, 0)
+        if hit is not None:
+            raise RefusedHost(*hit)
+
+    def _locate(self, value: Any, where: str, depth: int) -> tuple[str, str] | None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                hit = self._locate(key, f"{where} (a key)", depth) or self._locate(
+                    item, _join(where, str(key)), depth
+                )
+                if hit:
+                    return hit
+            return None
+        if isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                hit = self._locate(item, f"{where}[{i}]", depth)
+                if hit:
+                    return hit
+            return None
+        if isinstance(value, bytes | bytearray):
+            value = bytes(value).decode("utf-8", errors="replace")
+        if not isinstance(value, str):
+            return None
+        found = self.find_in_text(value)
+        if found is None:
+            return None
+        host, encoding, decoded = found
+        here = f"{where} ({encoding})" if encoding else where
+        if depth < MAX_DEPTH:
+            readings = [(value, where)] + ([(decoded, here)] if decoded != value else [])
+            for text, at in readings:
+                for label, inner in _views(text):
+                    hit = self._locate(inner, f"{at} → {label}", depth + 1)
+                    if hit:
+                        return hit
+        return host, here
+
+
+_NOTHING: Final = object()
+
+
+def normalize_host(host: str) -> str:
+    """A host as the list keeps it: lower case, no scheme, port, path or trailing dot."""
+    given = host.strip().lower()
+    host = (urlsplit(given if "://" in given else f"//{given}").hostname or "").strip(".")
+    if not re.fullmatch(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*", host):
+        raise CatalogError(f'"{given}" is not a host name a refused-hosts list can hold')
+    return host
+
+
+def load_refused_hosts(home: Path) -> RefusedHosts:
+    """The list kept in `home/refused_hosts.txt`; none when the file does not exist."""
+    path = home / FILE_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return RefusedHosts()
+    except OSError as e:
+        raise CatalogError(f"cannot read {path}: {e.strerror}") from e
+    return RefusedHosts(tuple(parse_refused_hosts(text)))
+
+
+def parse_refused_hosts(text: str) -> Iterator[str]:
+    """Hosts from the file's text: one per line, `#` starts a comment."""
+    for line in text.splitlines():
+        host = line.split("#", 1)[0].strip()
+        if host:
+            yield host
+
+
+def check(value: Any, hosts: RefusedHosts | Iterable[str], where: str = "the contract") -> None:
+    """Refuse `value` (contract, request, tool, text) when it reaches any of `hosts`."""
+    listed = hosts if isinstance(hosts, RefusedHosts) else RefusedHosts(tuple(hosts))
+    listed.check(value, where)
+
+
+def _pattern(hosts: tuple[str, ...]) -> re.Pattern[str]:
+    names = [h for h in hosts if not _IP.match(h)]
+    ips = [h for h in hosts if _IP.match(h)]
+    parts = []
+    if names:
+        alt = "|".join(re.escape(h) for h in sorted(names, key=len, reverse=True))
+        parts.append(rf"(?<![a-z0-9_-])(?:[a-z0-9_-]+\.)*(?:{alt})")
+    if ips:
+        alt = "|".join(re.escape(h) for h in ips)
+        parts.append(rf"(?<![a-z0-9_.-])(?:{alt})")
+    return re.compile(rf"(?P<host>{'|'.join(parts)})(?![a-z0-9_-]|\.[a-z0-9])")
+
+
+def _decodings(text: str) -> Iterator[tuple[str, str]]:
+    """The text as written, JSON-unescaped, and percent-decoded up to three times."""
+    seen: set[str] = set()
+    current = text
+    for label in _ENCODINGS:
+        for variant in (current, _unescape_json(current)):
+            if variant not in seen:
+                seen.add(variant)
+                yield label, variant
+        decoded = unquote_plus(current)
+        if decoded == current:
+            return
+        current = decoded
+
+
+def _unescape_json(text: str) -> str:
+    text = text.replace("\\/", "/")
+    return _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def _views(text: str) -> Iterator[tuple[str, Any]]:
+    """Narrower readings of a text that holds a host, to say where exactly it hid."""
+    stripped = text.strip()
+    if stripped[:1] in "{[":
+        parsed = _json_or_none(stripped)
+        if parsed is not None:
+            yield "JSON", parsed
+    if re.match(r"^[a-z][a-z0-9+.-]*://", stripped, re.I) and " " not in stripped:
+        for pair in urlsplit(stripped).query.split("&"):
+            key, _, value = pair.partition("=")
+            yield f'relay URL query parameter "{unquote_plus(key)}"', value
+        return
+    if " " in stripped:
+        try:
+            words = shlex.split(stripped)
+        except ValueError:
+            words = stripped.split()
+        if len(words) > 1:
+            for i, word in enumerate(words):
+                yield f"shell word {i}", word
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"{where}[{key!r}]"

@@ -1,0 +1,103 @@
+"""The database itself refuses to change or remove a recorded event, on both engines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from storage.ledger import Ledger, open_ledger
+from tests.storage.factory import batch, event
+
+
+@pytest.fixture
+def ledger(ledger_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
+    opened.append(batch([event(0), event(1)]))
+    yield opened
+    opened.close()
+
+
+def refused(ledger: Ledger, sql: str) -> str:
+    with pytest.raises(DBAPIError) as info, ledger.engine.begin() as conn:
+        conn.execute(text(sql))
+    return str(info.value)
+
+
+def still_there(ledger: Ledger) -> None:
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(text("SELECT event_id, status FROM events ORDER BY event_id")).all()
+    assert [tuple(r) for r in rows] == [("ev-000000", None), ("ev-000001", 200)]
+
+
+def test_update_is_refused(ledger: Ledger) -> None:
+    """UPDATE of an event fails with the append-only message and changes nothing."""
+    assert "append-only" in refused(ledger, "UPDATE events SET status = 500")
+    still_there(ledger)
+
+
+def test_delete_is_refused(ledger: Ledger) -> None:
+    """DELETE, with or without a WHERE clause, is refused."""
+    assert "append-only" in refused(ledger, "DELETE FROM events WHERE event_id = 'ev-000000'")
+    assert "append-only" in refused(ledger, "DELETE FROM events")
+    still_there(ledger)
+
+
+def test_truncate_is_refused(ledger: Ledger) -> None:
+    """TRUNCATE (PostgreSQL) is refused by a statement trigger; SQLite has no TRUNCATE."""
+    if ledger.engine.dialect.name != "postgresql":
+        assert "append-only" in refused(ledger, "DELETE FROM events")  # SQLite's truncate path
+    else:
+        assert "append-only" in refused(ledger, "TRUNCATE events CASCADE")
+    still_there(ledger)
+
+
+def test_on_conflict_do_update_is_refused(ledger: Ledger) -> None:
+    """An upsert that would overwrite a recorded event fires the update trigger and fails."""
+    sql = (
+        "INSERT INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
+        " payload_state, redacted, fingerprint) SELECT event_id, action_id, collector, seq, at, kind,"
+        " direction, head, 'none', redacted, 'x' FROM events WHERE event_id = 'ev-000000'"
+        " ON CONFLICT (event_id) DO UPDATE SET status = 599"
+    )
+    assert "append-only" in refused(ledger, sql)
+    still_there(ledger)
+
+
+def test_insert_or_replace_is_refused_on_sqlite(tmp_path: Path) -> None:
+    """SQLite's INSERT OR REPLACE (an implicit delete) is refused thanks to recursive_triggers.
+
+    (SQLite syntax only; PostgreSQL's equivalent is ON CONFLICT DO UPDATE, tested above.)
+    """
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    ledger.append(batch([event(0), event(1)]))
+    sql = (
+        "INSERT OR REPLACE INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
+        " payload_state, redacted, fingerprint) VALUES ('ev-000000', 'a', 'c', 0, '2026-01-01', 'k',"
+        " 'in', x'00', 'none', '[]', 'x')"
+    )
+    assert "append-only" in refused(ledger, sql)
+    still_there(ledger)
+
+
+def test_blobs_are_append_only_too(ledger: Ledger) -> None:
+    """A stored payload cannot be rewritten in place: its address would lie."""
+    assert "append-only" in refused(ledger, "UPDATE blobs SET size = 0")
+    assert "append-only" in refused(ledger, "DELETE FROM blobs")
+
+
+def test_the_payload_check_ties_state_to_hash_and_size(ledger: Ledger) -> None:
+    """A row claiming a complete payload without a hash, or a hash with state none, is refused."""
+    base = (
+        "INSERT INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
+        " payload_state, payload_sha256, payload_size, payload_text, redacted, fingerprint) VALUES"
+    )
+    sha = ledger.event("ev-000000").payload_sha256  # type: ignore[union-attr]
+    for values in (
+        "('x1', 'a', 'c', 0, '2026-01-01', 'k', 'in', '', 'complete', NULL, NULL, NULL, '[]', 'f')",
+        f"('x2', 'a', 'c', 0, '2026-01-01', 'k', 'in', '', 'none', '{sha}', 3, true, '[]', 'f')",
+    ):
+        message = refused(ledger, f"{base} {values}".replace("''", "x''"))
+        assert "payload_state" in message or "CHECK" in message

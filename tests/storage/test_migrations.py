@@ -1,0 +1,75 @@
+"""Opening a ledger creates or migrates its schema, and the result is exactly the SQLModel schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+
+from storage.blobstore import open_blob_store
+from storage.engine import make_engine
+from storage.ledger import Ledger, open_ledger
+from storage.migrate import _config, current_revision, head_revision, migrate
+from storage.schema import metadata
+from tests.storage.factory import batch, event
+
+LEDGER_TABLES = {"events", "blobs", "batches", "positions"}
+
+
+def test_a_blank_database_is_created_at_the_newest_revision(ledger_url: str, tmp_path: Path) -> None:
+    """open_ledger on an empty database leaves it at head with the Ledger's four tables."""
+    ledger = open_ledger(ledger_url, (tmp_path / "b").as_uri())
+    assert current_revision(ledger.engine) == head_revision()
+    ledger.close()
+
+
+def test_the_migrated_schema_is_the_sqlmodel_schema(ledger_url: str, tmp_path: Path) -> None:
+    """No difference between the migrations' DDL and the SQLModel definition of the Ledger tables."""
+    ledger = open_ledger(ledger_url, (tmp_path / "b").as_uri())
+    with ledger.engine.connect() as conn:
+        diffs = compare_metadata(MigrationContext.configure(conn), metadata)
+
+    def table_of(diff: object) -> str | None:
+        item = diff[0] if isinstance(diff, list) else diff
+        for part in item[1:] if isinstance(item, tuple) else ():
+            name = getattr(part, "name", None) if not isinstance(part, str) else part
+            table = getattr(part, "table", None)
+            if table is not None:
+                return str(table.name)
+            if name in LEDGER_TABLES:
+                return str(name)
+        return None
+
+    relevant = [d for d in diffs if table_of(d) in LEDGER_TABLES]
+    assert relevant == []
+    ledger.close()
+
+
+def test_every_older_schema_migrates_forward_with_its_data(ledger_url: str, tmp_path: Path) -> None:
+    """From each earlier revision, events recorded there survive the migration to the newest."""
+    script = ScriptDirectory.from_config(_config())
+    revisions = [r.revision for r in reversed(list(script.walk_revisions()))]
+    assert revisions[0] == "0001"
+    for i, revision in enumerate(revisions):
+        url = ledger_url if i == 0 else None
+        if url is None:
+            if ledger_url.startswith("sqlite"):
+                url = f"sqlite:///{tmp_path / f'r{i}.db'}"
+            else:
+                continue  # one PostgreSQL database per test: the oldest revision is the one checked
+        engine = make_engine(url)
+        migrate(engine, revision)
+        assert current_revision(engine) == revision
+        old = Ledger(engine, url, open_blob_store((tmp_path / f"b{i}").as_uri()))
+        old.append(batch([event(0), event(1)]))  # recorded while the schema is at `revision`
+        migrate(engine)
+        assert current_revision(engine) == head_revision()
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 2
+        reopened = open_ledger(url, (tmp_path / f"b{i}").as_uri())
+        assert reopened.event("ev-000001") is not None
+        reopened.close()
+        engine.dispose()
