@@ -25,19 +25,21 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from catalog.contracts import bind_secrets, render_upstream
-from catalog.tool import Tool
 
 from addons import dispatch_record as rec
 from addons.redact import Redactor
-from addons.upstream import Outcome, body_bytes, call_cli, call_http, call_mcp, mcp_requests, wire
+from addons.upstream import Outcome, call_cli, call_http, call_mcp
 from catalog import caveats, join, refused, tokens
+from catalog.contracts import bind_secrets, render_upstream, validate_args
 from catalog.errors import ArgumentError, CatalogError, RefusedHost, UnboundSecret
+from catalog.tool import Tool
+from catalog.wire import body_bytes, mcp_requests, wire
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
@@ -146,7 +148,7 @@ class Dispatcher:
             tool = self.find_tool(name)
             if tool is None:
                 raise Refused("tool", f"no tool named {name!r} in the Directory")
-            with self._uses_lock if limits is not None and limits.uses is not None else _nothing():
+            with self._uses_lock if limits is not None and limits.uses is not None else nullcontext():
                 if limits is not None:
                     self._check_limits(limits, tool, door, identity, at, token_id)
                 named = self._prepare(tool, args)
@@ -154,7 +156,12 @@ class Dispatcher:
                 call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run)
                 if dry_run:
                     return self._dry_run(filing, call_event, named, bound)
-                self._append(call_event)
+                try:
+                    self._append(call_event)
+                except StorageError as e:
+                    raise Refused(
+                        "ledger", f"the Ledger cannot record this call, so it is not made: {e}"
+                    ) from e
         except Refused as r:
             return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r)
         return self._execute(filing, tool, bound)
@@ -205,8 +212,7 @@ class Dispatcher:
             raise Refused("contract", f"the tool {tool.name!r} has no upstream contract to run")
         try:
             refused.check(args, self.refused_hosts, "the call's arguments")
-            named = render_upstream(tool, args)
-            refused.check(named, self.refused_hosts, "the upstream request")
+            named = render_upstream(tool, args, refused=self.refused_hosts)
         except RefusedHost as e:
             raise Refused("refused_host", str(e), host=e.host) from e
         except CatalogError as e:
@@ -387,31 +393,3 @@ class Dispatcher:
         if text is None:
             return None
         return self._all.redact_body(text.encode("utf-8"), None)[0].decode("utf-8", "replace")
-
-
-class _nothing:
-    """A context manager that holds nothing (no use counting, so no lock)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def validate_args(tool: Tool, args: Mapping[str, Any]) -> None:
-    """Check `args` against the row's JSON Schema; the error names the first bad argument."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
-
-    error = best_match(Draft202012Validator(dict(tool.args_schema)).iter_errors(dict(args)))
-    if error is None:
-        return
-    path = [str(p) for p in error.absolute_path]
-    argument = path[0] if path else ""
-    if not argument and error.validator == "required":
-        argument = str(error.message).split("'")[1] if "'" in error.message else ""
-    elif not argument and error.validator == "additionalProperties":
-        extra = sorted(set(args) - set(tool.args_schema.get("properties", {})))
-        argument = extra[0] if extra else ""
-    raise ArgumentError(tool.name, argument, error.message)

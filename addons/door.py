@@ -81,10 +81,11 @@ class Door:
         self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
     ) -> Answer:
         if method != "POST":
-            return _error(405, "POST a canonical call {\"tool\": NAME, \"args\": {...}} to /api/dispatch")
+            return _error(405, 'POST a canonical call {"tool": NAME, "args": {...}} to /api/dispatch')
         auth = _header(headers, "authorization")
         token = auth if auth and auth.lower().startswith("bearer flt_") else None
-        token = token or (query.get("token") or [None])[-1]
+        if token is None and query.get("token"):
+            token = query["token"][-1]
         try:
             call = json.loads(body or b"null")
         except ValueError:
@@ -112,9 +113,13 @@ class Door:
         if what == "task":
             return _json(200, {"task": arg, "events": join.task_events(engine, arg)})
         if what == "trace":
-            found = join.trace(engine, self.dispatcher.ledger.payload, self.dispatcher.find_tool, self.render, arg)
+            found = join.trace(
+                engine, self.dispatcher.ledger.payload, self.dispatcher.find_tool, self.render, arg
+            )
             return _json(200, found.as_dict())
         if what == "token":
             token = tokens.decode(arg)
-            return _json(200, {"identifier": token.identifier, "uses": join.token_uses(engine, token.identifier)})
+            return _json(
+                200, {"identifier": token.identifier, "uses": join.token_uses(engine, token.identifier)}
+            )
         return _error(404, f"no join {what!r} (uses, trace, task)")

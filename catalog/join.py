@@ -28,7 +28,9 @@ from catalog.wire import expected
 CALL: Final = "dispatch.call"
 UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
 REFUSED: Final = "dispatch.refused"
-COLUMNS: Final = "event_id, action_id, kind, direction, at, method, url, status, tool, session, task, agent, error"
+COLUMNS: Final = (
+    "event_id, action_id, kind, direction, at, method, url, status, tool, session, task, agent, error"
+)
 
 
 class JoinError(CatalogError):
@@ -62,13 +64,17 @@ def token_uses(engine: Engine, identifier: str) -> int:
 
 def tool_uses(engine: Engine, tool: str, limit: int = 1000) -> list[dict[str, Any]]:
     """Every event with this tool, oldest first (one row per event, metadata only)."""
-    sql = f"SELECT {COLUMNS} FROM events WHERE tool = :tool ORDER BY at, action_id, seq, event_id LIMIT :limit"
+    sql = (
+        f"SELECT {COLUMNS} FROM events WHERE tool = :tool ORDER BY at, action_id, seq, event_id LIMIT :limit"
+    )
     return [_plain(r) for r in _rows(engine, sql, tool=tool, limit=limit)]
 
 
 def task_events(engine: Engine, task: str, limit: int = 5000) -> list[dict[str, Any]]:
     """Everything done under a task, oldest first."""
-    sql = f"SELECT {COLUMNS} FROM events WHERE task = :task ORDER BY at, action_id, seq, event_id LIMIT :limit"
+    sql = (
+        f"SELECT {COLUMNS} FROM events WHERE task = :task ORDER BY at, action_id, seq, event_id LIMIT :limit"
+    )
     return [_plain(r) for r in _rows(engine, sql, task=task, limit=limit)]
 
 
@@ -151,12 +157,20 @@ def trace(
         return _with(base, call=call, contract=tool.upstream, note=f"the contract does not render: {e}")
     wanted = _expected(named)
     checks = [
-        _compare(r["event_id"], bytes(r["head"]), payload(r["payload_sha256"]) if r["payload_sha256"] else b"", w)
+        _compare(
+            r["event_id"], bytes(r["head"]), payload(r["payload_sha256"]) if r["payload_sha256"] else b"", w
+        )
         for r, w in zip(recorded, wanted, strict=False)
     ]
     for r in recorded[len(wanted) :]:
-        checks.append(Check(r["event_id"], False, "", bytes(r["head"]).decode("utf-8", "replace"), "not made by it"))
-    note = "" if len(recorded) >= len(wanted) else f"{len(wanted) - len(recorded)} request(s) of the contract missing"
+        checks.append(
+            Check(r["event_id"], False, "", bytes(r["head"]).decode("utf-8", "replace"), "not made by it")
+        )
+    note = (
+        ""
+        if len(recorded) >= len(wanted)
+        else f"{len(wanted) - len(recorded)} request(s) of the contract missing"
+    )
     return _with(base, call=call, contract=named, checks=checks, note=note)
 
 
