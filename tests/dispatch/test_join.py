@@ -1,4 +1,4 @@
-"""The join: from a tool to its uses, from an event to its contract (mismatch flagged), from a task to its work."""
+"""The join: tool to its uses, event to its contract (mismatch flagged), task to everything under it."""
 
 from __future__ import annotations
 
