@@ -7,8 +7,15 @@ event loop). Routes:
 - `POST /api/dispatch[?dry_run=1]` with `{"tool": NAME, "args": {...}}`; a scoped token as
   `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); identity from `X-Flightlog-Session`,
   `-Task`, `-Turn`, `-Agent`. Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
-- `GET /api/join/uses/TOOL`: every event of a tool; `GET /api/join/trace/EVENT_ID`: the event, its
-  action, its contract and the check; `GET /api/join/task/TASK`: everything done under a task.
+- `GET /api/dispatch/uses/TOOL`: every event of a tool; `GET /api/dispatch/trace/EVENT_ID`: the
+  event, its action, its contract and the check; `GET /api/dispatch/task/TASK`: everything done under
+  a task (also answered under `/api/join/...` where the proxy routes that prefix here).
+
+In the proxy the local routes import `addons.dispatch:handle`, which builds one `Door` on first use
+(`configured()`): the Ledger and secrets from the capture addon's options (`flightlog_ledger`,
+`flightlog_blobs`, `flightlog_secrets`, `flightlog_secret_env`) or the environment, the Directory from
+FLIGHTLOG_DIRECTORY (else the native one), the root key and refused hosts from FLIGHTLOG_HOME, and
+`FLIGHTLOG_REQUIRE_TOKEN=1` to refuse calls that bring no scoped token.
 
 The proxy never records these routes: the dispatcher records its own exchange (with the token
 replaced by its identifier), and the join routes are reads.
@@ -17,7 +24,10 @@ replaced by its identifier), and the join routes are reads.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -30,6 +40,7 @@ from storage.errors import StorageError
 Answer = tuple[int, dict[str, str], bytes]
 JSON = {"content-type": "application/json"}
 PREFIXES = ("/api/dispatch", "/api/join/")
+JOINS = ("uses", "trace", "task", "token")
 
 
 def _json(status: int, value: Any) -> Answer:
@@ -65,17 +76,26 @@ class Door:
         self.render = render
 
     def handle(
-        self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | list[str]],
+        headers: Mapping[str, str],
+        body: bytes,
     ) -> Answer:
         """Answer one request to a door route (see the module docstring)."""
+        lists = {k: v if isinstance(v, list) else [v] for k, v in query.items()}
         try:
             if path.rstrip("/") == "/api/dispatch":
-                return self._dispatch(method, path, query, headers, body)
-            if path.startswith("/api/join/") and method in ("GET", "HEAD"):
-                return self._join(path.removeprefix("/api/join/"))
+                return self._dispatch(method, path, lists, headers, body)
+            rest = path.removeprefix("/api/dispatch/").removeprefix("/api/join/")
+            if rest != path and rest.partition("/")[0] in JOINS and method in ("GET", "HEAD"):
+                return self._join(rest)
         except (CatalogError, StorageError) as e:
             return _error(400 if isinstance(e, CatalogError) else 503, str(e))
-        return _error(404, f"no route {method} {path} (see /api/dispatch, /api/join/uses|trace|task/...)")
+        return _error(
+            404, f"no route {method} {path} (POST /api/dispatch, GET /api/dispatch/uses|trace|task/NAME)"
+        )
 
     def _dispatch(
         self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
@@ -123,3 +143,62 @@ class Door:
                 200, {"identifier": token.identifier, "uses": join.token_uses(engine, token.identifier)}
             )
         return _error(404, f"no join {what!r} (uses, trace, task)")
+
+
+_lock = threading.Lock()
+_door: Door | None = None
+
+
+def configured() -> Door:
+    """The proxy's one door, built on first use from the proxy's options and the environment."""
+    global _door
+    with _lock:
+        if _door is None:
+            _door = _build()
+        return _door
+
+
+def _option(name: str) -> Any:
+    """A mitmproxy option when running inside the proxy (set by the capture addon), else None."""
+    try:
+        from mitmproxy import ctx
+
+        return getattr(ctx.options, name, None)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _build() -> Door:
+    from addons.dispatch import Dispatcher, find_in
+    from addons.secrets import load_secrets
+    from catalog import refused
+    from catalog.contracts import render_upstream
+    from catalog.tokens import root_key
+    from storage.ledger import open_ledger
+
+    home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    ledger_url = (
+        _option("flightlog_ledger") or os.environ.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
+    )
+    blobs_url = _option("flightlog_blobs") or os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+    secrets_file = _option("flightlog_secrets")
+    secrets = load_secrets(
+        Path(secrets_file) if secrets_file else None, list(_option("flightlog_secret_env") or ())
+    )
+    folder = os.environ.get("FLIGHTLOG_DIRECTORY")
+    dispatcher = Dispatcher(
+        find_in(open_rows(ledger_url, Path(folder).expanduser() if folder else None)),
+        open_ledger(ledger_url, blobs_url),
+        secrets,
+        root_key(home),
+        refused.load_refused_hosts(home),
+        require_token=os.environ.get("FLIGHTLOG_REQUIRE_TOKEN", "") in ("1", "true", "yes"),
+    )
+    return Door(dispatcher, render_upstream)
+
+
+def open_rows(ledger_url: str, folder: Path | None) -> Any:
+    """The Directory in the Ledger's database: the folder's space, or the native one."""
+    from catalog.directory import open_directory
+
+    return open_directory(ledger_url, folder)

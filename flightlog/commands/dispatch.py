@@ -19,7 +19,6 @@ from flightlog.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from addons.dispatch import Dispatcher
-    from catalog.tool import Tool
 
 token_app = typer.Typer(help="Mint, attenuate and inspect scoped tokens.", no_args_is_help=True)
 
@@ -169,23 +168,6 @@ def inspect(
     _describe(token, as_json)
 
 
-def find_tool(directory: Any) -> Any:
-    """`name -> Tool | None` over an open Directory (a row that is not a tool reads as none)."""
-    from catalog.errors import CatalogError
-    from catalog.tool import Tool
-
-    def find(name: str) -> Tool | None:
-        try:
-            doc = directory.tool(name)
-        except CatalogError as e:
-            if type(e).__name__ == "UnknownRow":
-                return None
-            raise
-        return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
-
-    return find
-
-
 def open_rows(ledger_url: str, folder: Path | None) -> Any:
     """The Directory named by --directory / FLIGHTLOG_DIRECTORY, or the native one."""
     from catalog.directory import open_directory
@@ -197,14 +179,14 @@ def open_dispatcher(
     settings: Settings, directory: Path | None, ledger: str | None, secrets: Path | None
 ) -> Dispatcher:
     """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
-    from addons.dispatch import Dispatcher
+    from addons.dispatch import Dispatcher, find_in
     from addons.secrets import load_secrets
     from catalog import refused, tokens
 
     ledger_url = ledger or settings.ledger_url
     opened = open_rows(ledger_url, directory or settings.directory)
     return Dispatcher(
-        find_tool(opened),
+        find_in(opened),
         settings.open_ledger(ledger_url),
         load_secrets(secrets),
         tokens.root_key(settings.home),
@@ -269,13 +251,14 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """From an event to its tool's contract, checking the recorded request against it."""
+        from addons.dispatch import find_in
         from catalog import join
         from catalog.contracts import render_upstream
 
         settings = load_settings()
         opened = settings.open_ledger(ledger)
         rows = open_rows(ledger or settings.ledger_url, directory or settings.directory)
-        found = join.trace(opened.engine, opened.payload, find_tool(rows), render_upstream, event_id)
+        found = join.trace(opened.engine, opened.payload, find_in(rows), render_upstream, event_id)
         if as_json:
             typer.echo(json.dumps(found.as_dict(), indent=2, default=str, ensure_ascii=False))
         else:
