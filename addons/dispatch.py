@@ -395,21 +395,6 @@ class Dispatcher:
         return self._all.redact_body(text.encode("utf-8"), None)[0].decode("utf-8", "replace")
 
 
-def find_in(directory: Any) -> Callable[[str], Tool | None]:
-    """`name -> Tool | None` over an open Directory (`Directory.tool(name)` gives its document)."""
-
-    def find(name: str) -> Tool | None:
-        try:
-            doc = directory.tool(name)
-        except CatalogError as e:
-            if type(e).__name__ == "UnknownRow":
-                return None
-            raise
-        return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
-
-    return find
-
-
 def handle(
     method: str, path: str, query: Mapping[str, Any], headers: Mapping[str, str], body: bytes
 ) -> tuple[int, dict[str, str], bytes]:

@@ -158,6 +158,21 @@ def configured() -> Door:
         return _door
 
 
+def find_in(directory: Any) -> Callable[[str], Tool | None]:
+    """`name -> Tool | None` over an open Directory (`Directory.tool(name)` gives its document)."""
+
+    def find(name: str) -> Tool | None:
+        try:
+            doc = directory.tool(name)
+        except CatalogError as e:
+            if type(e).__name__ == "UnknownRow":
+                return None
+            raise
+        return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
+
+    return find
+
+
 def _option(name: str) -> Any:
     """A mitmproxy option when running inside the proxy (set by the capture addon), else None."""
     try:
@@ -169,7 +184,7 @@ def _option(name: str) -> Any:
 
 
 def _build() -> Door:
-    from addons.dispatch import Dispatcher, find_in
+    from addons.dispatch import Dispatcher
     from addons.secrets import load_secrets
     from catalog import refused
     from catalog.contracts import render_upstream

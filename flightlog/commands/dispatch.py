@@ -179,7 +179,8 @@ def open_dispatcher(
     settings: Settings, directory: Path | None, ledger: str | None, secrets: Path | None
 ) -> Dispatcher:
     """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
-    from addons.dispatch import Dispatcher, find_in
+    from addons.dispatch import Dispatcher
+    from addons.door import find_in
     from addons.secrets import load_secrets
     from catalog import refused, tokens
 
@@ -251,7 +252,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """From an event to its tool's contract, checking the recorded request against it."""
-        from addons.dispatch import find_in
+        from addons.door import find_in
         from catalog import join
         from catalog.contracts import render_upstream
 
