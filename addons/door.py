@@ -4,7 +4,8 @@
 is the plain handler the proxy's local routes call (it blocks on the upstream call: run it off the
 event loop). Routes:
 
-- `POST /api/dispatch[?dry_run=1]` with `{"tool": NAME, "args": {...}}`; a scoped token as
+- `POST /api/dispatch[?dry_run=1]` with `{"tool": NAME, "args": {...}}`, or the one-line link
+  `GET /api/dispatch?tool=NAME&args=JSON[&token=...]` (the contracts' `url` form); a scoped token as
   `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); identity from `X-Flightlog-Session`,
   `-Task`, `-Turn`, `-Agent`. Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
 - `GET /api/dispatch/uses/TOOL`: every event of a tool; `GET /api/dispatch/trace/EVENT_ID`: the
@@ -100,7 +101,13 @@ class Door:
     def _dispatch(
         self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
     ) -> Answer:
-        if method != "POST":
+        if method == "GET" and "tool" in query:
+            try:
+                args = json.loads(query.get("args", ["{}"])[-1])
+            except ValueError:
+                args = None
+            body = json.dumps({"tool": query["tool"][-1], "args": args}).encode()
+        elif method != "POST":
             return _error(405, 'POST a canonical call {"tool": NAME, "args": {...}} to /api/dispatch')
         auth = _header(headers, "authorization")
         token = auth if auth and auth.lower().startswith("bearer flt_") else None
@@ -196,7 +203,7 @@ def _build() -> Door:
         _option("flightlog_ledger") or os.environ.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
     )
     blobs_url = _option("flightlog_blobs") or os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
-    secrets_file = _option("flightlog_secrets")
+    secrets_file = _option("flightlog_secrets") or default_secrets(home)
     secrets = load_secrets(
         Path(secrets_file) if secrets_file else None, list(_option("flightlog_secret_env") or ())
     )
@@ -210,6 +217,12 @@ def _build() -> Door:
         require_token=os.environ.get("FLIGHTLOG_REQUIRE_TOKEN", "") in ("1", "true", "yes"),
     )
     return Door(dispatcher, render_upstream)
+
+
+def default_secrets(home: Path) -> str:
+    """`FLIGHTLOG_HOME/secrets.env` when it exists: the secrets file used when none is named."""
+    path = home / "secrets.env"
+    return str(path) if path.is_file() else ""
 
 
 def open_rows(ledger_url: str, folder: Path | None) -> Any:

@@ -28,7 +28,11 @@ DirOpt = Annotated[
 ]
 LedgerOpt = Annotated[str | None, typer.Option("--ledger", help="Ledger database URL (FLIGHTLOG_LEDGER).")]
 SecretsOpt = Annotated[
-    Path | None, typer.Option("--secrets", help="NAME=value file of the secrets calls may use.")
+    Path | None,
+    typer.Option(
+        "--secrets",
+        help="NAME=value file of the secrets calls may use (default: FLIGHTLOG_HOME/secrets.env).",
+    ),
 ]
 ToolsOpt = Annotated[list[str] | None, typer.Option("--tool", help="Allow this tool (repeat for more).")]
 DoorsOpt = Annotated[list[str] | None, typer.Option("--door", help="Allow this door: http, mcp, cli.")]
@@ -180,7 +184,7 @@ def open_dispatcher(
 ) -> Dispatcher:
     """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
     from addons.dispatch import Dispatcher
-    from addons.door import find_in
+    from addons.door import default_secrets, find_in
     from addons.secrets import load_secrets
     from catalog import refused, tokens
 
@@ -189,7 +193,9 @@ def open_dispatcher(
     return Dispatcher(
         find_in(opened),
         settings.open_ledger(ledger_url),
-        load_secrets(secrets),
+        load_secrets(
+            secrets or (Path(default_secrets(settings.home)) if default_secrets(settings.home) else None)
+        ),
         tokens.root_key(settings.home),
         refused.load_refused_hosts(settings.home),
     )

@@ -73,3 +73,14 @@ def test_join_routes(ledger: Ledger, make_dispatcher: Factory, upstream: tuple[s
     assert json.loads(body)["uses"] == 1
     assert door.handle("GET", "/api/dispatch/trace/nope", {}, {}, b"")[0] == 400
     assert door.handle("GET", "/api/dispatch/other/x", {}, {}, b"")[0] == 404
+
+
+def test_one_line_link_form(ledger: Ledger, make_dispatcher: Factory, upstream: tuple[str, Received]) -> None:
+    """GET /api/dispatch?tool=NAME&args=JSON&token=... is the same call (the contracts' `url` form)."""
+    door = Door(make_dispatcher(ledger), render_upstream)
+    token = tokens.mint(ROOT, ["tools = weather", "uses <= 1"]).encode()
+    query = {"tool": "weather", "args": '{"city":"Bern"}', "token": token}
+    status, _, body = door.handle("GET", "/api/dispatch", query, {}, b"")
+    assert status == 200 and json.loads(body)["ok"] and len(upstream[1].requests) == 1
+    status, _, body = door.handle("GET", "/api/dispatch", query, {}, b"")
+    assert status == 403 and json.loads(body)["refused"]["limit"] == "uses"
