@@ -13,11 +13,14 @@ The fast path, a body with no secret, is one `bytes.find` per distinct spelling.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from addons.encoded_forms import encoded_forms
 from addons.encodings import Decoder, Encoder, EncodingError, parse_encodings
 from addons.errors import AddonError
+
+#: Compressed bytes of a content-encoded stream held back, hoping to record them exact (see StreamRedactor).
+HOLD_MAX = 8 * 1024 * 1024
 
 #: What replaces an unconfigured credential in an auth header.
 REDACTED = b"[REDACTED]"
@@ -78,7 +81,13 @@ class Redactor:
     # -- the core: find and replace spellings ---------------------------------------------------------
 
     def _present(self, data: bytes) -> bool:
-        """Whether any spelling occurs: the cheap check that decides the fast path."""
+        """Whether any spelling occurs: the cheap check that decides the fast path.
+
+        Measured: on short inputs (heads) one regex search is several times faster than a
+        `bytes.find` per spelling; on long ones (bodies) the finds win by 2-3x.
+        """
+        if len(data) < 2048:
+            return self._pattern is not None and self._pattern.search(data) is not None
         return any(form in data for form in self._forms)
 
     def _sub(self, data: bytes, names: set[str]) -> bytes:
@@ -177,36 +186,16 @@ class Redactor:
             names: set[str] = set()
             out = self._sub(body, names)
             return out, frozenset(names)
-        # First pass: search only. Almost every body ends here with its bytes untouched.
-        scan = self.stream()
-        found: frozenset[str]
-        try:
-            decoder = Decoder(codings)
-            for piece in _chain(decoder.feed(body), decoder.finish()):
-                scan.feed(piece)
-            scan.flush()
-            found = scan.redacted
-        except EncodingError:
-            found = scan.redacted
-            if not found:  # not really encoded as claimed: search the bytes as they are
-                plain: set[str] = set()
-                out = self._sub(body, plain)
-                return out, frozenset(plain)
-        if not found:
+        # Held whole (it is in memory already): returned as given unless a secret is really inside.
+        stream = StreamRedactor(self, content_encoding, hold_max=len(body))
+        out = stream.feed(body) + stream.flush()
+        if not stream.redacted:
             return body, frozenset()
-        # Second pass: re-encode with the replacements (rare: a secret really was there).
-        transcode = self.stream(content_encoding)
-        out = transcode.feed(body) + transcode.flush()
-        return out, transcode.redacted
+        return out, stream.redacted
 
-    def stream(self, content_encoding: str | None = None) -> StreamRedactor:
-        """A redactor for one streamed body, fed chunk by chunk with memory bounded."""
-        return StreamRedactor(self, content_encoding)
-
-
-def _chain(*parts: Iterable[bytes]) -> Iterable[bytes]:
-    for part in parts:
-        yield from part
+    def stream(self, content_encoding: str | None = None, hold_max: int = HOLD_MAX) -> StreamRedactor:
+        """A redactor for one streamed body, fed chunk by chunk with memory bounded (see StreamRedactor)."""
+        return StreamRedactor(self, content_encoding, hold_max)
 
 
 def _redact_credential(header: str, value: bytes, own: frozenset[bytes]) -> bytes:
@@ -240,41 +229,15 @@ def _redact_credential(header: str, value: bytes, own: frozenset[bytes]) -> byte
     return hide(value)
 
 
-class StreamRedactor:
-    """Redacts one streamed body chunk by chunk, holding back a short tail between chunks.
+class _Plain:
+    """Search-and-replace over a stream of plain bytes, holding back a tail between chunks."""
 
-    `feed(chunk)` returns the bytes that are safe to record now; `flush()` returns the rest at the
-    end. The tail held back is one byte shorter than the longest spelling of any secret, so a secret
-    split across chunks is still caught, and memory stays bounded by that tail plus one chunk.
-
-    With no content coding, the output is the input exactly when no secret occurs. With a content
-    coding, the stream is decoded incrementally, redacted and re-encoded in the same coding(s): the
-    decoded content is exact except for the replacements, but the compressed bytes are a new
-    encoding (a compressed stream can't be proven secret-free before its end without holding it
-    whole). If the stream stops decoding part way, the failing chunk is dropped, `decode_failed` is
-    set, and later chunks are searched as raw bytes.
-    `redacted` holds the secret names replaced so far.
-    """
-
-    def __init__(self, redactor: Redactor, content_encoding: str | None = None) -> None:
+    def __init__(self, redactor: Redactor, names: set[str]) -> None:
         self._r = redactor
         self._tail = b""
-        self._names: set[str] = set()
-        try:
-            codings = parse_encodings(content_encoding)
-        except EncodingError:
-            codings = ()
-        self._decoder = Decoder(codings) if codings and redactor._pattern is not None else None
-        self._encoder: Encoder | None = None
-        self._codings = codings
-        #: True when a content-encoded stream stopped decoding part way (its failing chunk is dropped).
-        self.decode_failed = False
+        self.names = names
 
-    @property
-    def redacted(self) -> frozenset[str]:
-        return frozenset(self._names)
-
-    def _plain(self, chunk: bytes) -> bytes:
+    def feed(self, chunk: bytes) -> bytes:
         r = self._r
         if r._pattern is None:
             return chunk
@@ -286,56 +249,151 @@ class StreamRedactor:
         if not r._present(data):
             self._tail = data[limit:]
             return data[:limit]
-        out, cut = r._sub_prefix(data, limit, self._names)
+        out, cut = r._sub_prefix(data, limit, self.names)
         self._tail = data[cut:]
         return out
 
-    def _plain_flush(self) -> bytes:
+    def flush(self) -> bytes:
         tail, self._tail = self._tail, b""
-        return self._r._sub(tail, self._names)
+        return self._r._sub(tail, self.names)
+
+
+class StreamRedactor:
+    """Redacts one streamed body chunk by chunk, with memory bounded.
+
+    `feed(chunk)` returns the bytes that are safe to record now; `flush()` returns the rest at the
+    end; `redacted` holds the secret names replaced. Concatenated, the outputs are the recorded body.
+
+    Plain (identity) streams: a tail one byte shorter than the longest spelling of any secret is held
+    back between chunks, so a secret split across chunks is still caught. The output is the input
+    exactly when no secret occurs.
+
+    Content-encoded streams are decoded incrementally and searched. Up to `hold_max` compressed
+    bytes are held back: if the stream ends within that without a secret, `flush()` returns the
+    ORIGINAL compressed bytes, exact. Once a secret is seen, or the stream grows past `hold_max`,
+    it is decoded, redacted and re-encoded in the same coding(s) from the start: the decoded content
+    is exact except for the replacements, the compressed bytes are a new encoding (a compressed
+    stream cannot be proven secret-free before its end without holding it whole). If the stream
+    stops decoding part way, `decode_failed` is set: with no secret seen the bytes are then searched
+    as they are; after a secret, the re-encoded part that did decode is kept and the rest dropped.
+    """
+
+    def __init__(
+        self, redactor: Redactor, content_encoding: str | None = None, hold_max: int = HOLD_MAX
+    ) -> None:
+        self._r = redactor
+        self._names: set[str] = set()
+        self._plain = _Plain(redactor, self._names)
+        try:
+            codings = parse_encodings(content_encoding)
+        except EncodingError:
+            codings = ()
+        self._codings = codings
+        self._mode = "hold" if codings and redactor._pattern is not None else "plain"
+        self._hold_max = hold_max
+        self._held: list[bytes] = []
+        self._held_size = 0
+        self._scan_decoder = Decoder(codings) if self._mode == "hold" else None
+        self._scan = _Plain(redactor, self._names)
+        self._decoder: Decoder | None = None
+        self._encoder: Encoder | None = None
+        #: True when a content-encoded stream stopped decoding part way.
+        self.decode_failed = False
+
+    @property
+    def redacted(self) -> frozenset[str]:
+        return frozenset(self._names)
 
     def feed(self, chunk: bytes) -> bytes:
         """The redacted bytes that can be recorded now (possibly empty)."""
-        if self._decoder is None:
-            return self._plain(chunk)
+        if self._mode == "plain":
+            return self._plain.feed(chunk)
+        if self._mode == "transcode":
+            return self._transcode(chunk)
+        self._held.append(chunk)
+        self._held_size += len(chunk)
+        assert self._scan_decoder is not None
+        try:
+            for piece in self._scan_decoder.feed(chunk):
+                self._scan.feed(piece)  # searching only: the output is not kept
+        except EncodingError:
+            return self._after_scan_error()
+        if self._names or self._held_size > self._hold_max:
+            return self._start_transcoding()
+        return b""
+
+    def flush(self) -> bytes:
+        """The rest, at the end of the stream."""
+        if self._mode == "plain":
+            return self._plain.flush()
+        if self._mode == "hold":
+            assert self._scan_decoder is not None
+            try:
+                for piece in self._scan_decoder.finish():
+                    self._scan.feed(piece)
+            except EncodingError:
+                return self._after_scan_error() + self.flush()
+            self._scan.flush()
+            if not self._names:  # the common case: exact original bytes
+                held, self._held = self._held, []
+                return b"".join(held)
+            return self._start_transcoding() + self.flush()
+        # transcoding
+        out: list[bytes] = []
+        if self._decoder is not None:
+            try:
+                for piece in self._decoder.finish():
+                    out.append(self._encoder_for().feed(self._plain.feed(piece)))
+            except EncodingError:
+                return b"".join(out) + self._give_up_decoding()
+            encoder = self._encoder_for()
+            out.append(encoder.feed(self._plain.flush()))
+            out.append(encoder.finish())
+            self._decoder = None
+            return b"".join(out)
+        return self._plain.flush()
+
+    def _after_scan_error(self) -> bytes:
+        """The held bytes would not decode: search them raw, unless a secret was already seen."""
+        self.decode_failed = True
+        if self._names:
+            return self._start_transcoding()
+        self._mode = "plain"
+        held, self._held = self._held, []
+        return self._plain.feed(b"".join(held))
+
+    def _start_transcoding(self) -> bytes:
+        self._mode = "transcode"
+        self._decoder = Decoder(self._codings)
+        held, self._held = self._held, []
+        return self._transcode(b"".join(held))
+
+    def _transcode(self, chunk: bytes) -> bytes:
+        if self._decoder is None:  # decoding gave up: raw bytes from here on
+            return self._plain.feed(chunk)
         out: list[bytes] = []
         try:
             for piece in self._decoder.feed(chunk):
                 # The encoder is made once the first bytes decoded: raw deflate is known by then.
-                out.append(self._encoder_for().feed(self._plain(piece)))
+                out.append(self._encoder_for().feed(self._plain.feed(piece)))
         except EncodingError:
-            return b"".join(out) + self._give_up_decoding(chunk)
-        return b"".join(out)
-
-    def flush(self) -> bytes:
-        """The rest, at the end of the stream."""
-        if self._decoder is None:
-            return self._plain_flush()
-        out: list[bytes] = []
-        try:
-            for piece in self._decoder.finish():
-                out.append(self._encoder_for().feed(self._plain(piece)))
-        except EncodingError:
-            return b"".join(out) + self._give_up_decoding(b"")
-        encoder = self._encoder_for()
-        out.append(encoder.feed(self._plain_flush()))
-        out.append(encoder.finish())
+            return b"".join(out) + self._give_up_decoding()
         return b"".join(out)
 
     def _encoder_for(self) -> Encoder:
         if self._encoder is None:
-            assert self._decoder is not None
-            self._encoder = Encoder(self._codings, raw_deflate=self._decoder.raw_deflate)
+            raw_deflate = self._decoder.raw_deflate if self._decoder is not None else False
+            self._encoder = Encoder(self._codings, raw_deflate=raw_deflate)
         return self._encoder
 
-    def _give_up_decoding(self, chunk: bytes) -> bytes:
+    def _give_up_decoding(self) -> bytes:
         """After a decoding error: close what was encoded so far; search raw bytes from the next chunk.
 
         The chunk that failed is dropped, not recorded raw: its bytes may still carry, compressed,
-        content that was already found to hold a secret. `decode_failed` tells the caller.
+        content that was already found to hold a secret.
         """
         self.decode_failed = True
         encoder = self._encoder_for()
-        head = encoder.feed(self._plain_flush()) + encoder.finish()
+        head = encoder.feed(self._plain.flush()) + encoder.finish()
         self._decoder = None
         return head

@@ -65,6 +65,12 @@ def main() -> None:
             s.feed(body[i : i + 16384])
         s.flush()
 
+    def streamed_gz(body: bytes) -> None:
+        s = redactor.stream("gzip")
+        out = [s.feed(body[i : i + 16384]) for i in range(0, len(body), 16384)]
+        out.append(s.flush())
+        assert b"".join(out) == body  # no secret: the original compressed bytes
+
     cases = [
         ("no secret, identity", lambda: redactor.redact_body(clean, None), len(clean)),
         ("10 secrets, identity", lambda: redactor.redact_body(dirty, None), len(dirty)),
@@ -72,6 +78,8 @@ def main() -> None:
         ("10 secrets, gzip (decoded MB)", lambda: redactor.redact_body(gz_dirty, "gzip"), len(dirty)),
         ("no secret, stream 16 KiB chunks", lambda: streamed(clean), len(clean)),
         ("head with auth headers", lambda: redactor.redact_head(_HEAD), len(_HEAD)),
+        ("head without auth headers", lambda: redactor.redact_head(_PLAIN_HEAD), len(_PLAIN_HEAD)),
+        ("no secret, gzip stream 16 KiB", lambda: streamed_gz(gz_clean), len(clean)),
     ]
     print(f"{len(secrets)} secrets, {sum(1 for _ in redactor._forms)} spellings, body {len(clean)} bytes")
     for label, fn, n in cases:
@@ -81,6 +89,11 @@ def main() -> None:
 _HEAD = (
     b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\nAuthorization: Bearer sk-abc\r\n"
     b"Content-Type: application/json\r\nUser-Agent: OpenAI/Python 1.40\r\nCookie: a=1; b=2\r\n"
+)
+
+_PLAIN_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 101323\r\n"
+    b"Date: Mon, 30 Nov 2026 02:00:00 GMT\r\nServer: uvicorn\r\n"
 )
 
 if __name__ == "__main__":

@@ -18,12 +18,12 @@ from typing import Any, Final
 from sqlalchemy.engine import Connection
 
 from storage.events import AppendResult, Batch, Conflict
-from storage.rows import COLUMNS
+from storage.rows import COLUMNS, content_fingerprint
 
 PG_TYPES: Final = (
     "text", "text", "text", "int8", "timestamptz", "text", "text", "text", "text", "text", "int4",
     "text", "text", "text", "text", "text", "text", "int8", "int8", "float8", "bytea", "text", "text",
-    "int8", "bool", "text", "text", "text", "text",
+    "int8", "bool", "text", "text", "text",
 )  # fmt: skip
 _COLS: Final = ", ".join(COLUMNS)
 _MARKS: Final = ", ".join("?" for _ in COLUMNS)
@@ -57,8 +57,8 @@ def batch_id(batch: Batch) -> str:
 
 
 def sqlite_time(at: datetime) -> str:
-    """SQLAlchemy's own SQLite datetime text form, so ORM and raw reads agree."""
-    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    """SQLAlchemy's own SQLite datetime text form (`at` is aware UTC), so ORM and raw reads agree."""
+    return at.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def known_blobs(conn: Connection, shas: Sequence[str]) -> set[str]:
@@ -106,13 +106,17 @@ def _insert_events_pg(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         return int(cur.rowcount)
 
 
-def _fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+def _stored_fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
+    """Content fingerprints of the stored versions of `ids` (only asked when some were not new)."""
+    from sqlalchemy import select
+
+    from storage.schema import EventRow
+
+    table = EventRow.__table__  # type: ignore[attr-defined]
     found: dict[str, str] = {}
     for i in range(0, len(ids), 500):
-        chunk = list(ids[i : i + 500])
-        sql = f"SELECT event_id, fingerprint FROM events WHERE event_id IN ({', '.join(mark for _ in chunk)})"
-        found.update((r[0], r[1]) for r in conn.exec_driver_sql(sql, tuple(chunk)))
+        query = select(table).where(table.c.event_id.in_(list(ids[i : i + 500])))
+        found.update((r["event_id"], content_fingerprint(dict(r))) for r in conn.execute(query).mappings())
     return found
 
 
@@ -165,8 +169,8 @@ def write_batch(
         new = _insert_events_pg(conn, ordered)
     conflicts: list[Conflict] = []
     if new < len(ordered):
-        stored = _fingerprints(conn, [r[0] for r in ordered])
-        offered = {r[0]: r[-1] for r in ordered}
+        stored = _stored_fingerprints(conn, [r[0] for r in ordered])
+        offered = {r[0]: content_fingerprint(dict(zip(COLUMNS, r, strict=True))) for r in ordered}
         conflicts = [
             Conflict(event_id=i, stored_fingerprint=stored[i], offered_fingerprint=offered[i])
             for i in sorted(offered)

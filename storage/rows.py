@@ -1,14 +1,15 @@
 """Pure translation between `Event` values and the `events` table's rows.
 
 Kept free of any database handle so it is cheap to test: validation (one bad event names itself),
-the content fingerprint that tells a re-delivery from a conflict, and the column tuple the insert
-paths write.
+the column tuple the insert paths write, and the content fingerprint that tells a re-delivery from
+a conflict.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -44,7 +45,6 @@ COLUMNS: Final = (
     "redacted",
     "error",
     "parent",
-    "fingerprint",
 )
 TEXT_FIELDS: Final = (
     "event_id",
@@ -73,77 +73,100 @@ def utc(at: datetime) -> datetime:
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
-def validate(event: Event) -> None:
-    """Refuse an event the database would refuse, naming it and why, before anything is written."""
-
-    def bad(reason: str) -> InvalidEvent:
-        return InvalidEvent(str(event.event_id), reason)
-
-    if not isinstance(event.event_id, str) or not event.event_id:
-        raise bad("event_id must be a non-empty string")
-    if not event.action_id:
-        raise bad("action_id is empty")
-    if not event.kind:
-        raise bad("kind is empty")
-    if event.direction not in ("in", "out"):
-        raise bad(f"direction {event.direction!r} is neither 'in' nor 'out'")
-    if not isinstance(event.at, datetime):
-        raise bad("at is not a datetime")
-    if event.payload_state not in PAYLOAD_STATES:
-        raise bad(f"payload_state {event.payload_state!r} is not one of {', '.join(PAYLOAD_STATES)}")
-    has_bytes = event.payload is not None
-    if event.payload_state in STATES_WITH_BYTES and not has_bytes:
-        raise bad(f"payload_state {event.payload_state!r} needs a payload, none was given")
-    if event.payload_state not in STATES_WITH_BYTES and has_bytes:
-        raise bad(f"payload_state {event.payload_state!r} cannot carry a payload")
-    if not isinstance(event.head, bytes | bytearray):
-        raise bad("head must be bytes")
-    for name in TEXT_FIELDS:
-        value = getattr(event, name)
-        if value is not None and not isinstance(value, str):
-            raise bad(f"{name} must be text, got {type(value).__name__}")
-        if isinstance(value, str) and "\x00" in value:
-            raise bad(f"{name} contains a NUL character (raw bytes belong in head or payload)")
-    for name in ("status", "tokens_in", "tokens_out"):
-        value = getattr(event, name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise bad(f"{name} must be a non-negative integer, got {value!r}")
-    if event.cost_usd is not None and (not isinstance(event.cost_usd, int | float) or event.cost_usd < 0):
-        raise bad(f"cost_usd must be a non-negative number, got {event.cost_usd!r}")
-
-
-def fingerprint(event: Event, address: Address | None) -> str:
-    """SHA-256 over the event's whole content, in a fixed serialization that never changes."""
-    meta = [
+def _text_fields(event: Event) -> tuple[str | None, ...]:
+    return (
         event.event_id,
         event.action_id,
         event.collector,
-        event.seq,
-        utc(event.at).isoformat(),
         event.kind,
-        event.direction,
         event.method,
         event.url,
         event.host,
-        event.status,
         event.tool,
         event.session,
         event.task,
         event.turn,
         event.agent,
         event.model,
-        event.tokens_in,
-        event.tokens_out,
-        event.cost_usd,
-        event.payload_state,
-        list(address) if address else None,
-        sorted(event.redacted),
         event.error,
         event.parent,
+    )
+
+
+def validate(event: Event) -> None:
+    """Refuse an event the database would refuse, naming it and why, before anything is written.
+
+    Runs for every event of every batch, so the common case is a handful of cheap checks; the
+    slow path only runs to name the field that failed.
+    """
+
+    def bad(reason: str) -> InvalidEvent:
+        return InvalidEvent(str(event.event_id), reason)
+
+    if not event.event_id or not isinstance(event.event_id, str):
+        raise bad("event_id must be a non-empty string")
+    if not event.action_id:
+        raise bad("action_id is empty")
+    if not event.kind:
+        raise bad("kind is empty")
+    if event.direction != "in" and event.direction != "out":
+        raise bad(f"direction {event.direction!r} is neither 'in' nor 'out'")
+    if not isinstance(event.at, datetime):
+        raise bad("at is not a datetime")
+    state = event.payload_state
+    if state not in PAYLOAD_STATES:
+        raise bad(f"payload_state {state!r} is not one of {', '.join(PAYLOAD_STATES)}")
+    has_bytes = event.payload is not None
+    if has_bytes != (state in STATES_WITH_BYTES):
+        if has_bytes:
+            raise bad(f"payload_state {state!r} cannot carry a payload")
+        raise bad(f"payload_state {state!r} needs a payload, none was given")
+    if not isinstance(event.head, bytes | bytearray):
+        raise bad("head must be bytes")
+    try:
+        joined = "".join([t for t in _text_fields(event) if t is not None])
+    except TypeError:
+        joined = "\x00"
+    if "\x00" in joined:
+        for name in TEXT_FIELDS:
+            value = getattr(event, name)
+            if value is not None and not isinstance(value, str):
+                raise bad(f"{name} must be text, got {type(value).__name__}")
+            if value is not None and "\x00" in value:
+                raise bad(f"{name} contains a NUL character (raw bytes belong in head or payload)")
+    for name, value in (
+        ("status", event.status),
+        ("tokens_in", event.tokens_in),
+        ("tokens_out", event.tokens_out),
+    ):
+        if value is not None and (type(value) is not int or value < 0):
+            raise bad(f"{name} must be a non-negative integer, got {value!r}")
+    cost = event.cost_usd
+    if cost is not None and (type(cost) not in (int, float) or cost < 0):
+        raise bad(f"cost_usd must be a non-negative number, got {cost!r}")
+
+
+def content_fingerprint(values: Mapping[str, Any]) -> str:
+    """SHA-256 over an event row's whole content, whether offered (a `to_row` tuple zipped with
+    `COLUMNS`) or read back from either database; tells a re-delivery from a conflict.
+
+    Only computed when some events of a batch were already stored, so the hot path never pays.
+    """
+    at = values["at"]
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    text = values["payload_text"]
+    cost = values["cost_usd"]
+    meta = [values[c] for c in COLUMNS if c not in ("at", "head", "payload_text", "cost_usd", "redacted")]
+    meta += [
+        utc(at).isoformat(),
+        None if text is None else bool(text),
+        None if cost is None else float(cost),
+        sorted(json.loads(values["redacted"] or "[]")),
     ]
     h = hashlib.sha256(json.dumps(meta, separators=(",", ":"), ensure_ascii=False).encode())
     h.update(b"\x00")
-    h.update(event.head)
+    h.update(bytes(values["head"]))
     return h.hexdigest()
 
 
@@ -185,10 +208,9 @@ def to_row(event: Event, address: Address | None) -> tuple[Any, ...]:
         sha,
         size,
         text,
-        json.dumps(sorted(set(event.redacted))),
+        json.dumps(sorted(set(event.redacted))) if event.redacted else "[]",
         event.error,
         event.parent,
-        fingerprint(event, address),
     )
 
 
@@ -227,5 +249,5 @@ def from_mapping(row: Any) -> StoredEvent:
         redacted=tuple(json.loads(row["redacted"] or "[]")),
         error=row["error"],
         parent=row["parent"],
-        fingerprint=row["fingerprint"],
+        fingerprint=content_fingerprint(dict(row)),
     )

@@ -92,8 +92,6 @@ class EventRow(SQLModel, table=True):
     """The secret names replaced in this event, as a JSON array (readable with plain SQL tools)."""
     error: str | None = Field(default=None, sa_column=Column(Text))
     parent: str | None = Field(default=None, sa_column=Column(Text))
-    fingerprint: str = Field(sa_column=Column(Text, nullable=False))
-    """SHA-256 of the event's content: tells a true re-delivery from a conflicting one."""
 
 
 class BlobRow(SQLModel, table=True):

@@ -56,7 +56,8 @@ def test_head_secret_in_header_and_query_string(redactor: Redactor) -> None:
     ).encode()
     out, names = redactor.redact_head(head)
     assert out == (
-        b"GET /v1/items?key=[CANARY]&pw=[ODD] HTTP/1.1\r\nHost: api.example.com\r\nX-Custom-Secret: [CANARY]\r\n"
+        b"GET /v1/items?key=[CANARY]&pw=[ODD] HTTP/1.1\r\n"
+        b"Host: api.example.com\r\nX-Custom-Secret: [CANARY]\r\n"
     )
     assert names == {"CANARY", "ODD"}
 
@@ -88,7 +89,14 @@ def test_head_auth_headers_redacted_by_default_keeping_scheme_and_cookie_names()
         b"x-goog-api-key: [REDACTED]\r\n"
         b"Content-Type: application/json\r\n"
     )
-    assert names == {"authorization", "proxy-authorization", "x-api-key", "cookie", "set-cookie", "x-goog-api-key"}
+    assert names == {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "cookie",
+        "set-cookie",
+        "x-goog-api-key",
+    }
 
 
 def test_head_configured_secret_in_auth_header_keeps_its_name(redactor: Redactor) -> None:
@@ -274,3 +282,44 @@ def test_content_encoded_stream(redactor: Redactor, coding: str) -> None:
     out = b"".join(stream.feed(packed[i : i + 100]) for i in range(0, len(packed), 100)) + stream.flush()
     assert decompress(out) == body.replace(CANARY.encode(), b"[CANARY]")
     assert stream.redacted == {"CANARY"} and not stream.decode_failed
+
+
+def test_pure_modules_do_not_import_mitmproxy() -> None:
+    """Redaction, usage and prices are plain functions over bytes: importing them loads no mitmproxy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, addons.secrets, addons.redact, addons.usage, addons.prices\n"
+        "sys.exit(1 if any(m.split('.')[0] == 'mitmproxy' for m in sys.modules) else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.parametrize("coding", sorted(CODINGS))
+def test_content_encoded_stream_without_secret_is_recorded_exact(redactor: Redactor, coding: str) -> None:
+    """An encoded stream with no secret, within the hold bound, comes out as the original compressed bytes."""
+    compress, _ = CODINGS[coding]
+    packed = compress(b"".join(b'data: {"n": %d}\n\n' % i for i in range(2000)))
+    stream = redactor.stream(coding)
+    outs = [stream.feed(packed[i : i + 500]) for i in range(0, len(packed), 500)]
+    assert b"".join(outs) == b""  # held back until the end proves there is no secret
+    assert stream.flush() == packed and stream.redacted == frozenset()
+
+
+def test_content_encoded_stream_past_the_hold_bound_is_reencoded(redactor: Redactor) -> None:
+    """Past hold_max the stream is re-encoded as it goes: memory stays bounded, content stays exact."""
+    body = b"".join(b"line %d\n" % i for i in range(50_000))
+    packed = gzip.compress(body)
+    stream = redactor.stream("gzip", hold_max=4096)
+    outs = [stream.feed(packed[i : i + 1024]) for i in range(0, len(packed), 1024)]
+    assert sum(len(o) for o in outs[:10]) > 0  # output flows once the bound is passed
+    assert gzip.decompress(b"".join(outs) + stream.flush()) == body
+
+
+def test_content_encoded_stream_that_is_not_encoded(redactor: Redactor) -> None:
+    """A stream labelled gzip that isn't is searched as raw bytes and flagged decode_failed."""
+    body = f"data: {CANARY}\n\n".encode() * 3
+    stream = redactor.stream("gzip")
+    out = stream.feed(body[:10]) + stream.feed(body[10:]) + stream.flush()
+    assert out == b"data: [CANARY]\n\n" * 3 and stream.decode_failed and stream.redacted == {"CANARY"}

@@ -69,9 +69,7 @@ def test_no_secret_means_identical_bytes(secret: str, body: bytes) -> None:
     after=st.binary(max_size=300),
     chunk=st.integers(min_value=1, max_value=64),
 )
-def test_secret_anywhere_is_gone(
-    secret: str, spelling: str, before: bytes, after: bytes, chunk: int
-) -> None:
+def test_secret_anywhere_is_gone(secret: str, spelling: str, before: bytes, after: bytes, chunk: int) -> None:
     """A secret in any spelling, between any bytes, is gone from the body and from a chunked stream."""
     redactor = Redactor({"KEY": secret})
     form = SPELLINGS[spelling](secret)

@@ -99,7 +99,11 @@ def test_openai_chat_stream_with_include_usage() -> None:
 def test_openai_chat_stream_without_usage_gives_unknown_tokens_not_zero() -> None:
     """A stream that never said its usage is recorded with the model and tokens of None, not 0."""
     usage = extract_usage(
-        f"{OPENAI}/chat/completions", b'{"model":"gpt-4o-mini"}', _chat_stream(False), "text/event-stream", None
+        f"{OPENAI}/chat/completions",
+        b'{"model":"gpt-4o-mini"}',
+        _chat_stream(False),
+        "text/event-stream",
+        None,
     )
     assert usage == Usage("openai", "gpt-4o-mini-2024-07-18", None, None)
 
@@ -149,12 +153,15 @@ def test_responses_api_plain_and_streamed() -> None:
                     "delta": "In a",
                 },
             ),
-            ("response.completed", {"type": "response.completed", "sequence_number": 9, "response": response}),
+            (
+                "response.completed",
+                {"type": "response.completed", "sequence_number": 9, "response": response},
+            ),
         ]
     )
-    assert extract_usage(url, b'{"model":"gpt-4.1"}', stream, "text/event-stream; charset=utf-8", None) == Usage(
-        "openai", "gpt-4.1-2025-04-14", 36, 87
-    )
+    assert extract_usage(
+        url, b'{"model":"gpt-4.1"}', stream, "text/event-stream; charset=utf-8", None
+    ) == Usage("openai", "gpt-4.1-2025-04-14", 36, 87)
 
 
 def test_embeddings() -> None:
@@ -238,17 +245,13 @@ def _anthropic_stream(complete: bool) -> bytes:
 
 def test_anthropic_stream() -> None:
     """Anthropic streams: input from message_start, output from the last message_delta (cumulative)."""
-    usage = extract_usage(
-        f"{ANTHROPIC}/messages", b"{}", _anthropic_stream(True), "text/event-stream", None
-    )
+    usage = extract_usage(f"{ANTHROPIC}/messages", b"{}", _anthropic_stream(True), "text/event-stream", None)
     assert usage == Usage("anthropic", "claude-sonnet-4-5-20250929", 25, 15)
 
 
 def test_anthropic_stream_cut_short_keeps_what_arrived() -> None:
     """A stream the client left early still gives the model and the counts that had arrived."""
-    usage = extract_usage(
-        f"{ANTHROPIC}/messages", b"{}", _anthropic_stream(False), "text/event-stream", None
-    )
+    usage = extract_usage(f"{ANTHROPIC}/messages", b"{}", _anthropic_stream(False), "text/event-stream", None)
     assert usage == Usage("anthropic", "claude-sonnet-4-5-20250929", 25, 1)
 
 
@@ -299,11 +302,15 @@ def test_not_an_ai_call_or_an_error_answer_is_none() -> None:
         st.binary(max_size=500),
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-            lambda inner: st.lists(inner, max_size=4)
-            | st.dictionaries(
-                st.sampled_from(["usage", "model", "type", "message", "response", "choices", "input_tokens"]),
-                inner,
-                max_size=5,
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(
+                        ["usage", "model", "type", "message", "response", "choices", "input_tokens"]
+                    ),
+                    inner,
+                    max_size=5,
+                )
             ),
             max_leaves=20,
         ).map(lambda v: json.dumps(v).encode()),

@@ -58,8 +58,8 @@ def test_on_conflict_do_update_is_refused(ledger: Ledger) -> None:
     """An upsert that would overwrite a recorded event fires the update trigger and fails."""
     sql = (
         "INSERT INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
-        " payload_state, redacted, fingerprint) SELECT event_id, action_id, collector, seq, at, kind,"
-        " direction, head, 'none', redacted, 'x' FROM events WHERE event_id = 'ev-000000'"
+        " payload_state, redacted) SELECT event_id, action_id, collector, seq, at, kind,"
+        " direction, head, 'none', redacted FROM events WHERE event_id = 'ev-000000'"
         " ON CONFLICT (event_id) DO UPDATE SET status = 599"
     )
     assert "append-only" in refused(ledger, sql)
@@ -75,8 +75,8 @@ def test_insert_or_replace_is_refused_on_sqlite(tmp_path: Path) -> None:
     ledger.append(batch([event(0), event(1)]))
     sql = (
         "INSERT OR REPLACE INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
-        " payload_state, redacted, fingerprint) VALUES ('ev-000000', 'a', 'c', 0, '2026-01-01', 'k',"
-        " 'in', x'00', 'none', '[]', 'x')"
+        " payload_state, redacted) VALUES ('ev-000000', 'a', 'c', 0, '2026-01-01', 'k',"
+        " 'in', x'00', 'none', '[]')"
     )
     assert "append-only" in refused(ledger, sql)
     still_there(ledger)
@@ -92,12 +92,12 @@ def test_the_payload_check_ties_state_to_hash_and_size(ledger: Ledger) -> None:
     """A row claiming a complete payload without a hash, or a hash with state none, is refused."""
     base = (
         "INSERT INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
-        " payload_state, payload_sha256, payload_size, payload_text, redacted, fingerprint) VALUES"
+        " payload_state, payload_sha256, payload_size, payload_text, redacted) VALUES"
     )
     sha = ledger.event("ev-000000").payload_sha256  # type: ignore[union-attr]
     for values in (
-        "('x1', 'a', 'c', 0, '2026-01-01', 'k', 'in', '', 'complete', NULL, NULL, NULL, '[]', 'f')",
-        f"('x2', 'a', 'c', 0, '2026-01-01', 'k', 'in', '', 'none', '{sha}', 3, true, '[]', 'f')",
+        "('x1', 'a', 'c', 0, '2026-01-01', 'k', 'in', '', 'complete', NULL, NULL, NULL, '[]')",
+        f"('x2', 'a', 'c', 0, '2026-01-01', 'k', 'in', '', 'none', '{sha}', 3, true, '[]')",
     ):
         message = refused(ledger, f"{base} {values}".replace("''", "x''"))
         assert "payload_state" in message or "CHECK" in message

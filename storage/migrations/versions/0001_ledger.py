@@ -92,7 +92,6 @@ def upgrade() -> None:
         sa.Column("redacted", sa.Text, nullable=False),
         sa.Column("error", sa.Text),
         sa.Column("parent", sa.Text),
-        sa.Column("fingerprint", sa.Text, nullable=False),
         sa.PrimaryKeyConstraint("event_id", name="pk_events"),
         sa.ForeignKeyConstraint(["payload_sha256"], ["blobs.sha256"], name="fk_events_payload_sha256_blobs"),
         sa.CheckConstraint(PAYLOAD_CHECK, name="ck_events_payload_state"),

@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (or `python -m bench [NAME ...]`) runs them and prints ratios."""

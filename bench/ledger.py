@@ -1,0 +1,187 @@
+"""Append throughput and stored/raw bytes for realistic batches, SQLite beside PostgreSQL.
+
+Workload: 1,000-event batches; request/response bodies of 2-50 KiB of JSON; about 70% of the bodies
+repeat one seen before (the same tool list, the same system prompt). Two figures per engine:
+  rows   the event-row path alone (validation, fingerprint, the one-transaction insert): events/s
+  full   the whole append with payloads (hash, compress what is new, blobs, events): events/s
+and stored/raw = bytes the database and blob store hold / bytes the payloads had.
+
+    python -m bench.ledger [--batches N] [--pg URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+from sqlalchemy import text
+
+from storage.events import Batch, Event
+from storage.ledger import Ledger, open_ledger
+
+WORDS = (
+    "agent tool call model token stream answer request response ledger directory contract secret "
+    "weather search invoice customer order shipment calendar meeting message summary report"
+).split()
+
+
+HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\nContent-Type: application/json"
+
+
+def body(rng: random.Random) -> bytes:
+    """A chat-completion-like JSON body of 2-50 KiB."""
+    target = rng.randint(2 * 1024, 50 * 1024)
+    messages = []
+    size = 0
+    while size < target:
+        content = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 120)))
+        messages.append({"role": rng.choice(["user", "assistant", "tool"]), "content": content})
+        size += len(content) + 30
+    doc = {
+        "model": "gpt-4o-mini",
+        "messages": messages,
+        "temperature": 0.2,
+        "id": uuid.UUID(int=rng.getrandbits(128)).hex,
+    }
+    return json.dumps(doc).encode()
+
+
+def batches(n: int, seed: int = 7) -> list[Batch]:
+    rng = random.Random(seed)
+    seen: list[bytes] = []
+    t0 = datetime(2026, 11, 30, tzinfo=UTC)
+    out = []
+    for b in range(n):
+        events = []
+        for i in range(1000):
+            k = b * 1000 + i
+            if seen and rng.random() < 0.7:
+                payload = rng.choice(seen)
+            else:
+                payload = body(rng)
+                seen.append(payload)
+                if len(seen) > 300:
+                    seen.pop(0)
+            events.append(
+                Event(
+                    event_id=f"bench-{k:09d}",
+                    action_id=f"act-{k // 2:09d}",
+                    kind="http.request" if k % 2 == 0 else "http.response",
+                    direction="out",
+                    at=t0 + timedelta(milliseconds=k),
+                    collector="bench",
+                    seq=k,
+                    method="POST",
+                    url="https://api.openai.com/v1/chat/completions",
+                    host="api.openai.com",
+                    status=None if k % 2 == 0 else 200,
+                    session=f"s{k % 40}",
+                    agent="alpha",
+                    model="gpt-4o-mini",
+                    tokens_in=rng.randint(100, 4000),
+                    tokens_out=rng.randint(10, 800),
+                    cost_usd=0.0012,
+                    head=HEAD,
+                    payload=payload,
+                    payload_state="complete",
+                )
+            )
+        out.append(Batch(collector="bench", position=b + 1, events=tuple(events)))
+    return out
+
+
+def stored_bytes(ledger: Ledger, blob_dir: Path) -> int:
+    with ledger.engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            db = conn.execute(
+                text("SELECT pg_total_relation_size('events') + pg_total_relation_size('blobs')")
+            ).scalar_one()
+        else:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            db = Path(ledger.engine.url.database or "").stat().st_size
+    files = sum(p.stat().st_size for p in blob_dir.rglob("*") if p.is_file())
+    return int(db) + files
+
+
+def run(url: str, work: list[Batch], blob_dir: Path, strip: bool) -> tuple[float, float, float]:
+    """events/s (median over batches), total events/s, stored/raw."""
+    ledger = open_ledger(url, blob_dir.as_uri())
+    if strip:
+        work = [
+            replace(b, events=tuple(replace(e, payload=None, payload_state="none") for e in b.events))
+            for b in work
+        ]
+    raw = sum(len(e.payload) for b in work for e in b.events if isinstance(e.payload, bytes))
+    rates = []
+    start = time.perf_counter()
+    for b in work:
+        t = time.perf_counter()
+        ledger.append(b)
+        rates.append(len(b.events) / (time.perf_counter() - t))
+    total = sum(len(b.events) for b in work) / (time.perf_counter() - start)
+    ratio = stored_bytes(ledger, blob_dir) / raw if raw else float("nan")
+    ledger.close()
+    return statistics.median(rates), total, ratio
+
+
+def fresh_pg(admin: str) -> tuple[str, str]:
+    name = f"bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    server = admin.rsplit("/", 1)[0].replace("postgresql://", "")
+    return name, f"postgresql+psycopg://{server}/{name}"
+
+
+def drop_pg(admin: str, name: str) -> None:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.ledger")
+    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument(
+        "--pg", default=os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+    )
+    args = parser.parse_args(argv)
+    print(f"generating {args.batches} x 1,000 events (2-50 KiB JSON bodies, ~70% repeats) ...", flush=True)
+    work = batches(args.batches)
+    rows: list[tuple[str, str, float, float, float]] = []
+    for engine in ("sqlite", "postgresql"):
+        for mode in ("rows", "full"):
+            tmp = Path(tempfile.mkdtemp(prefix="flightlog-bench-"))
+            name = ""
+            if engine == "sqlite":
+                url = f"sqlite:///{tmp / 'ledger.db'}"
+            else:
+                name, url = fresh_pg(args.pg)
+            try:
+                median, total, ratio = run(url, work, tmp / "blobs", strip=(mode == "rows"))
+            finally:
+                if name:
+                    drop_pg(args.pg, name)
+                shutil.rmtree(tmp, ignore_errors=True)
+            rows.append((engine, mode, median, total, ratio))
+    header = f"{'engine':<11} {'path':<5} {'events/s (median batch)':>24} {'events/s (overall)':>19}"
+    print(f"{header} {'stored/raw':>11}")
+    for engine, mode, median, total, ratio in rows:
+        r = "-" if mode == "rows" else f"{ratio:.3f}"
+        print(f"{engine:<11} {mode:<5} {median:>24,.0f} {total:>19,.0f} {r:>11}")
+    print("goal: >= 50,000 events/s for the event rows on each engine; stored/raw <= 0.3")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
