@@ -286,15 +286,16 @@ def test_mcp_over_http_contract_is_executed(ledger: Ledger, make_dispatcher: Fac
 def test_ledger_down_refuses_the_call(
     pg_url: str, tmp_path: Path, make_dispatcher: Factory, upstream: tuple[str, Received]
 ) -> None:
-    """If the call cannot be recorded it is not made: with the database gone the door answers 503."""
+    """If the call cannot be recorded it is not made: with the Ledger's tables gone the door answers 503."""
     import psycopg
 
     from tests.conftest import PG_ADMIN
 
     ledger = open_ledger(pg_url, (tmp_path / "blobs").as_uri(), retry_seconds=0)
     door = make_dispatcher(ledger)
+    schema = pg_url.rsplit("search_path%3D", 1)[1]
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{pg_url.rsplit("/", 1)[1]}" WITH (FORCE)')
+        admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
     result = door.dispatch(CALL)
     assert result.status == 503 and result.reply["refused"]["limit"] == "ledger"
     assert upstream[1].requests == []
