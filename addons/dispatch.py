@@ -105,6 +105,8 @@ class Dispatcher:
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
     _uses_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _http: httpx.Client | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._names = Redactor(self.secrets, redact_auth_headers=False)
@@ -361,20 +363,40 @@ class Dispatcher:
         parts = bound if isinstance(bound, list) else [bound]
         exchanges: list[Any] = []
         outcome: Outcome | None = None
-        with httpx.Client(trust_env=False, timeout=self.upstream_timeout, follow_redirects=False) as client:
-            for part in parts:
-                method = str(part.get("method", "")).upper()
-                if method == "MCP":
-                    outcome = call_mcp(client, part)
-                elif method == "CLI":
-                    outcome = call_cli(part, self.cli_timeout)
-                else:
-                    outcome = call_http(client, part)
-                exchanges += outcome.exchanges
-                if not outcome.ok:
-                    break
+        client = self._client()
+        for part in parts:
+            method = str(part.get("method", "")).upper()
+            if method == "MCP":
+                outcome = call_mcp(client, part)
+            elif method == "CLI":
+                outcome = call_cli(part, self.cli_timeout)
+            else:
+                outcome = call_http(client, part)
+            exchanges += outcome.exchanges
+            if not outcome.ok:
+                break
         assert outcome is not None
         return Outcome(tuple(exchanges), outcome.ok, outcome.result, outcome.status, outcome.error)
+
+    def _client(self) -> httpx.Client:
+        """One httpx client for the door's life (thread-safe; its TLS context costs ~25 ms to make).
+
+        `trust_env=False`: the door calls upstreams directly, never through a proxy named in the
+        environment, so generic capture never sees (and never stores twice) the door's own calls.
+        """
+        with self._client_lock:
+            if self._http is None:
+                self._http = httpx.Client(
+                    trust_env=False, timeout=self.upstream_timeout, follow_redirects=False
+                )
+            return self._http
+
+    def close(self) -> None:
+        """Close the door's HTTP client (the Ledger belongs to whoever opened it)."""
+        with self._client_lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
 
     # -- recording ------------------------------------------------------------------------------
 

@@ -309,3 +309,41 @@ def test_expiry_is_checked_against_the_call_time(ledger: Ledger, make_dispatcher
     before = datetime(2026, 11, 30, tzinfo=UTC)
     assert door.dispatch(CALL, token=token, now=before).status == 200
     assert door.dispatch(CALL, token=token, now=before + timedelta(days=2)).status == 403
+
+
+def test_uses_hold_under_concurrent_calls(ledger: Ledger, make_dispatcher: Factory) -> None:
+    """Eight threads racing one `uses <= 3` token through one door: exactly three calls are made."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    token = mint("uses <= 3")
+    door = make_dispatcher(ledger)
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda _: door.dispatch(CALL, token=token).status, range(8)))
+    assert sorted(statuses) == [200] * 3 + [403] * 5
+
+
+def test_trace_of_an_mcp_call_matches_its_contract(ledger: Ledger, make_dispatcher: Factory) -> None:
+    """The join's contract check also holds for the three requests of an MCP call (session id aside)."""
+    from catalog import join
+    from catalog.contracts import render_upstream
+    from catalog.tool import Tool
+
+    with mcp_upstream() as url:
+        tool = Tool.from_frontmatter(
+            {
+                "name": "adder",
+                "description": "Adds.",
+                "args": {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                },
+                "upstream": {"method": "MCP", "server": {"url": url}, "tool": "add"},
+            }
+        )
+        door = make_dispatcher(ledger)
+        door.find_tool = {"adder": tool}.get
+        result = door.dispatch({"tool": "adder", "args": {"a": 1, "b": 2}})
+    found = join.trace(
+        ledger.engine, ledger.payload, door.find_tool, render_upstream, f"{result.action_id}:reply"
+    )
+    assert len(found.checks) == 3 and not found.mismatch, found.checks
