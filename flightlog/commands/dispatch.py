@@ -225,6 +225,10 @@ def register(app: typer.Typer) -> None:
         door = open_dispatcher(load_settings(), directory, ledger, secrets)
         result = door.dispatch({"tool": tool, "args": parsed}, door="cli", token=token, dry_run=dry_run)
         typer.echo(json.dumps(result.reply, indent=2, ensure_ascii=False))
+        if refused := result.reply.get("refused"):
+            typer.echo(f"flightlog: call refused by {refused['limit']}: {refused['message']}", err=True)
+        elif result.status >= 300:
+            typer.echo(f"flightlog: the upstream call failed: {result.reply.get('error')}", err=True)
         if result.status >= 300:
             raise typer.Exit(1)
 
