@@ -52,14 +52,20 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 def token_uses(engine: Engine, identifier: str) -> int:
     """Calls made with a token identifier: its `dispatch.call` events whose action was not refused."""
     sql = (
-        "SELECT count(*) FROM events c WHERE c.kind = :call AND c.url LIKE :url"
+        "SELECT count(*) FROM events c WHERE c.kind = :call AND c.url LIKE :url ESCAPE '!'"
         " AND NOT EXISTS (SELECT 1 FROM events r WHERE r.action_id = c.action_id AND r.kind = :refused)"
     )
     with engine.connect() as conn:
         found = conn.execute(
-            text(sql), {"call": CALL, "refused": REFUSED, "url": f"flightlog:dispatch/%?token={identifier}"}
+            text(sql),
+            {"call": CALL, "refused": REFUSED, "url": f"flightlog:dispatch/%?token={_like(identifier)}"},
         ).scalar()
     return int(found or 0)
+
+
+def _like(text: str) -> str:
+    """`text` matched literally inside a LIKE pattern (identifiers hold `_`, a LIKE wildcard)."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 def tool_uses(engine: Engine, tool: str, limit: int = 1000) -> list[dict[str, Any]]:
