@@ -18,6 +18,9 @@ would be sent (secrets as names); nothing is sent and it is never counted as a u
 
 No mitmproxy object is involved: `addons.door` adapts HTTP requests to this, and `flightlog call`
 uses it in-process.
+
+`uses <= N` is exact within one process (the count and the call's first event are made under one
+lock); two proxies sharing one Ledger could, at the same instant, each allow the last use once.
 """
 
 from __future__ import annotations
@@ -147,7 +150,10 @@ class Dispatcher:
                     limits.filed_agent or identity.agent,
                 )
             name, args = self._read(call)
-            tool = self.find_tool(name)
+            try:
+                tool = self.find_tool(name)
+            except CatalogError as e:
+                raise Refused("tool", f"the row {name!r} cannot be read: {e}") from e
             if tool is None:
                 raise Refused("tool", f"no tool named {name!r} in the Directory")
             with self._uses_lock if limits is not None and limits.uses is not None else nullcontext():
