@@ -40,6 +40,7 @@ from catalog.forms.door import (
     DEFAULT_BASE,
     DEFAULT_PROXY,
     DISPATCH_PATH,
+    FORM_NOTES,
     MCP_CALL_TOOL,
     MCP_HTTP_PATH,
     door_forms,
@@ -53,6 +54,7 @@ __all__ = [
     "DEFAULT_PROXY",
     "DISPATCH_PATH",
     "FORM_NAMES",
+    "FORM_NOTES",
     "MCP_CALL_TOOL",
     "MCP_HTTP_PATH",
     "bind_secrets",
@@ -113,12 +115,19 @@ def _argument_of(error: ValidationError, args: Mapping[str, Any]) -> str:
 
 
 def render_upstream(
-    tool: Tool, args: Mapping[str, Any], *, refused: RefusedHosts | Iterable[str] = ()
+    tool: Tool,
+    args: Mapping[str, Any],
+    *,
+    refused: RefusedHosts | Iterable[str] = (),
+    check_args: bool = True,
 ) -> Request:
-    """The exact upstream request for these arguments, secrets still written as `[NAME]`."""
+    """The exact upstream request for these arguments, secrets still written as `[NAME]`.
+
+    `check_args=False` skips the schema check, only to show forms with sample arguments.
+    """
     if tool.upstream is None:
         raise ToolError(f"{tool.name} has no upstream contract")
-    checked = validate_args(tool, args)
+    checked = validate_args(tool, args) if check_args else dict(args)
     hosts = refused if isinstance(refused, RefusedHosts) else RefusedHosts(tuple(refused))
     hosts.check(tool.upstream, f"{tool.name}.upstream")
     request = render(tool.name, tool.upstream, checked, tool.arg_names)
@@ -138,19 +147,26 @@ def forms(
     base: str = DEFAULT_BASE,
     proxy: str = DEFAULT_PROXY,
     refused: RefusedHosts | Iterable[str] = (),
+    check_args: bool = True,
+    token: str | None = None,
 ) -> dict[str, Any]:
-    """Every form of the canonical call `{"tool": tool.name, "args": args}`, keyed by form name."""
-    checked = validate_args(tool, args)
+    """Every form of the canonical call `{"tool": tool.name, "args": args}`, keyed by form name.
+
+    `token` (a scoped token) is carried by every form that reaches the door; `check_args=False`
+    skips the schema check, only to show forms with sample arguments.
+    """
+    checked = validate_args(tool, args) if check_args else dict(args)
     hosts = refused if isinstance(refused, RefusedHosts) else RefusedHosts(tuple(refused))
-    out = door_forms(tool.name, checked, base=base, proxy=proxy)
+    out = door_forms(tool.name, checked, base=base, proxy=proxy, token=token)
     if tool.upstream is not None:
-        out["upstream"] = render_upstream(tool, checked, refused=hosts)
+        out["upstream"] = render_upstream(tool, checked, refused=hosts, check_args=False)
     hosts.check(out, f"the {tool.name} forms")
     return out
 
 
 def example_args(tool: Tool) -> dict[str, Any]:
-    """Arguments to show forms with when none are given: each required argument with a sample value.
+    """Arguments to show forms with when none are given: each required argument with a sample value
+    (not always valid: a pattern or format is not imitated, so render samples with `check_args=False`).
 
     A value comes from the schema (`default`, `examples`, `example`, `const`, the first `enum`), else
     from its type (`"<name>"` for text, the minimum or 0 for numbers, false, [] or {}).

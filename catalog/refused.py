@@ -4,8 +4,9 @@ A catalog that can quietly reach an old system is a catalog with an unlisted doo
 everywhere a host can hide, not only in the URL: header values, bodies (JSON nested at any depth,
 JSON-RPC `params` included), shell commands (CLI lists and strings, `sh -c "curl ..."` included),
 relay URLs (a URL carried in a query parameter of another URL), percent-encoded once or twice or not
-at all, JSON-escaped (`\\/`, `\\u002e`), in any letter case. A refused host covers its subdomains:
-refusing `old.example` refuses `api.old.example`, never `notold.example` or `old.example.org`.
+at all, JSON-escaped (`\\/`, `\\u002e`), split by shell quoting (`ol''d.example`), in any letter
+case. A refused host covers its subdomains: refusing `old.example` refuses `api.old.example`, never
+`notold.example` or `old.example.org`.
 
 The error names the host and where it hid, e.g.
 `refused host "old.example" in upstream.body → JSON params.url → relay URL query parameter "u"
@@ -30,6 +31,9 @@ from catalog.errors import CatalogError, RefusedHost
 
 FILE_NAME: Final = "refused_hosts.txt"
 MAX_DEPTH: Final = 8
+SHELL_MAX: Final = 64 * 1024
+"""Texts up to this long are also read with shell quoting removed (commands are short; a large
+body is not run by a shell, and unquoting it would cost more than the check is worth)."""
 _IP: Final = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 _JSON_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
 _ENCODINGS: Final = ("", "percent-encoded", "percent-encoded twice", "percent-encoded three times")
@@ -56,11 +60,10 @@ class RefusedHosts:
         if self.pattern is None:
             return None
         for label, variant in _decodings(text):
-            match = self.pattern.search(variant.lower())
-            if match:
-                found = match.group("host")
-                listed = next(h for h in self.hosts if found == h or found.endswith("." + h))
-                return listed, label, variant
+            lowered = variant.lower()
+            for match in self.pattern.finditer(lowered):
+                if _starts_a_host(lowered, match):
+                    return match.group("host"), label, variant
         return None
 
     def check(self, value: Any, where: str = "the contract") -> None:
@@ -151,20 +154,23 @@ def check(value: Any, hosts: RefusedHosts | Iterable[str], where: str = "the con
 
 
 def _pattern(hosts: tuple[str, ...]) -> re.Pattern[str]:
-    names = [h for h in hosts if not _IP.match(h)]
-    ips = [h for h in hosts if _IP.match(h)]
-    parts = []
-    if names:
-        alt = "|".join(re.escape(h) for h in sorted(names, key=len, reverse=True))
-        parts.append(rf"(?<![a-z0-9_-])(?:[a-z0-9_-]+\.)*(?:{alt})")
-    if ips:
-        alt = "|".join(re.escape(h) for h in ips)
-        parts.append(rf"(?<![a-z0-9_.-])(?:{alt})")
-    return re.compile(rf"(?P<host>{'|'.join(parts)})(?![a-z0-9_-]|\.[a-z0-9])")
+    """The hosts as one alternation (longest first), ending where a host name ends; the start is
+    checked by `_starts_a_host`, which is much faster than a look-behind on large bodies."""
+    alt = "|".join(re.escape(h) for h in sorted(hosts, key=len, reverse=True))
+    return re.compile(rf"(?P<host>{alt})(?![a-z0-9_-]|\.[a-z0-9])")
+
+
+def _starts_a_host(text: str, match: re.Match[str]) -> bool:
+    """A name may follow a subdomain's dot (`api.old.example`), never a letter (`notold.example`);
+    an IP address follows neither."""
+    before = text[match.start() - 1] if match.start() else " "
+    allowed_dot = not _IP.match(match.group("host"))
+    return not (before.isalnum() or before in "_-" or (before == "." and not allowed_dot))
 
 
 def _decodings(text: str) -> Iterator[tuple[str, str]]:
-    """The text as written, JSON-unescaped, and percent-decoded up to three times."""
+    """The text as written, JSON-unescaped, percent-decoded up to three times, and (up to
+    `SHELL_MAX` characters) with shell quoting removed up to three levels deep (`ol''d.example`)."""
     seen: set[str] = set()
     current = text
     for label in _ENCODINGS:
@@ -174,8 +180,20 @@ def _decodings(text: str) -> Iterator[tuple[str, str]]:
                 yield label, variant
         decoded = unquote_plus(current)
         if decoded == current:
-            return
+            break
         current = decoded
+    shell = text
+    for _ in range(3 if len(text) <= SHELL_MAX and any(c in text for c in "'\"\\") else 0):
+        try:
+            unquoted = " ".join(shlex.split(shell))
+        except ValueError:
+            return
+        if unquoted == shell:
+            return
+        shell = unquoted
+        if shell not in seen:
+            seen.add(shell)
+            yield "shell-quoted", shell
 
 
 def _unescape_json(text: str) -> str:

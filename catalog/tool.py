@@ -20,6 +20,8 @@ as it is (`extra`) so that a row survives a round trip through `Tool` unchanged.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ Contract = dict[str, Any] | list[dict[str, Any]]
 EMPTY_ARGS: Final[dict[str, Any]] = {"type": "object", "properties": {}}
 KNOWN_KEYS: Final = ("name", "description", "args", "upstream", "cli")
 HTTP_METHOD: Final = re.compile(r"^[A-Z][A-Z0-9_-]*$")
+_LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONTMATTER: Final = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?\n?", re.S | re.M)
 
 
@@ -115,7 +118,7 @@ def split_document(text: str) -> tuple[dict[str, Any], str]:
     if match is None:
         raise ToolError("the document has no frontmatter block (--- ... ---) at its start")
     try:
-        data = yaml.safe_load(match.group(1))
+        data = yaml.load(match.group(1), Loader=_LOADER)  # CSafeLoader or SafeLoader: safe either way
     except yaml.YAMLError as e:
         raise ToolError(f"the frontmatter is not valid YAML: {str(e).splitlines()[0]}") from e
     if not isinstance(data, dict):
@@ -128,11 +131,27 @@ def check_args_schema(name: str, schema: Any) -> None:
     if not isinstance(schema, dict):
         raise ToolError(f"{name}: `args` must be a JSON Schema object")
     try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as e:
-        raise ToolError(f"{name}: `args` is not a valid JSON Schema: {e.message}") from e
+        problem = _schema_problem(json.dumps(schema, sort_keys=True, default=str))
+    except (TypeError, ValueError):
+        problem = "it is not plain JSON"
+    if problem:
+        raise ToolError(f"{name}: `args` is not a valid JSON Schema: {problem}")
     if schema.get("type", "object") != "object":
         raise ToolError(f"{name}: `args` must describe an object (type: object)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _schema_problem(schema_json: str) -> str:
+    """Why a schema (as canonical JSON) is not valid JSON Schema, or "" when it is.
+
+    Checking against the 2020-12 meta-schema costs milliseconds; rows are read on every dispatch,
+    and the same schemas recur, so the verdict is kept per distinct schema.
+    """
+    try:
+        Draft202012Validator.check_schema(json.loads(schema_json))
+    except SchemaError as e:
+        return e.message
+    return ""
 
 
 def check_contract(name: str, contract: Any, *, nested: bool = False) -> None:

@@ -37,10 +37,16 @@ def pg_url() -> Iterator[str]:
     """A new, empty PostgreSQL schema (as a SQLAlchemy URL whose search_path is that schema),
     dropped after the test. A schema costs milliseconds where a database costs a second."""
     name = f"fl_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as e:
-        pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN}: {e}".splitlines()[0])
+    admin = None
+    for attempt in range(40):  # another test may be restarting the server on purpose
+        try:
+            admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5)
+            break
+        except psycopg.OperationalError as e:
+            if attempt == 39:
+                pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN}: {e}".splitlines()[0])
+            time.sleep(0.5)
+    assert admin is not None
     with admin:
         admin.execute(f'CREATE SCHEMA "{name}"')
     database = PG_ADMIN.rsplit("/", 1)[1]

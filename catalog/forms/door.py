@@ -29,29 +29,61 @@ MCP_SERVER_NAME: Final = "flightlog"
 JSON_HEADERS: Final = {"content-type": "application/json"}
 
 
-def door_forms(name: str, args: Mapping[str, Any], *, base: str, proxy: str) -> dict[str, Any]:
-    """Every door form of one canonical call, in a fixed order."""
+FORM_NOTES: Final = {
+    "dispatch": "POST the canonical call to the proxy's dispatch door; a scoped token as a bearer header.",
+    "dispatch_dry_run": "With ?dry_run=1: the door answers the exact upstream request and sends nothing.",
+    "url": "The canonical call in one GET link: tool= and args= (canonical JSON), token= when lent.",
+    "curl": "The dispatch form as one shell line, through the proxy.",
+    "cli": "flightlog call NAME --args JSON: the same door, in process, recorded in the Ledger.",
+    "cli_dry_run": "The CLI form with --dry-run: the exact upstream request, nothing sent.",
+    "python": "The dispatch form as an httpx snippet, through the proxy.",
+    "javascript": "The dispatch form as a fetch snippet (undici's ProxyAgent), through the proxy.",
+    "mcp_stdio": 'The canonical call as the arguments of the "call" tool of `flightlog mcp`.',
+    "mcp_http": 'The same "call" tool over MCP streamable HTTP at flightlog.local, through the proxy.',
+    "mcp_config_claude_code": "Adds flightlog's MCP server to Claude Code.",
+    "mcp_config_json": "The MCP server entry for clients configured with JSON (mcpServers).",
+    "upstream": "The service's own call, arguments filled in; secrets stay [NAME] until the door sends it.",
+}
+"""What varies per form: where the call is sent, where the credential goes, how it is wrapped."""
+
+
+def door_forms(
+    name: str, args: Mapping[str, Any], *, base: str, proxy: str, token: str | None = None
+) -> dict[str, Any]:
+    """Every door form of one canonical call, in a fixed order.
+
+    With a scoped `token`, each form that reaches the door over HTTP carries it (a bearer header,
+    or `token=` in the one-line URL) and the CLI forms pass `--token`; MCP over stdio runs as the
+    local user and takes none.
+    """
     call = {"tool": name, "args": dict(args)}
     body = canonical_json(call)
     door = base.rstrip("/") + DISPATCH_PATH
+    headers = dict(JSON_HEADERS) | ({"authorization": f"Bearer {token}"} if token else {})
+    cli = ["flightlog", "call", name, "--args", _args(args)] + (["--token", token] if token else [])
     mcp_stdio = {"command": "flightlog", "args": ["mcp"]}
     return {
-        "dispatch": {"method": "POST", "url": door, "headers": dict(JSON_HEADERS), "body": call},
+        "dispatch": {"method": "POST", "url": door, "headers": headers, "body": call},
         "dispatch_dry_run": {
             "method": "POST",
             "url": door + "?dry_run=1",
-            "headers": dict(JSON_HEADERS),
+            "headers": dict(headers),
             "body": call,
         },
-        "url": {"method": "GET", "url": one_line_url(door, name, args)},
-        "curl": {"method": "CLI", "command": curl_command(door, body, proxy)},
-        "cli": {"method": "CLI", "command": shlex.join(["flightlog", "call", name, "--args", _args(args)])},
-        "cli_dry_run": {
-            "method": "CLI",
-            "command": shlex.join(["flightlog", "call", name, "--args", _args(args), "--dry-run"]),
+        "url": {"method": "GET", "url": one_line_url(door, name, args, token)},
+        "curl": {"method": "CLI", "command": curl_command(door, body, proxy, headers)},
+        "cli": {"method": "CLI", "command": shlex.join(cli)},
+        "cli_dry_run": {"method": "CLI", "command": shlex.join([*cli, "--dry-run"])},
+        "python": {
+            "method": "CODE",
+            "language": "python",
+            "code": python_snippet(door, body, proxy, headers),
         },
-        "python": {"method": "CODE", "language": "python", "code": python_snippet(door, body, proxy)},
-        "javascript": {"method": "CODE", "language": "javascript", "code": js_snippet(door, body, proxy)},
+        "javascript": {
+            "method": "CODE",
+            "language": "javascript",
+            "code": js_snippet(door, body, proxy, headers),
+        },
         "mcp_stdio": {
             "method": "MCP",
             "server": mcp_stdio,
@@ -62,7 +94,7 @@ def door_forms(name: str, args: Mapping[str, Any], *, base: str, proxy: str) -> 
         "mcp_http": {
             "method": "MCP",
             "server": {"url": base.rstrip("/") + MCP_HTTP_PATH, "proxy": proxy},
-            "headers": {},
+            "headers": {k: v for k, v in headers.items() if k != "content-type"},
             "tool": MCP_CALL_TOOL,
             "arguments": call,
         },
@@ -82,19 +114,21 @@ def _args(args: Mapping[str, Any]) -> str:
     return canonical_json(dict(args))
 
 
-def one_line_url(door: str, name: str, args: Mapping[str, Any]) -> str:
-    """`GET DOOR?tool=NAME&args=JSON`, the arguments' canonical JSON percent-encoded."""
-    return f"{door}?tool={quote(name, safe='')}&args={quote(_args(args), safe='')}"
+def one_line_url(door: str, name: str, args: Mapping[str, Any], token: str | None = None) -> str:
+    """`GET DOOR?tool=NAME&args=JSON[&token=T]`, the arguments' canonical JSON percent-encoded."""
+    url = f"{door}?tool={quote(name, safe='')}&args={quote(_args(args), safe='')}"
+    return url + (f"&token={quote(token, safe='')}" if token else "")
 
 
-def curl_command(door: str, body: str, proxy: str) -> str:
+def curl_command(door: str, body: str, proxy: str, headers: Mapping[str, str] = JSON_HEADERS) -> str:
     """One shell line: curl through the proxy to the door with the canonical call as its body."""
-    return shlex.join(
-        ["curl", "-sS", "--proxy", proxy, door, "-H", "content-type: application/json", "--data-binary", body]
-    )
+    words = ["curl", "-sS", "--proxy", proxy, door]
+    for key, value in headers.items():
+        words += ["-H", f"{key}: {value}"]
+    return shlex.join([*words, "--data-binary", body])
 
 
-def python_snippet(door: str, body: str, proxy: str) -> str:
+def python_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] = JSON_HEADERS) -> str:
     """An httpx snippet that sends exactly the canonical call's bytes through the proxy."""
     return (
         "import httpx\n"
@@ -102,22 +136,26 @@ def python_snippet(door: str, body: str, proxy: str) -> str:
         "response = httpx.post(\n"
         f"    {door!r},\n"
         f"    content={body!r}.encode(),\n"
-        '    headers={"content-type": "application/json"},\n'
+        f"    headers={dict(headers)!r},\n"
         f"    proxy={proxy!r},\n"
         ")\n"
         "print(response.json())\n"
     )
 
 
-def js_snippet(door: str, body: str, proxy: str) -> str:
-    """A fetch snippet (Node 18+ with `npm install undici`; in a browser, the system proxy applies)."""
+def js_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] = JSON_HEADERS) -> str:
+    """A fetch snippet (Node 18+ with `npm install undici`; in a browser, the system proxy applies).
+
+    undici's ProxyAgent tunnels with CONNECT even to an http:// URL, so the proxy answers a CONNECT
+    to flightlog.local itself.
+    """
     return (
         "// Node 18+: npm install undici. In a browser: drop the import and `dispatcher`.\n"
         'import { fetch, ProxyAgent } from "undici";\n'
         "\n"
         f"const response = await fetch({json.dumps(door)}, {{\n"
         '  method: "POST",\n'
-        '  headers: { "content-type": "application/json" },\n'
+        f"  headers: {json.dumps(dict(headers))},\n"
         f"  body: {json.dumps(body)},\n"
         f"  dispatcher: new ProxyAgent({json.dumps(proxy)}),\n"
         "});\n"

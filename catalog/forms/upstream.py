@@ -28,6 +28,11 @@ Rules, per place a placeholder can stand:
 - Text values: a string as it is; true/false/null as `true`, `false`, `` (empty); anything else as
   canonical JSON.
 
+An argument can never bring a secret in: `bind` only ever sees names the contract wrote. Where an
+argument's text has the shape of a name (`[NAME]`), a URL or form percent-encodes its `[`, a JSON
+body writes it as the escape `\\u005b` (the same string to any JSON reader), and any other place
+(headers, text bodies, commands, MCP arguments, code) refuses the argument, naming it.
+
 Secrets are bound with the encoding of the place they stand: percent-encoded in a URL, JSON-escaped
 in a JSON body, form-encoded in a form body, shell-quoted in a string command, as they are elsewhere.
 """
@@ -68,7 +73,14 @@ def as_text(value: Any) -> str:
 
 
 class _Fill:
-    """Placeholder filling for one call: the arguments and the names that count as placeholders."""
+    """Placeholder filling for one call: the arguments and the names that count as placeholders.
+
+    `context` says how an argument's text is kept from ever reading as a secret name, so that
+    `bind` cannot be steered into putting a secret's value where an argument stood: "url" and
+    "form" values are percent-encoded later (`[` becomes `%5B`); in "json" the `[` of a name-shaped
+    text is marked and serialized as the JSON escape `\\u005b` (the same string to any JSON reader);
+    in "plain" text such an argument is refused.
+    """
 
     def __init__(self, tool: str, args: Mapping[str, Any], declared: tuple[str, ...]) -> None:
         self.tool = tool
@@ -82,33 +94,51 @@ class _Fill:
             return match.group(1)
         return None
 
-    def text(self, template: str, encode: Callable[[Any], str] = as_text) -> str:
+    def value(self, name: str, context: str) -> Any:
+        """An argument's value, made safe from secret binding for `context`."""
+        value = self.args[name]
+        if context == "json":
+            return _mark(value, lambda: self._refuse(name, "holds U+E000, a character flightlog reserves"))
+        if context == "plain":
+            found = next((m.group(0) for t in _strings(value) for m in SECRET.finditer(t)), None)
+            if found is None and not isinstance(value, str):
+                found = next((m.group(0) for m in SECRET.finditer(as_text(value))), None)
+            if found is not None:
+                self._refuse(
+                    name, f'holds "{found}", the shape of a secret name; secrets never come from arguments'
+                )
+        return value
+
+    def _refuse(self, name: str, message: str) -> None:
+        raise ArgumentError(self.tool, name, message)
+
+    def text(self, template: str, encode: Callable[[Any], str] = as_text, context: str = "plain") -> str:
         """Fill every placeholder inside a text; an absent argument gives the empty string."""
 
         def one(match: re.Match[str]) -> str:
             name = match.group(1)
             if name not in self.names:
                 return match.group(0)
-            return encode(self.args[name]) if name in self.args else ""
+            return encode(self.value(name, context)) if name in self.args else ""
 
         return PLACEHOLDER.sub(one, template)
 
-    def structure(self, template: Any) -> Any:
+    def structure(self, template: Any, context: str = "plain") -> Any:
         """Fill a JSON structure; `_ABSENT` marks what an absent argument leaves out."""
         if isinstance(template, dict):
             out = {}
             for key, value in template.items():
-                filled = self.structure(value)
+                filled = self.structure(value, context)
                 if filled is not _ABSENT:
-                    out[self.text(key)] = filled
+                    out[self.text(key, as_text, context)] = filled
             return out
         if isinstance(template, list):
-            return [f for f in (self.structure(v) for v in template) if f is not _ABSENT]
+            return [f for f in (self.structure(v, context) for v in template) if f is not _ABSENT]
         if isinstance(template, str):
             name = self.exact(template)
             if name is not None:
-                return self.args.get(name, _ABSENT)
-            return self.text(template)
+                return self.value(name, context) if name in self.args else _ABSENT
+            return self.text(template, as_text, context)
         return template
 
     def url(self, template: str) -> str:
@@ -118,7 +148,7 @@ class _Fill:
         if "#" in query:
             query, fragment = query.split("#", 1)
             fragment = "#" + fragment
-        filled = self.text(head, _percent)
+        filled = self.text(head, _percent, "url")
         if not sep:
             return filled
         pairs: list[str] = []
@@ -128,10 +158,11 @@ class _Fill:
             if name is not None and name not in self.args:
                 continue
             if name is not None and isinstance(self.args[name], list):
-                pairs += [f"{self.text(key, _percent)}={_percent(item)}" for item in self.args[name]]
+                key = self.text(key, _percent, "url")
+                pairs += [f"{key}={_percent(item)}" for item in self.args[name]]
                 continue
-            pairs.append(self.text(key, _percent) + eq + self.text(value, _percent))
-        return f"{filled}?{'&'.join(pairs)}{self.text(fragment, _percent)}"
+            pairs.append(self.text(key, _percent, "url") + eq + self.text(value, _percent, "url"))
+        return f"{filled}?{'&'.join(pairs)}{self.text(fragment, _percent, 'url')}"
 
     def headers(self, template: Mapping[str, str]) -> dict[str, str]:
         """Fill header values; a header that is exactly an absent argument is left out."""
@@ -186,7 +217,7 @@ def _render_one(fill: _Fill, contract: Mapping[str, Any]) -> dict[str, Any]:
             if name is None:
                 words.append(fill.text(word))
             elif name in fill.args:
-                value = fill.args[name]
+                value = fill.value(name, "plain")
                 words += [as_text(v) for v in value] if isinstance(value, list) else [as_text(value)]
         return {"method": "CLI", "command": words}
     if method == "CODE":
@@ -199,7 +230,11 @@ def _render_one(fill: _Fill, contract: Mapping[str, Any]) -> dict[str, Any]:
             "server": fill.structure(contract["server"]),
             "headers": fill.headers(contract.get("headers", {})),
             "tool": contract["tool"],
-            "arguments": dict(fill.args) if arguments is None else fill.structure(arguments),
+            "arguments": (
+                {name: fill.value(name, "plain") for name in fill.args}
+                if arguments is None
+                else fill.structure(arguments)
+            ),
         }
     headers = fill.headers(contract.get("headers", {}))
     return {
@@ -213,17 +248,43 @@ def _render_one(fill: _Fill, contract: Mapping[str, Any]) -> dict[str, Any]:
 def _render_body(fill: _Fill, template: Any, headers: dict[str, str]) -> str | None:
     if template is None:
         return None
+    kind = _content_type(headers)
+    json_kind = kind == "application/json" or kind.endswith("+json")
     if isinstance(template, str):
         name = fill.exact(template)
-        if name is not None:
-            return as_text(fill.args[name]) if name in fill.args else None
-        return fill.text(template)
-    body = fill.structure(template)
-    if _content_type(headers) == FORM and isinstance(body, dict):
-        return _form(body)
-    if not _content_type(headers):
+        if name is None:
+            return fill.text(template)
+        if name not in fill.args:
+            return None
+        if json_kind and not isinstance(fill.args[name], str):
+            return _json_text(fill.value(name, "json"))
+        return as_text(fill.value(name, "plain"))
+    if kind == FORM and isinstance(template, dict):
+        return _form(fill.structure(template, "form"))
+    if not kind:
         headers["content-type"] = "application/json"
-    return canonical_json(body)
+    return _json_text(fill.structure(template, "json"))
+
+
+_MARK: Final = "\ue000"
+
+
+def _mark(value: Any, refuse: Callable[[], None]) -> Any:
+    """A copy whose name-shaped texts (`[NAME]`) start with `_MARK` instead of `[`."""
+    if isinstance(value, str):
+        if _MARK in value:
+            refuse()
+        return SECRET.sub(lambda m: _MARK + m.group(0)[1:], value)
+    if isinstance(value, dict):
+        return {_mark(k, refuse): _mark(v, refuse) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mark(v, refuse) for v in value]
+    return value
+
+
+def _json_text(value: Any) -> str:
+    """Canonical JSON, each mark written as the JSON escape of `[`."""
+    return canonical_json(value).replace(_MARK, "\\u005b")
 
 
 def secret_names(request: Any) -> list[str]:

@@ -1,12 +1,37 @@
-"""The Directory on the command line: find, get, manifest, contracts, mcp, and import/export."""
+"""The Directory on the command line: find, get, manifest, mcp, and `directory export`.
+
+Every command takes `--directory DIR` (or FLIGHTLOG_DIRECTORY); without one the native Directory
+in the Ledger's database is used, seeded from the starter rows on first use.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
 
-from flightlog.commands.pending import not_built
+if TYPE_CHECKING:
+    from catalog.directory import Directory
 
 directory_app = typer.Typer(help="Import and export the Directory.", no_args_is_help=True)
+
+DirectoryOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--directory", help="A Directory folder (default: FLIGHTLOG_DIRECTORY, else the native one)."
+    ),
+]
+
+
+def open_from_settings(folder: Path | None) -> Directory:
+    """The Directory named by `--directory`, FLIGHTLOG_DIRECTORY, or the native one."""
+    from catalog.directory import open_directory
+    from flightlog.settings import load_settings
+
+    settings = load_settings()
+    return open_directory(settings.ledger_url, folder or settings.directory)
 
 
 def register(app: typer.Typer) -> None:
@@ -15,27 +40,130 @@ def register(app: typer.Typer) -> None:
     app.add_typer(directory_app, name="directory")
 
     @app.command()
-    def find(words: list[str]) -> None:
+    def find(
+        words: Annotated[list[str], typer.Argument(help="Words, a name, or a question.")],
+        k: Annotated[int, typer.Option("--k", help="How many rows at most.")] = 10,
+        bundle: Annotated[str | None, typer.Option("--bundle", help="Only rows of this bundle.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+        directory: DirectoryOption = None,
+    ) -> None:
         """Rows matching WORDS, each with its score, layer and the words that matched."""
-        not_built("find", 4)
+        from catalog.resolver import no_match
+
+        query = " ".join(words)
+        d = open_from_settings(directory)
+        try:
+            hits = d.find(query, k=k, bundle=bundle)
+        finally:
+            d.close()
+        if as_json:
+            out = {
+                "query": query,
+                "hits": [
+                    {
+                        "id": h.row.id,
+                        "bundle": h.row.bundle,
+                        "name": h.row.name,
+                        "score": h.score,
+                        "layer": h.layer,
+                        "matched": list(h.matched),
+                        "summary": h.row.summary,
+                    }
+                    for h in hits
+                ],
+            }
+            if not hits:
+                out["message"] = no_match(query)
+            typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        else:
+            for h in hits:
+                typer.echo(f"{h.score}\t{h.layer}\t{h.row.id}\t{' '.join(h.matched)}\t{h.row.summary}")
+            if not hits:
+                typer.echo(no_match(query))
+        if not hits:
+            raise typer.Exit(1)
 
     @app.command()
-    def get(ids: list[str]) -> None:
+    def get(
+        ids: Annotated[list[str], typer.Argument(help="Row ids from the manifest.")],
+        section: Annotated[
+            str | None, typer.Option("--section", help="One section: frontmatter, body, or a heading's slug.")
+        ] = None,
+        offset: Annotated[int | None, typer.Option("--offset", help="Start at this character.")] = None,
+        limit: Annotated[int | None, typer.Option("--limit", help="At most this many characters.")] = None,
+        find: Annotated[
+            str | None, typer.Option("--find", help="A window around this literal phrase.")
+        ] = None,
+        directory: DirectoryOption = None,
+    ) -> None:
         """Bounded slices of rows, framed `@@ id [start..end of total]`."""
-        not_built("get", 4)
+        from catalog.agent_api import AgentApi
+
+        d = open_from_settings(directory)
+        try:
+            text = AgentApi(d).get(ids, section, offset, limit, find)
+        finally:
+            d.close()
+        typer.echo(text, nl=not text.endswith("\n"))
+        if text.startswith("@@ missing") or "\n@@ missing\n" in text:
+            raise typer.Exit(1)
 
     @app.command()
-    def manifest() -> None:
+    def manifest(
+        bundle: Annotated[str | None, typer.Option("--bundle", help="Only this bundle's rows.")] = None,
+        names: Annotated[bool, typer.Option("--names", help="Ids only (the cheap projection).")] = False,
+        sizes: Annotated[
+            bool, typer.Option("--sizes", help="Byte sizes and token estimates instead.")
+        ] = False,
+        directory: DirectoryOption = None,
+    ) -> None:
         """The Directory as TSV, one row per capability."""
-        not_built("manifest", 4)
+        from catalog.agent_api import AgentApi
+
+        d = open_from_settings(directory)
+        try:
+            api = AgentApi(d)
+            if sizes:
+                for label, size in api.sizes().items():
+                    typer.echo(f"{label}\t{size.bytes} bytes\t~{size.tokens} tokens")
+                return
+            typer.echo(api.manifest(bundle, names), nl=False)
+        finally:
+            d.close()
 
     @app.command()
-    def mcp() -> None:
+    def mcp(
+        database_tools: Annotated[
+            bool, typer.Option("--database-tools", help="Also serve transact, history and restore.")
+        ] = False,
+        directory: DirectoryOption = None,
+    ) -> None:
         """Serve the Directory's agent API over MCP stdio."""
-        not_built("mcp", 4)
+        import importlib
+        import threading
+
+        from catalog.mcp_server import serve
+
+        # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
+        preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
+        preload.start()
+        d = open_from_settings(directory)
+        preload.join()
+        try:
+            serve(d, database_tools=database_tools)
+        finally:
+            d.close()
 
 
 @directory_app.command()
-def export(folder: str) -> None:
+def export(
+    folder: Annotated[Path, typer.Argument(help="Where to write the folder form.")],
+    directory: DirectoryOption = None,
+) -> None:
     """Write the Directory back out as a folder."""
-    not_built("directory export", 4)
+    d = open_from_settings(directory)
+    try:
+        n = d.export(folder)
+    finally:
+        d.close()
+    typer.echo(f"exported {n} documents to {folder}")

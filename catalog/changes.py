@@ -1,0 +1,174 @@
+"""Changes to the Directory: parsed, checked against the aliases, committed, refusals worded.
+
+The wording of refusals is part of the agent API: a refusal that a retry with the current hash
+fixes ends with the line `retry with replaces: "H"`; an indeterminate commit never does, because
+a second write on top of a commit that did land is the lost update the precondition prevents.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from catalog.aliases import ALIASES_PATH, Aliases, matching, parse_aliases
+from catalog.document import parse
+from catalog.errors import BadAlias, BadPath, Indeterminate, Refused, RevisionConflict, StoreFailed
+from catalog.folder import ROOT_BUNDLE, check_target
+from catalog.index import Index
+from storage.documents import (
+    Change,
+    Commit,
+    DocumentStore,
+    DocumentStoreError,
+    IndeterminateCommit,
+    PreconditionFailed,
+    Refusal,
+    RevisionMismatch,
+)
+
+MAX_CHANGES: Final = 1000
+REASONS: Final = {
+    "exists": "concept already exists: re-read the concept and retry with its new hash",
+    "stale": "changed since it was read: re-read the concept and retry with its new hash",
+    "missing": "concept does not exist",
+    "needs-hash": "delete needs the concept's current hash: re-read the concept and retry with it",
+}
+
+
+def retry_line(sha: str) -> str:
+    return f'retry with replaces: "{sha}"'
+
+
+def parse_change(change: Mapping[str, Any]) -> Change:
+    """One `{operation, bundle, path, content?, replaces?}` as a storage `Change`."""
+    if not isinstance(change, Mapping):
+        raise BadPath("refused: a change is an object {operation, bundle, path, content?, replaces?}")
+    operation = change.get("operation", "write")
+    bundle, path = change.get("bundle"), change.get("path")
+    if not isinstance(bundle, str) or not isinstance(path, str):
+        raise BadPath("refused: a change needs a bundle and a path (strings)")
+    check_target(bundle, path)
+    replaces = change.get("replaces") or None
+    if replaces is not None and not isinstance(replaces, str):
+        raise BadPath(f"refused: {bundle}/{path}: replaces must be the 64-character hash")
+    if operation == "write":
+        content = change.get("content")
+        if not isinstance(content, str):
+            raise BadPath(f"refused: {bundle}/{path}: a write needs content (the whole document)")
+        return Change(bundle, path, content, replaces)
+    if operation == "delete":
+        return Change(bundle, path, None, replaces)
+    raise BadPath(f'refused: unknown operation "{operation}" (write or delete)')
+
+
+def parse_changes(changes: Sequence[Mapping[str, Any]]) -> list[Change]:
+    """1 to 1,000 changes with no two aimed at the same document."""
+    if not 1 <= len(changes) <= MAX_CHANGES:
+        raise BadPath(f"refused: a transaction holds 1 to {MAX_CHANGES} changes, not {len(changes)}")
+    parsed = [parse_change(c) for c in changes]
+    seen: set[tuple[str, str]] = set()
+    for c in parsed:
+        if (c.bundle, c.path) in seen:
+            raise BadPath(f"refused: {c.bundle}/{c.path} is changed twice in one transaction")
+        seen.add((c.bundle, c.path))
+    return parsed
+
+
+def commit(
+    store: DocumentStore,
+    changes: Sequence[Change],
+    expected: int | None,
+    message: str,
+    *,
+    single: bool = False,
+) -> Commit:
+    """Commit through the store, translating its errors into the refusals of the agent API."""
+    try:
+        return store.commit(changes, expected=expected, message=message)
+    except PreconditionFailed as e:
+        raise _refused(e.refusals, single) from e
+    except RevisionMismatch as e:
+        raise RevisionConflict(
+            f"refused: expected revision {e.expected}, but the head is revision {e.head}; "
+            "nothing was committed",
+            e.head,
+        ) from e
+    except IndeterminateCommit as e:
+        raise Indeterminate(
+            f"commit indeterminate: something failed after revision {e.revision} began replacing the head, "
+            f"so it may or may not have landed; read history (revision {e.revision}) before writing again",
+            e.revision,
+        ) from e
+    except DocumentStoreError as e:
+        raise StoreFailed(str(e)) from e
+
+
+def _refused(refusals: Sequence[Refusal], single: bool) -> Refused:
+    lines = []
+    for r in refusals:
+        where = f"{r.bundle}/{r.path}" if r.bundle else r.path
+        lines.append(f"refused: {where}: {REASONS[r.reason]}")
+        if r.current is not None:
+            lines.append(retry_line(r.current))
+    if not single:
+        lines.insert(0, f"nothing committed: {len(refusals)} precondition(s) failed")
+    retry = refusals[0].current if len(refusals) == 1 else None
+    return Refused("\n".join(lines), retry)
+
+
+def hashes(changes: Sequence[Change]) -> dict[str, str | None]:
+    """`bundle/path -> new hash` (None for a delete) of what was asked."""
+    from storage.documents import sha256_text
+
+    return {
+        (f"{c.bundle}/{c.path}" if c.bundle else c.path): (
+            sha256_text(c.content) if c.content is not None else None
+        )
+        for c in changes
+    }
+
+
+def check_aliases(changes: Sequence[Change], index: Index, aliases: Aliases) -> list[str]:
+    """Refuse changes that would leave an alias naming no row; returns warnings for written rows."""
+    warnings: list[str] = []
+    added: list[str] = []
+    removed: set[tuple[str, int]] = set()
+    new_aliases = aliases
+    for c in changes:
+        if c.bundle == ROOT_BUNDLE and c.path == ALIASES_PATH:
+            new_aliases = parse_aliases(c.content) if c.content is not None else {}
+            continue
+        found = index.locate(f"{c.bundle}/{c.path}")
+        if found is not None and found[0] == c.bundle:
+            removed.add(found)
+        if c.content is not None:
+            front, _, notes = parse(c.content)
+            warnings.extend(f"{c.bundle}/{c.path}: {n}" for n in notes)
+            added.append(str(front.get("name") or c.path.rsplit("/", 1)[-1].removesuffix(".md")))
+    for word, patterns in sorted(new_aliases.items()):
+        for pattern in patterns:
+            if any(k not in removed for k in matching(pattern, index)):
+                continue
+            if any(fnmatch.fnmatchcase(name.lower(), pattern.lower()) for name in added):
+                continue
+            raise BadAlias(
+                f'refused: alias "{word}" pattern "{pattern}" would name no row; '
+                f"change {ALIASES_PATH} in the same transaction"
+            )
+    return warnings
+
+
+def restore_changes(store: DocumentStore, revision: int, head: int) -> list[Change]:
+    """The changes that make the head's content equal `revision`'s."""
+    if not 1 <= revision <= head:
+        raise BadPath(f"refused: revision {revision} does not exist (the head is revision {head})")
+    try:
+        then = store.tree_at(revision)
+        now = store.tree()
+        texts = store.contents(h for k, h in then.items() if now.get(k) != h)
+    except DocumentStoreError as e:
+        raise StoreFailed(str(e)) from e
+    out = [Change(b, p, texts[h], check=False) for (b, p), h in sorted(then.items()) if now.get((b, p)) != h]
+    out.extend(Change(b, p, None, check=False) for (b, p) in sorted(now) if (b, p) not in then)
+    return out

@@ -1,0 +1,363 @@
+"""The Directory: every capability as a row, kept in revisions, listed from a derived index.
+
+The Python API other parts of flightlog use (names are stable):
+
+    directory = open_directory(ledger_url, folder=None)   # seeded from `folder`, or the starter
+    directory.rows(bundle=None) -> list[Row]               # manifest order
+    directory.bundles() -> list[str]
+    directory.row(id_or_name) -> Row                       # UnknownRow if absent
+    directory.document(id_or_name) -> Document             # whole text, frontmatter, body
+    directory.tool(name) -> Document                       # a row of bundle `tool`, by name or id
+    directory.find(query, k=10, bundle=None) -> list[Hit]  # the resolver
+    directory.write(bundle, path, content, replaces=None) -> Committed
+    directory.delete(bundle, path, replaces) -> Committed
+    directory.transact(changes, expected_revision=None) -> Committed   # 1..1,000 changes, all or none
+    directory.history(before=None, limit=20) -> list[Revision]
+    directory.restore(revision, expected_revision) -> Committed
+    directory.snapshot() -> Snapshot                       # digest, concepts, revision
+    directory.export(folder) -> int
+    directory.close()
+
+A change for `transact` is `{"operation": "write", "bundle", "path", "content", "replaces"?}` or
+`{"operation": "delete", "bundle", "path", "replaces"}`. Refusals raise `Refused` whose message ends
+with `retry with replaces: "H"` when retrying with that hash is the fix; an indeterminate commit
+raises `Indeterminate` and never offers a retry.
+
+Storage: the revision store of `storage.documents`, in the Ledger's database (SQLite or
+PostgreSQL). A Directory opened on a folder lives in its own space of the store, named after the
+folder; every open syncs the bundles whose files changed, and every commit is written through
+to the folder, so the folder stays the Directory's readable form. Without a folder, the native
+space is seeded from the starter Directory on first open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+from catalog import changes as changeset
+from catalog.aliases import ALIASES_PATH, Aliases, parse_aliases, resolve_aliases
+from catalog.document import Document, parse
+from catalog.errors import BadFolder, StoreFailed, UnknownRow
+from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
+from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, compile_section
+from catalog.resolver import Hit, Resolver
+from storage.documents import (
+    Change,
+    DocumentStore,
+    DocumentStoreError,
+    Revision,
+    open_document_store,
+    sha256_text,
+)
+from storage.documents import snapshot_digest as _digest
+
+NATIVE_SPACE: Final = "native"
+TOOL_BUNDLE: Final = "tool"
+
+__all__ = ["Committed", "Directory", "Hit", "Revision", "Row", "Snapshot", "open_directory", "starter_folder"]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The digest of the Directory's current content, its row count and head revision."""
+
+    digest: str
+    concepts: int
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A committed revision: what it did, the new snapshot, and warnings about what was written."""
+
+    revision: int
+    snapshot: str
+    concepts: int
+    written: int
+    deleted: int
+    hashes: dict[str, str | None]
+    warnings: tuple[str, ...]
+
+
+def starter_folder() -> Path:
+    """The starter Directory shipped with flightlog: tool rows for its own routes."""
+    return Path(str(resources.files("catalog") / "starter"))
+
+
+class Directory:
+    """One Directory over its space of the revision store. Reads refresh from the head first."""
+
+    def __init__(
+        self, store: DocumentStore, *, folder: Path | None = None, owns_engine: bool = False
+    ) -> None:
+        self._store = store
+        self.folder = folder
+        self.name = folder.name if folder is not None else "flightlog"
+        self._owns_engine = owns_engine
+        self._head = -1
+        self._tags: dict[str, str] = {}
+        self._index = Index([])
+        self._aliases: Aliases = {}
+        self._resolver = Resolver(self._index)
+        self.rebuilt: tuple[str, ...] = ()
+        """The sections whose index the last load had to rebuild (for tests and the benchmark)."""
+        self.warnings: tuple[str, ...] = ()
+
+    # ---- loading -----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Reload the sections that changed since the last read (one small read when none did)."""
+        head = self._guard(self._store.head)
+        if head != self._head:
+            self._load(head)
+
+    def _load(self, head: int) -> None:
+        tags = self._guard(self._store.sections)
+        sections: list[SectionIndex] = []
+        rebuilt: list[str] = []
+        warnings: list[str] = []
+        wanted = {b: f"{t}:{INDEX_FORMAT}" for b, t in tags.items() if b != ROOT_BUNDLE}
+        missing = [
+            b for b, t in wanted.items() if (old := self._index.sections.get(b)) is None or old.tag != t
+        ]
+        if ROOT_BUNDLE in tags:
+            missing.append(ROOT_BUNDLE)  # the marker of the last alias check
+        stored = self._guard(lambda: self._store.index_data(missing)) if missing else {}
+        for bundle, tag in sorted(wanted.items()):
+            old = self._index.sections.get(bundle)
+            if old is not None and old.tag == tag:
+                sections.append(old)
+                continue
+            kept = stored.get(bundle)
+            if kept is not None and kept[0] == tag:
+                sections.append(SectionIndex(bundle, tag, kept[1]))
+                continue
+            data, notes = compile_section(
+                bundle, self._guard(lambda b=bundle: self._store.bundle_documents(b))
+            )
+            warnings.extend(notes)
+            with contextlib.suppress(DocumentStoreError):  # derived data: the next load rebuilds it
+                self._store.save_index(bundle, tag, data)
+            sections.append(SectionIndex(bundle, tag, data))
+            rebuilt.append(bundle)
+        index = Index(sections)
+        aliases: Aliases = {}
+        if ROOT_BUNDLE in tags:
+            texts = self._guard(lambda: self._store.bundle_documents(ROOT_BUNDLE))
+            aliases = next((parse_aliases(t) for p, _, t in texts if p == ALIASES_PATH), {})
+            checked = _digest(tags.items())
+            if stored.get(ROOT_BUNDLE, ("", b""))[0] != checked:
+                resolve_aliases(aliases, index)  # raises BadAlias: an alias naming no row fails the load
+                with contextlib.suppress(DocumentStoreError):
+                    self._store.save_index(ROOT_BUNDLE, checked, b"aliases checked")
+        resolver = Resolver(index, lambda: resolve_aliases(aliases, index))
+        self._index, self._aliases, self._resolver, self._tags = index, aliases, resolver, tags
+        self._head, self.rebuilt, self.warnings = head, tuple(rebuilt), tuple(warnings)
+
+    def _guard(self, call: Any) -> Any:
+        try:
+            return call()
+        except DocumentStoreError as e:
+            raise StoreFailed(str(e)) from e
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    @property
+    def index(self) -> Index:
+        self.refresh()
+        return self._index
+
+    @property
+    def aliases(self) -> Aliases:
+        self.refresh()
+        return dict(self._aliases)
+
+    def bundles(self) -> list[str]:
+        return list(self.index.sections)
+
+    def rows(self, bundle: str | None = None) -> list[Row]:
+        index = self.index
+        if bundle is not None and bundle not in index.sections:
+            return []
+        return index.rows(bundle)
+
+    def row(self, key: str) -> Row:
+        index = self.index
+        found = index.locate(key)
+        if found is None:
+            raise UnknownRow(f'no row is called "{key}" (ids come from the manifest; never guess one)')
+        return index.row(*found)
+
+    def texts(self, rows: Sequence[Row]) -> dict[str, str]:
+        """The whole texts of some rows by id, in one targeted read."""
+        found = self._guard(lambda: self._store.contents(r.hash for r in rows))
+        return {r.id: found[r.hash] for r in rows if r.hash in found}
+
+    def document(self, key: str) -> Document:
+        row = self.row(key)
+        text = self.texts([row])[row.id]
+        front, body, warnings = parse(text)
+        return Document(row.bundle, row.path, text, row.hash, row.id, front, body, tuple(warnings))
+
+    def tool(self, name: str) -> Document:
+        """A tool row by its name (case-insensitive) or id; `UnknownRow` when there is none."""
+        index = self.index
+        named = [k for k in index.named(name) if k[0] == TOOL_BUNDLE]
+        found = named[0] if len(named) == 1 else index.locate(name)
+        if found is None or found[0] != TOOL_BUNDLE:
+            raise UnknownRow(f'no tool is called "{name}"')
+        return self.document(index.id_of(*found))
+
+    def current_hash(self, bundle: str, path: str) -> str | None:
+        """The current hash of the document at `bundle/path` (None when there is none)."""
+        return self._guard(lambda: self._store.hash_of(bundle, path))
+
+    def find(self, query: str, k: int = 10, bundle: str | None = None) -> list[Hit]:
+        self.refresh()
+        return self._resolver.find(query, k=k, bundle=bundle)
+
+    def snapshot(self) -> Snapshot:
+        self.refresh()
+        return Snapshot(_digest(self._tags.items()), len(self._index), self._head)
+
+    @property
+    def revision(self) -> int:
+        self.refresh()
+        return self._head
+
+    def history(self, before: int | None = None, limit: int = 20) -> list[Revision]:
+        return list(self._guard(lambda: self._store.history(before=before, limit=max(1, min(100, limit)))))
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    def write(self, bundle: str, path: str, content: str, replaces: str | None = None) -> Committed:
+        change = {
+            "operation": "write",
+            "bundle": bundle,
+            "path": path,
+            "content": content,
+            "replaces": replaces,
+        }
+        return self._commit([changeset.parse_change(change)], None, f"write {bundle}/{path}", single=True)
+
+    def delete(self, bundle: str, path: str, replaces: str | None) -> Committed:
+        change = {"operation": "delete", "bundle": bundle, "path": path, "replaces": replaces}
+        return self._commit([changeset.parse_change(change)], None, f"delete {bundle}/{path}", single=True)
+
+    def transact(
+        self, changes: Sequence[Mapping[str, Any]], expected_revision: int | None = None, message: str = ""
+    ) -> Committed:
+        parsed = changeset.parse_changes(changes)
+        return self._commit(parsed, expected_revision, message or f"transact {len(parsed)} changes")
+
+    def restore(self, revision: int, expected_revision: int) -> Committed:
+        """A new revision (child of the head) whose content equals `revision`'s."""
+        self.refresh()
+        changes = changeset.restore_changes(self._store, revision, self._head)
+        return self._commit(changes, expected_revision, f"restore revision {revision}")
+
+    def _commit(
+        self, changes: list[Change], expected: int | None, message: str, *, single: bool = False
+    ) -> Committed:
+        self.refresh()
+        warnings = changeset.check_aliases(changes, self._index, self._aliases)
+        commit = changeset.commit(self._store, changes, expected, message, single=single)
+        if self.folder is not None:
+            warnings += self._write_through(changes)
+        self.refresh()
+        hashes = changeset.hashes(changes)
+        return Committed(
+            commit.revision,
+            commit.snapshot,
+            len(self._index),
+            commit.written,
+            commit.deleted,
+            hashes,
+            tuple(warnings),
+        )
+
+    def _write_through(self, changes: Sequence[Change]) -> list[str]:
+        assert self.folder is not None
+        try:
+            for c in changes:
+                place(self.folder, c.bundle, c.path, c.content)
+            self._guard(
+                lambda: self._store.save_folder_tags(
+                    {**self._store.folder_tags(), **stat_tags(self.folder, {c.bundle for c in changes})}
+                )
+            )
+        except BadFolder as e:
+            return [f"committed, but the folder copy failed: {e}"]
+        return []
+
+    # ---- the folder form ---------------------------------------------------------------------
+
+    def sync(self, folder: Path, *, message: str = "sync from folder", remember: bool = True) -> int:
+        """Commit what changed in `folder` since it was last synced; returns the changes committed."""
+        scanned = scan(folder)
+        known = self._guard(self._store.folder_tags) if remember else {}
+        dirty = sorted(
+            b for b in set(scanned) | set(known) if b not in scanned or scanned[b].stat_tag != known.get(b)
+        )
+        changes: list[Change] = []
+        for bundle in dirty:
+            files = scanned[bundle].files if bundle in scanned else {}
+            current = {p: h for (_, p), h in self._guard(lambda b=bundle: self._store.tree(b)).items()}
+            for path, full in files.items():
+                text = read_text(full)
+                if current.get(path) != sha256_text(text):
+                    changes.append(Change(bundle, path, text, check=False))
+            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in files)
+        if changes:
+            changeset.commit(self._store, changes, None, message)
+        if remember and dirty:
+            self._guard(lambda: self._store.save_folder_tags({b: f.stat_tag for b, f in scanned.items()}))
+        self.refresh()
+        return len(changes)
+
+    def export(self, folder: Path) -> int:
+        """Write the Directory's current documents into `folder`; returns how many."""
+        tree = self._guard(self._store.tree)
+        texts = self._guard(lambda: self._store.contents(tree.values()))
+        return export(folder, ((b, p, texts[h]) for (b, p), h in sorted(tree.items())))
+
+    def close(self) -> None:
+        if self._owns_engine:
+            self._store.engine.dispose()
+
+
+def open_directory(ledger_url: str, folder: Path | str | None = None) -> Directory:
+    """Open the Directory in the Ledger's database: the folder's space, or the native one.
+
+    The native space is seeded from the starter Directory on first open; a folder's space is
+    synced from the folder (only the bundles whose files changed). An alias that names no row
+    raises `BadAlias` here.
+    """
+    path = Path(folder).expanduser().resolve() if folder is not None else None
+    space = f"folder:{path}" if path is not None else NATIVE_SPACE
+    try:
+        store = open_document_store(ledger_url, space)
+    except DocumentStoreError as e:
+        raise StoreFailed(str(e)) from e
+    directory = Directory(store, folder=path, owns_engine=True)
+    try:
+        if path is not None:
+            directory.sync(path)
+        elif store.head() == 0:
+            try:
+                directory.sync(starter_folder(), message="starter directory", remember=False)
+            except StoreFailed:
+                if store.head() == 0:  # not another process seeding it at the same moment
+                    raise
+                directory.refresh()
+        else:
+            directory.refresh()
+    except BaseException:
+        directory.close()
+        raise
+    return directory

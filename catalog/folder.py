@@ -1,0 +1,140 @@
+"""The Directory's on-disk form: a folder, one subfolder per bundle, one Markdown document per row.
+
+    DIR/aliases.toml         everyday words -> name patterns (optional)
+    DIR/tool/ledger_row.md   a row of bundle `tool`, path `ledger_row.md`
+    DIR/article/a/b.md       a row of bundle `article`, path `a/b.md`
+
+Scanning is cheap enough to run on every open: a bundle's *stat tag* (names, sizes, mtimes) says
+whether any file of it changed, and only changed bundles are read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from catalog.aliases import ALIASES_PATH
+from catalog.errors import BadFolder, BadPath
+
+ROOT_BUNDLE: Final = ""
+"""The store's bundle for files at the folder's root (only `aliases.toml`)."""
+_BUNDLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SEGMENT = re.compile(r"^[^/\\\x00]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class BundleFiles:
+    """One bundle subfolder: its stat tag and its documents by path."""
+
+    stat_tag: str
+    files: dict[str, str]
+
+
+def check_target(bundle: str, path: str) -> None:
+    """Refuse anything that is not a document of a bundle (or the root `aliases.toml`)."""
+    if bundle == ROOT_BUNDLE:
+        if path != ALIASES_PATH:
+            raise BadPath(f'refused: "{path}" is not a document: only {ALIASES_PATH} lives at the root')
+        return
+    if not _BUNDLE.match(bundle):
+        raise BadPath(f'refused: "{bundle}" is not a bundle name (letters, digits, _ . -)')
+    parts = path.split("/")
+    if (
+        not path.endswith(".md")
+        or path.startswith("/")
+        or any(p in ("", ".", "..") or p.startswith(".") or not _SEGMENT.match(p) for p in parts)
+    ):
+        raise BadPath(f'refused: "{bundle}/{path}" is not a document path (a relative path ending in .md)')
+
+
+def scan(folder: Path) -> dict[str, BundleFiles]:
+    """Every bundle of `folder` with its stat tag and files (root `aliases.toml` as bundle "")."""
+    if not folder.is_dir():
+        raise BadFolder(f"directory folder {folder} does not exist or is not a folder")
+    out: dict[str, BundleFiles] = {}
+    aliases = folder / ALIASES_PATH
+    if aliases.is_file():
+        out[ROOT_BUNDLE] = BundleFiles(_stat_tag([(ALIASES_PATH, aliases)]), {ALIASES_PATH: str(aliases)})
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as e:
+        raise BadFolder(f"cannot read directory folder {folder}: {e.strerror}") from e
+    for entry in entries:
+        if entry.is_dir() and _BUNDLE.match(entry.name):
+            files, tag = _documents(Path(entry.path))
+            out[entry.name] = BundleFiles(tag, files)
+    return out
+
+
+def _documents(root: Path) -> tuple[dict[str, str], str]:
+    """Every `.md` file under `root` by its posix path relative to it (dot-names skipped), and
+    the stat tag of them all (path, size, mtime)."""
+    found: list[tuple[str, str, int, int]] = []
+    stack = [("", str(root))]
+    while stack:
+        prefix, path = stack.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir():
+                    stack.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.name.endswith(".md"):
+                    st = entry.stat()
+                    found.append((prefix + entry.name, entry.path, st.st_size, st.st_mtime_ns))
+    found.sort()
+    h = hashlib.sha256()
+    for rel, _, size, mtime in found:
+        h.update(f"{rel}\0{size}\0{mtime}\n".encode())
+    return {rel: full for rel, full, _, _ in found}, h.hexdigest()
+
+
+def _stat_tag(files: Iterable[tuple[str, Path]]) -> str:
+    h = hashlib.sha256()
+    for rel, full in files:
+        st = os.stat(full)
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def read_text(path: str) -> str:
+    """A document's text, exactly (UTF-8; newlines kept as written)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadFolder(f"cannot read {path}: {e}") from e
+
+
+def stat_tags(folder: Path, bundles: Iterable[str]) -> dict[str, str]:
+    """The stat tags of some bundles as they are now (after a write-through)."""
+    scanned = scan(folder)
+    return {b: scanned[b].stat_tag for b in bundles if b in scanned}
+
+
+def place(folder: Path, bundle: str, path: str, content: str | None) -> None:
+    """Write one document into the folder (or remove it when `content` is None)."""
+    target = folder / path if bundle == ROOT_BUNDLE else folder / bundle / path
+    try:
+        if content is None:
+            target.unlink(missing_ok=True)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("w", encoding="utf-8", newline="") as f:
+            f.write(content)
+    except OSError as e:
+        raise BadFolder(f"cannot write {target}: {e.strerror}") from e
+
+
+def export(folder: Path, documents: Iterable[tuple[str, str, str]]) -> int:
+    """Write every `(bundle, path, text)` into `folder` (created if needed); returns the count."""
+    n = 0
+    for bundle, path, text in documents:
+        place(folder, bundle, path, text)
+        n += 1
+    return n

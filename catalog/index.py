@@ -1,0 +1,328 @@
+"""The derived index: what listing, resolving and opening rows read instead of the documents.
+
+One compiled index per section (bundle), built from that section's documents only and stored with
+the section's version tag; a section is recompiled only when its tag changes. Loading is one read
+of every section's compiled form: no document is parsed to list the Directory or resolve a name.
+
+A compiled section is zstd-compressed JSON: its rows as short lists, its rows in name order (for
+prefix matches), and postings from each word to the rows whose name (or text) holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Final
+
+import zstandard
+
+from catalog.document import links, parse
+from catalog.words import normal, words
+
+INDEX_FORMAT: Final = "v3"
+"""Part of every stored index tag, so a change of this format rebuilds every section once."""
+SUMMARY_MAX: Final = 120
+TEXT_WORDS_MAX: Final = 400
+_SPACE = re.compile(r"\s+")
+
+# positions in a compiled row
+PATH, HASH, NAME, NORM, KIND, STATUS, GRAIN, SUMMARY, LINKS, CHARS = range(10)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row as the manifest lists it."""
+
+    id: str
+    bundle: str
+    path: str
+    name: str
+    kind: str
+    status: str
+    grain: str
+    summary: str
+    links: tuple[str, ...]
+    hash: str
+    chars: int
+
+
+def summarize(description: str) -> str:
+    """Whitespace collapsed, cut at 120 characters with `…`."""
+    text = _SPACE.sub(" ", description).strip()
+    return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1].rstrip() + "…"
+
+
+def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> tuple[bytes, list[str]]:
+    """Compile one section's `(path, hash, text)` documents; returns the data and its warnings."""
+    rows: list[list[Any]] = []
+    name_words: dict[str, list[int]] = {}
+    text_words: dict[str, list[int]] = {}
+    warnings: list[str] = []
+    for path, sha, text in documents:
+        if not path.endswith(".md"):
+            continue
+        front, body, notes = parse(text)
+        warnings.extend(f"{bundle}/{path}: {n}" for n in notes)
+        i = len(rows)
+        stem = path.removesuffix(".md")
+        name = str(front.get("name") or stem.rsplit("/", 1)[-1])
+        kind = str(front.get("kind") or front.get("type") or _singular(bundle))
+        rows.append(
+            [
+                path,
+                sha,
+                name,
+                normal(name),
+                kind,
+                str(front.get("status") or "-"),
+                str(front.get("grain") or "-"),
+                summarize(str(front.get("description") or "")),
+                links(front, body),
+                len(text),
+            ]
+        )
+        own = dict.fromkeys(words(name))
+        for w in own:
+            name_words.setdefault(w, []).append(i)
+        every = dict.fromkeys([*own, *words(stem), *words(text)])
+        for w in list(every)[:TEXT_WORDS_MAX]:
+            text_words.setdefault(w, []).append(i)
+    head = {
+        "format": INDEX_FORMAT,
+        "bundle": bundle,
+        "stems": [r[PATH][:-3] for r in rows],
+        "manifest_bytes": sum(_line_bytes(r, bundle) for r in rows),
+    }
+    core = {
+        "rows": rows,
+        "by_norm": sorted(range(len(rows)), key=lambda i: (rows[i][NORM], rows[i][NAME])),
+        "by_lower": sorted(range(len(rows)), key=lambda i: rows[i][NAME].lower()),
+        "by_rank": sorted(range(len(rows)), key=lambda i: (len(rows[i][NAME]), rows[i][NAME])),
+        "name_words": name_words,
+    }
+    return _frames(_pack(head), _pack(core), _pack(text_words)), warnings
+
+
+def _line_bytes(r: list[Any], bundle: str) -> int:
+    """A row's manifest line size, estimated at compile time (links counted as written)."""
+    cells = (r[PATH][:-3], bundle, r[KIND], r[STATUS], r[GRAIN], r[SUMMARY], " ".join(r[LINKS]) or "-")
+    return len("\t".join(cells).encode()) + 1
+
+
+def _pack(value: object) -> bytes:
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return zstandard.ZstdCompressor(level=3).compress(raw)
+
+
+def _unpack(data: bytes) -> Any:
+    return json.loads(zstandard.ZstdDecompressor().decompress(data))
+
+
+def _frames(head: bytes, core: bytes, text: bytes) -> bytes:
+    """Three compressed frames: what loading needs (ids, sizes), the rows and name lookups
+    (decoded on first read), and the text postings (decoded on first text match)."""
+    return struct.pack(">II", len(head), len(core)) + head + core + text
+
+
+def _singular(bundle: str) -> str:
+    return bundle[:-1] if bundle.endswith("s") and len(bundle) > 3 else bundle or "document"
+
+
+class SectionIndex:
+    """One loaded section: its rows and the lookups the resolver needs (built on first use)."""
+
+    def __init__(self, bundle: str, tag: str, data: bytes) -> None:
+        head_size, core_size = struct.unpack_from(">II", data)
+        head = _unpack(data[8 : 8 + head_size])
+        self.bundle = bundle
+        self.tag = tag
+        self.stems: list[str] = head["stems"]
+        self.manifest_bytes: int = head["manifest_bytes"]
+        self._core_frame = data[8 + head_size : 8 + head_size + core_size]
+        self._text_frame = data[8 + head_size + core_size :]
+        self._text_sets: dict[str, frozenset[int]] = {}
+
+    @cached_property
+    def _core(self) -> dict[str, Any]:
+        core: dict[str, Any] = _unpack(self._core_frame)
+        self._core_frame = b""
+        return core
+
+    @property
+    def rows(self) -> list[list[Any]]:
+        """The compiled rows (decoded on first use)."""
+        return self._core["rows"]
+
+    @property
+    def by_norm(self) -> list[int]:
+        return self._core["by_norm"]
+
+    @property
+    def by_lower(self) -> list[int]:
+        return self._core["by_lower"]
+
+    @property
+    def by_rank(self) -> list[int]:
+        """Row numbers in the resolver's tie order: shorter names first, then by name."""
+        return self._core["by_rank"]
+
+    @property
+    def name_words(self) -> dict[str, list[int]]:
+        return self._core["name_words"]
+
+    @cached_property
+    def spelled_words(self) -> list[str]:
+        """The name words that can be misspelled (those with a letter): the typo layer's vocabulary."""
+        return [w for w in self.name_words if not w.isdigit()]
+
+    @cached_property
+    def text_words(self) -> dict[str, list[int]]:
+        """Each word of the rows' whole text to the rows holding it (decoded on first use)."""
+        words: dict[str, list[int]] = _unpack(self._text_frame)
+        self._text_frame = b""
+        return words
+
+    @cached_property
+    def exact(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i, r in enumerate(self.rows):
+            out.setdefault(r[NAME].lower(), []).append(i)
+        return out
+
+    @cached_property
+    def norms(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i, r in enumerate(self.rows):
+            out.setdefault(r[NORM], []).append(i)
+        return out
+
+    @cached_property
+    def _norm_keys(self) -> list[str]:
+        return [self.rows[i][NORM] for i in self.by_norm]
+
+    @cached_property
+    def _lower_keys(self) -> list[str]:
+        return [self.rows[i][NAME].lower() for i in self.by_lower]
+
+    def norm_prefixed(self, prefix: str) -> list[int]:
+        """Rows whose normalized name starts with `prefix`."""
+        return _prefixed(self._norm_keys, self.by_norm, prefix)
+
+    def lower_prefixed(self, prefix: str) -> list[int]:
+        """Rows whose lowercase name starts with `prefix`."""
+        return _prefixed(self._lower_keys, self.by_lower, prefix)
+
+    def text_set(self, word: str) -> frozenset[int]:
+        """The rows whose text holds `word`, as a set (made on first use of each word)."""
+        found = self._text_sets.get(word)
+        if found is None:
+            found = frozenset(self.text_words.get(word, ()))
+            self._text_sets[word] = found
+        return found
+
+
+def _prefixed(keys: list[str], order: list[int], prefix: str) -> list[int]:
+    out: list[int] = []
+    at = bisect_left(keys, prefix)
+    while at < len(keys) and keys[at].startswith(prefix):
+        out.append(order[at])
+        at += 1
+    return out
+
+
+class Index:
+    """Every loaded section, the ids they give their rows, and lookups by id or name."""
+
+    def __init__(self, sections: Iterable[SectionIndex]) -> None:
+        self.sections: dict[str, SectionIndex] = {
+            s.bundle: s for s in sorted(sections, key=lambda s: s.bundle)
+        }
+        counts = Counter(stem for s in self.sections.values() for stem in set(s.stems))
+        self.collisions = {stem for stem, n in counts.items() if n > 1}
+        self._rows: dict[str, list[Row]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(s.stems) for s in self.sections.values())
+
+    @property
+    def manifest_bytes(self) -> int:
+        """The manifest's size estimated from the compiled sections (no row is decoded)."""
+        return sum(s.manifest_bytes for s in self.sections.values())
+
+    def id_of(self, bundle: str, i: int) -> str:
+        stem = self.sections[bundle].stems[i]
+        return f"{bundle}/{stem}" if stem in self.collisions else stem
+
+    @cached_property
+    def _ids(self) -> dict[str, tuple[str, int]]:
+        out: dict[str, tuple[str, int]] = {}
+        for bundle, s in self.sections.items():
+            for i, stem in enumerate(s.stems):
+                out[f"{bundle}/{stem}"] = (bundle, i)
+                if stem not in self.collisions:
+                    out[stem] = (bundle, i)
+        return out
+
+    @cached_property
+    def _names(self) -> dict[str, list[tuple[str, int]]]:
+        out: dict[str, list[tuple[str, int]]] = {}
+        for bundle, s in self.sections.items():
+            for name, found in s.exact.items():
+                out.setdefault(name, []).extend((bundle, i) for i in found)
+        return out
+
+    def locate(self, key: str) -> tuple[str, int] | None:
+        """A row by id, `bundle/path` (with or without `.md`), or its name (case-insensitive)."""
+        key = key.strip().removesuffix(".md")
+        found = self._ids.get(key)
+        if found:
+            return found
+        named = self._names.get(key.lower(), [])
+        return named[0] if len(named) == 1 else None
+
+    def named(self, name: str) -> list[tuple[str, int]]:
+        """Every row whose name is `name` (case-insensitive)."""
+        return list(self._names.get(name.lower(), []))
+
+    def row(self, bundle: str, i: int) -> Row:
+        return self.rows(bundle)[i]
+
+    def rows(self, bundle: str | None = None) -> list[Row]:
+        """Rows in manifest order: bundles sorted, rows in path order within each."""
+        if bundle is None:
+            return [r for b in self.sections for r in self.rows(b)]
+        cached = self._rows.get(bundle)
+        if cached is None:
+            s = self.sections[bundle]
+            cached = [
+                Row(
+                    id=self.id_of(bundle, i),
+                    bundle=bundle,
+                    path=r[PATH],
+                    name=r[NAME],
+                    kind=r[KIND],
+                    status=r[STATUS],
+                    grain=r[GRAIN],
+                    summary=r[SUMMARY],
+                    links=tuple(self._link_ids(r[LINKS])),
+                    hash=r[HASH],
+                    chars=r[CHARS],
+                )
+                for i, r in enumerate(s.rows)
+            ]
+            self._rows[bundle] = cached
+        return cached
+
+    def _link_ids(self, targets: list[str]) -> list[str]:
+        out = []
+        for target in targets:
+            found = self.locate(target)
+            if found:
+                out.append(self.id_of(*found))
+        return list(dict.fromkeys(out))

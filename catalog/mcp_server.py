@@ -1,0 +1,127 @@
+"""The agent API over MCP (stdio), with the official SDK's `MCPServer`.
+
+The SDK is imported only inside `build_server`, so nothing else in flightlog pays for it. Tools keep
+the agent API's order (manifest, search, get, snapshot, write, delete; transact, history, restore
+with `database_tools`) and its hand-written input schemas (smaller than generated ones: they are
+paid in every session's prompt). Every result is one text block; a failure is an `isError`
+result carrying the refusal text, never a protocol error. The manifest is also the resource
+`flightlog://manifest`, for clients that preload resources into the cached prefix.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Final
+
+from catalog.agent_api import MCP_READ_CAP, AgentApi, ToolSpec, tools
+from catalog.directory import Directory
+from catalog.errors import CatalogError
+
+if TYPE_CHECKING:
+    from mcp.server import MCPServer
+
+MANIFEST_URI: Final = "flightlog://manifest"
+INSTRUCTIONS: Final = (
+    "flightlog's Directory lists every capability as a row holding its runnable call. Read the manifest "
+    "(or search it), then get every id you need in one call."
+)
+
+
+def build_server(directory: Directory, *, database_tools: bool = False) -> MCPServer:
+    """An `MCPServer` serving the agent API over `directory` (reads capped at 15,000 characters)."""
+    from mcp.server import MCPServer
+    from mcp.server.mcpserver.tools.base import Tool
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+    api = AgentApi(directory, cap=MCP_READ_CAP)
+    advice = api.advice()
+
+    def guarded(verb: Any) -> Any:
+        @functools.wraps(verb)
+        def run(**kwargs: Any) -> CallToolResult:
+            try:
+                text, failed = str(verb(**{k: v for k, v in kwargs.items() if v is not None})), False
+            except CatalogError as e:
+                text, failed = str(e), True
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=failed)
+
+        return run
+
+    def manifest(bundle: str | None = None, names: bool | None = None) -> str:
+        return api.manifest(bundle, bool(names))
+
+    def search(query: str, k: int | None = None, bundle: str | None = None) -> str:
+        return api.search(query, k, bundle)
+
+    def get(
+        ids: list[str],
+        section: str | None = None,
+        offset: int | None = None,
+        limit: int | None = None,
+        find: str | None = None,
+    ) -> str:
+        return api.get(ids, section, offset, limit, find)
+
+    def snapshot() -> str:
+        return api.snapshot()
+
+    def write(bundle: str, path: str, content: str, replaces: str | None = None) -> str:
+        return api.write(bundle, path, content, replaces)
+
+    def delete(bundle: str, path: str, replaces: str | None = None) -> str:
+        return api.delete(bundle, path, replaces)
+
+    def transact(changes: list[dict[str, Any]], expected_revision: int | None = None) -> str:
+        return api.transact(changes, expected_revision)
+
+    def history(before: str | None = None, limit: int | None = None) -> str:
+        return api.history(before, limit)
+
+    def restore(revision: int, expected_revision: int) -> str:
+        return api.restore(revision, expected_revision)
+
+    verbs = {
+        f.__name__: f for f in (manifest, search, get, snapshot, write, delete, transact, history, restore)
+    }
+
+    def registered(spec: ToolSpec) -> Tool:
+        description = f"{spec.description} {advice}" if spec.name == "manifest" else spec.description
+        hints = ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=False,
+        )
+        tool = Tool.from_function(
+            guarded(verbs[spec.name]),
+            name=spec.name,
+            title=spec.title,
+            description=description,
+            annotations=hints,
+            structured_output=False,
+        )
+        return tool.model_copy(update={"parameters": spec.schema})
+
+    server: MCPServer = MCPServer(
+        "flightlog",
+        instructions=INSTRUCTIONS,
+        tools=[registered(spec) for spec in tools(database_tools)],
+        log_level="WARNING",
+    )
+
+    @server.resource(
+        MANIFEST_URI,
+        name="manifest",
+        description="The Directory's manifest (TSV), the same text as the manifest tool.",
+        mime_type="text/tab-separated-values",
+    )
+    def manifest_resource() -> str:
+        return api.manifest()
+
+    return server
+
+
+def serve(directory: Directory, *, database_tools: bool = False) -> None:
+    """Serve over stdio until the client closes the stream."""
+    build_server(directory, database_tools=database_tools).run()

@@ -1,0 +1,55 @@
+"""How text is cut into words, and how a question's framing is taken off before it is searched.
+
+Names are written in every style (`LEDGER_ROW`, `ledgerRow`, `ledger-row`, `ledger row`); all of them
+cut into the same lowercase words, so a person's words and a row's name meet in one form.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[^\W_]+")
+
+FRAMING: Final = re.compile(
+    r"^(?:(?:how|where|what|which|who|when|why)\s+(?:do|does|can|could|should|would|is|are|was|were)\s+"
+    r"(?:i|we|you|my|me|the|a|an|one)?\s*"
+    r"|how\s+to\s+|where\s+(?:is|are)\s+(?:my|the|our)?\s*|what(?:'s|\s+is)\s+(?:my|the|a|an)?\s*"
+    r"|is\s+there\s+(?:a|an|any)?\s*|(?:can|could|would)\s+you\s+|please\s+|i\s+(?:want|need|would\s+like)\s+to\s+"
+    r"|show\s+me\s+(?:the|my|a|an)?\s*|find\s+(?:me\s+)?(?:the|my|a|an)?\s*|tell\s+me\s+(?:about\s+)?"
+    r"|(?:a|an|the)\s+(?=\S))",
+    re.IGNORECASE,
+)
+"""One leading phrase of question framing; `strip_framing` removes as many as lead the query."""
+
+_STOP = "a an the to of for in on at by with from into and or my our your me i we it is are be do does"
+_MORE = "can could should would please some any this that these those"
+STOPWORDS: Final = frozenset(_STOP.split()) | frozenset(_MORE.split())
+"""Words that carry no meaning in a row's name; dropped from multi-word matching, never from exact."""
+
+
+def words(text: str) -> list[str]:
+    """The lowercase words of `text`, cutting at punctuation, underscores and camelCase humps."""
+    return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text))]
+
+
+def strip_framing(query: str) -> str:
+    """`query` without its question framing ("how do I", "where is my", ...) and trailing `?`."""
+    text = query.strip().rstrip("?!. ").strip()
+    while True:
+        stripped = FRAMING.sub("", text, count=1).strip()
+        if stripped == text or not stripped:
+            return text
+        text = stripped
+
+
+def content_words(ws: list[str]) -> list[str]:
+    """The words that carry meaning (stopwords dropped), unless that would leave nothing."""
+    kept = [w for w in ws if w not in STOPWORDS]
+    return kept or ws
+
+
+def normal(text: str) -> str:
+    """The words of `text` joined by single spaces: the form names and queries are compared in."""
+    return " ".join(words(text))

@@ -1,0 +1,103 @@
+"""`flightlog mcp` over stdio, driven by the official MCP client as an agent would."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.catalog.conftest import make_folder, row
+
+
+def session(folder: Path, home: Path, *extra: str) -> StdioServerParameters:
+    env = {**os.environ, "FLIGHTLOG_HOME": str(home), "FLIGHTLOG_DIRECTORY": str(folder)}
+    return StdioServerParameters(command=sys.executable, args=["-m", "flightlog", "mcp", *extra], env=env)
+
+
+def run(params: StdioServerParameters, script: Any) -> Any:
+    async def main() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            return await script(s)
+
+    return anyio.run(main)
+
+
+def test_tools_in_order_with_annotations_and_advice(tmp_path: Path, home: Path) -> None:
+    """Six tools in order, reads hinted read-only, the manifest advising from its size; definitions small."""
+    folder = make_folder(tmp_path / "d")
+
+    async def script(s: ClientSession) -> Any:
+        return await s.list_tools()
+
+    listed = run(session(folder, home), script)
+    assert [t.name for t in listed.tools] == ["manifest", "search", "get", "snapshot", "write", "delete"]
+    hints = {t.name: t.annotations for t in listed.tools}
+    assert all(hints[n].read_only_hint for n in ("manifest", "search", "get", "snapshot"))
+    assert hints["write"].read_only_hint is False and hints["delete"].destructive_hint is True
+    manifest = listed.tools[0]
+    assert manifest.description.startswith("Call this before anything else.")
+    assert "reading it whole is cheaper than searching" in manifest.description
+    assert "Pass every id you need in one call" in listed.tools[2].description
+    assert listed.tools[2].input_schema["required"] == ["ids"]
+    reads = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools[:4]]
+    assert len(json.dumps(reads)) / 4 < 1122  # seed 002's four read verbs, bytes/4
+
+
+def test_database_tools_are_opt_in(tmp_path: Path, home: Path) -> None:
+    """--database-tools adds transact, history and restore after the six defaults."""
+
+    async def script(s: ClientSession) -> Any:
+        return await s.list_tools()
+
+    more = run(session(make_folder(tmp_path / "d"), home, "--database-tools"), script)
+    assert [t.name for t in more.tools][6:] == ["transact", "history", "restore"]
+
+
+def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home: Path) -> None:
+    """Calls answer one text block; a refusal is an isError result with the retry hash; reads are capped."""
+    folder = make_folder(tmp_path / "d")
+    make_folder(folder, {"article/long.md": row("Long", "long", "w" * 20_000)}, aliases=None)
+
+    async def script(s: ClientSession) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["long"] = await s.call_tool("get", {"ids": ["long"]})
+        out["search"] = await s.call_tool("search", {"query": "weather for a city", "k": 2})
+        out["get"] = await s.call_tool("get", {"ids": ["get_weather", "nope"]})
+        out["resource"] = await s.read_resource("flightlog://manifest")
+        out["manifest"] = await s.call_tool("manifest", {})
+        out["create"] = await s.call_tool(
+            "write", {"bundle": "inbox", "path": "i.md", "content": row("I", "i")}
+        )
+        out["again"] = await s.call_tool("write", {"bundle": "inbox", "path": "i.md", "content": "x"})
+        retry = out["again"].content[0].text.splitlines()[-1].split('"')[1]
+        out["retry"] = await s.call_tool(
+            "write", {"bundle": "inbox", "path": "i.md", "content": "x", "replaces": retry}
+        )
+        out["snapshot"] = await s.call_tool("snapshot", {})
+        return out
+
+    out = run(session(folder, home), script)
+    assert out["search"].content[0].text.splitlines()[6].startswith("get_weather\t")
+    assert out["get"].content[0].text.startswith("@@ get_weather\n---\n")
+    assert out["get"].content[0].text.endswith("@@ missing\nnope")
+    resource = out["resource"].contents[0]
+    assert resource.mime_type == "text/tab-separated-values"
+    assert resource.text == out["manifest"].content[0].text
+    assert out["create"].is_error is False and out["create"].content[0].text.startswith(
+        "wrote inbox/i.md (hash "
+    )
+    refused = out["again"]
+    assert refused.is_error is True
+    assert refused.content[0].text.startswith("refused: inbox/i.md: concept already exists")
+    assert out["retry"].is_error is False
+    assert (folder / "inbox" / "i.md").read_text() == "x"
+    assert out["snapshot"].content[0].text.startswith("snapshot ")
+    total = len(row("Long", "long", "w" * 20_000))
+    assert out["long"].content[0].text.splitlines()[0] == f"@@ long [0..15000 of {total}]"  # the MCP cap
