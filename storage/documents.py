@@ -24,7 +24,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -55,6 +54,7 @@ from storage.document_tables import (
     sections_table,
     tree_table,
 )
+from storage.migrate import migrate
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,36 +248,17 @@ def open_document_store(url: str, space: str) -> DocumentStore:
     """A store on its own engine for the Ledger's `url`, the schema created or migrated first.
 
     A database already at the newest revision skips alembic entirely (importing it costs more
-    than the rest of opening a Directory): `schema_is_current` reads `alembic_version` directly.
+    than the rest of opening a Directory): `storage.migrate.migrate` checks `alembic_version` first.
     """
     from storage.engine import make_engine
 
     engine = make_engine(url)
     try:
-        if not schema_is_current(engine):
-            from storage.migrate import migrate
-
-            migrate(engine)
+        migrate(engine)
     except SQLAlchemyError as e:
         engine.dispose()
         raise DocumentStoreError(f"cannot open the directory store at {url}: {e}".splitlines()[0]) from e
     return DocumentStore(engine, space)
-
-
-def newest_revision() -> str:
-    """The newest migration's revision id, from the versions folder (`NNNN_name.py` files)."""
-    versions = Path(__file__).parent / "migrations" / "versions"
-    return max(p.name.split("_", 1)[0] for p in versions.glob("[0-9]*_*.py"))
-
-
-def schema_is_current(engine: Engine) -> bool:
-    """Whether the database is already at the newest migration (False when unsure)."""
-    try:
-        with engine.connect() as conn:
-            found = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
-    except SQLAlchemyError:
-        return False
-    return found == newest_revision()
 
 
 __all__ = [

@@ -73,3 +73,10 @@ def test_every_older_schema_migrates_forward_with_its_data(ledger_url: str, tmp_
         assert reopened.event("ev-000001") is not None
         reopened.close()
         engine.dispose()
+
+
+def test_the_newest_file_is_alembics_head() -> None:
+    """The cheap up-to-date check (migration file names) agrees with alembic's own head."""
+    from storage.migrate import newest_revision
+
+    assert newest_revision() == head_revision()
