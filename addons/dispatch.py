@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 
 from addons import dispatch_record as rec
+from addons.identity import EMPTY, Identity
 from addons.redact import Redactor
 from addons.upstream import Outcome, call_cli, call_http, call_mcp
 from catalog import caveats, join, refused, tokens
@@ -61,16 +62,6 @@ STATUS = {
     "ledger": 503,
 }
 """The door's HTTP status per refusing limit; a token limit (tools, uses, ...) answers 403."""
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """Who is calling, as the caller claims it (proxy credentials or X-Flightlog-* headers)."""
-
-    session: str | None = None
-    task: str | None = None
-    turn: str | None = None
-    agent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +115,7 @@ class Dispatcher:
         door: str = "http",
         token: str | None = None,
         dry_run: bool = False,
-        identity: Identity = Identity(),
+        identity: Identity = EMPTY,
         head: bytes = b"",
         now: datetime | None = None,
     ) -> DispatchResult:

@@ -6,8 +6,9 @@ event loop). Routes:
 
 - `POST /api/dispatch[?dry_run=1]` with `{"tool": NAME, "args": {...}}`, or the one-line link
   `GET /api/dispatch?tool=NAME&args=JSON[&token=...]` (the contracts' `url` form); a scoped token as
-  `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); identity from `X-Flightlog-Session`,
-  `-Task`, `-Turn`, `-Agent`. Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
+  `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); who is calling from the proxy URL's
+  credentials and `X-Flightlog-*` headers, as capture reads them (`addons.identity`).
+  Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
 - `GET /api/dispatch/uses/TOOL`: every event of a tool; `GET /api/dispatch/trace/EVENT_ID`: the
   event, its action, its contract and the check; `GET /api/dispatch/task/TASK`: everything done under
   a task (also answered under `/api/join/...` where the proxy routes that prefix here).
@@ -32,7 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from addons.dispatch import Dispatcher, Identity
+from addons.dispatch import Dispatcher
+from addons.identity import from_headers, from_proxy_authorization
 from catalog import join, tokens
 from catalog.errors import CatalogError
 from catalog.tool import Tool
@@ -117,12 +119,8 @@ class Door:
             call = json.loads(body or b"null")
         except ValueError:
             call = None
-        who = Identity(
-            session=_header(headers, "x-flightlog-session"),
-            task=_header(headers, "x-flightlog-task"),
-            turn=_header(headers, "x-flightlog-turn"),
-            agent=_header(headers, "x-flightlog-agent"),
-        )
+        credentials = from_proxy_authorization(_header(headers, "proxy-authorization"))
+        who = from_headers(headers.items()).over(credentials)
         head = call_head(method, path, query, headers)
         result = self.dispatcher.dispatch(
             call, door="http", token=token, dry_run=_truthy(query, "dry_run"), identity=who, head=head
