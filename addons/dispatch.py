@@ -322,24 +322,7 @@ class Dispatcher:
         outcome = self._run(bound)
         events: list[Event] = []
         for i, exchange in enumerate(outcome.exchanges):
-            head, used = self._names.redact_head(exchange.request_head)
-            body, used_body = self._names.redact_body(exchange.request_body, None)
-            answer_head, seen = self._all.redact_head(exchange.response_head)
-            answer, seen_body = self._all.redact_body(exchange.response_body, exchange.content_encoding)
-            named = type(exchange)(
-                exchange.method,
-                self._names.redact_url(exchange.url)[0],
-                head,
-                body,
-                exchange.status,
-                answer_head,
-                answer,
-                exchange.content_encoding,
-                self._redact_text(exchange.error),
-            )
-            events += rec.exchange_events(
-                filing, i, named, tuple(sorted(used | used_body)), tuple(sorted(seen | seen_body))
-            )
+            events += rec.exchange_events(filing, i, *rec.as_recorded(exchange, self._names, self._all))
         result = json.loads(self._redact_all(rec.reply_bytes({"r": outcome.result}))[0])["r"]
         reply: dict[str, Any] = {"ok": outcome.ok, "result": result, "action_id": filing.action_id}
         if outcome.status is not None:

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from addons.redact import Redactor
 from addons.upstream import Exchange
 from storage.events import Event
 
@@ -132,3 +133,32 @@ def exchange_events(
         error=exchange.error,
     )
     return request, answer
+
+
+def as_recorded(
+    exchange: Exchange, names: Redactor, everything: Redactor
+) -> tuple[Exchange, tuple[str, ...], tuple[str, ...]]:
+    """An exchange as the Ledger keeps it, with the secret names replaced on each side.
+
+    The request is named with `names` (configured secrets only, so `Bearer [KEY]` stays readable and
+    equals the dry run); the answer with `everything` (also credentials in well-known auth headers).
+    """
+    head, used = names.redact_head(exchange.request_head)
+    body, used_body = names.redact_body(exchange.request_body, None)
+    answer_head, seen = everything.redact_head(exchange.response_head)
+    answer, seen_body = everything.redact_body(exchange.response_body, exchange.content_encoding)
+    error = exchange.error
+    if error is not None:
+        error = everything.redact_body(error.encode("utf-8"), None)[0].decode("utf-8", "replace")
+    named = Exchange(
+        exchange.method,
+        names.redact_url(exchange.url)[0],
+        head,
+        body,
+        exchange.status,
+        answer_head,
+        answer,
+        exchange.content_encoding,
+        error,
+    )
+    return named, tuple(sorted(used | used_body)), tuple(sorted(seen | seen_body))
