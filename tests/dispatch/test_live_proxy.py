@@ -177,7 +177,7 @@ def test_refusals_through_the_proxy_are_recorded(world: tuple[LiveProxy, Receive
 
 
 def test_join_commands_on_the_cli(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
-    """`flightlog uses`, `task` and `trace` read what the door recorded; trace says it matches."""
+    """The join on the CLI (`uses`, `task`, `trace`) and as routes under flightlog.local agree."""
     proxy, _, env = world
     token = tokens.mint(root(env), ["task = T8"]).encode()
     call = {"tool": "weather", "args": {"city": "Bern"}}
@@ -190,6 +190,10 @@ def test_join_commands_on_the_cli(world: tuple[LiveProxy, Received, dict[str, st
     assert len(json.loads(task.stdout)) == 4
     trace = flightlog(env, "trace", f"{action}:upstream.0.request")
     assert trace.returncode == 0 and "matches the contract" in trace.stdout, trace.stdout + trace.stderr
+    routed = httpx.get(f"{DOOR}/trace/{action}:reply", proxy=proxy.url, timeout=30)
+    assert routed.status_code == 200 and routed.json()["mismatch"] is False, routed.text
+    in_task = httpx.get(f"{DOOR}/task/T8", proxy=proxy.url, timeout=30).json()["events"]
+    assert {e["action_id"] for e in in_task} == {action}
 
 
 def test_identity_from_the_proxy_url_files_the_call(
