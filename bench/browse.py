@@ -8,8 +8,7 @@ PostgreSQL) through the migrated schema and its indexes, with no payloads: 30 da
   filtered page  200 rows under a filter (several filters; the slowest is the one to read) (goal <= 300 ms)
   deep page      200 rows from a keyset cursor half a million rows down
   counts/hour    counts by hour over every event, with tokens and cost (goal <= 500 ms)
-Each engine is measured twice: with the indexes migration 0001 ships, then with the indexes this
-benchmark proposes (`propose_indexes`), so the difference they make is read side by side.
+Each engine is measured with the indexes the migrations ship.
 
     python -m bench.browse [--events N] [--runs N] [--pg URL] [--only sqlite|postgres]
 """
@@ -145,31 +144,6 @@ def first_screen(url: str, blobs: str) -> float:
     return asyncio.run(run())
 
 
-PROPOSED = ("session", "task", "tool", "agent", "model", "host", "kind")
-
-
-def propose_indexes(ledger: Ledger) -> float:
-    """Add the indexes this benchmark proposes for migration 0002; returns the seconds they took.
-
-    (column, at, event_id) for each filtered column, so a filtered page is read in index order
-    instead of scanning the `at` index past every row of other sessions; and an index on the hour
-    expression the counts use (covering tokens and cost on SQLite), so counting by hour reads an index
-    in order instead of sorting the table.
-    """
-    t0 = time.perf_counter()
-    with ledger.engine.begin() as conn:
-        for column in PROPOSED:
-            conn.execute(text(f"CREATE INDEX ix_events_{column}_at ON events ({column}, at, event_id)"))
-        if conn.dialect.name == "sqlite":
-            hour = "substr(at, 1, 13), tokens_in, tokens_out, cost_usd"
-        else:
-            hour = "(date_trunc('hour', at AT TIME ZONE 'UTC'))"
-        conn.execute(text(f"CREATE INDEX ix_events_hour ON events ({hour})"))
-    with ledger.engine.begin() as conn:
-        conn.execute(text("ANALYZE"))
-    return time.perf_counter() - t0
-
-
 def reads(url: str, blobs: str, n: int, runs: int) -> dict[str, float]:
     """Every read figure of the module docstring, on the ledger at `url`."""
     ledger = open_ledger(url, blobs)
@@ -197,19 +171,15 @@ def reads(url: str, blobs: str, n: int, runs: int) -> dict[str, float]:
 
 
 def measure(name: str, url: str, blobs: str, n: int, runs: int) -> dict[str, dict[str, float]]:
-    """Generate, read with the shipped indexes, add the proposed ones, read again."""
+    """Generate, then read with the indexes the migrations ship."""
     ledger = open_ledger(url, blobs)
     try:
         generated = generate(ledger, n)
+        with ledger.engine.begin() as conn:
+            conn.execute(text("ANALYZE"))
     finally:
         ledger.close()
-    shipped = {"generate": generated, **reads(url, blobs, n, runs)}
-    ledger = open_ledger(url, blobs)
-    try:
-        indexed = propose_indexes(ledger)
-    finally:
-        ledger.close()
-    return {name: shipped, f"{name}+idx": {"generate": indexed, **reads(url, blobs, n, runs)}}
+    return {name: {"generate": generated, **reads(url, blobs, n, runs)}}
 
 
 def admin_execute(admin_url: str, sql: str) -> bool:
@@ -237,8 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     args = parser.parse_args(argv)
 
-    print(f"{args.events:,} events, median of {args.runs} runs (ms); +idx: with the proposed indexes")
-    print("(the generate row of a +idx column is the time to build those indexes)", flush=True)
+    print(f"{args.events:,} events, median of {args.runs} runs (ms)", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-browse-"))
     try:
         if args.only in (None, "sqlite"):
@@ -258,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def show(results: dict[str, dict[str, float]]) -> None:
-    """One engine's figures, shipped indexes beside proposed ones, with the goals."""
+    """One engine's figures beside the goals."""
     goals = {"first screen": 1.0, "counts/hour": 0.5}
     engines = list(results)
     print(f"\n{'':26}" + "".join(f"{e:>14}" for e in engines) + "   goal")

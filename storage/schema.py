@@ -42,8 +42,12 @@ PAYLOAD_CHECK = (
 )
 """A row cannot claim a payload it does not have, nor carry an address for one it says it lacks."""
 
-QUERY_INDEXES = ("action_id", "session", "task", "tool", "agent", "model", "host", "kind", "status")
-"""Columns the read routes and the browser filter on; each gets an index (plus `at`)."""
+QUERY_INDEXES = ("action_id", "status")
+"""Columns looked up by value (an action's events, errors)."""
+TIMELINE_INDEXES = ("session", "task", "tool", "agent", "model", "host", "kind")
+"""Columns the read routes and the browser filter on: `(column, at, event_id)`, so a filtered page
+is read in index order instead of walking the whole timeline. (The hour-bucket expression index the
+counts use is dialect-specific and lives in the migration alone.)"""
 
 
 class EventRow(SQLModel, table=True):
@@ -59,6 +63,7 @@ class EventRow(SQLModel, table=True):
         ),
         Index("ix_events_at", "at", "event_id"),
         *(Index(f"ix_events_{c}", c) for c in QUERY_INDEXES),
+        *(Index(f"ix_events_{c}_at", c, "at", "event_id") for c in TIMELINE_INDEXES),
     )
 
     event_id: str = Field(sa_column=Column(Text, primary_key=True))

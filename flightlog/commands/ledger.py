@@ -120,19 +120,3 @@ def verify(
         typer.echo("ok" if report.ok else "NOT OK")
     if not report.ok:
         raise typer.Exit(1)
-
-
-@ledger_app.command()
-def counts() -> None:
-    """Counted views by hour, session, turn, kind, agent, model, tool or task."""
-    from flightlog.commands.pending import not_built
-
-    not_built("ledger counts", 6)
-
-
-@ledger_app.command()
-def query() -> None:
-    """Events matching a filter or a question in plain words."""
-    from flightlog.commands.pending import not_built
-
-    not_built("ledger query", 6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -26,6 +27,7 @@ def test_a_blank_database_is_created_at_the_newest_revision(ledger_url: str, tmp
     ledger.close()
 
 
+@pytest.mark.filterwarnings("ignore:Skipped unsupported reflection")
 def test_the_migrated_schema_is_the_sqlmodel_schema(ledger_url: str, tmp_path: Path) -> None:
     """No difference between the migrations' DDL and the SQLModel definition of the Ledger tables."""
     ledger = open_ledger(ledger_url, (tmp_path / "b").as_uri())
@@ -43,7 +45,11 @@ def test_the_migrated_schema_is_the_sqlmodel_schema(ledger_url: str, tmp_path: P
                 return str(name)
         return None
 
-    relevant = [d for d in diffs if table_of(d) in LEDGER_TABLES]
+    def is_hour_index(diff: object) -> bool:
+        """The dialect-specific expression index lives in the migration alone (see schema.py)."""
+        return isinstance(diff, tuple) and getattr(diff[1], "name", None) == "ix_events_hour"
+
+    relevant = [d for d in diffs if table_of(d) in LEDGER_TABLES and not is_hour_index(d)]
     assert relevant == []
     ledger.close()
 

@@ -20,7 +20,14 @@ PAYLOAD_CHECK = (
     " OR (payload_state IN ('none', 'artifact', 'missing') AND payload_sha256 IS NULL"
     " AND payload_size IS NULL AND payload_text IS NULL)"
 )
-QUERY_INDEXES = ("action_id", "session", "task", "tool", "agent", "model", "host", "kind", "status")
+QUERY_INDEXES = ("action_id", "status")
+TIMELINE_INDEXES = ("session", "task", "tool", "agent", "model", "host", "kind")
+HOUR_INDEX = {
+    # The hour bucket the counts group by, as storage.queries writes it (literals, so it matches);
+    # on SQLite the index also covers the summed columns, so counting by hour never reads the table.
+    "sqlite": "CREATE INDEX ix_events_hour ON events (substr(at, 1, 13), tokens_in, tokens_out, cost_usd)",
+    "postgresql": "CREATE INDEX ix_events_hour ON events ((date_trunc('hour', at AT TIME ZONE 'UTC')))",
+}
 APPEND_ONLY = ("events", "blobs")
 
 SQLITE_TRIGGERS = """
@@ -104,6 +111,9 @@ def upgrade() -> None:
     op.create_index("ix_events_at", "events", ["at", "event_id"])
     for column in QUERY_INDEXES:
         op.create_index(f"ix_events_{column}", "events", [column])
+    for column in TIMELINE_INDEXES:  # a filtered page is read in index order, newest first
+        op.create_index(f"ix_events_{column}_at", "events", [column, "at", "event_id"])
+    op.execute(HOUR_INDEX[op.get_bind().dialect.name])
     op.create_table(
         "batches",
         sa.Column("batch_id", sa.Text, nullable=False),

@@ -1,0 +1,97 @@
+"""What the capture addon is set up with: Ledger URLs, redaction and prices, hosts never recorded,
+upstream TLS for the relay, and the counters it leaves behind for the bench.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from addons.events import Processing
+
+if TYPE_CHECKING:
+    from addons.writer import Writer
+
+
+def default_urls(env: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """The Ledger and blob URLs when no option names them (same rules as `flightlog.settings`)."""
+    home = Path(env.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    ledger = env.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
+    blobs = env.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+    return ledger, blobs
+
+
+PROCESSING_OPTIONS = frozenset(
+    {"flightlog_secrets", "flightlog_secret_env", "flightlog_redact_auth_headers", "flightlog_prices"}
+)
+
+
+def processing(opts: Any) -> Processing:
+    """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
+    from addons.prices import PriceTable
+    from addons.redact import Redactor
+    from addons.secrets import load_secrets
+    from addons.usage import extract_usage
+
+    found = load_secrets(
+        Path(opts.flightlog_secrets) if opts.flightlog_secrets else None, list(opts.flightlog_secret_env)
+    )
+    redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
+    home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else home / "prices.toml")
+    return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
+
+
+def storage_hosts(blobs_url: str = "", env: Mapping[str, str] = os.environ) -> Sequence[str]:
+    """Hosts of the storage layer's own endpoints (an S3 endpoint), so their traffic is never recorded.
+
+    The storage layer does not use the proxy itself; this covers a client that sends it there anyway.
+    """
+    from urllib.parse import parse_qs, urlsplit
+
+    endpoints = [env.get(n, "") for n in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")]
+    if blobs_url.startswith("s3://"):
+        endpoints += parse_qs(urlsplit(blobs_url).query).get("endpoint", [])
+    return [host for e in endpoints if e and (host := urlsplit(e).hostname)]
+
+
+def upstream_tls(options: Any) -> ssl.SSLContext:
+    """An SSL context verifying upstream servers the way mitmproxy's options say it should."""
+    if options.ssl_insecure:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        import certifi
+
+        cafile = options.ssl_verify_upstream_trusted_ca or None
+        capath = options.ssl_verify_upstream_trusted_confdir or None
+        context = ssl.create_default_context(
+            cafile=cafile or (None if capath else certifi.where()), capath=capath
+        )
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def write_stats(path: Path, writer: Writer) -> None:
+    """The writer's counters and answer→commit delays (p50/p99), for the bench."""
+    delays = sorted(writer.stats.delays)
+
+    def pct(p: float) -> float | None:
+        return delays[min(len(delays) - 1, int(p * len(delays)))] if delays else None
+
+    path.write_text(
+        json.dumps(
+            {
+                "written": writer.stats.written,
+                "dropped": writer.stats.dropped,
+                "batches": writer.stats.batches,
+                "delay_p50": pct(0.50),
+                "delay_p99": pct(0.99),
+            }
+        )
+    )

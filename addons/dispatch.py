@@ -1,0 +1,406 @@
+"""The dispatch door as plain logic: one canonical call in, one upstream call made and recorded.
+
+`Dispatcher.dispatch({"tool": NAME, "args": {...}}, door=..., token=..., dry_run=...)`:
+
+1. reads the call, verifies the bearer token if one is given (no database needed);
+2. finds the row, checks the token's limits (uses counted in the Ledger), validates the arguments
+   against the row's schema (the refusal names the bad argument);
+3. renders the upstream contract with the arguments (secrets still `[NAME]`), refuses a refused host
+   anywhere in it (URL, headers, nested bodies, shell commands, relay URLs, encoded or not), refuses a
+   command unless the row opted in with `cli: true`, binds the secrets (an unbound name refuses);
+4. makes the upstream call (HTTP, MCP over HTTP, CLI with a timeout) directly, not through the proxy,
+   and records the call, each upstream request and answer, and the reply as events of one action
+   (see `addons.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
+
+Every refusal is itself recorded: the call and a `dispatch.refused` event whose `error` starts with
+the limit that refused it. A dry run goes through every check and answers with the exact request that
+would be sent (secrets as names); nothing is sent and it is never counted as a use.
+
+No mitmproxy object is involved: `addons.door` adapts HTTP requests to this, and `flightlog call`
+uses it in-process.
+
+`uses <= N` is exact within one process (the count and the call's first event are made under one
+lock); two proxies sharing one Ledger could, at the same instant, each allow the last use once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from addons import dispatch_record as rec
+from addons.identity import EMPTY, Identity
+from addons.redact import Redactor
+from addons.upstream import Outcome, call_cli, call_http, call_mcp
+from catalog import caveats, join, refused, tokens
+from catalog.contracts import bind_secrets, render_upstream, validate_args
+from catalog.errors import ArgumentError, CatalogError, RefusedHost, UnboundSecret
+from catalog.tool import Tool
+from catalog.wire import body_bytes, mcp_requests, wire
+from storage.errors import StorageError
+from storage.events import Batch, Event
+from storage.ledger import Ledger
+
+STATUS = {
+    "call": 400,
+    "args": 400,
+    "tool": 404,
+    "token": 401,
+    "signature": 401,
+    "caveat": 401,
+    "secret": 403,
+    "refused_host": 403,
+    "cli": 403,
+    "contract": 501,
+    "ledger": 503,
+}
+"""The door's HTTP status per refusing limit; a token limit (tools, uses, ...) answers 403."""
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchResult:
+    """The door's answer: HTTP status, the JSON reply, and the action it was recorded under."""
+
+    status: int
+    reply: dict[str, Any]
+    action_id: str
+
+    @property
+    def body(self) -> bytes:
+        return rec.reply_bytes(self.reply)
+
+
+class Refused(Exception):
+    """Internal: a check refused the call; `limit` names the check."""
+
+    def __init__(self, limit: str, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.detail = detail
+
+
+@dataclass
+class Dispatcher:
+    """The door's state: where rows come from, the Ledger, the secrets, the root key and the rules."""
+
+    find_tool: Callable[[str], Tool | None]
+    ledger: Ledger
+    secrets: Mapping[str, str]
+    root_key: bytes
+    refused_hosts: refused.RefusedHosts | Sequence[str] = ()
+    require_token: bool = False
+    cli_timeout: float = 30.0
+    upstream_timeout: float = 60.0
+    _uses_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _http: httpx.Client | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._names = Redactor(self.secrets, redact_auth_headers=False)
+        self._all = Redactor(self.secrets, redact_auth_headers=True)
+
+    # -- the one entry point -----------------------------------------------------------------
+
+    def dispatch(
+        self,
+        call: Any,
+        *,
+        door: str = "http",
+        token: str | None = None,
+        dry_run: bool = False,
+        identity: Identity = EMPTY,
+        head: bytes = b"",
+        now: datetime | None = None,
+    ) -> DispatchResult:
+        """Run one canonical call through every check and, unless refused or a dry run, upstream."""
+        at = now or datetime.now(UTC)
+        action_id = rec.new_action_id()
+        tool_name = call.get("tool") if isinstance(call, dict) and isinstance(call.get("tool"), str) else None
+        filing = rec.Filing(
+            action_id, tool_name, at, identity.task, identity.session, identity.turn, identity.agent
+        )
+        token_id: str | None = None
+        call_bytes = self._redact_all(body_bytes(call))[0]
+        try:
+            limits, token_id = self._token(token)
+            if limits is not None:
+                filing = rec.Filing(
+                    action_id,
+                    tool_name,
+                    at,
+                    limits.filed_task or identity.task,
+                    identity.session,
+                    identity.turn,
+                    limits.filed_agent or identity.agent,
+                )
+            name, args = self._read(call)
+            try:
+                tool = self.find_tool(name)
+            except CatalogError as e:
+                raise Refused("tool", f"the row {name!r} cannot be read: {e}") from e
+            if tool is None:
+                raise Refused("tool", f"no tool named {name!r} in the Directory")
+            with self._uses_lock if limits is not None and limits.uses is not None else nullcontext():
+                if limits is not None:
+                    self._check_limits(limits, tool, door, identity, at, token_id)
+                named = self._prepare(tool, args)
+                bound = self._bind(named)
+                call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run)
+                if dry_run:
+                    return self._dry_run(filing, call_event, named, bound)
+                try:
+                    self._append(call_event)
+                except StorageError as e:
+                    raise Refused(
+                        "ledger", f"the Ledger cannot record this call, so it is not made: {e}"
+                    ) from e
+        except Refused as r:
+            return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r)
+        return self._execute(filing, tool, bound)
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def _token(self, text: str | None) -> tuple[caveats.Limits | None, str | None]:
+        if not text:
+            if self.require_token:
+                raise Refused("token", "this door needs a scoped token (Authorization: Bearer flt_...)")
+            return None, None
+        try:
+            token = tokens.decode(text)
+        except tokens.TokenError as e:
+            raise Refused("token", str(e)) from e
+        try:
+            return tokens.verify(token, self.root_key), token.identifier
+        except tokens.TokenRefused as e:
+            raise Refused(e.limit, str(e)) from e
+
+    @staticmethod
+    def _read(call: Any) -> tuple[str, dict[str, Any]]:
+        if not isinstance(call, dict) or not isinstance(call.get("tool"), str) or not call["tool"]:
+            raise Refused("call", 'a call is {"tool": NAME, "args": {...}}')
+        args = call.get("args", {})
+        if not isinstance(args, dict):
+            raise Refused("call", '"args" must be a JSON object')
+        if extra := sorted(set(call) - {"tool", "args"}):
+            raise Refused("call", f"unknown key {extra[0]!r} in the call")
+        return call["tool"], args
+
+    def _check_limits(
+        self, limits: caveats.Limits, tool: Tool, door: str, who: Identity, at: datetime, token_id: str | None
+    ) -> None:
+        uses = join.token_uses(self.ledger.engine, token_id) if limits.uses is not None and token_id else None
+        context = caveats.CallContext(tool=tool.name, bundle=tool.bundle, door=door, at=at, agent=who.agent)
+        refusal = caveats.check(limits, context, uses_so_far=uses)
+        if refusal is not None:
+            raise Refused(refusal.limit, refusal.message)
+
+    def _prepare(self, tool: Tool, args: dict[str, Any]) -> Any:
+        """Validate, render (secrets as names) and check a call's upstream request."""
+        try:
+            validate_args(tool, args)
+        except ArgumentError as e:
+            raise Refused("args", str(e), argument=e.argument) from e
+        if tool.upstream is None:
+            raise Refused("contract", f"the tool {tool.name!r} has no upstream contract to run")
+        try:
+            refused.check(args, self.refused_hosts, "the call's arguments")
+            named = render_upstream(tool, args, refused=self.refused_hosts)
+        except RefusedHost as e:
+            raise Refused("refused_host", str(e), host=e.host) from e
+        except CatalogError as e:
+            raise Refused("contract", str(e)) from e
+        for part in named if isinstance(named, list) else [named]:
+            method = str(part.get("method", "")).upper()
+            if method == "CLI" and not tool.cli_opt_in:
+                raise Refused(
+                    "cli", f"the tool {tool.name!r} runs a command and has not opted in (cli: true)"
+                )
+            if method == "CODE":
+                raise Refused("contract", "a CODE contract is for people to paste; the door does not run it")
+            if method == "MCP" and "url" not in (part.get("server") or {}):
+                raise Refused("contract", "the door runs MCP over HTTP only (this server is a command)")
+        return named
+
+    def _bind(self, named: Any) -> Any:
+        try:
+            return bind_secrets(named, self.secrets)
+        except UnboundSecret as e:
+            raise Refused("secret", str(e), secret=e.name) from e
+
+    # -- outcomes -------------------------------------------------------------------------------
+
+    def _call_event(
+        self, filing: rec.Filing, door: str, token_id: str | None, head: bytes, body: bytes, dry_run: bool
+    ) -> Event:
+        head, names = self._redact_all_head(head)
+        return filing.event(
+            "call",
+            rec.DRY_RUN if dry_run else rec.CALL,
+            "in",
+            0,
+            method="CALL",
+            url=rec.door_url(door, filing.tool or "", token_id),
+            head=head,
+            payload=body,
+            redacted=names,
+        )
+
+    def _refuse(
+        self,
+        filing: rec.Filing,
+        door: str,
+        token_id: str | None,
+        head: bytes,
+        call: bytes,
+        dry_run: bool,
+        r: Refused,
+    ) -> DispatchResult:
+        status = STATUS.get(r.limit, 403)
+        refusal = {"limit": r.limit, "message": str(r), **r.detail}
+        reply = {"ok": False, "refused": refusal, "action_id": filing.action_id}
+        events = (
+            self._call_event(filing, door, token_id, head, call, dry_run),
+            filing.event(
+                "refused",
+                rec.REFUSED,
+                "out",
+                90,
+                status=status,
+                payload=rec.reply_bytes(reply),
+                error=f"{r.limit}: {r}",
+            ),
+        )
+        try:
+            self._append(*events)
+        except StorageError as e:
+            reply["ledger"] = f"the refusal could not be recorded: {e}"
+        return DispatchResult(status, reply, filing.action_id)
+
+    def _dry_run(self, filing: rec.Filing, call_event: Event, named: Any, bound: Any) -> DispatchResult:
+        parts = bound if isinstance(bound, list) else [bound]
+        requests = [self._shown(p) for p in parts]
+        reply = {
+            "ok": True,
+            "dry_run": True,
+            "request": named,
+            "wire": [r for r in requests if r is not None],
+            "action_id": filing.action_id,
+        }
+        reply_event = filing.event("reply", rec.REPLY, "out", 99, status=200, payload=rec.reply_bytes(reply))
+        try:
+            self._append(call_event, reply_event)
+        except StorageError as e:
+            raise Refused("ledger", f"the Ledger cannot record this call: {e}") from e
+        return DispatchResult(200, reply, filing.action_id)
+
+    def _shown(self, bound: Mapping[str, Any]) -> list[dict[str, str]] | dict[str, str] | None:
+        """The exact bytes a bound request is sent as, with secrets as names (the dry run's view)."""
+        method = str(bound.get("method", "")).upper()
+        if method == "MCP":
+            return [self._wire_text(r) for r in mcp_requests(bound)]
+        if method == "CLI":
+            return {"command": self._names.redact_url(json.dumps(bound.get("command")))[0]}
+        return self._wire_text(bound)
+
+    def _wire_text(self, request: Mapping[str, Any]) -> dict[str, str]:
+        head, body = wire(request)
+        named_head = self._names.redact_head(head)[0]
+        named_body = self._names.redact_body(body, None)[0]
+        return {
+            "head": named_head.decode("utf-8", "replace"),
+            "body": named_body.decode("utf-8", "replace"),
+        }
+
+    def _execute(self, filing: rec.Filing, tool: Tool, bound: Any) -> DispatchResult:
+        outcome = self._run(bound)
+        events: list[Event] = []
+        for i, exchange in enumerate(outcome.exchanges):
+            events += rec.exchange_events(filing, i, *rec.as_recorded(exchange, self._names, self._all))
+        result = json.loads(self._redact_all(rec.reply_bytes({"r": outcome.result}))[0])["r"]
+        reply: dict[str, Any] = {"ok": outcome.ok, "result": result, "action_id": filing.action_id}
+        if outcome.status is not None:
+            reply["status"] = outcome.status
+        if outcome.error:
+            reply["error"] = self._redact_text(outcome.error)
+        status = 200 if outcome.exchanges and outcome.exchanges[-1].error is None else 502
+        events.append(
+            filing.event("reply", rec.REPLY, "out", 99, status=status, payload=rec.reply_bytes(reply))
+        )
+        try:
+            self._append(*events)
+        except StorageError as e:
+            reply["ledger"] = f"the call was made but could not be recorded: {e}"
+        return DispatchResult(status, reply, filing.action_id)
+
+    def _run(self, bound: Any) -> Outcome:
+        parts = bound if isinstance(bound, list) else [bound]
+        exchanges: list[Any] = []
+        outcome: Outcome | None = None
+        client = self._client()
+        for part in parts:
+            method = str(part.get("method", "")).upper()
+            if method == "MCP":
+                outcome = call_mcp(client, part)
+            elif method == "CLI":
+                outcome = call_cli(part, self.cli_timeout)
+            else:
+                outcome = call_http(client, part)
+            exchanges += outcome.exchanges
+            if not outcome.ok:
+                break
+        assert outcome is not None
+        return Outcome(tuple(exchanges), outcome.ok, outcome.result, outcome.status, outcome.error)
+
+    def _client(self) -> httpx.Client:
+        """One httpx client for the door's life (thread-safe; its TLS context costs ~25 ms to make).
+
+        `trust_env=False`: the door calls upstreams directly, never through a proxy named in the
+        environment, so generic capture never sees (and never stores twice) the door's own calls.
+        """
+        with self._client_lock:
+            if self._http is None:
+                self._http = httpx.Client(
+                    trust_env=False, timeout=self.upstream_timeout, follow_redirects=False
+                )
+            return self._http
+
+    def close(self) -> None:
+        """Close the door's HTTP client (the Ledger belongs to whoever opened it)."""
+        with self._client_lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def _append(self, *events: Event) -> None:
+        self.ledger.append(Batch(rec.COLLECTOR, rec.position(), tuple(events)))
+
+    def _redact_all(self, data: bytes) -> tuple[bytes, tuple[str, ...]]:
+        out, names = self._all.redact_body(data, None)
+        return out, tuple(sorted(names))
+
+    def _redact_all_head(self, head: bytes) -> tuple[bytes, tuple[str, ...]]:
+        out, names = self._all.redact_head(head)
+        return out, tuple(sorted(names))
+
+    def _redact_text(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        return self._all.redact_body(text.encode("utf-8"), None)[0].decode("utf-8", "replace")
+
+
+def handle(
+    method: str, path: str, query: Mapping[str, Any], headers: Mapping[str, str], body: bytes
+) -> tuple[int, dict[str, str], bytes]:
+    """The local route `/api/dispatch` (and the join under it), as the proxy's route registry calls it."""
+    from addons.door import configured
+
+    return configured().handle(method, path, query, headers, body)

@@ -1,0 +1,164 @@
+"""The Ledger events the dispatch door writes for its own exchanges, in one place.
+
+One dispatch is one action (`action_id` = `d` + 32 hex digits), its events ids `ACTION:ROLE`:
+
+| kind                         | dir | what                                                           |
+|------------------------------|-----|----------------------------------------------------------------|
+| `dispatch.call`              | in  | the canonical call as it came to the door (head + JSON body)   |
+| `dispatch.dry_run`           | in  | the same, for a dry run (nothing is sent; never a use)         |
+| `dispatch.upstream.request`  | out | the upstream request, exact bytes with secrets as `[NAME]`     |
+| `dispatch.upstream.response` | in  | the upstream answer (or its failure in `error`)                |
+| `dispatch.reply`             | out | the door's answer `{ok, result, action_id}`                    |
+| `dispatch.refused`           | out | the door's answer to a refused call; `error` = `LIMIT: why`    |
+
+Every event of the action carries `tool` and, for a token bound to a task, that `task`.
+
+The token a call was made with is kept on its call event's `url`, which is the canonical door
+locator `flightlog:dispatch/DOOR/TOOL?token=IDENTIFIER` (no token: no query). The token itself is a
+credential and is never recorded; its identifier names it. Use counting (`catalog.join.token_uses`)
+counts the `dispatch.call` events carrying an identifier whose action has no `dispatch.refused`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from addons.redact import Redactor
+from addons.upstream import Exchange
+from storage.events import Event
+
+CALL: Final = "dispatch.call"
+DRY_RUN: Final = "dispatch.dry_run"
+UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
+UPSTREAM_RESPONSE: Final = "dispatch.upstream.response"
+REPLY: Final = "dispatch.reply"
+REFUSED: Final = "dispatch.refused"
+COLLECTOR: Final = "dispatch"
+
+
+def new_action_id() -> str:
+    """A fresh action id for one dispatch."""
+    return "d" + uuid.uuid4().hex
+
+
+def door_url(door: str, tool: str, token_id: str | None) -> str:
+    """The call event's canonical locator (see the module docstring)."""
+    return f"flightlog:dispatch/{door}/{tool}" + (f"?token={token_id}" if token_id else "")
+
+
+def position() -> int:
+    """A monotonic position for the door's batches (nanoseconds: increases across restarts too)."""
+    return time.time_ns()
+
+
+@dataclass(frozen=True, slots=True)
+class Filing:
+    """What every event of one dispatch shares: its action, tool and who it is filed under."""
+
+    action_id: str
+    tool: str | None
+    at: datetime
+    task: str | None = None
+    session: str | None = None
+    turn: str | None = None
+    agent: str | None = None
+
+    def event(self, role: str, kind: str, direction: str, seq: int, **fields: Any) -> Event:
+        """One event of this action (`seq` orders the events within the action)."""
+        payload = fields.pop("payload", None)
+        state = "complete" if payload else "none"
+        return Event(
+            event_id=f"{self.action_id}:{role}",
+            action_id=self.action_id,
+            kind=kind,
+            direction=direction,  # type: ignore[arg-type]
+            at=self.at,
+            collector=COLLECTOR,
+            seq=seq,
+            tool=self.tool,
+            task=self.task,
+            session=self.session,
+            turn=self.turn,
+            agent=self.agent,
+            payload=payload or None,
+            payload_state=state,  # type: ignore[arg-type]
+            **fields,
+        )
+
+
+def reply_bytes(reply: dict[str, Any]) -> bytes:
+    """The door's answer as sent (compact, stable JSON)."""
+    return json.dumps(reply, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode("utf-8")
+
+
+def exchange_events(
+    filing: Filing,
+    index: int,
+    exchange: Exchange,
+    redacted: tuple[str, ...],
+    response_redacted: tuple[str, ...],
+) -> tuple[Event, Event]:
+    """The request and answer events of one upstream exchange (already redacted by the caller)."""
+    host = urlsplit(exchange.url).hostname if "://" in exchange.url else None
+    request = filing.event(
+        f"upstream.{index}.request",
+        UPSTREAM_REQUEST,
+        "out",
+        10 + 2 * index,
+        method=exchange.method,
+        url=exchange.url,
+        host=host,
+        head=exchange.request_head,
+        payload=exchange.request_body,
+        redacted=redacted,
+    )
+    answer = filing.event(
+        f"upstream.{index}.response",
+        UPSTREAM_RESPONSE,
+        "in",
+        11 + 2 * index,
+        method=exchange.method,
+        url=exchange.url,
+        host=host,
+        status=exchange.status,
+        head=exchange.response_head,
+        payload=exchange.response_body,
+        redacted=response_redacted,
+        error=exchange.error,
+    )
+    return request, answer
+
+
+def as_recorded(
+    exchange: Exchange, names: Redactor, everything: Redactor
+) -> tuple[Exchange, tuple[str, ...], tuple[str, ...]]:
+    """An exchange as the Ledger keeps it, with the secret names replaced on each side.
+
+    The request is named with `names` (configured secrets only, so `Bearer [KEY]` stays readable and
+    equals the dry run); the answer with `everything` (also credentials in well-known auth headers).
+    """
+    head, used = names.redact_head(exchange.request_head)
+    body, used_body = names.redact_body(exchange.request_body, None)
+    answer_head, seen = everything.redact_head(exchange.response_head)
+    answer, seen_body = everything.redact_body(exchange.response_body, exchange.content_encoding)
+    error = exchange.error
+    if error is not None:
+        error = everything.redact_body(error.encode("utf-8"), None)[0].decode("utf-8", "replace")
+    named = Exchange(
+        exchange.method,
+        names.redact_url(exchange.url)[0],
+        head,
+        body,
+        exchange.status,
+        answer_head,
+        answer,
+        exchange.content_encoding,
+        error,
+    )
+    return named, tuple(sorted(used | used_body)), tuple(sorted(seen | seen_body))

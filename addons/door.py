@@ -1,0 +1,230 @@
+"""The door's HTTP face under `flightlog.local`: `POST /api/dispatch` and the join routes.
+
+`Door(dispatcher, directory_tool).handle(method, path, query, headers, body) -> (status, headers, body)`
+is the plain handler the proxy's local routes call (it blocks on the upstream call: run it off the
+event loop). Routes:
+
+- `POST /api/dispatch[?dry_run=1]` with `{"tool": NAME, "args": {...}}`, or the one-line link
+  `GET /api/dispatch?tool=NAME&args=JSON[&token=...]` (the contracts' `url` form); a scoped token as
+  `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); who is calling from the proxy URL's
+  credentials and `X-Flightlog-*` headers, as capture reads them (`addons.identity`).
+  Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
+- `GET /api/dispatch/uses/TOOL`: every event of a tool; `GET /api/dispatch/trace/EVENT_ID`: the
+  event, its action, its contract and the check; `GET /api/dispatch/task/TASK`: everything done under
+  a task (also answered under `/api/join/...` where the proxy routes that prefix here).
+
+In the proxy the local routes import `addons.dispatch:handle`, which builds one `Door` on first use
+(`configured()`): the Ledger and secrets from the capture addon's options (`flightlog_ledger`,
+`flightlog_blobs`, `flightlog_secrets`, `flightlog_secret_env`) or the environment, the Directory from
+FLIGHTLOG_DIRECTORY (else the native one), the root key and refused hosts from FLIGHTLOG_HOME, and
+`FLIGHTLOG_REQUIRE_TOKEN=1` to refuse calls that bring no scoped token.
+
+The proxy never records these routes: the dispatcher records its own exchange (with the token
+replaced by its identifier), and the join routes are reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from addons.dispatch import Dispatcher
+from addons.identity import from_headers, from_proxy_authorization
+from catalog import join, tokens
+from catalog.errors import CatalogError
+from catalog.tool import Tool
+from storage.errors import StorageError
+
+Answer = tuple[int, dict[str, str], bytes]
+JSON = {"content-type": "application/json"}
+PREFIXES = ("/api/dispatch", "/api/join/")
+JOINS = ("uses", "trace", "task", "token")
+
+
+def _json(status: int, value: Any) -> Answer:
+    body = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
+    return status, dict(JSON), body
+
+
+def _error(status: int, message: str) -> Answer:
+    return _json(status, {"ok": False, "error": message})
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    return next((v for k, v in headers.items() if k.lower() == name), None)
+
+
+def _truthy(query: Mapping[str, list[str]], name: str) -> bool:
+    return (query.get(name) or [""])[-1].lower() in ("1", "true", "yes")
+
+
+def call_head(method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> bytes:
+    """The call as it came in, for the Ledger: start line and header fields (the token hidden)."""
+    pairs = [f"{k}={v}" for k, values in query.items() for v in values if k != "token"]
+    target = path + ("?" + "&".join(pairs) if pairs else "")
+    lines = [f"{method} {target} HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()]
+    return "\r\n".join(lines).encode("utf-8", "replace")
+
+
+class Door:
+    """The handler for the door's routes, bound to one dispatcher and one Directory."""
+
+    def __init__(self, dispatcher: Dispatcher, render: Callable[[Tool, Mapping[str, Any]], Any]) -> None:
+        self.dispatcher = dispatcher
+        self.render = render
+
+    def handle(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | list[str]],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> Answer:
+        """Answer one request to a door route (see the module docstring)."""
+        lists = {k: v if isinstance(v, list) else [v] for k, v in query.items()}
+        try:
+            if path.rstrip("/") == "/api/dispatch":
+                return self._dispatch(method, path, lists, headers, body)
+            rest = path.removeprefix("/api/dispatch/").removeprefix("/api/join/")
+            if rest != path and rest.partition("/")[0] in JOINS and method in ("GET", "HEAD"):
+                return self._join(rest)
+        except (CatalogError, StorageError) as e:
+            return _error(400 if isinstance(e, CatalogError) else 503, str(e))
+        return _error(
+            404, f"no route {method} {path} (POST /api/dispatch, GET /api/dispatch/uses|trace|task/NAME)"
+        )
+
+    def _dispatch(
+        self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
+    ) -> Answer:
+        if method == "GET" and "tool" in query:
+            try:
+                args = json.loads(query.get("args", ["{}"])[-1])
+            except ValueError:
+                args = None
+            body = json.dumps({"tool": query["tool"][-1], "args": args}).encode()
+        elif method != "POST":
+            return _error(405, 'POST a canonical call {"tool": NAME, "args": {...}} to /api/dispatch')
+        auth = _header(headers, "authorization")
+        token = auth if auth and auth.lower().startswith("bearer flt_") else None
+        if token is None and query.get("token"):
+            token = query["token"][-1]
+        try:
+            call = json.loads(body or b"null")
+        except ValueError:
+            call = None
+        credentials = from_proxy_authorization(_header(headers, "proxy-authorization"))
+        who = from_headers(headers.items()).over(credentials)
+        head = call_head(method, path, query, headers)
+        result = self.dispatcher.dispatch(
+            call, door="http", token=token, dry_run=_truthy(query, "dry_run"), identity=who, head=head
+        )
+        return result.status, dict(JSON), result.body
+
+    def _join(self, rest: str) -> Answer:
+        what, _, arg = rest.partition("/")
+        arg = unquote(arg)
+        if not arg:
+            return _error(400, f"/api/join/{what}/ needs a name")
+        engine = self.dispatcher.ledger.engine
+        if what == "uses":
+            return _json(200, {"tool": arg, "events": join.tool_uses(engine, arg)})
+        if what == "task":
+            return _json(200, {"task": arg, "events": join.task_events(engine, arg)})
+        if what == "trace":
+            found = join.trace(
+                engine, self.dispatcher.ledger.payload, self.dispatcher.find_tool, self.render, arg
+            )
+            return _json(200, found.as_dict())
+        if what == "token":
+            token = tokens.decode(arg)
+            return _json(
+                200, {"identifier": token.identifier, "uses": join.token_uses(engine, token.identifier)}
+            )
+        return _error(404, f"no join {what!r} (uses, trace, task)")
+
+
+_lock = threading.Lock()
+_door: Door | None = None
+
+
+def configured() -> Door:
+    """The proxy's one door, built on first use from the proxy's options and the environment."""
+    global _door
+    with _lock:
+        if _door is None:
+            _door = _build()
+        return _door
+
+
+def find_in(directory: Any) -> Callable[[str], Tool | None]:
+    """`name -> Tool | None` over an open Directory (`Directory.tool(name)` gives its document)."""
+
+    def find(name: str) -> Tool | None:
+        try:
+            doc = directory.tool(name)
+        except CatalogError as e:
+            if type(e).__name__ == "UnknownRow":
+                return None
+            raise
+        return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
+
+    return find
+
+
+def _option(name: str) -> Any:
+    """A mitmproxy option when running inside the proxy (set by the capture addon), else None."""
+    try:
+        from mitmproxy import ctx
+
+        return getattr(ctx.options, name, None)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _build() -> Door:
+    from addons.dispatch import Dispatcher
+    from addons.secrets import load_secrets
+    from catalog import refused
+    from catalog.contracts import render_upstream
+    from catalog.tokens import root_key
+    from storage.ledger import open_ledger
+
+    home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    ledger_url = (
+        _option("flightlog_ledger") or os.environ.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
+    )
+    blobs_url = _option("flightlog_blobs") or os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+    secrets_file = _option("flightlog_secrets") or default_secrets(home)
+    secrets = load_secrets(
+        Path(secrets_file) if secrets_file else None, list(_option("flightlog_secret_env") or ())
+    )
+    folder = os.environ.get("FLIGHTLOG_DIRECTORY")
+    dispatcher = Dispatcher(
+        find_in(open_rows(ledger_url, Path(folder).expanduser() if folder else None)),
+        open_ledger(ledger_url, blobs_url),
+        secrets,
+        root_key(home),
+        refused.load_refused_hosts(home),
+        require_token=os.environ.get("FLIGHTLOG_REQUIRE_TOKEN", "") in ("1", "true", "yes"),
+    )
+    return Door(dispatcher, render_upstream)
+
+
+def default_secrets(home: Path) -> str:
+    """`FLIGHTLOG_HOME/secrets.env` when it exists: the secrets file used when none is named."""
+    path = home / "secrets.env"
+    return str(path) if path.is_file() else ""
+
+
+def open_rows(ledger_url: str, folder: Path | None) -> Any:
+    """The Directory in the Ledger's database: the folder's space, or the native one."""
+    from catalog.directory import open_directory
+
+    return open_directory(ledger_url, folder)

@@ -1,0 +1,179 @@
+"""Turning the hooks' records into Ledger events: redaction, payload state, usage and cost.
+
+Pure functions run on the writer thread. Stated exceptions to exact bytes, each applied here:
+secret values are replaced by their names (`redact`), a request body streamed through unread is
+`missing`, and a stream cut short is `partial`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from addons import kinds
+from addons.records import Exchange, RequestRecord, ResponseRecord
+from storage.events import Event, PayloadRef, PayloadState
+
+if TYPE_CHECKING:
+    from addons.prices import PriceTable
+    from addons.redact import Redactor
+
+UsageFn = Callable[[str, bytes, bytes, str | None, str | None], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Processing:
+    """What the writer does to every record: redact with `redactor`, read usage, price it."""
+
+    redactor: Redactor | None = None
+    extract_usage: UsageFn | None = None
+    prices: PriceTable | None = None
+
+
+def when(timestamp: float) -> datetime:
+    """A mitmproxy timestamp (seconds since the epoch) as an aware UTC datetime."""
+    return datetime.fromtimestamp(timestamp, UTC)
+
+
+def _names(*groups: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(frozenset().union(*groups)))
+
+
+def _redact_common(
+    proc: Processing, exchange: Exchange, head: bytes
+) -> tuple[str, bytes, frozenset[str], frozenset[str]]:
+    if proc.redactor is None:
+        return exchange.url, head, frozenset(), frozenset()
+    url, url_names = proc.redactor.redact_url(exchange.url)
+    head, head_names = proc.redactor.redact_head(head)
+    return url, head, frozenset(url_names), frozenset(head_names)
+
+
+def redact_body(proc: Processing, body: bytes, content_encoding: str) -> tuple[bytes, frozenset[str]]:
+    """The body with secrets replaced (inside its content-encoding), and the names replaced."""
+    if proc.redactor is None or not body:
+        return body, frozenset()
+    redacted, names = proc.redactor.redact_body(body, content_encoding or None)
+    return redacted, frozenset(names)
+
+
+def request_event(proc: Processing, rec: RequestRecord, *, collector: str, seq: int) -> Event:
+    """The `http.request` event of a record."""
+    ex = rec.exchange
+    url, head, url_names, head_names = _redact_common(proc, ex, rec.head)
+    payload: bytes | None
+    state: PayloadState
+    body_names: frozenset[str] = frozenset()
+    if rec.body is None:
+        payload, state = None, "missing"  # stated exception: over the size limit, streamed through unread
+    elif not rec.body:
+        payload, state = None, "none"
+    else:
+        payload, body_names = redact_body(proc, rec.body, rec.content_encoding)
+        state = "complete"
+    return Event(
+        event_id=kinds.event_id(ex.flow_id, kinds.REQUEST_ROLE),
+        action_id=ex.flow_id,
+        kind=kinds.HTTP_REQUEST,
+        direction="in" if ex.direction == "in" else "out",
+        at=when(rec.at),
+        collector=collector,
+        seq=seq,
+        method=ex.method,
+        url=url,
+        host=ex.host,
+        head=head,
+        payload=payload,
+        payload_state=state,
+        redacted=_names(url_names, head_names, body_names),
+        agent=ex.identity.agent,
+        session=ex.identity.session,
+        task=ex.identity.task,
+        turn=ex.identity.turn,
+    )
+
+
+def usage_of(
+    proc: Processing, rec: ResponseRecord, body: bytes | None
+) -> tuple[str | None, int | None, int | None, float | None]:
+    """Model, tokens in/out and cost of an AI call's answer; all None for anything else."""
+    if proc.extract_usage is None or body is None or rec.status is None or rec.status >= 400:
+        return None, None, None, None
+    try:
+        usage = proc.extract_usage(
+            rec.exchange.url,
+            rec.request_body or b"",
+            body,
+            rec.content_type or None,
+            rec.content_encoding or None,
+        )
+    except Exception:  # a body we cannot read is not a reason to lose the event
+        return None, None, None, None
+    if usage is None:
+        return None, None, None, None
+    cost = None
+    if proc.prices is not None:
+        cost = proc.prices.cost(usage.model, usage.tokens_in, usage.tokens_out)
+    return usage.model, usage.tokens_in, usage.tokens_out, cost
+
+
+def response_event(
+    proc: Processing,
+    rec: ResponseRecord,
+    payload: bytes | PayloadRef | None,
+    *,
+    body_names: frozenset[str],
+    usage: tuple[str | None, int | None, int | None, float | None],
+    collector: str,
+    seq: int,
+) -> Event:
+    """The `http.response` event: `payload` is the (already redacted) body or its stored address."""
+    ex = rec.exchange
+    url, head, url_names, head_names = _redact_common(proc, ex, rec.head)
+    state: PayloadState
+    if payload is None or (isinstance(payload, bytes) and not payload):
+        payload, state = None, "none"
+    else:
+        state = "partial" if rec.partial else "complete"
+    model, tokens_in, tokens_out, cost = usage
+    return Event(
+        event_id=kinds.event_id(ex.flow_id, kinds.RESPONSE_ROLE),
+        action_id=ex.flow_id,
+        kind=kinds.HTTP_RESPONSE,
+        direction="in" if ex.direction == "in" else "out",
+        at=when(rec.at),
+        collector=collector,
+        seq=seq,
+        method=ex.method,
+        url=url,
+        host=ex.host,
+        status=rec.status,
+        head=head,
+        payload=payload,
+        payload_state=state,
+        redacted=_names(url_names, head_names, body_names),
+        error=rec.error,
+        model=model,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=cost,
+        agent=ex.identity.agent,
+        session=ex.identity.session,
+        task=ex.identity.task,
+        turn=ex.identity.turn,
+    )
+
+
+def overflow_event(collector: str, number: int, dropped: int, at: float) -> Event:
+    """The record that `dropped` queued items were lost while the Ledger could not keep up."""
+    return Event(
+        event_id=f"overflow:{collector}:{int(at * 1000)}:{number}",
+        action_id=f"overflow:{collector}:{int(at * 1000)}:{number}",
+        kind=kinds.CAPTURE_OVERFLOW,
+        direction="out",
+        at=when(at),
+        collector=collector,
+        error=f"{dropped} captured items dropped: the writer queue was full",
+    )

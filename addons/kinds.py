@@ -1,0 +1,22 @@
+"""Every event kind the capture addons write, in one place so readers and writers agree.
+
+- `http.request`: what a client sent through the proxy (head + body).
+- `http.response`: the answer to it, or the upstream failure (refused, TLS, timeout, reset) in `error`.
+- `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+HTTP_REQUEST: Final = "http.request"
+HTTP_RESPONSE: Final = "http.response"
+CAPTURE_OVERFLOW: Final = "capture.overflow"
+
+REQUEST_ROLE: Final = "request"
+RESPONSE_ROLE: Final = "response"
+
+
+def event_id(flow_id: str, role: str) -> str:
+    """A stable event id from mitmproxy's flow id and the event's role: a retried write is the same write."""
+    return f"{flow_id}:{role}"

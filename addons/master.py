@@ -1,0 +1,174 @@
+"""Build and run mitmproxy's DumpMaster with flightlog's addons, its confdir under FLIGHTLOG_HOME.
+
+`run_proxy(config)` blocks until SIGINT/SIGTERM (or `stop()`); the addons' `done` hooks drain the
+writer's queue into the Ledger before it returns. On start it prints one line saying where it
+listens, where it records and how to trust the CA, and writes `proxy.json` in FLIGHTLOG_HOME so
+`flightlog run` and `flightlog env` can find the running proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from addons.capture import Capture
+from addons.errors import AddonError
+from addons.local_routes import LocalRoutes
+from addons.proxy_env import STATE_FILE
+from addons.sync_paths import SyncPaths
+
+CA_FILE = "mitmproxy-ca-cert.pem"
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """Everything `flightlog proxy` passes to mitmproxy."""
+
+    home: Path
+    ledger_url: str
+    blobs_url: str
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 8080
+    modes: tuple[str, ...] = ("regular",)
+    secrets: str = ""
+    secret_env: tuple[str, ...] = ()
+    sync_paths: tuple[str, ...] = ()
+    stream_grace: int = 25
+    max_request_body: str = "8m"
+    redact_auth_headers: bool = True
+    collector: str = ""
+    stats_file: str = ""
+    directory: str = ""
+    extra: tuple[str, ...] = ()
+    """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
+
+    @property
+    def confdir(self) -> Path:
+        return self.home / "mitmproxy"
+
+
+class Flightlog:
+    """flightlog's addons in hook order (own routes, sync paths, capture) under one top-level addon.
+
+    mitmproxy pays a coroutine and a context manager per top-level addon for every hook of every
+    flow; nesting ours under one entry pays that once.
+    """
+
+    def __init__(self, *extra: object) -> None:
+        capture = Capture()
+        self.addons = [LocalRoutes(), SyncPaths(capture), capture, *extra]
+
+
+def addons(*extra: object) -> list[object]:
+    """What to add to a master (or to `mitmdump -s`): one `Flightlog` holding every addon."""
+    return [Flightlog(*extra)]
+
+
+class _Ready:
+    """Prints the start line and writes `proxy.json` once mitmproxy listens."""
+
+    def __init__(self, config: ProxyConfig, announce: Callable[[str], None]) -> None:
+        self.config = config
+        self.announce = announce
+
+    def running(self) -> None:
+        from mitmproxy import ctx
+
+        server = ctx.master.addons.get("proxyserver")
+        listeners = []
+        for instance in server.servers:
+            addrs = instance.listen_addrs
+            if addrs:
+                listeners.append({"mode": instance.mode.full_spec, "host": addrs[0][0], "port": addrs[0][1]})
+        ca = self.config.confdir / CA_FILE
+        state = {"pid": os.getpid(), "listeners": listeners, "ca": str(ca), "ledger": self.config.ledger_url}
+        (self.config.home / STATE_FILE).write_text(json.dumps(state))
+        where = ", ".join(f"{item['mode']} on {item['host']}:{item['port']}" for item in listeners)
+        self.announce(
+            f"flightlog proxy: listening {where}; recording to {redact_url(self.config.ledger_url)} "
+            f"(blobs {self.config.blobs_url}); trust the CA at {ca} (or run `flightlog env`)"
+        )
+
+    def done(self) -> None:
+        state = self.config.home / STATE_FILE
+        try:
+            if json.loads(state.read_text()).get("pid") == os.getpid():
+                state.unlink()
+        except (OSError, ValueError):
+            pass
+
+
+def redact_url(url: str) -> str:
+    """A database URL without its password, for the start line."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("flightlog")
+    if not logger.handlers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = None) -> None:
+    """Run the proxy until SIGINT/SIGTERM; the queue is drained before this returns."""
+    from mitmproxy import exceptions, options
+    from mitmproxy.tools.dump import DumpMaster
+
+    config.home.mkdir(parents=True, exist_ok=True)
+    config.confdir.mkdir(parents=True, exist_ok=True)
+    _log_to_stderr()
+    opts = options.Options(
+        listen_host=config.listen_host,
+        listen_port=config.listen_port,
+        mode=list(config.modes),
+        confdir=str(config.confdir),
+    )
+    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    master.addons.add(*addons(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)))))
+    try:
+        master.options.update(
+            connection_strategy="lazy",
+            stream_large_bodies=config.max_request_body,
+            flightlog_ledger=config.ledger_url,
+            flightlog_blobs=config.blobs_url,
+            flightlog_secrets=config.secrets,
+            flightlog_secret_env=list(config.secret_env),
+            flightlog_sync_path=list(config.sync_paths),
+            flightlog_stream_grace=config.stream_grace,
+            flightlog_max_request_body=config.max_request_body,
+            flightlog_redact_auth_headers=config.redact_auth_headers,
+            flightlog_collector=config.collector,
+            flightlog_stats_file=config.stats_file,
+            flightlog_directory=config.directory,
+        )
+        master.options.set(*config.extra)
+    except (exceptions.OptionsError, KeyError) as e:
+        raise AddonError(str(e)) from e
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, master.shutdown)
+    if check := master.addons.get("errorcheck"):
+        check.repeat_errors_on_stderr = True  # without termlog, startup errors would be silent
+    await master.run()
+
+
+def run_proxy(config: ProxyConfig, announce: Callable[[str], None] | None = None) -> None:
+    """Blocking entry for the CLI."""
+    asyncio.run(serve(config, announce))

@@ -1,0 +1,114 @@
+"""The environment that routes a program through a running flightlog proxy.
+
+Read by `flightlog run` and `flightlog env` from `proxy.json`, which the proxy writes into
+FLIGHTLOG_HOME when it listens. Which client reads which variable (measured, see
+reference/mitmproxy.md): curl wants lowercase `http_proxy` for http URLs, requests reads
+`REQUESTS_CA_BUNDLE`/`CURL_CA_BUNDLE` and not `SSL_CERT_FILE`, httpx and urllib read `SSL_CERT_FILE`,
+and Node ignores proxy variables, hence the model APIs' base URLs pointed at reverse listeners.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from addons.identity import EMPTY, Identity
+
+STATE_FILE = "proxy.json"
+PASSWORD = "flightlog"
+BASE_URLS = {
+    "api.openai.com": ("OPENAI_BASE_URL", "/v1"),
+    "api.anthropic.com": ("ANTHROPIC_BASE_URL", ""),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    mode: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyState:
+    """A running proxy as it described itself in `proxy.json`."""
+
+    pid: int
+    listeners: tuple[Listener, ...]
+    ca: Path
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProxyState:
+        return cls(
+            pid=int(data["pid"]),
+            listeners=tuple(
+                Listener(str(x["mode"]), str(x["host"]), int(x["port"])) for x in data["listeners"]
+            ),
+            ca=Path(data["ca"]),
+        )
+
+    @property
+    def forward(self) -> Listener | None:
+        """The regular (forward) listener, if any."""
+        return next((x for x in self.listeners if x.mode.startswith("regular")), None)
+
+
+def read_state(home: Path) -> ProxyState | None:
+    """The running proxy of this FLIGHTLOG_HOME, or None when there is none (or it died)."""
+    try:
+        state = ProxyState.from_json(json.loads((home / STATE_FILE).read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(state.pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    forward = state.forward
+    if forward is not None:
+        try:
+            with socket.create_connection((_connect_host(forward.host), forward.port), timeout=1):
+                pass
+        except OSError:
+            return None
+    return state
+
+
+def _connect_host(host: str) -> str:
+    return "127.0.0.1" if host in ("", "0.0.0.0") else ("::1" if host == "::" else host)
+
+
+def _url_host(host: str) -> str:
+    host = _connect_host(host)
+    return f"[{host}]" if ":" in host else host
+
+
+def proxy_env(
+    forward: tuple[str, int], ca: Path, identity: Identity = EMPTY, reverse: tuple[Listener, ...] = ()
+) -> dict[str, str]:
+    """The variables a child process needs to go through the proxy and trust its CA."""
+    userinfo = identity.userinfo()
+    # A password is there only because some clients (requests) send proxy credentials only with one.
+    cred = f"{userinfo}:{PASSWORD}@" if userinfo else ""
+    url = f"http://{cred}{_url_host(forward[0])}:{forward[1]}"
+    env = {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+        env[name] = str(ca)
+    for listener in reverse:
+        target = listener.mode.partition(":")[2].split("://", 1)[-1].split("@")[0].split("/")[0]
+        if target in BASE_URLS:
+            variable, path = BASE_URLS[target]
+            env[variable] = f"http://{_url_host(listener.host)}:{listener.port}{path}"
+    return env
+
+
+def export_lines(env: dict[str, str]) -> str:
+    """`export NAME='value'` lines for a POSIX shell."""
+    import shlex
+
+    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in env.items())

@@ -1,0 +1,289 @@
+"""A relay inside the proxy process that owns the upstream read of streaming requests.
+
+mitmproxy closes the upstream connection the moment a client leaves, so a teed stream would stop
+with it. For requests that look like streams (SSE, `"stream": true`), the capture addon points the
+upstream hop at this relay (plain HTTP on loopback, a one-use token header naming the real target).
+The relay opens the real upstream connection itself (TLS verified like mitmproxy's own upstream
+connections), pipes bytes both ways untouched, records the answer as it arrives, and when
+mitmproxy's side closes it keeps reading upstream for up to `grace` seconds and records what
+arrived as `partial`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from addons.framing import Body, FramingError, UntilClose, request_body, response_body
+from addons.heads import HeadError, ParsedHead, parse_head, remove_fields
+from addons.records import Exchange, ResponseRecord, StreamChunk
+
+log = logging.getLogger("flightlog.capture")
+
+TOKEN_HEADER = "X-Flightlog-Relay"
+HEAD_MAX = 256 * 1024
+CONNECT_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class RelayJob:
+    """Where one relayed request really goes, and what its answer is recorded with."""
+
+    exchange: Exchange
+    scheme: str
+    host: str
+    port: int
+    sni: str | None
+    method: bytes
+    request_body: bytes | None
+
+
+class _Gone(Exception):
+    """mitmproxy's side of the relay connection closed (the client left)."""
+
+
+async def _read_head(reader: asyncio.StreamReader, buf: bytes) -> tuple[bytes | None, bytes]:
+    """One head (through its empty line) and the bytes after it; None at a clean end of stream."""
+    while b"\r\n\r\n" not in buf:
+        if len(buf) > HEAD_MAX:
+            raise HeadError("head too large")
+        data = await reader.read(65536)
+        if not data:
+            if buf:
+                raise HeadError("connection closed inside a head")
+            return None, b""
+        buf += data
+    end = buf.index(b"\r\n\r\n") + 4
+    return buf[:end], buf[end:]
+
+
+def _split(framing: Body, data: bytes) -> tuple[bytes, bytes, bytes]:
+    """Feed `data`: (body bytes, the raw wire bytes that belong to this message, the rest)."""
+    body, rest = framing.feed(data)
+    return body, data[: len(data) - len(rest)], rest
+
+
+class Relay:
+    """The loopback server and its table of one-use tokens."""
+
+    def __init__(
+        self,
+        sink: Callable[[StreamChunk | ResponseRecord], object],
+        *,
+        grace: float,
+        tls: Callable[[], ssl.SSLContext],
+    ) -> None:
+        self.sink = sink
+        self.grace = grace
+        self.tls = tls
+        self.port = 0
+        self._jobs: dict[str, RelayJob] = {}
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        """Listen on a free loopback port."""
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_MAX)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop listening; relays still reading are cut and record what they have as `partial`."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=5)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait (up to `timeout`) for relays still reading after their client left."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout)
+
+    def register(self, job: RelayJob) -> str:
+        """A token for the request's header that tells the relay where it goes."""
+        token = secrets.token_hex(16)
+        self._jobs[token] = job
+        return token
+
+    def forget(self, token: str) -> None:
+        self._jobs.pop(token, None)
+
+    async def _serve(self, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            buf = b""
+            while True:
+                head_raw, buf = await _read_head(down_r, buf)
+                if head_raw is None:
+                    return
+                head = parse_head(head_raw)
+                token = head.get(TOKEN_HEADER.encode())
+                job = self._jobs.pop(token.decode("latin-1"), None) if token else None
+                if job is None:
+                    down_w.write(
+                        b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
+                    await down_w.drain()
+                    return
+                framing = request_body(head)
+                raw = bytearray(remove_fields(head_raw, frozenset({TOKEN_HEADER.lower().encode()})))
+                while True:
+                    _, wire, buf = _split(framing, buf)
+                    raw += wire
+                    if framing.done:
+                        break
+                    buf = await down_r.read(65536)
+                    if not buf:
+                        return
+                keep = await self._exchange(job, bytes(raw), down_r, down_w)
+                if not keep:
+                    return
+        except (HeadError, FramingError, ConnectionError, asyncio.IncompleteReadError) as e:
+            log.debug("relay connection ended: %s", e)
+        finally:
+            self._tasks.discard(task)
+            with contextlib.suppress(Exception):
+                down_w.close()
+
+    async def _exchange(
+        self, job: RelayJob, request: bytes, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter
+    ) -> bool:
+        """Send one request upstream and relay its answer; False when the connection must end."""
+        try:
+            up_r, up_w = await asyncio.wait_for(
+                asyncio.open_connection(
+                    job.host,
+                    job.port,
+                    ssl=self.tls() if job.scheme == "https" else None,
+                    server_hostname=(job.sni or job.host) if job.scheme == "https" else None,
+                    limit=HEAD_MAX,
+                ),
+                CONNECT_TIMEOUT,
+            )
+        except (OSError, ssl.SSLError, TimeoutError) as e:
+            error = f"Cannot connect to {job.host}:{job.port}: {e or type(e).__name__}"
+            self.sink(self._record(job, None, b"", error=error, partial=False))
+            body = error.encode()
+            down_w.write(
+                b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await down_w.drain()
+            return False
+        try:
+            up_w.write(request)
+            await up_w.drain()
+            return await self._answer(job, up_r, down_r, down_w)
+        finally:
+            up_w.close()
+
+    async def _answer(
+        self,
+        job: RelayJob,
+        up_r: asyncio.StreamReader,
+        down_r: asyncio.StreamReader,
+        down_w: asyncio.StreamWriter,
+    ) -> bool:
+        loop = asyncio.get_running_loop()
+        status: int | None = None
+        head = b""
+        parsed: ParsedHead | None = None
+        down_alive = True
+        complete = False
+        error: str | None = None
+        deadline: float | None = None
+        gone: asyncio.Task[bytes] = asyncio.ensure_future(down_r.read(1))
+        reading: asyncio.Task[bytes] | None = None
+        try:
+            while True:  # skip interim (1xx) answers, forwarding them
+                head_raw, rest = await _read_head(up_r, b"")
+                if head_raw is None:
+                    error = "Server disconnected before answering."
+                    self.sink(self._record(job, None, b"", error=error, partial=False))
+                    return False
+                parsed = parse_head(head_raw)
+                down_w.write(head_raw)
+                if not parsed.start[1].startswith(b"1") or parsed.start[1] == b"101":
+                    break
+            head, status = head_raw, int(parsed.start[1])
+            framing = response_body(parsed, job.method)
+            coding = (parsed.get(b"content-encoding") or b"").decode("latin-1")
+            data = rest
+            while True:
+                if data:
+                    body, wire, _ = _split(framing, data)
+                    if body:
+                        self.sink(StreamChunk(job.exchange.flow_id, body, coding))
+                    if down_alive:
+                        try:
+                            down_w.write(wire)
+                            await down_w.drain()
+                        except ConnectionError:
+                            down_alive, deadline = False, loop.time() + self.grace
+                if framing.done:
+                    complete = True
+                    break
+                timeout = None if deadline is None else deadline - loop.time()
+                if timeout is not None and timeout <= 0:
+                    error = f"Client disconnected; stopped reading after {self.grace:g} s."
+                    break
+                if reading is None:
+                    reading = asyncio.ensure_future(up_r.read(65536))
+                waiting: set[asyncio.Future[bytes]] = {reading}
+                if down_alive:
+                    waiting.add(gone)
+                done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                if down_alive and gone in done:
+                    down_alive, deadline = False, loop.time() + self.grace
+                if reading in done:
+                    data, reading = reading.result(), None
+                    if not data:
+                        complete = isinstance(framing, UntilClose)
+                        if not complete:
+                            error = "Server closed the connection before the answer was complete."
+                        break
+                else:
+                    data = b""
+        except asyncio.CancelledError:
+            error = "The proxy stopped while the answer was being read."
+            raise
+        except (ConnectionError, HeadError, FramingError, ssl.SSLError) as e:
+            error = f"{type(e).__name__}: {e}"
+        finally:
+            for pending in (gone, reading):
+                if pending is not None and not pending.done():
+                    pending.cancel()
+            if status is not None:
+                if not down_alive and error is None:
+                    error = "Client disconnected."
+                self.sink(self._record(job, status, head, error=error, partial=not (complete and down_alive)))
+        return down_alive and complete and framing.consumed_all
+
+    def _record(
+        self, job: RelayJob, status: int | None, head: bytes, *, error: str | None, partial: bool
+    ) -> ResponseRecord:
+        parsed = parse_head(head) if head else None
+        return ResponseRecord(
+            exchange=job.exchange,
+            at=time.time(),
+            status=status,
+            head=head,
+            body=None,
+            content_type=(parsed.get(b"content-type") or b"").decode("latin-1") if parsed else "",
+            content_encoding=(parsed.get(b"content-encoding") or b"").decode("latin-1") if parsed else "",
+            error=error,
+            streamed=status is not None,
+            partial=partial,
+            request_body=job.request_body,
+        )

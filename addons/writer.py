@@ -1,0 +1,407 @@
+"""One writer thread behind a bounded queue: the only place the proxy touches the Ledger.
+
+Hooks call `Writer.put()` (O(1), never blocks, never raises); the thread redacts, reads usage,
+spools teed stream bodies with bounded memory, and appends batches flushed by size or time. When
+the Ledger is down, traffic keeps flowing: the thread retries with backoff and logs one line per
+change of state; once the queue bound is reached new items are dropped, counted, and recorded as a
+`capture.overflow` event when the Ledger is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from addons import events as ev
+from addons.records import RequestRecord, ResponseRecord, StreamChunk
+from addons.stream_body import Deferred, StreamBody
+from storage.events import INLINE_MAX, Batch, Event, PayloadRef
+from storage.ledger import Ledger
+
+log = logging.getLogger("flightlog.capture")
+
+Item = RequestRecord | ResponseRecord | StreamChunk
+USAGE_MAX = 4 * 1024 * 1024
+"""Streamed answers up to this size are read back for model and token usage."""
+
+
+@dataclass
+class WriterStats:
+    """Counters for logs, tests and the bench."""
+
+    written: int = 0
+    dropped: int = 0
+    rejected: int = 0
+    batches: int = 0
+    delays: list[float] = field(default_factory=list)
+
+
+_STOP = object()
+
+
+def _refused(error: Exception) -> bool:
+    """Whether the Ledger refused the content (retrying cannot help), as opposed to being unreachable."""
+    from storage.errors import BlobStoreUnavailable, DiskFull, LedgerUnavailable, StorageError
+
+    return isinstance(error, StorageError) and not isinstance(
+        error, LedgerUnavailable | BlobStoreUnavailable | DiskFull
+    )
+
+
+def _size(item: Item) -> int:
+    """The bytes an item holds in memory while queued (what the byte bound counts)."""
+    if isinstance(item, StreamChunk):
+        return len(item.data)
+    return len(item.body) if item.body else 0
+
+
+def _line(error: Exception) -> str:
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]
+
+
+def _name_os_thread(name: bytes) -> None:
+    """Name the OS thread (Linux), so `top -H` and the bench can tell the writer from the event loop."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name[:15], 0, 0, 0)  # PR_SET_NAME
+
+
+class Writer:
+    """The bounded queue and the thread that drains it into the Ledger."""
+
+    def __init__(
+        self,
+        open_ledger: Callable[[float], Ledger],
+        processing: ev.Processing,
+        *,
+        collector: str,
+        max_items: int = 20_000,
+        max_bytes: int = 128 * 1024 * 1024,
+        batch_size: int = 500,
+        flush_interval: float = 0.05,
+        backoff_max: float = 10.0,
+        retry_seconds: float = 2.0,
+    ) -> None:
+        self._open_ledger = open_ledger
+        self.processing = processing
+        self.collector = collector
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self.batch_size = batch_size
+        self.flush_interval = flush_interval
+        self.backoff_max = backoff_max
+        self.retry_seconds = retry_seconds
+        self.stats = WriterStats()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._produced_bytes = 0  # written by the producer (loop) thread only
+        self._consumed_bytes = 0  # written by the writer thread only
+        self._lost_streams: set[str] = set()
+        self._ledger: Ledger | None = None
+        self._ledger_lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._sync_ledger: Ledger | None = None
+        self._sync_position: int | None = None
+        self._position: int | None = None
+        self._seq = 0
+        self._pending: list[Event | Deferred] = []
+        self._pending_since = 0.0
+        self._pending_bytes = 0
+        self._streams: dict[str, StreamBody] = {}
+        self._down_since: float | None = None
+        self._retry_at = 0.0
+        self._backoff = 0.25
+        self._reported_dropped = 0
+        self._thread: threading.Thread | None = None
+        self._stop_deadline = 0.0
+        self._stop_requested = False
+
+    # -- producer side (mitmproxy's event loop) ---------------------------------------------------
+
+    def put(self, item: Item) -> bool:
+        """Queue an item without blocking; when the bound is reached, count it as dropped."""
+        size = _size(item)
+        if (
+            self._queue.qsize() >= self.max_items
+            or self._produced_bytes - self._consumed_bytes + size > self.max_bytes
+        ):
+            self.stats.dropped += 1
+            if isinstance(item, StreamChunk):
+                self._lost_streams.add(item.flow_id)
+            return False
+        self._produced_bytes += size
+        self._queue.put(item)
+        return True
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the writer thread (daemon: a killed process loses only what is queued)."""
+        self._thread = threading.Thread(target=self._run, name="flightlog-writer", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Drain everything queued into the Ledger (retrying until `timeout`), then stop."""
+        if self._thread is None:
+            return
+        self._stop_deadline = time.monotonic() + timeout
+        self._stop_requested = True
+        self._queue.put(_STOP)
+        self._thread.join(timeout + 5)
+        self._thread = None
+        for ledger in (self._ledger, self._sync_ledger):
+            if ledger is not None:
+                ledger.close()
+        self._ledger = self._sync_ledger = None
+
+    # -- the synchronous path (sync paths) ----------------------------------------------------------
+
+    def commit_now(self, rec: RequestRecord) -> None:
+        """Commit one request event before it is forwarded; raises at once if the Ledger cannot take it."""
+        collector = f"{self.collector}:sync"
+        with self._sync_lock:
+            if self._sync_ledger is None:
+                self._sync_ledger = self._open_ledger(0.0)  # no retries: the sender is waiting
+            ledger = self._sync_ledger
+            if self._sync_position is None:
+                self._sync_position = ledger.position(collector) or 0
+            assert self._sync_position is not None
+            event = ev.request_event(self.processing, rec, collector=collector, seq=self._sync_position + 1)
+            try:
+                ledger.append(Batch(collector=collector, position=self._sync_position + 1, events=(event,)))
+            except Exception:
+                with contextlib.suppress(Exception):
+                    ledger.close()
+                self._sync_ledger = self._sync_position = None
+                raise
+            self._sync_position += 1
+
+    # -- the writer thread -------------------------------------------------------------------------
+
+    def _ensure_ledger(self) -> Ledger:
+        with self._ledger_lock:
+            if self._ledger is None:
+                self._ledger = self._open_ledger(self.retry_seconds)
+            return self._ledger
+
+    def _run(self) -> None:
+        _name_os_thread(b"flightlog-write")
+        stopping = False
+        while True:
+            now = time.monotonic()
+            backlog_full = len(self._pending) >= self.max_items or self._pending_bytes > self.max_bytes
+            if (
+                self._down_since is not None
+                and backlog_full
+                and now < self._retry_at
+                and not self._stop_requested
+            ):
+                time.sleep(min(self._retry_at - now, 0.2))  # leave items queued: the bound is the queue's
+                continue
+            if not stopping:
+                if self._pending:
+                    wait = self._pending_since + self.flush_interval - time.monotonic()
+                    if wait > 0 and len(self._pending) < self.batch_size:
+                        time.sleep(wait)  # let items gather: one wake-up per batch, not one per request
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        item = None
+                else:
+                    try:
+                        item = self._queue.get(timeout=0.5)
+                    except queue.Empty:
+                        item = None
+                if item is _STOP:
+                    stopping = True
+                elif item is not None:
+                    self._handle(item)
+                    while len(self._pending) < self.batch_size:  # take what is already waiting
+                        try:
+                            more = self._queue.get_nowait()
+                        except queue.Empty:
+                            break
+                        if more is _STOP:
+                            stopping = True
+                            break
+                        self._handle(more)
+            now = time.monotonic()
+            due = self._pending and (
+                stopping
+                or len(self._pending) >= self.batch_size
+                or now - self._pending_since >= self.flush_interval
+                or self.stats.dropped > self._reported_dropped
+            )
+            if due and (self._down_since is None or now >= self._retry_at):
+                self._flush()
+            elif (
+                not self._pending and self.stats.dropped > self._reported_dropped and self._down_since is None
+            ):
+                self._pending_since = now
+                self._flush()
+            if stopping and self._queue.empty():
+                if not self._pending or time.monotonic() >= self._stop_deadline:
+                    if self._pending:
+                        log.warning("flightlog: %d events not written at exit", len(self._pending))
+                    return
+                if self._down_since is not None:
+                    time.sleep(max(0.0, min(self._retry_at - time.monotonic(), 0.2)))
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _add(self, event: Event | Deferred) -> None:
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending.append(event)
+        payload = event.payload if isinstance(event, Event) else None
+        self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
+
+    def _handle(self, item: Any) -> None:
+        self._consumed_bytes += _size(item)
+        proc = self.processing
+        if isinstance(item, StreamChunk):
+            stream = self._streams.get(item.flow_id)
+            if stream is None:
+                stream = self._streams[item.flow_id] = self._new_stream(item.content_encoding)
+            stream.write(item.data)
+        elif isinstance(item, RequestRecord):
+            self._add(ev.request_event(proc, item, collector=self.collector, seq=self._next_seq()))
+        elif isinstance(item, ResponseRecord):
+            self._add(self._response(item))
+
+    def _new_stream(self, content_encoding: str = "") -> StreamBody:
+        redactor = self.processing.redactor
+        streaming = redactor.stream(content_encoding or None) if redactor is not None else None
+        return StreamBody(file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX), redactor=streaming)
+
+    def _response(self, rec: ResponseRecord) -> Event | Deferred:
+        proc = self.processing
+        seq = self._next_seq()
+        if not rec.streamed:
+            body, names = ev.redact_body(proc, rec.body or b"", rec.content_encoding)
+            usage = ev.usage_of(proc, rec, body)
+            return ev.response_event(
+                proc, rec, body, body_names=names, usage=usage, collector=self.collector, seq=seq
+            )
+        stream = self._streams.pop(rec.exchange.flow_id, None) or self._new_stream(rec.content_encoding)
+        stream.finish()
+        if rec.exchange.flow_id in self._lost_streams:
+            self._lost_streams.discard(rec.exchange.flow_id)
+            rec = replace(rec, partial=True, error=rec.error or "chunks dropped: the writer queue was full")
+        usage = ev.usage_of(proc, rec, stream.file.read() if stream.size <= USAGE_MAX else None)
+        stream.file.seek(0)
+        if stream.size <= INLINE_MAX:
+            body = stream.file.read()
+            stream.file.close()
+            return ev.response_event(
+                proc, rec, body, body_names=stream.names, usage=usage, collector=self.collector, seq=seq
+            )
+        placeholder = PayloadRef(sha256="", size=stream.size, text=False)
+        event = ev.response_event(
+            proc, rec, placeholder, body_names=stream.names, usage=usage, collector=self.collector, seq=seq
+        )
+        return Deferred(event=event, body=stream)
+
+    def _materialize(self, ledger: Ledger, item: Event | Deferred) -> Event:
+        if isinstance(item, Event):
+            return item
+        spool = ledger.spool()
+        item.body.file.seek(0)
+        while chunk := item.body.file.read(1024 * 1024):
+            spool.write(chunk)
+        ref = spool.close()
+        return replace(item.event, payload=ref)
+
+    def _flush(self) -> None:
+        now = time.time()
+        try:
+            ledger = self._ensure_ledger()
+            if self._position is None:
+                self._position = ledger.position(self.collector) or 0
+            events = [self._materialize(ledger, item) for item in self._pending]
+            dropped = self.stats.dropped
+            if dropped > self._reported_dropped:
+                events.append(
+                    ev.overflow_event(
+                        self.collector, self._position + 1, dropped - self._reported_dropped, now
+                    )
+                )
+            try:
+                ledger.append(
+                    Batch(collector=self.collector, position=self._position + 1, events=tuple(events))
+                )
+            except Exception as e:
+                if not _refused(e):
+                    raise
+                events = self._one_by_one(ledger, events, e)
+        except Exception as e:
+            self._went_down(e)
+            return
+        self._position += 1
+        self._reported_dropped = dropped
+        committed = time.time()
+        self.stats.written += len(events)
+        self.stats.batches += 1
+        if len(self.stats.delays) < 1_000_000:
+            self.stats.delays.extend(
+                committed - e.at.timestamp() for e in events if e.kind == "http.response"
+            )
+        for item in self._pending:
+            if isinstance(item, Deferred):
+                item.body.file.close()
+        self._pending = []
+        self._pending_bytes = 0
+        if self._down_since is not None:
+            log.warning(
+                "flightlog: ledger is back after %.1f s; recording resumed",
+                time.monotonic() - self._down_since,
+            )
+            self._down_since = None
+            self._backoff = 0.25
+
+    def _one_by_one(self, ledger: Ledger, events: list[Event], error: Exception) -> list[Event]:
+        """The Ledger refused the batch itself (not a lost connection): keep every event it accepts.
+
+        Each refused event is dropped with one log line, so one bad event never blocks the rest.
+        """
+        log.warning("flightlog: ledger refused a batch (%s); writing its events one by one", _line(error))
+        kept = []
+        position = self._position or 0
+        for event in events:
+            position += 1
+            self._position = position
+            try:
+                ledger.append(Batch(collector=self.collector, position=position, events=(event,)))
+            except Exception as e:
+                if not _refused(e):
+                    raise
+                self.stats.rejected += 1
+                log.warning("flightlog: event %s refused by the ledger: %s", event.event_id, _line(e))
+                continue
+            kept.append(event)
+        self._position = position - 1  # the caller counts the batch's own position
+        return kept
+
+    def _went_down(self, error: Exception) -> None:
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+            log.warning("flightlog: ledger unavailable (%s); traffic keeps flowing, retrying", _line(error))
+            with self._ledger_lock:
+                if self._ledger is not None:
+                    with contextlib.suppress(Exception):
+                        self._ledger.close()
+                    self._ledger = None
+        else:
+            self._backoff = min(self._backoff * 2, self.backoff_max)
+        self._retry_at = now + self._backoff

@@ -1,0 +1,317 @@
+"""The recording proxy against plain mitmdump: requests/s, p99 latency, peak RSS, commit delay.
+
+Run as `python -m bench.capture [--seconds S] [--rounds R] [--sizes 1024,102400] [--rss-seconds S]`.
+Configurations, run interleaved (round after round, each size in turn) on loopback with 16
+connections (wrk, one thread) against a small asyncio upstream in its own process, every proxy in
+reverse mode in front of it:
+
+  plain      mitmdump -q (no addons)
+  savefile   mitmdump -q -w FILE
+  fl-sqlite  flightlog proxy, SQLite Ledger and blob folder
+  fl-pg      flightlog proxy, PostgreSQL Ledger (FLIGHTLOG_TEST_PG's server) and blob folder
+
+Prints one row per configuration and size (medians over rounds) and the ratio to plain. Peak RSS is
+the proxy's VmHWM; the answer→committed-row delay (p50/p99) comes from the writer's own counters.
+With --rss-seconds, one longer flightlog (SQLite) run reports RSS after that many requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+CONFIGS = ("plain", "savefile", "fl-sqlite", "fl-pg")
+ROW = "{:10} {:>7} {:>6} {:>6} {:>7} {:>6} {:>7} {:>6} {:>9} {:>8} {:>11} {:>11}"
+"""Columns: config, size, req/s, its ratio to plain, p99 ms, its ratio, CPU ms per request of every
+thread but flightlog's writer (the event loop: what bounds a CPU-bound proxy), the ratio plain/this
+(the throughput ratio on an otherwise idle machine), the writer thread's CPU ms per request (it runs
+on the other core), peak RSS MiB, answer→committed-row delay p50/p99 ms."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- the upstream: a tiny keep-alive HTTP/1.1 server answering N bytes ------------------------------
+
+
+class _Answer(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.buf = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while b"\r\n\r\n" in self.buf:
+            head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+            size = int(head.split(b" ", 2)[1].rsplit(b"/", 1)[-1] or b"0")
+            body = BODIES.setdefault(size, (b"x" * 63 + b"\n") * (size // 64) + b"y" * (size % 64))
+            self.transport.write(  # type: ignore[attr-defined]
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(body), body)
+            )
+
+
+BODIES: dict[int, bytes] = {}
+
+
+def serve_upstream(port: int) -> None:
+    """Entry of the upstream process."""
+
+    async def main() -> None:
+        server = await asyncio.get_running_loop().create_server(_Answer, "127.0.0.1", port)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+# -- proxies ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Running:
+    proc: subprocess.Popen[bytes]
+    port: int
+    stats: Path | None
+    cleanup: list[str]
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"proxy exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("proxy did not listen")
+
+
+def _admin(sql: str) -> None:
+    """Run one admin statement, riding out a PostgreSQL restart (other test runs share the server)."""
+    import psycopg
+
+    for attempt in range(20):
+        try:
+            with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5) as admin:
+                admin.execute(sql.encode())
+            return
+        except psycopg.OperationalError:
+            if attempt == 19:
+                raise
+            time.sleep(0.5)
+
+
+def create_pg() -> str:
+    name = f"flbench_{uuid.uuid4().hex[:10]}"
+    _admin(f'CREATE DATABASE "{name}"')
+    server = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "")
+    return f"postgresql+psycopg://{server}/{name}"
+
+
+def drop_pg(url: str) -> None:
+    _admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+def start(config: str, upstream: int, work: Path) -> Running:
+    port = free_port()
+    target = f"reverse:http://127.0.0.1:{upstream}@{port}"
+    confdir = work / "confdir"
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    cleanup: list[str] = []
+    stats: Path | None = None
+    mitmdump = shutil.which("mitmdump", path=str(Path(sys.executable).parent)) or "mitmdump"
+    if config in ("plain", "savefile"):
+        args = [mitmdump, "-q", "--mode", target, "--set", f"confdir={confdir}"]
+        if config == "savefile":
+            args += ["-w", str(work / f"flows-{uuid.uuid4().hex[:6]}")]
+    else:
+        home = work / f"home-{uuid.uuid4().hex[:6]}"
+        home.mkdir()
+        shutil.copytree(confdir, home / "mitmproxy", dirs_exist_ok=True)
+        if config == "fl-pg":
+            ledger = create_pg()
+            cleanup.append(ledger)
+        else:
+            ledger = f"sqlite:///{home / 'ledger.db'}"
+        stats = home / "stats.json"
+        env.update(FLIGHTLOG_HOME=str(home), FLIGHTLOG_STATS_FILE=str(stats))
+        args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0", "--mode", target,
+                "--ledger", ledger, "--blobs", (home / "blobs").as_uri()]  # fmt: skip
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(port, proc)
+    return Running(proc, port, stats, cleanup)
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int, *, writer: bool | None = None) -> float:
+    """CPU time (user + system) of a process's threads: all, only flightlog's writer, or all but it."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        is_writer = name.startswith("flightlog-writ")
+        if writer is None or writer == is_writer:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def stop(run: Running) -> dict[str, float | None]:
+    rss = peak_rss_mib(run.proc.pid)
+    run.proc.send_signal(signal.SIGINT)
+    try:
+        run.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        run.proc.kill()
+        run.proc.wait()
+    out: dict[str, float | None] = {"rss": rss, "delay_p50": None, "delay_p99": None, "written": None}
+    if run.stats is not None and run.stats.exists():
+        data = json.loads(run.stats.read_text())
+        out.update(delay_p50=data["delay_p50"], delay_p99=data["delay_p99"], written=data["written"])
+    for url in run.cleanup:
+        drop_pg(url)
+    return out
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def wrk(port: int, size: int, seconds: float, connections: int = 16) -> tuple[float, float, int]:
+    """(requests/s, p99 ms, requests) from wrk with one thread and `connections` connections."""
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", f"http://127.0.0.1:{port}/{size}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return rps, float(value) * _UNITS[unit], total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.capture", description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    parser.add_argument("--sizes", default="1024,102400", help="answer sizes in bytes")
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument("--rss-seconds", type=float, default=0.0, help="one long fl-sqlite run for RSS")
+    opts = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("bench.capture needs wrk (apt-get install wrk)")
+    sizes = [int(s) for s in opts.sizes.split(",")]
+    configs = opts.configs.split(",")
+    work = Path(tempfile.mkdtemp(prefix="flightlog-bench-"))
+    upstream_port = free_port()
+    upstream = subprocess.Popen(
+        [sys.executable, "-c", f"from bench.capture import serve_upstream; serve_upstream({upstream_port})"]
+    )
+    try:
+        # one CA for everyone (generated by a first mitmdump start)
+        warm = start("plain", upstream_port, work)
+        stop(warm)
+        results: dict[tuple[str, int], list[dict[str, float | None]]] = {}
+        for round_ in range(opts.rounds):
+            for size in sizes:
+                for config in configs:
+                    run = start(config, upstream_port, work)
+                    wrk(run.port, size, 1.0)  # warm up
+                    cpu_before = cpu_seconds(run.proc.pid, writer=False)
+                    writer_before = cpu_seconds(run.proc.pid, writer=True)
+                    rps, p99, total = wrk(run.port, size, opts.seconds)
+                    cpu = (cpu_seconds(run.proc.pid, writer=False) - cpu_before) / total * 1000
+                    wcpu = (cpu_seconds(run.proc.pid, writer=True) - writer_before) / total * 1000
+                    row: dict[str, float | None] = {
+                        "wcpu": wcpu,
+                        "rps": rps,
+                        "p99": p99,
+                        "requests": float(total),
+                        "cpu": cpu,
+                    }
+                    row.update(stop(run))
+                    results.setdefault((config, size), []).append(row)
+                    print(
+                        f"round {round_ + 1} {config:9} {size:>7} B: {rps:7.0f} req/s p99 {p99:6.1f} ms",
+                        flush=True,
+                    )
+        print()
+        header = (
+            "config size req/s ratio p99ms p99x cpu-ms cpu-x writer-ms RSS-MiB commit-p50 commit-p99".split()
+        )
+        print(ROW.format(*header))
+        for size in sizes:
+            base = results.get(("plain", size))
+            base_rps = statistics.median(r["rps"] or 0 for r in base) if base else None
+            base_p99 = statistics.median(r["p99"] or 0 for r in base) if base else None
+            base_cpu = statistics.median(r["cpu"] or 0 for r in base) if base else None
+            for config in configs:
+                rows = results[(config, size)]
+                rps = statistics.median(r["rps"] or 0 for r in rows)
+                p99 = statistics.median(r["p99"] or 0 for r in rows)
+                cpu = statistics.median(r["cpu"] or 0 for r in rows)
+                wcpu = statistics.median(r["wcpu"] or 0 for r in rows)
+                cpux = f"{base_cpu / cpu:.2f}" if base_cpu and cpu else "-"
+                rss = max(r["rss"] or 0 for r in rows)
+                d50 = [r["delay_p50"] for r in rows if r["delay_p50"] is not None]
+                d99 = [r["delay_p99"] for r in rows if r["delay_p99"] is not None]
+                ratio = f"{rps / base_rps:.2f}" if base_rps else "-"
+                p99x = f"{p99 / base_p99:.2f}" if base_p99 else "-"
+                c50 = f"{statistics.median(d50) * 1000:.0f}" if d50 else "-"
+                c99 = f"{statistics.median(d99) * 1000:.0f}" if d99 else "-"
+                cells = (
+                    f"{rps:.0f}",
+                    ratio,
+                    f"{p99:.1f}",
+                    p99x,
+                    f"{cpu:.2f}",
+                    cpux,
+                    f"{wcpu:.2f}",
+                    f"{rss:.0f}",
+                    c50,
+                    c99,
+                )
+                print(ROW.format(config, size, *cells))
+        if opts.rss_seconds:
+            run = start("fl-sqlite", upstream_port, work)
+            rps, p99, total = wrk(run.port, sizes[-1], opts.rss_seconds)
+            end = stop(run)
+            print(f"\nlong fl-sqlite run, {sizes[-1]} B: {total} requests, {rps:.0f} req/s,")
+            print(f"peak RSS {end['rss']:.0f} MiB, {end['written']} events written")
+    finally:
+        upstream.terminate()
+        upstream.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

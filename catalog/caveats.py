@@ -1,0 +1,262 @@
+"""The limits a scoped token carries, written as readable caveats, and the check that enforces them.
+
+A caveat is one line of text, `KEY OP VALUE`, that anyone can read:
+
+```
+tools = weather,search        only these tools (Directory row names)
+doors = http,mcp,cli          only through these doors
+uses <= 5                     at most this many calls, counted in the Ledger
+expires < 2026-12-01T00:00:00Z  only before this instant (UTC)
+task = T42                    every call is filed under this task (one name)
+bundles = tool                only rows of these bundles
+for = alice                   on behalf of this agent (one name; a caller claiming another is refused)
+```
+
+Caveats are conjunctive: a token allows a call only when every one of its caveats does, so appending
+a caveat can only narrow what the token allows (two `tools` caveats leave the intersection; two `uses`
+caveats the smaller; two `expires` the earlier). An unknown key or a malformed line is refused, never
+ignored: a verifier that skipped what it did not understand would widen the token.
+
+Inside a token caveats are kept compact (`uses<=5`); `str(caveat)` gives the spaced, readable form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from catalog.errors import CatalogError
+
+SET_KEYS: Final = ("tools", "doors", "task", "bundles", "for")
+"""Keys whose value is a comma-separated set; the token allows a member of every such caveat."""
+DOORS: Final = ("http", "mcp", "cli")
+LIMITS: Final = (*SET_KEYS, "uses", "expires")
+"""Every limit a refusal can name, besides `signature` (a token that fails verification)."""
+
+_LINE = re.compile(r"^\s*([a-z]+)\s*(<=|<|=)\s*(\S(?:.*\S)?)\s*$")
+_OPS: Final = {
+    "tools": "=",
+    "doors": "=",
+    "task": "=",
+    "bundles": "=",
+    "for": "=",
+    "uses": "<=",
+    "expires": "<",
+}
+_NAME = re.compile(r"^[A-Za-z0-9_.:@/-]+$")
+
+
+class CaveatError(CatalogError):
+    """A caveat that cannot be understood: refused, because ignoring it would widen a token."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caveat:
+    """One parsed caveat: `key`, its operator and its normalised value."""
+
+    key: str
+    op: str
+    value: str
+
+    @property
+    def compact(self) -> str:
+        """The form kept inside a token (no spaces: every byte makes the link longer)."""
+        return f"{self.key}{self.op}{self.value}"
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.op} {self.value}"
+
+    @property
+    def members(self) -> frozenset[str]:
+        """The set a set-valued caveat allows."""
+        return frozenset(self.value.split(","))
+
+
+def parse(line: str) -> Caveat:
+    """Read one caveat (spaced or compact); anything unknown or malformed raises `CaveatError`."""
+    if "\n" in line or "\r" in line:
+        raise CaveatError(f"a caveat is one line: {line!r}")
+    m = _LINE.match(line)
+    if not m:
+        raise CaveatError(f"unreadable caveat {line!r} (expected KEY OP VALUE, e.g. 'uses <= 3')")
+    key, op, value = m.groups()
+    if key not in _OPS:
+        raise CaveatError(f"unknown caveat {key!r} in {line!r} (known: {', '.join(LIMITS)})")
+    if op != _OPS[key]:
+        raise CaveatError(f"caveat {key!r} takes {_OPS[key]!r}, not {op!r}")
+    if key in SET_KEYS:
+        members = [m.strip() for m in value.split(",")]
+        if not all(members) or not all(_NAME.match(m) for m in members):
+            raise CaveatError(f"caveat {key!r} needs comma-separated names, got {value!r}")
+        if key in ("task", "for") and len(members) != 1:
+            raise CaveatError(f"caveat {key!r} names exactly one {'task' if key == 'task' else 'agent'}")
+        if key == "doors" and (bad := [d for d in members if d not in DOORS]):
+            raise CaveatError(f"unknown door {bad[0]!r} (doors are {', '.join(DOORS)})")
+        return Caveat(key, op, ",".join(members))
+    if key == "uses":
+        if not value.isdigit():
+            raise CaveatError(f"caveat 'uses' needs a whole number, got {value!r}")
+        return Caveat(key, op, str(int(value)))
+    return Caveat(key, op, format_instant(parse_instant(value)))
+
+
+def parse_instant(value: str) -> datetime:
+    """An ISO 8601 instant with a zone (`Z` or an offset), as UTC; a naive time is refused."""
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError as e:
+        raise CaveatError(f"caveat 'expires' needs an ISO 8601 instant, got {value!r}") from e
+    if at.tzinfo is None:
+        raise CaveatError(f"caveat 'expires' needs a time zone (e.g. {value}Z), got {value!r}")
+    return at.astimezone(UTC)
+
+
+def format_instant(at: datetime) -> str:
+    """UTC, whole seconds, `Z`: the shortest unambiguous readable instant."""
+    return at.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a chain of caveats allows, folded into one value (None = that limit is not set)."""
+
+    tools: frozenset[str] | None = None
+    doors: frozenset[str] | None = None
+    task: frozenset[str] | None = None
+    bundles: frozenset[str] | None = None
+    agent: frozenset[str] | None = None
+    uses: int | None = None
+    expires: datetime | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        """A stable JSON-ready view (sets sorted, the instant as text), for `token inspect --json`."""
+
+        def members(s: frozenset[str] | None) -> list[str] | None:
+            return None if s is None else sorted(s)
+
+        return {
+            "tools": members(self.tools),
+            "doors": members(self.doors),
+            "uses": self.uses,
+            "expires": None if self.expires is None else format_instant(self.expires),
+            "task": members(self.task),
+            "bundles": members(self.bundles),
+            "for": members(self.agent),
+        }
+
+    @property
+    def filed_task(self) -> str | None:
+        """The task every call made with the token is filed under (None when unbound or contradictory)."""
+        return min(self.task) if self.task and len(self.task) == 1 else None
+
+    @property
+    def filed_agent(self) -> str | None:
+        """The agent every call made with the token is made for."""
+        return min(self.agent) if self.agent and len(self.agent) == 1 else None
+
+
+def fold(caveats: Iterable[Caveat]) -> Limits:
+    """Combine caveats into the `Limits` they jointly allow (intersections, minimums, earliest)."""
+    sets: dict[str, frozenset[str] | None] = dict.fromkeys(SET_KEYS)
+    uses: int | None = None
+    expires: datetime | None = None
+    for c in caveats:
+        if c.key in SET_KEYS:
+            prior = sets[c.key]
+            sets[c.key] = c.members if prior is None else prior & c.members
+        elif c.key == "uses":
+            uses = int(c.value) if uses is None else min(uses, int(c.value))
+        else:
+            at = parse_instant(c.value)
+            expires = at if expires is None else min(expires, at)
+    return Limits(
+        tools=sets["tools"],
+        doors=sets["doors"],
+        task=sets["task"],
+        bundles=sets["bundles"],
+        agent=sets["for"],
+        uses=uses,
+        expires=expires,
+    )
+
+
+def narrows(before: Limits, caveat: Caveat) -> bool:
+    """Whether adding `caveat` changes what `before` allows (a caveat that does not is pointless)."""
+    return fold_onto(before, caveat) != before
+
+
+def fold_onto(limits: Limits, caveat: Caveat) -> Limits:
+    """`limits` narrowed by one more caveat."""
+    extra = fold([caveat])
+    inter = _intersect
+    return Limits(
+        tools=inter(limits.tools, extra.tools),
+        doors=inter(limits.doors, extra.doors),
+        task=inter(limits.task, extra.task),
+        bundles=inter(limits.bundles, extra.bundles),
+        agent=inter(limits.agent, extra.agent),
+        uses=_least(limits.uses, extra.uses),
+        expires=_least(limits.expires, extra.expires),
+    )
+
+
+def _intersect(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+def _least[T: (int, datetime)](a: T | None, b: T | None) -> T | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a call is not allowed: the `limit` that refused it and one readable line."""
+
+    limit: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What the limits are checked against: one call, as the door sees it."""
+
+    tool: str
+    bundle: str
+    door: str
+    at: datetime
+    agent: str | None = None
+
+
+def check(limits: Limits, call: CallContext, uses_so_far: int | None = None) -> Refusal | None:
+    """The first limit that refuses `call`, or None when every limit allows it.
+
+    `uses_so_far` (the Ledger's count of earlier calls with this token) is needed only when the token
+    limits uses; the caller counts it and passes it in, so this stays a pure function.
+    """
+    if limits.expires is not None and call.at >= limits.expires:
+        return Refusal("expires", f"the token expired at {format_instant(limits.expires)}")
+    if limits.tools is not None and call.tool not in limits.tools:
+        return Refusal("tools", f"the token does not allow the tool {call.tool!r}")
+    if limits.bundles is not None and call.bundle not in limits.bundles:
+        return Refusal("bundles", f"the token does not allow rows of the bundle {call.bundle!r}")
+    if limits.doors is not None and call.door not in limits.doors:
+        return Refusal("doors", f"the token does not allow the {call.door!r} door")
+    if limits.task is not None and not limits.task:
+        return Refusal("task", "the token's task caveats disagree, so it allows no call")
+    if limits.agent is not None and not limits.agent:
+        return Refusal("for", "the token's 'for' caveats disagree, so it allows no call")
+    if limits.agent is not None and call.agent is not None and call.agent not in limits.agent:
+        return Refusal("for", f"the token is for {min(limits.agent)!r}, not {call.agent!r}")
+    if limits.uses is not None:
+        if uses_so_far is None:
+            raise ValueError("a token that limits uses needs the Ledger's count of its uses")
+        if uses_so_far >= limits.uses:
+            return Refusal("uses", f"the token's {limits.uses} use(s) are spent")
+    return None

@@ -1,0 +1,231 @@
+"""The join between the Directory and the Ledger: plain SQL over the `events` table.
+
+- `tool_uses(engine, tool)`: from a tool row to every event that used it.
+- `trace(ledger, find_tool, event_id, secret_names)`: from an event to its action, its tool row and
+  its contract, with a check that each recorded upstream request is what the contract produces for
+  the recorded arguments. A mismatch is flagged: something other than the runner made that request.
+- `task_events(engine, task)`: from a task to everything done under it.
+- `token_uses(engine, identifier)`: how many calls a token (and everything attenuated from it) made.
+
+The dispatch door's event kinds and its token locator are described in `addons.dispatch_record`;
+they are repeated here as text because catalog never imports addons.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from catalog.errors import CatalogError, UnboundSecret
+from catalog.tool import Tool
+from catalog.wire import expected
+
+CALL: Final = "dispatch.call"
+UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
+REFUSED: Final = "dispatch.refused"
+COLUMNS: Final = (
+    "event_id, action_id, kind, direction, at, method, url, status, tool, session, task, agent, error"
+)
+
+
+class JoinError(CatalogError):
+    """A join that cannot be made (an unknown event, an action without a call)."""
+
+
+def _rows(engine: Engine, sql: str, **params: Any) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(text(sql), params)]
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    if out.get("at") is not None and not isinstance(out["at"], str):
+        out["at"] = out["at"].isoformat()
+    return out
+
+
+def token_uses(engine: Engine, identifier: str) -> int:
+    """Calls made with a token identifier: its `dispatch.call` events whose action was not refused."""
+    sql = (
+        "SELECT count(*) FROM events c WHERE c.kind = :call AND c.url LIKE :url ESCAPE '!'"
+        " AND NOT EXISTS (SELECT 1 FROM events r WHERE r.action_id = c.action_id AND r.kind = :refused)"
+    )
+    with engine.connect() as conn:
+        found = conn.execute(
+            text(sql),
+            {"call": CALL, "refused": REFUSED, "url": f"flightlog:dispatch/%?token={_like(identifier)}"},
+        ).scalar()
+    return int(found or 0)
+
+
+def _like(text: str) -> str:
+    """`text` matched literally inside a LIKE pattern (identifiers hold `_`, a LIKE wildcard)."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def tool_uses(engine: Engine, tool: str, limit: int = 1000) -> list[dict[str, Any]]:
+    """Every event with this tool, oldest first (one row per event, metadata only)."""
+    sql = (
+        f"SELECT {COLUMNS} FROM events WHERE tool = :tool ORDER BY at, action_id, seq, event_id LIMIT :limit"
+    )
+    return [_plain(r) for r in _rows(engine, sql, tool=tool, limit=limit)]
+
+
+def task_events(engine: Engine, task: str, limit: int = 5000) -> list[dict[str, Any]]:
+    """Everything done under a task, oldest first."""
+    sql = (
+        f"SELECT {COLUMNS} FROM events WHERE task = :task ORDER BY at, action_id, seq, event_id LIMIT :limit"
+    )
+    return [_plain(r) for r in _rows(engine, sql, task=task, limit=limit)]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One recorded upstream request against what the contract produces."""
+
+    event_id: str
+    matches: bool
+    expected_head: str
+    recorded_head: str
+    differs: str = ""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """An event, its action, its tool row and the contract check."""
+
+    event: dict[str, Any]
+    action: list[dict[str, Any]]
+    tool: str | None
+    call: dict[str, Any] | None
+    contract: Any = None
+    checks: list[Check] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def mismatch(self) -> bool:
+        return any(not c.matches for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.event,
+            "action": self.action,
+            "tool": self.tool,
+            "call": self.call,
+            "contract": self.contract,
+            "checks": [c.__dict__ for c in self.checks],
+            "mismatch": self.mismatch,
+            "note": self.note,
+        }
+
+
+def trace(
+    engine: Engine,
+    payload: Callable[[str], bytes],
+    find_tool: Callable[[str], Tool | None],
+    render: Callable[[Tool, Mapping[str, Any]], Any],
+    event_id: str,
+) -> Trace:
+    """From one event to its contract, checking the recorded upstream requests against it.
+
+    `payload(sha256)` reads a payload from the Ledger; `render(tool, args)` renders the upstream
+    contract (secrets as names). Secrets are bound to stand-in values and named again, as the door
+    does, so the comparison is byte for byte except `Content-Length` (a real secret's length differs).
+    """
+    found = _rows(engine, f"SELECT {COLUMNS}, payload_sha256 FROM events WHERE event_id = :e", e=event_id)
+    if not found:
+        raise JoinError(f"no event {event_id!r} in the Ledger")
+    event = found[0]
+    sql = f"SELECT {COLUMNS}, payload_sha256, head FROM events WHERE action_id = :a ORDER BY seq, event_id"
+    action = _rows(engine, sql, a=event["action_id"])
+    tool_name = event["tool"] or next((r["tool"] for r in action if r["tool"]), None)
+    calls = [r for r in action if r["kind"] == CALL and r["payload_sha256"]]
+    listed = [_plain({k: v for k, v in r.items() if k != "head"}) for r in action]
+    base = Trace(_plain({k: v for k, v in event.items()}), listed, tool_name, None)
+    if tool_name is None:
+        return _with(base, note="the event names no tool")
+    tool = find_tool(tool_name)
+    if tool is None:
+        return _with(base, note=f"the tool {tool_name!r} is not in the Directory")
+    if not calls:
+        return _with(base, contract=tool.upstream, note="the action has no recorded dispatch call")
+    call = json.loads(payload(calls[0]["payload_sha256"]))
+    args = call.get("args", {}) if isinstance(call, dict) else {}
+    recorded = [r for r in action if r["kind"] == UPSTREAM_REQUEST]
+    try:
+        named = render(tool, args)
+    except CatalogError as e:
+        return _with(base, call=call, contract=tool.upstream, note=f"the contract does not render: {e}")
+    wanted = _expected(named)
+    checks = [
+        _compare(
+            r["event_id"], bytes(r["head"]), payload(r["payload_sha256"]) if r["payload_sha256"] else b"", w
+        )
+        for r, w in zip(recorded, wanted, strict=False)
+    ]
+    for r in recorded[len(wanted) :]:
+        checks.append(
+            Check(r["event_id"], False, "", bytes(r["head"]).decode("utf-8", "replace"), "not made by it")
+        )
+    note = (
+        ""
+        if len(recorded) >= len(wanted)
+        else f"{len(wanted) - len(recorded)} request(s) of the contract missing"
+    )
+    return _with(base, call=call, contract=named, checks=checks, note=note)
+
+
+def _with(base: Trace, **changes: Any) -> Trace:
+    return Trace(**{**base.__dict__, **changes})
+
+
+def _expected(named: Any) -> list[tuple[bytes, bytes]]:
+    """The (head, body) pairs the contract produces, secrets bound to stand-ins then named again."""
+    from catalog.contracts import bind_secrets
+
+    stand_ins: dict[str, str] = {}
+    while True:
+        try:
+            bound = bind_secrets(named, stand_ins)
+            break
+        except UnboundSecret as e:
+            stand_ins[e.name] = f"flsecret{len(stand_ins)}x{e.name.lower()}"
+    out = []
+    for part in bound if isinstance(bound, list) else [bound]:
+        for head, body in expected(part):
+            for name, value in stand_ins.items():
+                head = head.replace(value.encode(), f"[{name}]".encode())
+                body = body.replace(value.encode(), f"[{name}]".encode())
+            out.append((head, body))
+    return out
+
+
+def _comparable(head: bytes) -> list[bytes]:
+    """Head lines, without those a real secret or a server session legitimately changes."""
+    skip = (b"content-length:", b"mcp-session-id:")
+    return [line for line in head.split(b"\r\n") if not line.lower().startswith(skip)]
+
+
+def _compare(event_id: str, head: bytes, body: bytes, wanted: tuple[bytes, bytes]) -> Check:
+    exp_head, exp_body = wanted
+    a, b = _comparable(exp_head), _comparable(head)
+    differs = ""
+    if a != b:
+        first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        want = a[first].decode("utf-8", "replace") if first < len(a) else "(nothing)"
+        got = b[first].decode("utf-8", "replace") if first < len(b) else "(nothing)"
+        differs = f"head line {first + 1}: expected {want!r}, recorded {got!r}"
+    elif exp_body != body:
+        differs = "the body differs from what the contract produces"
+    return Check(
+        event_id,
+        not differs,
+        exp_head.decode("utf-8", "replace"),
+        head.decode("utf-8", "replace"),
+        differs,
+    )

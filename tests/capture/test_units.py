@@ -1,0 +1,110 @@
+"""The capture's pure parts: identity, heads, framing, stream detection, local routes, proxy env."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from addons.framing import Chunked, Sized, UntilClose, response_body
+from addons.heads import parse_head, remove_fields
+from addons.identity import Identity, from_headers, from_proxy_authorization, parse_user
+from addons.local_routes import Routes
+from addons.proxy_env import Listener, proxy_env
+from addons.streaming import looks_like_stream, should_tee
+from addons.sync_paths import matches
+
+
+def test_identity_from_proxy_credentials_and_headers() -> None:
+    """The proxy URL's user part names agent/session/task/turn; X-Flightlog-* headers override it."""
+    token = base64.b64encode(b"agent=alpha;session=s%3B1;task=t9:ignored").decode()
+    who = from_proxy_authorization(f"Basic {token}")
+    assert who == Identity(agent="alpha", session="s;1", task="t9")
+    assert parse_user("bob") == Identity(agent="bob")
+    assert from_proxy_authorization("Bearer abc") == Identity()
+    over = from_headers([("X-Flightlog-Task", "t10"), ("X-Other", "x")]).over(who)
+    assert over == Identity(agent="alpha", session="s;1", task="t10")
+    assert parse_user(Identity(agent="a b", session="s;1").userinfo()) == Identity(agent="a b", session="s;1")
+
+
+def test_head_parsing_keeps_order_case_and_duplicates() -> None:
+    """Relay heads are split without normalising; removing a field keeps every other byte."""
+    raw = b"HTTP/1.1 200 OK\r\nX-B: 1\r\nx-a: 2\r\nX-B: 3\r\n\r\n"
+    head = parse_head(raw)
+    assert head.start == (b"HTTP/1.1", b"200", b"OK")
+    assert head.fields == ((b"X-B", b"1"), (b"x-a", b"2"), (b"X-B", b"3"))
+    assert head.get_all(b"x-b") == [b"1", b"3"]
+    assert remove_fields(raw, frozenset({b"x-a"})) == b"HTTP/1.1 200 OK\r\nX-B: 1\r\nX-B: 3\r\n\r\n"
+
+
+def test_chunked_framing_split_anywhere() -> None:
+    """A chunked body is decoded the same however the wire bytes are split, and the rest is returned."""
+    wire = b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\nNEXT"
+    for step in (1, 2, 3, 7, len(wire)):
+        decoder = Chunked()
+        body, rest = b"", b""
+        for i in range(0, len(wire), step):
+            got, after = decoder.feed(wire[i : i + step])
+            body += got
+            rest += after
+        assert decoder.done and body == b"hello world" and rest == b"NEXT"
+    sized = Sized(3)
+    assert sized.feed(b"abcdef") == (b"abc", b"def") and sized.done
+    assert isinstance(response_body(parse_head(b"HTTP/1.1 200 OK\r\n\r\n"), b"GET"), UntilClose)
+    assert response_body(parse_head(b"HTTP/1.1 204 No Content\r\n\r\n"), b"GET").done
+
+
+def test_stream_detection() -> None:
+    """SSE and `"stream": true` requests go through the relay; answers without a length are teed."""
+    assert looks_like_stream("text/event-stream", None)
+    assert looks_like_stream("application/json", b'{"model": "m", "stream" : true}')
+    assert not looks_like_stream("application/json", b'{"stream": false}')
+    assert should_tee("text/event-stream", "10")
+    assert should_tee("application/json", None)
+    assert not should_tee("application/json", "1024")
+    assert should_tee("application/octet-stream", str(2 * 1024 * 1024))
+
+
+def test_sync_path_globs_match_paths_without_query() -> None:
+    """Globs match the path; the query string does not count."""
+    assert matches("/hooks/github?x=1", ["/hooks/*"])
+    assert not matches("/api/hooks", ["/hooks/*"])
+
+
+def test_local_routes_registry() -> None:
+    """Longest prefix wins; a route whose module is not built answers 501; unknown paths 404."""
+    routes = Routes(specs={"/api/missing/": "addons.no_such_module:handle"})
+    routes.add("/api/", lambda m, p, q, h, b: (200, {"X": "1"}, b"api"))
+    routes.add("/api/ledger/", lambda m, p, q, h, b: (200, {}, f"{m} {p} {q}".encode()))
+    assert (
+        routes.answer("GET", "/api/ledger/row/1", {"a": "b"}, {}, b"")[2]
+        == b"GET /api/ledger/row/1 {'a': 'b'}"
+    )
+    assert routes.answer("GET", "/api/other", {}, {}, b"")[2] == b"api"
+    assert routes.answer("GET", "/api/missing/x", {}, {}, b"")[0] == 501
+    assert routes.answer("GET", "/nothing", {}, {}, b"")[0] == 404
+
+
+def test_proxy_env_sets_every_variable_clients_read() -> None:
+    """Both cases of the proxy variables carry the identity; every CA variable names the CA."""
+    env = proxy_env(
+        ("127.0.0.1", 8080),
+        Path("/ca.pem"),
+        Identity(agent="alpha", session="s1"),
+        (Listener("reverse:https://api.openai.com@0", "127.0.0.1", 9001),),
+    )
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://agent=alpha;session=s1:flightlog@127.0.0.1:8080"
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+        assert env[name] == "/ca.pem"
+    assert env["OPENAI_BASE_URL"] == "http://127.0.0.1:9001/v1"
+
+
+def test_storage_endpoints_are_never_recorded() -> None:
+    """The S3 endpoint of the blob store (variable or URL parameter) is on the never-recorded list."""
+    from addons.capture_setup import storage_hosts
+
+    env = {"AWS_ENDPOINT_URL": "http://minio.internal:9000"}
+    assert set(storage_hosts("s3://b/p?endpoint=http://127.0.0.9:4566", env)) == {
+        "minio.internal",
+        "127.0.0.9",
+    }
+    assert storage_hosts("file:///x", {}) == []

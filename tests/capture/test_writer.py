@@ -1,0 +1,114 @@
+"""The writer thread against a real Ledger: batches, the Ledger going down and coming back, overflow."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from addons.events import Processing
+from addons.identity import Identity
+from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from addons.writer import Writer
+from storage.ledger import Ledger, open_ledger
+
+
+def exchange(n: int) -> Exchange:
+    return Exchange(f"flow-{n}", "out", "GET", f"http://h/{n}", "h", Identity(agent="w"))
+
+
+def request(n: int) -> RequestRecord:
+    return RequestRecord(exchange(n), time.time(), b"GET /%d HTTP/1.1\r\nHost: h\r\n\r\n" % n, b"")
+
+
+def count(ledger: Ledger, where: str = "1 = 1") -> int:
+    with ledger.engine.connect() as c:
+        return int(c.execute(text(f"SELECT count(*) FROM events WHERE {where}")).scalar() or 0)
+
+
+def test_writer_batches_pairs_and_streams(ledger_url: str, tmp_path: Path) -> None:
+    """Requests, buffered answers and streamed answers all land, on SQLite and PostgreSQL alike."""
+    blobs = (tmp_path / "blobs").as_uri()
+    writer = Writer(
+        lambda retry: open_ledger(ledger_url, blobs, retry_seconds=retry), Processing(), collector="t"
+    )
+    writer.start()
+    for n in range(300):
+        writer.put(request(n))
+        writer.put(ResponseRecord(exchange(n), time.time(), 200, b"HTTP/1.1 200 OK\r\n\r\n", b"same body"))
+    writer.put(request(999))
+    for part in (b"data: 1\n\n", b"data: 2\n\n"):
+        writer.put(StreamChunk("flow-999", part))
+    writer.put(
+        ResponseRecord(exchange(999), time.time(), 200, b"HTTP/1.1 200 OK\r\n\r\n", None, streamed=True)
+    )
+    writer.stop()
+    ledger = open_ledger(ledger_url, blobs)
+    assert count(ledger) == 602
+    streamed = ledger.event("flow-999:response")
+    assert streamed is not None and ledger.payload(streamed.payload_sha256 or "") == b"data: 1\n\ndata: 2\n\n"
+    assert ledger.position("t") == writer.stats.batches
+    ledger.close()
+
+
+def test_ledger_down_then_back_overflow_is_counted_and_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Down: nothing blocks, one log line; the bound drops and counts; back: everything kept is written."""
+    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
+    up = {"ok": False}
+
+    def opener(retry: float) -> Ledger:
+        if not up["ok"]:
+            raise ConnectionError("connection refused (test: the Ledger is down)")
+        return open_ledger(url, blobs, retry_seconds=retry)
+
+    writer = Writer(opener, Processing(), collector="t", max_items=50, batch_size=20, backoff_max=0.2)
+    caplog.set_level(logging.WARNING, logger="flightlog.capture")
+    writer.start()
+    started = time.monotonic()
+    accepted = sum(writer.put(request(n)) for n in range(200))
+    assert time.monotonic() - started < 0.5, "put never waits for the Ledger"
+    time.sleep(1.0)
+    accepted += sum(writer.put(request(n)) for n in range(200, 400))
+    assert writer.stats.dropped == 400 - accepted > 0
+    up["ok"] = True
+    writer.stop(timeout=10)
+    ledger = open_ledger(url, blobs)
+    assert count(ledger, "kind = 'http.request'") == accepted
+    overflow = count(ledger, "kind = 'capture.overflow'")
+    assert overflow == 1
+    with ledger.engine.connect() as c:
+        error = c.execute(text("SELECT error FROM events WHERE kind = 'capture.overflow'")).scalar()
+    assert error is not None and error.startswith(f"{writer.stats.dropped} captured items dropped")
+    ledger.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("ledger unavailable" in line for line in lines) == 1
+    assert sum("ledger is back" in line for line in lines) == 1
+
+
+def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> None:
+    """A batch the Ledger refuses (bad content, not a lost connection) is written event by event."""
+    from datetime import UTC, datetime
+
+    from storage.events import Batch, Event
+
+    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
+    writer = Writer(lambda retry: open_ledger(url, blobs, retry_seconds=retry), Processing(), collector="t")
+    ledger = open_ledger(url, blobs)
+    good = Event("good:request", "good", "http.request", "out", datetime.now(UTC))
+    bad = Event("bad:request", "bad", "http.request", "out", datetime.now(UTC), payload_state="complete")
+    try:
+        ledger.append(Batch("t", 1, (good, bad)))
+    except Exception as e:
+        refused = e
+    else:
+        raise AssertionError("the Ledger accepted a complete event without a payload")
+    writer._position = 0
+    kept = writer._one_by_one(ledger, [good, bad], refused)
+    assert [e.event_id for e in kept] == ["good:request"] and writer.stats.rejected == 1
+    assert ledger.event("good:request") is not None and ledger.event("bad:request") is None
+    ledger.close()

@@ -1,0 +1,82 @@
+"""`flightlog call`, `uses`, `task` and `trace` on the command line, against a Directory folder on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from catalog import tokens
+from tests.dispatch.conftest import SECRET, weather
+from tests.dispatch.upstreams import Received, raw_upstream
+
+
+@pytest.fixture
+def cli_world(tmp_path: Path) -> Iterator[tuple[dict[str, str], Received]]:
+    """FLIGHTLOG_* variables for a home with secrets.env, a Directory folder, and a raw upstream."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n")
+    with raw_upstream() as (base, received):
+        (tmp_path / "dir" / "tool").mkdir(parents=True)
+        (tmp_path / "dir" / "tool" / "weather.md").write_text(weather(base).to_document())
+        yield (
+            {
+                "FLIGHTLOG_HOME": str(home),
+                "FLIGHTLOG_LEDGER": f"sqlite:///{tmp_path / 'ledger.db'}",
+                "FLIGHTLOG_BLOBS": (tmp_path / "blobs").as_uri(),
+                "FLIGHTLOG_DIRECTORY": str(tmp_path / "dir"),
+            },
+            received,
+        )
+
+
+def flightlog(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v for k, v in os.environ.items() if "proxy" not in k.lower() and not k.startswith("FLIGHTLOG_")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "flightlog", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, **env},
+    )
+
+
+def test_call_dry_run_then_real_then_join(cli_world: tuple[dict[str, str], Received]) -> None:
+    """--dry-run sends nothing and shows names; the real call is recorded and traces to its contract."""
+    env, received = cli_world
+    dry = flightlog(env, "call", "weather", "--args", '{"city": "Bern"}', "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert received.requests == [] and "[WEATHER_KEY]" in dry.stdout and SECRET not in dry.stdout
+    token = tokens.mint(tokens.root_key(Path(env["FLIGHTLOG_HOME"])), ["task = T1", "doors = cli"]).encode()
+    real = flightlog(env, "call", "weather", "--args", '{"city": "Bern"}', "--token", token)
+    assert real.returncode == 0, real.stderr
+    reply = json.loads(real.stdout)
+    assert reply["ok"] and len(received.requests) == 1 and SECRET not in real.stdout
+    uses = json.loads(flightlog(env, "uses", "weather", "--json").stdout)
+    assert {e["action_id"] for e in uses} >= {reply["action_id"]}
+    assert len(json.loads(flightlog(env, "task", "T1", "--json").stdout)) == 4
+    trace = flightlog(env, "trace", f"{reply['action_id']}:upstream.0.request")
+    assert trace.returncode == 0 and "matches the contract" in trace.stdout, trace.stdout + trace.stderr
+
+
+def test_call_refusals_are_one_line_and_exit_1(cli_world: tuple[dict[str, str], Received]) -> None:
+    """A refused call prints its JSON reply, one `flightlog: ...` line naming the limit, and exits 1."""
+    env, received = cli_world
+    token = tokens.mint(tokens.root_key(Path(env["FLIGHTLOG_HOME"])), ["doors = http"]).encode()
+    out = flightlog(env, "call", "weather", "--args", '{"city": "Bern"}', "--token", token)
+    assert out.returncode == 1 and json.loads(out.stdout)["refused"]["limit"] == "doors"
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()] and "refused by doors" in out.stderr
+    bad = flightlog(env, "call", "weather", "--args", '{"days": "x"}')
+    assert bad.returncode == 1 and "refused by args" in bad.stderr
+    assert flightlog(env, "call", "weather", "--args", "{nope").stderr.startswith(
+        "flightlog: --args is not JSON"
+    )
+    assert received.requests == []

@@ -1,0 +1,231 @@
+"""The door through a live flightlog proxy: real clients, a local upstream, a Directory folder on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from sqlalchemy import create_engine, text
+
+from catalog import tokens
+from catalog.contracts import forms
+from catalog.tool import Tool
+from tests.dispatch.conftest import SECRET, weather
+from tests.dispatch.upstreams import Received, raw_upstream
+from tests.support.proxy import LiveProxy, live_proxy
+
+DOOR = "http://flightlog.local/api/dispatch"
+
+
+def write_directory(folder: Path, base: str) -> None:
+    """A Directory folder with the weather row and a JSON-RPC row, as Markdown with frontmatter."""
+    (folder / "tool").mkdir(parents=True)
+    (folder / "tool" / "weather.md").write_text(weather(base).to_document())
+    rpc = Tool.from_frontmatter(
+        {
+            "name": "rpc",
+            "description": "A JSON-RPC call whose params carry a URL.",
+            "args": {"type": "object", "properties": {"target": {"type": "string"}}},
+            "upstream": {
+                "method": "POST",
+                "url": base + "/rpc",
+                "body": {"jsonrpc": "2.0", "id": 1, "method": "fetch", "params": {"url": "{target}"}},
+            },
+        }
+    )
+    (folder / "tool" / "rpc.md").write_text(rpc.to_document())
+    assert yaml.safe_load((folder / "tool" / "weather.md").read_text().split("---")[1])["name"] == "weather"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveProxy, Received, dict[str, str]]]:
+    """One proxy for the module: a FLIGHTLOG_HOME (secrets, refused hosts), a Directory folder, an upstream.
+
+    The door writes its own events synchronously, so tests read them while the proxy runs.
+    """
+    tmp = tmp_path_factory.mktemp("live")
+    home = tmp / "home"
+    home.mkdir()
+    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n")
+    (home / "refused_hosts.txt").write_text("old.example\n")
+    with raw_upstream() as (base, received):
+        write_directory(tmp / "dir", base)
+        env = {
+            "FLIGHTLOG_HOME": str(home),
+            "FLIGHTLOG_LEDGER": f"sqlite:///{tmp / 'ledger.db'}",
+            "FLIGHTLOG_BLOBS": (tmp / "blobs").as_uri(),
+            "FLIGHTLOG_DIRECTORY": str(tmp / "dir"),
+        }
+        secrets = str(home / "secrets.env")
+        with live_proxy(home, env["FLIGHTLOG_LEDGER"], env=env, args=["--secrets", secrets]) as proxy:
+            yield proxy, received, env
+
+
+def flightlog(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child with the world's FLIGHTLOG_* variables and no proxy variables."""
+    clean = {
+        k: v for k, v in os.environ.items() if "proxy" not in k.lower() and not k.startswith("FLIGHTLOG_")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "flightlog", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, **env},
+    )
+
+
+def events(env: dict[str, str]) -> list[dict[str, object]]:
+    engine = create_engine(env["FLIGHTLOG_LEDGER"])
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT event_id, action_id, kind, url, host, tool, task, error FROM events")
+        )
+        found = [dict(r._mapping) for r in rows]
+    engine.dispose()
+    return found
+
+
+def root(env: dict[str, str]) -> bytes:
+    return tokens.root_key(Path(env["FLIGHTLOG_HOME"]))
+
+
+def test_call_through_the_proxy_end_to_end(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
+    """httpx through the proxy: the upstream gets the secret, the reply and the Ledger never hold it."""
+    proxy, received, env = world
+    before = len(received.requests)
+    token = tokens.mint(root(env), ["task = T5", "uses <= 3"]).encode()
+    reply = httpx.post(
+        DOOR,
+        json={"tool": "weather", "args": {"city": "Bern"}},
+        headers={"Authorization": f"Bearer {token}"},
+        proxy=proxy.url,
+        timeout=30,
+    )
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["ok"] and SECRET not in reply.text
+    [(head, sent)] = received.requests[before:]
+    assert SECRET.encode() in head and SECRET.encode() in sent
+    mine = [e for e in events(env) if e["action_id"] == body["action_id"]]
+    assert sorted(str(e["kind"]) for e in mine) == [
+        "dispatch.call",
+        "dispatch.reply",
+        "dispatch.upstream.request",
+        "dispatch.upstream.response",
+    ]
+    assert {e["task"] for e in mine} == {"T5"} and {e["tool"] for e in mine} == {"weather"}
+
+
+def test_contract_forms_run_as_written(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
+    """The curl, one-line URL and `flightlog call` forms of a row run against the live door alike."""
+    proxy, received, env = world
+    before = len(received.requests)
+    shown = forms(weather("http://unused"), {"city": "Bern"}, proxy=proxy.url)
+    curl = subprocess.run(shown["curl"]["command"], shell=True, capture_output=True, text=True, timeout=30)
+    assert curl.returncode == 0 and json.loads(curl.stdout)["ok"], curl.stdout + curl.stderr
+    link = httpx.get(shown["url"]["url"], proxy=proxy.url, timeout=30)
+    assert link.status_code == 200 and link.json()["ok"], link.text
+    argv = shlex.split(shown["cli"]["command"])
+    assert argv[0] == "flightlog"
+    cli = flightlog(env, *argv[1:])
+    assert cli.returncode == 0 and json.loads(cli.stdout)["ok"], cli.stdout + cli.stderr
+    assert len(received.requests) == before + 3
+    heads = {h.replace(SECRET.encode(), b"[WEATHER_KEY]") for h, _ in received.requests[before:]}
+    assert len(heads) == 1, "every form reaches the upstream with the same request"
+
+
+def test_dry_run_through_the_proxy_matches_the_real_call(
+    world: tuple[LiveProxy, Received, dict[str, str]],
+) -> None:
+    """?dry_run=1 through the proxy shows, byte for byte with names, what the real call then sends."""
+    proxy, received, _ = world
+    before = len(received.requests)
+    call = {"tool": "weather", "args": {"city": "Zürich", "days": 1}}
+    dry = httpx.post(DOOR + "?dry_run=1", json=call, proxy=proxy.url, timeout=30).json()
+    assert len(received.requests) == before
+    assert httpx.post(DOOR, json=call, proxy=proxy.url, timeout=30).json()["ok"]
+    [(head, body)] = received.requests[before:]
+    [shown] = dry["wire"]
+    assert shown["head"].encode() == head.replace(SECRET.encode(), b"[WEATHER_KEY]")
+    assert shown["body"].encode() == body.replace(SECRET.encode(), b"[WEATHER_KEY]")
+
+
+def test_refusals_through_the_proxy_are_recorded(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
+    """A refused host in a percent-encoded relay URL and a spent token are refused by name, and recorded."""
+    proxy, received, env = world
+    before = len(received.requests)
+    hidden = {"tool": "rpc", "args": {"target": "https://relay.example/?u=https%3A%2F%2Fold.example%2F"}}
+    first = httpx.post(DOOR, json=hidden, proxy=proxy.url, timeout=30)
+    assert first.status_code == 403 and first.json()["refused"]["limit"] == "refused_host"
+    token = tokens.mint(root(env), ["uses <= 0"]).encode()
+    call = {"tool": "weather", "args": {"city": "x"}}
+    second = httpx.post(DOOR, json=call, params={"token": token}, proxy=proxy.url, timeout=30)
+    assert second.status_code == 403 and second.json()["refused"]["limit"] == "uses"
+    assert len(received.requests) == before
+    actions = {first.json()["action_id"], second.json()["action_id"]}
+    refused = [e for e in events(env) if e["kind"] == "dispatch.refused" and e["action_id"] in actions]
+    assert sorted(str(e["error"]).split(":")[0] for e in refused) == ["refused_host", "uses"]
+
+
+def test_join_commands_on_the_cli(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
+    """The join on the CLI (`uses`, `task`, `trace`) and as routes under flightlog.local agree."""
+    proxy, _, env = world
+    token = tokens.mint(root(env), ["task = T8"]).encode()
+    call = {"tool": "weather", "args": {"city": "Bern"}}
+    action = httpx.post(DOOR, json=call, params={"token": token}, proxy=proxy.url, timeout=30).json()[
+        "action_id"
+    ]
+    uses = flightlog(env, "uses", "weather", "--json")
+    assert uses.returncode == 0 and action in {e["action_id"] for e in json.loads(uses.stdout)}, uses.stderr
+    task = flightlog(env, "task", "T8", "--json")
+    assert len(json.loads(task.stdout)) == 4
+    trace = flightlog(env, "trace", f"{action}:upstream.0.request")
+    assert trace.returncode == 0 and "matches the contract" in trace.stdout, trace.stdout + trace.stderr
+    routed = httpx.get(f"{DOOR}/trace/{action}:reply", proxy=proxy.url, timeout=30)
+    assert routed.status_code == 200 and routed.json()["mismatch"] is False, routed.text
+    in_task = httpx.get(f"{DOOR}/task/T8", proxy=proxy.url, timeout=30).json()["events"]
+    assert {e["action_id"] for e in in_task} == {action}
+
+
+def test_identity_from_the_proxy_url_files_the_call(
+    world: tuple[LiveProxy, Received, dict[str, str]],
+) -> None:
+    """A client whose proxy URL carries `agent=...;session=...` (as `flightlog run` sets it) is filed so."""
+    proxy, _, env = world
+    with_identity = proxy.url.replace("http://", "http://agent=alpha;session=s42@")
+    call = {"tool": "weather", "args": {"city": "Bern"}}
+    action = httpx.post(DOOR, json=call, proxy=with_identity, timeout=30).json()["action_id"]
+    engine = create_engine(env["FLIGHTLOG_LEDGER"])
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT agent, session, head FROM events WHERE action_id = :a"), {"a": action}
+        )
+        found = [tuple(r) for r in rows]
+    engine.dispose()
+    assert {(a, s) for a, s, _ in found} == {("alpha", "s42")}
+    assert all(b"agent=alpha" not in bytes(h) for _, _, h in found)
+
+
+def test_zz_nothing_stored_twice_and_no_secret_on_disk(
+    world: tuple[LiveProxy, Received, dict[str, str]],
+) -> None:
+    """After the proxy drains: generic capture recorded none of the door's traffic; no secret on disk."""
+    proxy, _, env = world
+    proxy.stop()
+    found = events(env)
+    assert found and [e for e in found if str(e["kind"]).startswith("http.")] == [], "stored twice"
+    tmp = Path(env["FLIGHTLOG_HOME"]).parent
+    files = [*tmp.glob("ledger.db*"), *(tmp / "blobs").rglob("*")]
+    for path in files:
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+            assert b"flt_" not in path.read_bytes(), f"a token was recorded in {path}"

@@ -1,0 +1,46 @@
+"""`flightlog token mint|attenuate|inspect` on the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def flightlog(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flightlog", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_mint_attenuate_inspect(home: Path) -> None:
+    """Mint with limits, narrow without the key, inspect readable limits; the key is made 0600."""
+    out = flightlog(
+        "token", "mint", "--tool", "weather", "--uses", "3", "--expires", "1h", "--task", "T1", "--json"
+    )
+    assert out.returncode == 0, out.stderr
+    minted = json.loads(out.stdout)
+    assert minted["limits"]["tools"] == ["weather"] and minted["limits"]["uses"] == 3
+    assert minted["limits"]["task"] == ["T1"] and minted["length"] <= 160
+    assert (home / "token.key").stat().st_mode & 0o777 == 0o600
+    out = flightlog("token", "attenuate", minted["token"], "--uses", "1", "--door", "cli", "--json")
+    assert out.returncode == 0, out.stderr
+    child = json.loads(out.stdout)
+    assert child["identifier"] == minted["identifier"] and child["limits"]["uses"] == 1
+    out = flightlog("token", "inspect", child["token"], "--verify")
+    assert out.returncode == 0, out.stderr
+    assert "uses <= 1" in out.stdout and "doors = cli" in out.stdout
+
+
+def test_widening_and_tampering_fail_in_one_line(home: Path) -> None:
+    """A widening attenuation and a tampered token each fail with one clear line and exit 1."""
+    token = json.loads(flightlog("token", "mint", "--uses", "2", "--json").stdout)["token"]
+    out = flightlog("token", "attenuate", token, "--uses", "5")
+    assert out.returncode == 1 and out.stderr.startswith("flightlog: ") and "narrow" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    forged = token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB")
+    out = flightlog("token", "inspect", forged, "--verify")
+    assert out.returncode == 1 and out.stderr.startswith("flightlog: ") and "signature" in out.stderr
+    out = flightlog("token", "mint", "--caveat", "colour = blue")
+    assert out.returncode == 1 and "unknown caveat" in out.stderr

@@ -1,0 +1,236 @@
+"""Local upstream servers for tests: plain HTTP and HTTPS (self-signed), recording what they received.
+
+Routes (any method):
+  /echo          200, the request body back (Content-Type/-Encoding kept), header names in X-Seen-Headers
+  /bytes/N       200, N deterministic bytes (Content-Length)
+  /fixed         200, the same 1 KiB JSON every time
+  /gzip          200, a gzip-encoded JSON body (Content-Encoding: gzip)
+  /sse/N         200, text/event-stream, N events 30 ms apart (chunked)
+  /v1/chat/completions   an OpenAI-shaped answer; streamed (SSE, with usage) when the body asks
+  anything else  404
+`server.received` lists (method, path, head_bytes, body_bytes) of every request, in order.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import hashlib
+import ipaddress
+import json
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+FIXED = json.dumps({"tools": [f"tool_{i:04d}" for i in range(90)]}).encode()[:1024]
+
+
+def pattern(n: int) -> bytes:
+    """N deterministic, poorly compressible bytes."""
+    out = bytearray()
+    block = b"seed"
+    while len(out) < n:
+        block = hashlib.sha256(block).digest()
+        out += block
+    return bytes(out[:n])
+
+
+@dataclass
+class Upstream:
+    server: ThreadingHTTPServer
+    scheme: str
+    received: list[tuple[str, str, bytes, bytes]] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    @property
+    def base(self) -> str:
+        host = "localhost" if self.scheme == "https" else "127.0.0.1"
+        return f"{self.scheme}://{host}:{self.port}"
+
+
+def _chat_answer(request: dict[str, object]) -> dict[str, object]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1,
+        "model": request.get("model", "gpt-4o-mini"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+def _chat_chunks(request: dict[str, object]) -> Iterator[bytes]:
+    model = request.get("model", "gpt-4o-mini")
+    for i, word in enumerate(["Hel", "lo", "!"]):
+        chunk = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": model,
+            "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None if i < 2 else "stop"}],
+        }
+        yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    usage = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": model,
+        "choices": [],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+    }
+    yield b"data: " + json.dumps(usage).encode() + b"\n\n"
+    yield b"data: [DONE]\n\n"
+
+
+def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in two writes
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _body(self) -> bytes:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                out = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0], 16)
+                    if not size:
+                        self.rfile.readline()
+                        return out
+                    out += self.rfile.read(size)
+                    self.rfile.readline()
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _chunked(
+            self, status: int, chunks: Iterator[bytes], headers: dict[str, str], delay: float
+        ) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for chunk in chunks:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                    time.sleep(delay)
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                self.close_connection = True
+
+        def _any(self) -> None:
+            body = self._body()
+            head = (self.requestline + "\r\n").encode() + bytes(self.headers)
+            up.received.append((self.command, self.path, head, body))
+            path = self.path.split("?")[0]
+            if path == "/echo":
+                seen = ",".join(self.headers.keys())
+                ctype = self.headers.get("Content-Type", "application/octet-stream")
+                headers = {"Content-Type": ctype, "X-Seen-Headers": seen, "X-Mixed-Case": "a"}
+                if self.headers.get("Content-Encoding"):
+                    headers["Content-Encoding"] = self.headers["Content-Encoding"]
+                self._send(200, body, headers)
+            elif path.startswith("/bytes/"):
+                self._send(
+                    200, pattern(int(path.rsplit("/", 1)[1])), {"Content-Type": "application/octet-stream"}
+                )
+            elif path == "/fixed":
+                self._send(200, FIXED, {"Content-Type": "application/json"})
+            elif path == "/gzip":
+                payload = gzip.compress(
+                    json.dumps({"token": self.headers.get("X-Echo", "")}).encode(), mtime=0
+                )
+                self._send(200, payload, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+            elif path.startswith("/sse/"):
+                n = int(path.rsplit("/", 1)[1])
+                events = (f"id: {i}\ndata: event {i}\n\n".encode() for i in range(n))
+                self._chunked(200, events, {"Content-Type": "text/event-stream"}, 0.03)
+            elif path == "/v1/chat/completions":
+                request = json.loads(body or b"{}")
+                if request.get("stream"):
+                    self._chunked(200, _chat_chunks(request), {"Content-Type": "text/event-stream"}, 0.0)
+                else:
+                    self._send(
+                        200, json.dumps(_chat_answer(request)).encode(), {"Content-Type": "application/json"}
+                    )
+            else:
+                self._send(404, b"not found\n", {"Content-Type": "text/plain"})
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _any
+
+    return Handler
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for localhost / 127.0.0.1 and its key (PEM files)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "upstream-cert.pem", directory / "upstream-key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+@contextmanager
+def upstream(tls_dir: Path | None = None) -> Iterator[Upstream]:
+    """An upstream on a free loopback port; HTTPS with a self-signed cert when `tls_dir` is given."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    server.daemon_threads = True
+    up = Upstream(server, "https" if tls_dir else "http")
+    server.RequestHandlerClass = _handler(up)
+    if tls_dir is not None:
+        cert, key = self_signed(tls_dir)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield up
+    finally:
+        server.shutdown()
+        server.server_close()
