@@ -18,11 +18,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from addons.errors import AddonError
+from addons.kinds import HTTP_REQUEST, HTTP_RESPONSE
 from storage.events import StoredEvent
 from storage.queries import Filter, cursor, select_events
 
-REQUEST_KIND: Final = "http.request"
-RESPONSE_KIND: Final = "http.response"
+REQUEST_KIND: Final = HTTP_REQUEST
+RESPONSE_KIND: Final = HTTP_RESPONSE
 
 Fields = tuple[tuple[bytes, bytes], ...]
 PayloadReader = Callable[[str], bytes]
