@@ -1,6 +1,6 @@
 """End to end: an openai SDK streamed chat completion recorded through the live flightlog proxy, then
-served back by serve-replay with the upstream never called, replayed to the upstream with the key filled
-from the secrets file, and exported as valid HAR."""
+served back by serve-replay with the upstream never called, replayed through the proxy to the upstream
+with the key filled from the secrets file, and exported as valid HAR."""
 
 from __future__ import annotations
 
@@ -65,8 +65,9 @@ def test_recorded_through_the_proxy_then_served_replayed_and_exported(home: Path
             assert len(up.seen) == 1  # served from the Ledger: the upstream heard nothing
             assert running.addon.report is not None and len(running.addon.report.by_body) == 1
 
-            result = replay(ledger, action, {"OPENAI_API_KEY": KEY})
-            assert len(up.seen) == 2
+            with live_proxy(home, ledger_url, blobs_url=blobs, args=["--secrets", str(secrets)]) as proxy:
+                result = replay(ledger, action, {"OPENAI_API_KEY": KEY}, proxy=proxy.url)
+            assert len(up.seen) == 2  # sent again, through the recording proxy this time
             assert ("authorization", f"Bearer {KEY}") in [(n.lower(), v) for n, v in up.seen[1].fields]
             assert up.seen[1].body == up.seen[0].body
             assert result.diff.status == ("200 OK", "200 OK") and result.diff.body == ()
@@ -76,7 +77,9 @@ def test_recorded_through_the_proxy_then_served_replayed_and_exported(home: Path
             export(ledger, "har", plan(ledger, Selection(), "har"), out)
             har = json.loads(out.getvalue())
             jsonschema.validate(har, SCHEMA)
-            assert len(har["log"]["entries"]) == 2
+            entries = har["log"]["entries"]
+            assert len(entries) == 3  # the recording, the replay's own record, the proxy's record of it
+            assert [e["_flightlog"].get("parent") for e in entries].count(action) == 1
             assert KEY not in out.getvalue().decode()
         finally:
             ledger.close()
