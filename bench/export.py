@@ -183,13 +183,13 @@ def main() -> None:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{args.exchanges} exchanges; figures: items/s (MB/s written)")
-    print(f"{'':12}" + "".join(f"{e:>24}" for e in engines))
+    print(f"{'':18}" + "".join(f"{e:>24}" for e in engines))
     for fmt in ("har", "mitmproxy", "jsonl"):
         cells = "".join(
             f"{f'{results[e][fmt][0]:,.0f}/s ({results[e][fmt][1]:.1f} MB/s)':>24}" for e in engines
         )
-        print(f"{'export ' + fmt:12}{cells}")
-    print(f"{'serve-replay':12}" + "".join(f"{f'{serve[e]:,.0f} answers/s':>24}" for e in engines))
+        print(f"{'export ' + fmt:18}{cells}")
+    print(f"{'serve-replay':18}" + "".join(f"{f'{serve[e]:,.0f} answers/s':>24}" for e in engines))
 
 
 if __name__ == "__main__":
