@@ -77,6 +77,19 @@ def _listen(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def _running_proxy(home: Path) -> tuple[str, Path]:
+    """The forward listener URL and CA of the flightlog proxy running for this FLIGHTLOG_HOME."""
+    from addons.proxy_env import read_state
+
+    state = read_state(home)
+    if state is None or state.forward is None:
+        raise CommandError(
+            f"no flightlog proxy with a forward listener is running for {home}; start `flightlog proxy`"
+        )
+    host = "127.0.0.1" if state.forward.host in ("", "0.0.0.0") else state.forward.host
+    return f"http://{host}:{state.forward.port}", state.ca
+
+
 def register(app: typer.Typer) -> None:
     """Add the browse and replay commands to the root app."""
 
@@ -89,6 +102,10 @@ def register(app: typer.Typer) -> None:
         secrets: SecretsOpt = None,
         secret_env: SecretEnvOpt = None,
         proxy: Annotated[str | None, typer.Option("--proxy", help="Send through this HTTP proxy.")] = None,
+        via_proxy: Annotated[
+            bool,
+            typer.Option("--via-proxy", help="Send through the running flightlog proxy (it records it too)."),
+        ] = False,
         ca: Annotated[
             Path | None, typer.Option("--ca", help="Trust this CA bundle for HTTPS (e.g. the proxy's CA).")
         ] = None,
@@ -106,8 +123,12 @@ def register(app: typer.Typer) -> None:
         """Send a recorded request again, record the new exchange, and diff the answers."""
         from addons.replay import replay as run_replay
 
+        settings = load_settings()
+        if via_proxy:
+            proxy, trust = _running_proxy(settings.home)
+            ca = ca or trust
         verify: bool | str = False if insecure else str(ca) if ca else True
-        opened = load_settings().open_ledger(ledger, blobs)
+        opened = settings.open_ledger(ledger, blobs)
         try:
             result = run_replay(
                 opened,

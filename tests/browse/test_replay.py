@@ -202,3 +202,6 @@ def test_replay_command_prints_the_diff_and_json(sqlite_ledger: Ledger, home: Pa
     )
     assert missing.returncode == 1
     assert missing.stderr.startswith("flightlog: the recorded request has [API_KEY]")
+    no_proxy = subprocess.run([*base, "--via-proxy"], capture_output=True, text=True, env=env, timeout=60)
+    assert no_proxy.returncode == 1
+    assert no_proxy.stderr.startswith("flightlog: no flightlog proxy with a forward listener is running")

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -14,7 +17,6 @@ import openai
 
 from addons.export import export, plan
 from addons.recorded import Selection, select_action_ids
-from addons.replay import replay
 from addons.serve_replay import concealer
 from storage.ledger import open_ledger
 from tests.browse.test_serve_replay import WORDS, ask, serve_replay, sse_chunks
@@ -65,13 +67,24 @@ def test_recorded_through_the_proxy_then_served_replayed_and_exported(home: Path
             assert len(up.seen) == 1  # served from the Ledger: the upstream heard nothing
             assert running.addon.report is not None and len(running.addon.report.by_body) == 1
 
-            with live_proxy(home, ledger_url, blobs_url=blobs, args=["--secrets", str(secrets)]) as proxy:
-                result = replay(ledger, action, {"OPENAI_API_KEY": KEY}, proxy=proxy.url)
+            with live_proxy(home, ledger_url, blobs_url=blobs, args=["--secrets", str(secrets)]):
+                env = {**os.environ, "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": blobs}
+                args = ["replay", action, "--via-proxy", "--secrets", str(secrets), "--json"]
+                done = subprocess.run(
+                    [sys.executable, "-m", "flightlog", *args],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=60,
+                )
+            assert done.returncode == 0, done.stderr
+            result = json.loads(done.stdout)
             assert len(up.seen) == 2  # sent again, through the recording proxy this time
             assert ("authorization", f"Bearer {KEY}") in [(n.lower(), v) for n, v in up.seen[1].fields]
             assert up.seen[1].body == up.seen[0].body
-            assert result.diff.status == ("200 OK", "200 OK") and result.diff.body == ()
-            assert {e.parent for e in ledger.action(result.action_id)} == {action}
+            assert result["status"] == {"recorded": "200 OK", "replayed": "200 OK"}
+            assert result["body_diff"] == []
+            assert {e.parent for e in ledger.action(result["replay"])} == {action}
 
             out = io.BytesIO()
             export(ledger, "har", plan(ledger, Selection(), "har"), out)
