@@ -30,7 +30,7 @@ def run(params: StdioServerParameters, script: Any) -> Any:
 
 
 def test_tools_in_order_with_annotations_and_advice(tmp_path: Path, home: Path) -> None:
-    """The six verbs and `call` in order, reads hinted read-only, the manifest advising from its size; definitions small."""
+    """The six verbs and `call` in order, reads hinted read-only, the manifest advising; definitions small."""
     folder = make_folder(tmp_path / "d")
 
     async def script(s: ClientSession) -> Any:
