@@ -363,11 +363,17 @@ class Dispatcher:
 
         `trust_env=False`: the door calls upstreams directly, never through a proxy named in the
         environment, so generic capture never sees (and never stores twice) the door's own calls.
+        flightlog's own routes (`flightlog.local`) are answered in-process by the same registry.
         """
         with self._client_lock:
             if self._http is None:
+                from addons.local_transport import local_mounts
+
                 self._http = httpx.Client(
-                    trust_env=False, timeout=self.upstream_timeout, follow_redirects=False
+                    trust_env=False,
+                    timeout=self.upstream_timeout,
+                    follow_redirects=False,
+                    mounts=local_mounts(self.ledger, self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", "")),
                 )
             return self._http
 

@@ -202,7 +202,7 @@ def _build() -> Door:
     )
     blobs_url = _option("flightlog_blobs") or os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
     secrets_file = _option("flightlog_secrets") or default_secrets(home)
-    secrets = load_secrets(
+    secrets = own_secrets(home) | load_secrets(
         Path(secrets_file) if secrets_file else None, list(_option("flightlog_secret_env") or ())
     )
     folder = os.environ.get("FLIGHTLOG_DIRECTORY")
@@ -215,6 +215,14 @@ def _build() -> Door:
         require_token=os.environ.get("FLIGHTLOG_REQUIRE_TOKEN", "") in ("1", "true", "yes"),
     )
     return Door(dispatcher, render_upstream)
+
+
+def own_secrets(home: Path) -> dict[str, str]:
+    """The secrets flightlog itself holds: the bearer token of its Ledger routes, so the starter
+    rows (`Authorization: Bearer [FLIGHTLOG_LEDGER_TOKEN]`) can be called out of the box."""
+    from addons.ledger_routes import api_token
+
+    return {"FLIGHTLOG_LEDGER_TOKEN": api_token(home)}
 
 
 def default_secrets(home: Path) -> str:

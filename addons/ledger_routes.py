@@ -222,10 +222,15 @@ ROUTES: Final[dict[tuple[str, str], Route]] = {
 _TAKES_ID: Final = ("row", "action", "blob")
 
 
+def single_values(query: Mapping[str, Any]) -> dict[str, str]:
+    """The route registry hands over `parse_qs` lists; each field here takes one value (the last)."""
+    return {k: (v[-1] if v else "") if isinstance(v, list | tuple) else v for k, v in query.items()}
+
+
 def handle(
     method: str,
     path: str,
-    query: Mapping[str, str],
+    query: Mapping[str, Any],
     headers: Mapping[str, str],
     body: bytes,
     *,
@@ -237,6 +242,7 @@ def handle(
     Called with five arguments (as `addons.local_routes` does), it reads the Ledger given to
     `configure()`, or else the one the environment names (see `bound()`).
     """
+    query = single_values(query)
     if ledger is None or token is None:
         try:
             ledger, token = bound()

@@ -154,9 +154,26 @@ DATABASE_TOOLS: Final = (
 )
 
 
-def tools(database_tools: bool = False) -> tuple[ToolSpec, ...]:
-    """The tools in their fixed order: the six defaults, then the three database tools if asked."""
-    return READ_TOOLS + WRITE_TOOLS + (DATABASE_TOOLS if database_tools else ())
+CALL_TOOL: Final = ToolSpec(
+    "call",
+    "Run a tool",
+    "Run one Directory tool: {tool: NAME, args: {...}} as its row's args schema says (read it with get "
+    "first). flightlog holds the keys, checks the limits and records the call; the answer is "
+    "{ok, result, action_id}.",
+    _obj(["tool"], tool=_STR, args={"type": "object"}, token=_STR),
+    read_only=False,
+    destructive=True,
+    idempotent=False,
+)
+"""Served only when the server is given a dispatcher (`flightlog mcp` wires the door)."""
+
+
+def tools(database_tools: bool = False, call: bool = False) -> tuple[ToolSpec, ...]:
+    """The tools in their fixed order: the six defaults, `call` when dispatching, then the three
+    database tools if asked."""
+    return (
+        READ_TOOLS + WRITE_TOOLS + ((CALL_TOOL,) if call else ()) + (DATABASE_TOOLS if database_tools else ())
+    )
 
 
 class AgentApi:

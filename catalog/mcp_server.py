@@ -5,12 +5,14 @@ the agent API's order (manifest, search, get, snapshot, write, delete; transact,
 with `database_tools`) and its hand-written input schemas (smaller than generated ones: they are
 paid in every session's prompt). Every result is one text block; a failure is an `isError`
 result carrying the refusal text, never a protocol error. The manifest is also the resource
-`flightlog://manifest`, for clients that preload resources into the cached prefix.
+`flightlog://manifest`, for clients that preload resources into the cached prefix. Given a
+dispatcher, a `call` tool runs rows through flightlog's door (what the contracts' MCP forms call).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from catalog.agent_api import MCP_READ_CAP, AgentApi, ToolSpec, tools
@@ -27,8 +29,18 @@ INSTRUCTIONS: Final = (
 )
 
 
-def build_server(directory: Directory, *, database_tools: bool = False) -> MCPServer:
-    """An `MCPServer` serving the agent API over `directory` (reads capped at 15,000 characters)."""
+Dispatch = Callable[[dict[str, Any], str | None], tuple[bool, str]]
+"""Runs one canonical call (with an optional scoped token): (ok, the JSON reply as text)."""
+
+
+def build_server(
+    directory: Directory, *, database_tools: bool = False, dispatch: Dispatch | None = None
+) -> MCPServer:
+    """An `MCPServer` serving the agent API over `directory` (reads capped at 15,000 characters).
+
+    With `dispatch`, the `call` tool runs Directory rows through it (the proxy's door, wired by the
+    command line: the catalog itself never imports the addons).
+    """
     from mcp.server import MCPServer
     from mcp.server.mcpserver.tools.base import Tool
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -80,6 +92,11 @@ def build_server(directory: Directory, *, database_tools: bool = False) -> MCPSe
     def restore(revision: int, expected_revision: int) -> str:
         return api.restore(revision, expected_revision)
 
+    def call(tool: str, args: dict[str, Any] | None = None, token: str | None = None) -> Any:
+        assert dispatch is not None
+        ok, reply = dispatch({"tool": tool, "args": args or {}}, token)
+        return CallToolResult(content=[TextContent(type="text", text=reply)], is_error=not ok)
+
     verbs = {
         f.__name__: f for f in (manifest, search, get, snapshot, write, delete, transact, history, restore)
     }
@@ -94,7 +111,7 @@ def build_server(directory: Directory, *, database_tools: bool = False) -> MCPSe
             open_world_hint=False,
         )
         tool = Tool.from_function(
-            guarded(verbs[spec.name]),
+            call if spec.name == "call" else guarded(verbs[spec.name]),
             name=spec.name,
             title=spec.title,
             description=description,
@@ -106,7 +123,7 @@ def build_server(directory: Directory, *, database_tools: bool = False) -> MCPSe
     server: MCPServer = MCPServer(
         "flightlog",
         instructions=INSTRUCTIONS,
-        tools=[registered(spec) for spec in tools(database_tools)],
+        tools=[registered(spec) for spec in tools(database_tools, call=dispatch is not None)],
         log_level="WARNING",
     )
 
@@ -122,6 +139,6 @@ def build_server(directory: Directory, *, database_tools: bool = False) -> MCPSe
     return server
 
 
-def serve(directory: Directory, *, database_tools: bool = False) -> None:
+def serve(directory: Directory, *, database_tools: bool = False, dispatch: Dispatch | None = None) -> None:
     """Serve over stdio until the client closes the stream."""
-    build_server(directory, database_tools=database_tools).run()
+    build_server(directory, database_tools=database_tools, dispatch=dispatch).run()

@@ -7,10 +7,13 @@ in the Ledger's database is used, seeded from the starter rows on first use.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
     from catalog.directory import Directory
@@ -150,9 +153,29 @@ def register(app: typer.Typer) -> None:
         d = open_from_settings(directory)
         preload.join()
         try:
-            serve(d, database_tools=database_tools)
+            serve(d, database_tools=database_tools, dispatch=mcp_dispatch(directory))
         finally:
             d.close()
+
+
+def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:
+    """The MCP `call` tool's runner: flightlog's door (door "mcp"), built on the first call so the
+    server starts without loading it."""
+    import threading
+
+    lock = threading.Lock()
+    built: list[Any] = []
+
+    def dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
+        from flightlog.commands.dispatch import open_dispatcher
+
+        with lock:
+            if not built:
+                built.append(open_dispatcher(load_settings(), directory, None, None))
+        result = built[0].dispatch(call, door="mcp", token=token)
+        return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
+
+    return dispatch
 
 
 @directory_app.command()

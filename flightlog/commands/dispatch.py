@@ -184,7 +184,7 @@ def open_dispatcher(
 ) -> Dispatcher:
     """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
     from addons.dispatch import Dispatcher
-    from addons.door import default_secrets, find_in
+    from addons.door import default_secrets, find_in, own_secrets
     from addons.secrets import load_secrets
     from catalog import refused, tokens
 
@@ -193,7 +193,8 @@ def open_dispatcher(
     return Dispatcher(
         find_in(opened),
         settings.open_ledger(ledger_url),
-        load_secrets(
+        own_secrets(settings.home)
+        | load_secrets(
             secrets or (Path(default_secrets(settings.home)) if default_secrets(settings.home) else None)
         ),
         tokens.root_key(settings.home),

@@ -30,14 +30,16 @@ def run(params: StdioServerParameters, script: Any) -> Any:
 
 
 def test_tools_in_order_with_annotations_and_advice(tmp_path: Path, home: Path) -> None:
-    """Six tools in order, reads hinted read-only, the manifest advising from its size; definitions small."""
+    """The six verbs and `call` in order, reads hinted read-only, the manifest advising; definitions small."""
     folder = make_folder(tmp_path / "d")
 
     async def script(s: ClientSession) -> Any:
         return await s.list_tools()
 
     listed = run(session(folder, home), script)
-    assert [t.name for t in listed.tools] == ["manifest", "search", "get", "snapshot", "write", "delete"]
+    assert [t.name for t in listed.tools] == [
+        "manifest", "search", "get", "snapshot", "write", "delete", "call",
+    ]  # fmt: skip
     hints = {t.name: t.annotations for t in listed.tools}
     assert all(hints[n].read_only_hint for n in ("manifest", "search", "get", "snapshot"))
     assert hints["write"].read_only_hint is False and hints["delete"].destructive_hint is True
@@ -51,13 +53,13 @@ def test_tools_in_order_with_annotations_and_advice(tmp_path: Path, home: Path) 
 
 
 def test_database_tools_are_opt_in(tmp_path: Path, home: Path) -> None:
-    """--database-tools adds transact, history and restore after the six defaults."""
+    """--database-tools adds transact, history and restore after the defaults."""
 
     async def script(s: ClientSession) -> Any:
         return await s.list_tools()
 
     more = run(session(make_folder(tmp_path / "d"), home, "--database-tools"), script)
-    assert [t.name for t in more.tools][6:] == ["transact", "history", "restore"]
+    assert [t.name for t in more.tools][7:] == ["transact", "history", "restore"]
 
 
 def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home: Path) -> None:
@@ -101,3 +103,28 @@ def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home:
     assert out["snapshot"].content[0].text.startswith("snapshot ")
     total = len(row("Long", "long", "w" * 20_000))
     assert out["long"].content[0].text.splitlines()[0] == f"@@ long [0..15000 of {total}]"  # the MCP cap
+
+
+def test_call_runs_a_row_through_the_door_and_records_it(home: Path) -> None:
+    """The `call` tool (what the contracts' MCP forms name) dispatches a starter row; a refusal is isError."""
+    env = {k: v for k, v in os.environ.items() if k != "FLIGHTLOG_DIRECTORY"}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "flightlog", "mcp"], env={**env, "FLIGHTLOG_HOME": str(home)}
+    )
+
+    async def script(s: ClientSession) -> Any:
+        ok = await s.call_tool("call", {"tool": "DIRECTORY_SNAPSHOT", "args": {}})
+        refused = await s.call_tool("call", {"tool": "NO_SUCH_TOOL", "args": {}})
+        return ok, refused
+
+    ok, refused = run(params, script)
+    reply = json.loads(ok.content[0].text)
+    assert ok.is_error is False and reply["ok"] is True and reply["action_id"]
+    assert refused.is_error is True and json.loads(refused.content[0].text)["ok"] is False
+
+    from storage.ledger import open_ledger
+
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    events = ledger.action(reply["action_id"])
+    assert {e.kind for e in events} >= {"dispatch.call", "dispatch.reply"}
+    assert all(e.tool == "DIRECTORY_SNAPSHOT" for e in events)
