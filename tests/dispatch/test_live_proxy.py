@@ -126,7 +126,8 @@ def test_call_through_the_proxy_end_to_end(world: tuple[LiveProxy, Received, dic
 
 
 def test_contract_forms_run_as_written(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
-    """The curl, one-line URL and `flightlog call` forms of a row run against the live door alike."""
+    """The curl, one-line URL, `flightlog call`, Python snippet and MCP stdio forms of a row reach the
+    upstream with the identical request."""
     proxy, received, env = world
     before = len(received.requests)
     shown = forms(weather("http://unused"), {"city": "Bern"}, proxy=proxy.url)
@@ -138,9 +139,39 @@ def test_contract_forms_run_as_written(world: tuple[LiveProxy, Received, dict[st
     assert argv[0] == "flightlog"
     cli = flightlog(env, *argv[1:])
     assert cli.returncode == 0 and json.loads(cli.stdout)["ok"], cli.stdout + cli.stderr
-    assert len(received.requests) == before + 3
+    snippet = subprocess.run(
+        [sys.executable, "-c", shown["python"]["code"]], capture_output=True, text=True, timeout=60
+    )
+    assert snippet.returncode == 0 and "'ok': True" in snippet.stdout, snippet.stdout + snippet.stderr
+    assert mcp_stdio(shown["mcp_stdio"], env)["ok"] is True
+    assert len(received.requests) == before + 5
     heads = {h.replace(SECRET.encode(), b"[WEATHER_KEY]") for h, _ in received.requests[before:]}
     assert len(heads) == 1, "every form reaches the upstream with the same request"
+
+
+def mcp_stdio(form: dict[str, object], env: dict[str, str]) -> dict[str, object]:
+    """Run an MCP form with the official client (`flightlog` run as this interpreter's module)."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    server = form["server"]
+    assert isinstance(server, dict) and server["command"] == "flightlog"
+    clean = {
+        k: v for k, v in os.environ.items() if "proxy" not in k.lower() and not k.startswith("FLIGHTLOG_")
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "flightlog", *server["args"]], env={**clean, **env}
+    )
+
+    async def main() -> str:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(str(form["tool"]), form["arguments"])  # type: ignore[arg-type]
+            return str(result.content[0].text)  # type: ignore[union-attr]
+
+    reply: dict[str, object] = json.loads(anyio.run(main))
+    return reply
 
 
 def test_dry_run_through_the_proxy_matches_the_real_call(
