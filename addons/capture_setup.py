@@ -12,17 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from addons.events import Processing
+from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
 
 if TYPE_CHECKING:
     from addons.writer import Writer
 
 
 def default_urls(env: Mapping[str, str] = os.environ) -> tuple[str, str]:
-    """The Ledger and blob URLs when no option names them (same rules as `flightlog.settings`)."""
-    home = Path(env.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
-    ledger = env.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
-    blobs = env.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
-    return ledger, blobs
+    """The Ledger and blob URLs when no option names them (`storage.locations`, as everywhere)."""
+    return default_ledger_url(env), default_blobs_url(env)
 
 
 PROCESSING_OPTIONS = frozenset(
@@ -41,7 +39,7 @@ def processing(opts: Any) -> Processing:
         Path(opts.flightlog_secrets) if opts.flightlog_secrets else None, list(opts.flightlog_secret_env)
     )
     redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
-    home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    home = flightlog_home()
     prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else home / "prices.toml")
     return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
 

@@ -195,12 +195,11 @@ def _build() -> Door:
     from catalog.contracts import render_upstream
     from catalog.tokens import root_key
     from storage.ledger import open_ledger
+    from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
 
-    home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
-    ledger_url = (
-        _option("flightlog_ledger") or os.environ.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
-    )
-    blobs_url = _option("flightlog_blobs") or os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
+    home = flightlog_home()
+    ledger_url = _option("flightlog_ledger") or default_ledger_url()
+    blobs_url = _option("flightlog_blobs") or default_blobs_url()
     secrets_file = _option("flightlog_secrets") or default_secrets(home)
     secrets = own_secrets(home) | load_secrets(
         Path(secrets_file) if secrets_file else None, list(_option("flightlog_secret_env") or ())

@@ -294,15 +294,14 @@ def configure(ledger: LedgerReader, home: Path) -> None:
 def bound() -> tuple[LedgerReader, str]:
     """The configured Ledger and token; unconfigured, the Ledger FLIGHTLOG_LEDGER/FLIGHTLOG_BLOBS name.
 
-    The defaults are `flightlog.settings`'s (FLIGHTLOG_HOME or ~/.flightlog, its ledger.db and blobs
-    folder), repeated here because addons do not import the command line. Opened on first use only.
+    The defaults are `storage.locations`'s (FLIGHTLOG_HOME or ~/.flightlog, its ledger.db and blobs
+    folder), as everywhere. Opened on first use only.
     """
     with _bound_lock:
         if not _bound:
             from storage.ledger import open_ledger
+            from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
 
-            home = Path(os.environ.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
-            url = os.environ.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
-            blobs = os.environ.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
-            _bound.update(ledger=open_ledger(url, blobs), token=api_token(home))
+            ledger = open_ledger(default_ledger_url(), default_blobs_url())
+            _bound.update(ledger=ledger, token=api_token(flightlog_home()))
         return _bound["ledger"], _bound["token"]

@@ -39,14 +39,13 @@ class Settings:
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Resolve FLIGHTLOG_HOME, FLIGHTLOG_LEDGER, FLIGHTLOG_BLOBS and FLIGHTLOG_DIRECTORY."""
+    from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
+
     env = os.environ if env is None else env
-    home = Path(env.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
-    ledger = env.get("FLIGHTLOG_LEDGER") or f"sqlite:///{home / 'ledger.db'}"
-    blobs = env.get("FLIGHTLOG_BLOBS") or (home / "blobs").as_uri()
     directory = env.get("FLIGHTLOG_DIRECTORY")
     return Settings(
-        home=home,
-        ledger_url=ledger,
-        blobs_url=blobs,
+        home=flightlog_home(env),
+        ledger_url=default_ledger_url(env),
+        blobs_url=default_blobs_url(env),
         directory=Path(directory).expanduser() if directory else None,
     )

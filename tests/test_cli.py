@@ -43,3 +43,18 @@ def test_ledger_group_lists_its_commands() -> None:
     out = flightlog("ledger", "--help")
     for sub in ("row", "action", "blob", "counts", "query", "verify"):
         assert f"  {sub} " in out.stdout or f"  {sub}\n" in out.stdout, sub
+
+
+def test_one_definition_of_the_default_locations(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The command line's settings and the proxy's addons resolve FLIGHTLOG_* to the same places."""
+    from addons.capture_setup import default_urls
+    from flightlog.settings import load_settings
+
+    monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path))
+    monkeypatch.delenv("FLIGHTLOG_LEDGER", raising=False)
+    monkeypatch.delenv("FLIGHTLOG_BLOBS", raising=False)
+    settings = load_settings()
+    assert (settings.ledger_url, settings.blobs_url) == default_urls()
+    assert settings.ledger_url == f"sqlite:///{tmp_path / 'ledger.db'}"
+    monkeypatch.setenv("FLIGHTLOG_LEDGER", "postgresql+psycopg://u@h/db")
+    assert load_settings().ledger_url == default_urls()[0] == "postgresql+psycopg://u@h/db"
