@@ -14,9 +14,10 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from addons.capture import Capture
 from addons.errors import AddonError
@@ -165,8 +166,21 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, master.shutdown)
     if check := master.addons.get("errorcheck"):
-        check.repeat_errors_on_stderr = True  # without termlog, startup errors would be silent
+        check.shutdown_if_errored = _one_line_startup_errors(check)
     await master.run()
+
+
+def _one_line_startup_errors(check: Any) -> Callable[[], Coroutine[Any, Any, None]]:
+    """mitmproxy's startup check, saying what failed (a port in use, a bad mode) in one line."""
+
+    async def shutdown_if_errored() -> None:
+        await asyncio.sleep(0)  # let pending log records arrive, as mitmproxy's own check does
+        if check.logger.has_errored:
+            first = check.logger.has_errored[0].getMessage().strip().splitlines()[0]
+            print(f"flightlog: the proxy did not start: {first}", file=sys.stderr)
+            sys.exit(1)
+
+    return shutdown_if_errored
 
 
 def run_proxy(config: ProxyConfig, announce: Callable[[str], None] | None = None) -> None:

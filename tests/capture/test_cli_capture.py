@@ -76,6 +76,21 @@ def test_bad_input_is_one_line_and_nonzero(home: Path, tmp_path: Path) -> None:
         assert lines and lines[-1].startswith("flightlog") and "Traceback" not in result.stderr, result.stderr
 
 
+def test_a_port_in_use_is_one_line(home: Path) -> None:
+    """mitmproxy failing to listen (the port is taken) is one `flightlog:` line and exit 1."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = flightlog("proxy", "--listen", f"127.0.0.1:{port}", timeout=60)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 1
+    assert len(lines) == 1 and lines[0].startswith("flightlog: the proxy did not start:"), result.stderr
+    assert str(port) in lines[0]
+
+
 def test_addons_load_in_plain_mitmdump(home: Path, tmp_path: Path, http_upstream: Upstream) -> None:
     """`mitmdump -s addons/mitmdump_entry.py` records with the same addons, options set with --set."""
     import shutil
