@@ -1,8 +1,12 @@
-"""Run benchmarks by name (`python -m bench ledger capture`), or every one found in bench/."""
+"""Run benchmarks by name (`python -m bench ledger capture`), or every one found in bench/.
+
+Each runs with its own defaults (run one as `python -m bench.NAME --help` to see its options).
+"""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 from pathlib import Path
@@ -14,7 +18,12 @@ def main(argv: list[str]) -> None:
     )
     for name in names:
         print(f"== bench.{name} ==", flush=True)
-        importlib.import_module(f"bench.{name}").main([])
+        module = importlib.import_module(f"bench.{name}")
+        sys.argv = [f"python -m bench.{name}"]  # each benchmark parses its own (here: no) options
+        if inspect.signature(module.main).parameters:
+            module.main([])
+        else:
+            module.main()
 
 
 if __name__ == "__main__":
