@@ -25,6 +25,7 @@ from storage.blobstore import BlobStore, open_blob_store
 from storage.engine import WRITE, make_engine
 from storage.errors import (
     AppendOnlyViolation,
+    BadLedgerUrl,
     BlobStoreUnavailable,
     DiskFull,
     LedgerUnavailable,
@@ -232,8 +233,6 @@ def open_ledger(url: str, blobs_url: str | None = None, *, retry_seconds: float 
     if blobs_url is None:
         database = engine.url.database
         if engine.dialect.name != "sqlite" or not database or database == ":memory:":
-            from storage.errors import BadLedgerUrl
-
             raise BadLedgerUrl(f"ledger {url} needs a blob store URL (FLIGHTLOG_BLOBS)")
         blobs_url = (Path(database).expanduser().resolve().parent / "blobs").as_uri()
     try:
