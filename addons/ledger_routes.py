@@ -1,10 +1,9 @@
 """The Ledger's read routes under `/api/ledger/`, as one pure function the proxy's own routes call.
 
 `handle(method, path, query, headers, body, *, ledger, token)` returns `(status, headers, body)` and
-imports nothing of mitmproxy, so it is tested with plain values. `addons.local_routes` calls it with
-five arguments for `/api/ledger/` (those exchanges are never recorded): it then reads the Ledger given
-to `configure(ledger, home)` (the proxy's own), or else the one the environment names.
-`ledger_handler(ledger, home)` gives the five-argument form bound to one Ledger.
+imports nothing of mitmproxy, so it is tested with plain values. `ledger_handler(ledger, home)` gives
+the five-argument form bound to one Ledger and the token kept in `home`: `addons.local_routes`
+registers it for `/api/ledger/` over the Ledger the proxy records to (never recorded itself).
 
 Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token):
 
@@ -26,7 +25,6 @@ import hmac
 import json
 import os
 import secrets
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -234,20 +232,14 @@ def handle(
     headers: Mapping[str, str],
     body: bytes,
     *,
-    ledger: LedgerReader | None = None,
-    token: str | None = None,
+    ledger: LedgerReader,
+    token: str,
 ) -> Response:
     """Answer one request to `/api/ledger/...`: 401 without the bearer token, JSON errors otherwise.
 
-    Called with five arguments (as `addons.local_routes` does), it reads the Ledger given to
-    `configure()`, or else the one the environment names (see `bound()`).
+    The route registry calls it through `ledger_handler` (bound to the Ledger the proxy records to).
     """
     query = single_values(query)
-    if ledger is None or token is None:
-        try:
-            ledger, token = bound()
-        except StorageError as e:
-            return _error(503, f"the Ledger cannot be opened: {e}")
     if not authorized(headers, token):
         status, out, payload = _error(401, "the Ledger's routes need 'Authorization: Bearer <token>'")
         return status, {**out, "www-authenticate": 'Bearer realm="flightlog"'}, payload
@@ -273,35 +265,9 @@ def handle(
     return (status, out, b"") if method == "HEAD" else (status, out, payload)
 
 
-Handler = Callable[[str, str, Mapping[str, str], Mapping[str, str], bytes], Response]
+Handler = Callable[[str, str, Mapping[str, Any], Mapping[str, str], bytes], Response]
 
 
 def ledger_handler(ledger: LedgerReader, home: Path) -> Handler:
     """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers."""
     return functools.partial(handle, ledger=ledger, token=api_token(home))
-
-
-_bound: dict[str, Any] = {}
-_bound_lock = threading.Lock()
-
-
-def configure(ledger: LedgerReader, home: Path) -> None:
-    """Serve the five-argument `handle` from this Ledger with the token kept in `home` (the proxy's own)."""
-    with _bound_lock:
-        _bound.update(ledger=ledger, token=api_token(home))
-
-
-def bound() -> tuple[LedgerReader, str]:
-    """The configured Ledger and token; unconfigured, the Ledger FLIGHTLOG_LEDGER/FLIGHTLOG_BLOBS name.
-
-    The defaults are `storage.locations`'s (FLIGHTLOG_HOME or ~/.flightlog, its ledger.db and blobs
-    folder), as everywhere. Opened on first use only.
-    """
-    with _bound_lock:
-        if not _bound:
-            from storage.ledger import open_ledger
-            from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
-
-            ledger = open_ledger(default_ledger_url(), default_blobs_url())
-            _bound.update(ledger=ledger, token=api_token(flightlog_home()))
-        return _bound["ledger"], _bound["token"]

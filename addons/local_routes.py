@@ -32,10 +32,10 @@ Answer = tuple[int, Mapping[str, str], bytes]
 Handler = Callable[[str, str, Query, Headers, bytes], Answer]
 
 DEFAULT_ROUTES: dict[str, str] = {
-    "/api/ledger/": "addons.ledger_routes:handle",
     "/api/dispatch": "addons.dispatch:handle",
 }
-"""Prefix → "module:function" of handlers imported on first use (the Directory's is wired below)."""
+"""Prefix → "module:function" of handlers imported on first use (the Directory's and the Ledger's,
+which read the database the proxy records to, are wired below)."""
 
 
 def _json(status: int, payload: object) -> Answer:
@@ -100,6 +100,26 @@ def directory_route(settings: Callable[[], tuple[str, str | None]]) -> Handler:
     return handle
 
 
+def ledger_route(settings: Callable[[], tuple[str, str]]) -> Handler:
+    """`/api/ledger/`: the Ledger's read routes over the Ledger the proxy records to, opened on first
+    use; the bearer token is the one kept in FLIGHTLOG_HOME. `settings()` gives (ledger URL, blobs URL)."""
+    lock = threading.Lock()
+    bound: list[Handler] = []
+
+    def handle(method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
+        from addons.ledger_routes import ledger_handler
+        from storage.ledger import open_ledger
+        from storage.locations import flightlog_home
+
+        with lock:
+            if not bound:
+                ledger_url, blobs_url = settings()
+                bound.append(ledger_handler(open_ledger(ledger_url, blobs_url), flightlog_home()))
+        return bound[0](method, path, query, headers, body)
+
+    return handle
+
+
 class LocalRoutes:
     """Answers `flightlog.local` itself; the capture addon sees the skip mark and records nothing."""
 
@@ -107,6 +127,8 @@ class LocalRoutes:
         self.routes = routes or Routes()
         if "/api/directory/" not in self.routes.handlers:
             self.routes.add("/api/directory/", directory_route(_directory_settings))
+        if "/api/ledger/" not in self.routes.handlers:
+            self.routes.add("/api/ledger/", ledger_route(_ledger_settings))
 
     def load(self, loader: Loader) -> None:
         loader.add_option(
@@ -143,13 +165,23 @@ class LocalRoutes:
         flow.response = http.Response.make(status, body, dict(out_headers))
 
 
+def _ledger_settings() -> tuple[str, str]:
+    """The Ledger and blob URLs the proxy records to: its options, else the environment's defaults."""
+    from mitmproxy import ctx
+
+    from addons.capture_setup import default_urls
+
+    ledger, blobs = default_urls()
+    return (
+        getattr(ctx.options, "flightlog_ledger", "") or ledger,
+        getattr(ctx.options, "flightlog_blobs", "") or blobs,
+    )
+
+
 def _directory_settings() -> tuple[str, str | None]:
     import os
 
     from mitmproxy import ctx
 
-    from addons.capture_setup import default_urls
-
-    ledger = getattr(ctx.options, "flightlog_ledger", "") or default_urls()[0]
     folder = ctx.options.flightlog_directory or os.environ.get("FLIGHTLOG_DIRECTORY") or None
-    return ledger, folder
+    return _ledger_settings()[0], folder

@@ -171,39 +171,3 @@ def test_ledger_handler_binds_the_ledger_and_the_kept_token(sqlite_sample: Ledge
     path = "/api/ledger/row/a1-request"
     assert route("GET", path, {}, {}, b"")[0] == 401
     assert route("GET", path, {}, {"Authorization": f"Bearer {api_token(home)}"}, b"")[0] == 200
-
-
-def test_five_argument_handle_reads_the_configured_ledger(sqlite_sample: Ledger, tmp_path: Path) -> None:
-    """local_routes calls handle with five arguments: it answers from the Ledger given to configure()."""
-    from addons import ledger_routes
-
-    home = tmp_path / "home"
-    ledger_routes.configure(sqlite_sample, home)
-    try:
-        auth = {"Authorization": f"Bearer {api_token(home)}"}
-        status, _, body = handle("GET", "/api/ledger/action/a2", {}, auth, b"")
-        assert status == 200 and b"a2-response" in body
-        assert handle("GET", "/api/ledger/action/a2", {}, {}, b"")[0] == 401
-    finally:
-        ledger_routes._bound.clear()
-
-
-def test_unconfigured_handle_opens_the_ledger_the_environment_names(
-    sqlite_sample: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without configure(), a five-argument call opens FLIGHTLOG_LEDGER, the token from FLIGHTLOG_HOME."""
-    from addons import ledger_routes
-
-    home = tmp_path / "envhome"
-    monkeypatch.setenv("FLIGHTLOG_HOME", str(home))
-    monkeypatch.setenv("FLIGHTLOG_LEDGER", sqlite_sample.url)
-    monkeypatch.setenv("FLIGHTLOG_BLOBS", (tmp_path / "blobs").as_uri())
-    ledger_routes._bound.clear()
-    try:
-        auth = {"Authorization": f"Bearer {api_token(home)}"}
-        assert handle("GET", "/api/ledger/row/a3-response", {}, auth, b"")[0] == 200
-    finally:
-        opened = ledger_routes._bound.pop("ledger", None)
-        if opened is not None:
-            opened.close()
-        ledger_routes._bound.clear()

@@ -101,3 +101,19 @@ def test_own_routes_are_never_recorded(proxy: tuple[LiveProxy, str], tmp_path: P
     with ledger.engine.connect() as conn:
         kinds = [r[0] for r in conn.exec_driver_sql("SELECT kind FROM events WHERE kind LIKE 'http.%'")]
     assert sorted(kinds) == ["http.request", "http.response"]
+
+
+def test_ledger_routes_read_the_ledger_the_proxy_records_to(tmp_path: Path) -> None:
+    """`flightlog proxy --ledger URL` serves /api/ledger/ from that Ledger, not FLIGHTLOG_HOME's default."""
+    home = tmp_path / "home"
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    blobs = (tmp_path / "elsewhere-blobs").as_uri()
+    seeded = open_ledger(url, blobs)
+    seeded.append(batch([event(0, payload=b"here")]))
+    seeded.close()
+    env = {"FLIGHTLOG_LEDGER": "", "FLIGHTLOG_BLOBS": ""}
+    with live_proxy(home, url, env=env, args=["--ledger", url, "--blobs", blobs]) as running:
+        auth = {"Authorization": f"Bearer {token_of(running)}"}
+        row = get(running, "/api/ledger/row/ev-000000", headers=auth)
+    assert row.status_code == 200, row.text
+    assert row.json()["event_id"] == "ev-000000"
