@@ -9,6 +9,7 @@ origin-form mitmproxy forwards, and HTTP/2 heads are the decoded field list (no 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,6 +28,32 @@ def response_head(response: http.Response) -> bytes:
     from mitmproxy.net.http.http1.assemble import assemble_response_head
 
     return bytes(assemble_response_head(response))
+
+
+@lru_cache(maxsize=4096)
+def _authority(value: str) -> tuple[str, int | None]:
+    from mitmproxy.net.http import url
+
+    return url.parse_authority(value, check=False)
+
+
+def pretty_target(request: http.Request) -> tuple[str, str]:
+    """`(request.pretty_url, request.pretty_host)`, computed as mitmproxy does but with one Host
+    lookup and a cached authority parse: the properties read and validate the Host header three
+    times, a fifth of what the capture hook cost per request (measured)."""
+    from mitmproxy.net.http import url
+
+    host_header = request.host_header
+    if not host_header:
+        return request.url, request.host
+    host, port = _authority(host_header)
+    if request.first_line_format == "authority":
+        return request.authority, host
+    scheme = request.scheme
+    path = request.path
+    return url.unparse(
+        scheme, host, port or url.default_port(scheme) or 443, path if path != "*" else ""
+    ), host
 
 
 @dataclass(frozen=True, slots=True)

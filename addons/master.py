@@ -9,21 +9,26 @@ listens, where it records and how to trust the CA, and writes `proxy.json` in FL
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from addons.capture import Capture
 from addons.errors import AddonError
 from addons.local_routes import LocalRoutes
 from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
+
+if TYPE_CHECKING:
+    from mitmproxy import http
+    from mitmproxy.addonmanager import Loader
 
 CA_FILE = "mitmproxy-ca-cert.pem"
 
@@ -55,16 +60,86 @@ class ProxyConfig:
         return self.home / "mitmproxy"
 
 
-class Flightlog:
-    """flightlog's addons in hook order (own routes, sync paths, capture) under one top-level addon.
+HOOKS = (
+    "load",
+    "configure",
+    "running",
+    "done",
+    "http_connect",
+    "requestheaders",
+    "request",
+    "responseheaders",
+    "response",
+    "error",
+)
+"""Every mitmproxy hook one of flightlog's addons implements; `Flightlog` forwards exactly these."""
 
-    mitmproxy pays a coroutine and a context manager per top-level addon for every hook of every
-    flow; nesting ours under one entry pays that once.
+
+class Flightlog:
+    """flightlog's addons in hook order (own routes, sync paths, capture) behind one mitmproxy addon.
+
+    mitmproxy walks every addon, and every child of one, for each hook of each flow (a generator
+    step, `hasattr`, `getattr`, an argument list), and pays a coroutine and a context manager per
+    top-level addon. So the parts are not exposed as children: this addon calls each part's hook
+    itself, in order, and a part that returns an awaitable is awaited before the next part runs,
+    exactly as mitmproxy would.
     """
 
     def __init__(self, *extra: object) -> None:
         capture = Capture()
-        self.addons = [LocalRoutes(), SyncPaths(capture), capture, *extra]
+        self.parts: list[object] = [LocalRoutes(), SyncPaths(capture), capture, *extra]
+        self._hooks = {
+            name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
+            for name in HOOKS
+        }
+
+    def _call(self, name: str, *args: object) -> Awaitable[None] | None:
+        hooks = self._hooks[name]
+        for i, hook in enumerate(hooks):
+            result = hook(*args)
+            if result is not None and inspect.isawaitable(result):
+                return self._finish(result, hooks[i + 1 :], args)
+        return None
+
+    @staticmethod
+    async def _finish(
+        pending: Awaitable[object], rest: list[Callable[..., object]], args: tuple[object, ...]
+    ) -> None:
+        await pending
+        for hook in rest:
+            result = hook(*args)
+            if result is not None and inspect.isawaitable(result):
+                await result
+
+    def load(self, loader: Loader) -> None:
+        self._call("load", loader)
+
+    def configure(self, updated: set[str]) -> None:
+        self._call("configure", updated)
+
+    def running(self) -> Awaitable[None] | None:
+        return self._call("running")
+
+    def done(self) -> Awaitable[None] | None:
+        return self._call("done")
+
+    def http_connect(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("http_connect", flow)
+
+    def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("requestheaders", flow)
+
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("request", flow)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("responseheaders", flow)
+
+    def response(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("response", flow)
+
+    def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("error", flow)
 
 
 def addons(*extra: object) -> list[object]:

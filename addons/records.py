@@ -63,3 +63,10 @@ class ResponseRecord:
     streamed: bool = False
     partial: bool = False
     request_body: bytes | None = None
+
+
+def size_of(item: RequestRecord | ResponseRecord | StreamChunk) -> int:
+    """The body bytes an item holds in memory while it waits to be written (what queue bounds count)."""
+    if isinstance(item, StreamChunk):
+        return len(item.data)
+    return len(item.body) if item.body else 0

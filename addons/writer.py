@@ -1,10 +1,11 @@
-"""One writer thread behind a bounded queue: the only place the proxy touches the Ledger.
+"""One writer thread behind a bounded queue: the only place captured traffic reaches the Ledger.
 
-Hooks call `Writer.put()` (O(1), never blocks, never raises); the thread redacts, reads usage,
-spools teed stream bodies with bounded memory, and appends batches flushed by size or time. When
-the Ledger is down, traffic keeps flowing: the thread retries with backoff and logs one line per
-change of state; once the queue bound is reached new items are dropped, counted, and recorded as a
-`capture.overflow` event when the Ledger is back.
+It runs in the writer process (`addons.writer_child`), fed by the proxy's `WriterProcess`, so its
+work never holds the proxy's GIL. `Writer.put()` is O(1), never blocks and never raises; the thread
+redacts, reads usage, spools teed stream bodies with bounded memory, and appends batches flushed by
+size or time. When the Ledger is down, traffic keeps flowing: the thread retries with backoff and
+logs one line per change of state; once the queue bound is reached new items are dropped, counted,
+and recorded as a `capture.overflow` event when the Ledger is back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons import events as ev
-from addons.records import RequestRecord, ResponseRecord, StreamChunk
+from addons.records import RequestRecord, ResponseRecord, StreamChunk, size_of
 from addons.stream_body import Deferred, StreamBody
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
@@ -53,13 +54,6 @@ def _refused(error: Exception) -> bool:
     return isinstance(error, StorageError) and not isinstance(
         error, LedgerUnavailable | BlobStoreUnavailable | DiskFull
     )
-
-
-def _size(item: Item) -> int:
-    """The bytes an item holds in memory while queued (what the byte bound counts)."""
-    if isinstance(item, StreamChunk):
-        return len(item.data)
-    return len(item.body) if item.body else 0
 
 
 def _line(error: Exception) -> str:
@@ -107,9 +101,6 @@ class Writer:
         self._lost_streams: set[str] = set()
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
-        self._sync_lock = threading.Lock()
-        self._sync_ledger: Ledger | None = None
-        self._sync_position: int | None = None
         self._position: int | None = None
         self._seq = 0
         self._pending: list[Event | Deferred] = []
@@ -128,7 +119,7 @@ class Writer:
 
     def put(self, item: Item) -> bool:
         """Queue an item without blocking; when the bound is reached, count it as dropped."""
-        size = _size(item)
+        size = size_of(item)
         if (
             self._queue.qsize() >= self.max_items
             or self._produced_bytes - self._consumed_bytes + size > self.max_bytes
@@ -157,32 +148,9 @@ class Writer:
         self._queue.put(_STOP)
         self._thread.join(timeout + 5)
         self._thread = None
-        for ledger in (self._ledger, self._sync_ledger):
-            if ledger is not None:
-                ledger.close()
-        self._ledger = self._sync_ledger = None
-
-    # -- the synchronous path (sync paths) ----------------------------------------------------------
-
-    def commit_now(self, rec: RequestRecord) -> None:
-        """Commit one request event before it is forwarded; raises at once if the Ledger cannot take it."""
-        collector = f"{self.collector}:sync"
-        with self._sync_lock:
-            if self._sync_ledger is None:
-                self._sync_ledger = self._open_ledger(0.0)  # no retries: the sender is waiting
-            ledger = self._sync_ledger
-            if self._sync_position is None:
-                self._sync_position = ledger.position(collector) or 0
-            assert self._sync_position is not None
-            event = ev.request_event(self.processing, rec, collector=collector, seq=self._sync_position + 1)
-            try:
-                ledger.append(Batch(collector=collector, position=self._sync_position + 1, events=(event,)))
-            except Exception:
-                with contextlib.suppress(Exception):
-                    ledger.close()
-                self._sync_ledger = self._sync_position = None
-                raise
-            self._sync_position += 1
+        if self._ledger is not None:
+            self._ledger.close()
+        self._ledger = None
 
     # -- the writer thread -------------------------------------------------------------------------
 
@@ -267,7 +235,7 @@ class Writer:
         self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
 
     def _handle(self, item: Any) -> None:
-        self._consumed_bytes += _size(item)
+        self._consumed_bytes += size_of(item)
         proc = self.processing
         if isinstance(item, StreamChunk):
             stream = self._streams.get(item.flow_id)

@@ -11,7 +11,7 @@ reverse mode in front of it:
   fl-pg      flightlog proxy, PostgreSQL Ledger (FLIGHTLOG_TEST_PG's server) and blob folder
 
 Prints one row per configuration and size (medians over rounds) and the ratio to plain. Peak RSS is
-the proxy's VmHWM; the answer→committed-row delay (p50/p99) comes from the writer's own counters.
+the proxy's VmHWM plus its writer process's; the answer→committed-row delay (p50/p99) comes from the writer's own counters.
 With --rss-seconds, one longer flightlog (SQLite) run reports RSS after that many requests.
 """
 
@@ -37,10 +37,10 @@ from pathlib import Path
 PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 CONFIGS = ("plain", "savefile", "fl-sqlite", "fl-pg")
 ROW = "{:10} {:>7} {:>6} {:>6} {:>7} {:>6} {:>7} {:>6} {:>9} {:>8} {:>11} {:>11}"
-"""Columns: config, size, req/s, its ratio to plain, p99 ms, its ratio, CPU ms per request of every
-thread but flightlog's writer (the event loop: what bounds a CPU-bound proxy), the ratio plain/this
-(the throughput ratio on an otherwise idle machine), the writer thread's CPU ms per request (it runs
-on the other core), peak RSS MiB, answer→committed-row delay p50/p99 ms."""
+"""Columns: config, size, req/s, its ratio to plain, p99 ms, its ratio, CPU ms per request of the proxy
+process (its event loop is what bounds a CPU-bound proxy), the ratio plain/this (the throughput ratio
+on an otherwise idle machine), the writer process's CPU ms per request (it runs on the other core),
+peak RSS MiB of both processes, answer→committed-row delay p50/p99 ms."""
 
 
 def free_port() -> int:
@@ -165,26 +165,40 @@ def start(config: str, upstream: int, work: Path) -> Running:
     return Running(proc, port, stats, cleanup)
 
 
-def peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def cpu_seconds(pid: int, *, writer: bool | None = None) -> float:
-    """CPU time (user + system) of a process's threads: all, only flightlog's writer, or all but it."""
-    total = 0
+def children(pid: int) -> list[int]:
+    """The processes a proxy started (flightlog's writer process)."""
+    found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            found += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
             continue
-        is_writer = name.startswith("flightlog-writ")
-        if writer is None or writer == is_writer:
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def peak_rss_mib(pid: int) -> float:
+    """VmHWM of the proxy plus that of its writer process: both stay resident while it records."""
+    total = 0.0
+    for proc in (pid, *children(pid)):
+        try:
+            lines = Path(f"/proc/{proc}/status").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) / 1024 for line in lines if line.startswith("VmHWM:"))
+    return total
+
+
+def _cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, *, writer: bool) -> float:
+    """CPU time (user + system) of the proxy process, or of the writer process(es) it started."""
+    return sum(_cpu(child) for child in children(pid)) if writer else _cpu(pid)
 
 
 def stop(run: Running) -> dict[str, float | None]:

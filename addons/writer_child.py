@@ -1,0 +1,79 @@
+"""The writer process: `python -m addons.writer_child`, started by `WriterProcess`, fed on stdin.
+
+It reads frames (`writer_process.read_frame`) and hands their records to a `Writer`, whose thread
+redacts, reads usage, hashes, compresses and appends batches exactly as it would inside the proxy.
+It never imports mitmproxy. SIGINT and SIGTERM are ignored: the proxy decides when writing ends, by
+sending `stop` and closing the pipe, or by dying (end of file). Either way what is queued is drained.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from addons.capture_setup import write_stats
+from addons.writer import Writer
+from addons.writer_process import WriterSpec, read_frame
+
+
+def _name_process() -> None:
+    """`ps`, `top` and the bench see `flightlog-writer`, not a second python."""
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(15, b"flightlog-writer", 0, 0, 0)  # PR_SET_NAME
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("flightlog")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def main() -> int:
+    """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _name_process()
+    _log_to_stderr()
+    from storage.ledger import open_ledger
+
+    stream = sys.stdin.buffer
+    first = read_frame(stream)
+    if first is None or first[0] != "start" or not isinstance(first[1], WriterSpec):
+        print("flightlog: the writer process expects to be started by the proxy", file=sys.stderr)
+        return 2
+    spec: WriterSpec = first[1]
+    writer = Writer(
+        lambda retry: open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry),
+        first[2],
+        collector=spec.collector,
+    )
+    writer.start()
+    drain = spec.drain_timeout
+    while (message := read_frame(stream)) is not None:
+        kind = message[0]
+        if kind == "items":
+            for item in message[1]:
+                writer.put(item)
+        elif kind == "processing":
+            writer.processing = message[1]
+        elif kind == "dropped":
+            writer.stats.dropped += int(message[1])
+        elif kind == "stop":
+            drain = float(message[1])
+            break
+    writer.stop(timeout=drain)
+    if spec.stats_file:
+        write_stats(Path(spec.stats_file), writer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""The writer in its own process, fed over a pipe: the proxy's event loop never shares the GIL with it.
+
+Measured with `python -m bench.capture`: a writer thread inside the proxy process (hashing,
+compressing, redacting, SQLite or COPY) took the GIL from mitmproxy's event loop for a quarter of
+its time, and throughput fell to 0.6-0.7x plain mitmdump; hooks alone cost under 0.1x. So the
+thread runs in a child process (`addons.writer_child`) and the proxy keeps only what must stay:
+
+- `put()` (on the event loop) appends the record to a list; once per loop iteration the list is
+  pickled into one frame and written to the child's stdin by asyncio's pipe transport, which never
+  blocks. The bound is the bytes waiting on this side (the list and the transport's buffer): past it
+  an item is dropped and counted, and the count goes to the child, which records it as a
+  `capture.overflow` event. Behind the pipe, the child's `Writer` keeps its own bounded queue.
+- Sync paths commit in this process (`SyncCommitter`): the sender is waiting, not the writer.
+- The child ignores SIGINT and SIGTERM (a terminal's Ctrl-C reaches the whole process group): it
+  drains and exits when this side sends `stop` and closes the pipe, or when this process dies and
+  the pipe reaches end of file. A child that exits on its own is restarted, with one log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any
+
+from addons import events as ev
+from addons.records import RequestRecord, ResponseRecord, StreamChunk, size_of
+from addons.sync_commit import SyncCommitter
+from storage.ledger import Ledger
+
+log = logging.getLogger("flightlog.capture")
+
+Item = RequestRecord | ResponseRecord | StreamChunk
+HEADER = struct.Struct("!I")
+PIPE_SIZE = 1024 * 1024
+"""Asked of the kernel for the pipe (Linux F_SETPIPE_SZ): fewer wake-ups than the 64 KiB default."""
+RESTART_DELAY = 1.0
+CHILD_MODULE = "addons.writer_child"
+LOST_CHUNKS = "chunks dropped: the writer queue was full"
+
+
+@dataclass(frozen=True, slots=True)
+class WriterSpec:
+    """What the child needs to open the Ledger and where it leaves its counters."""
+
+    ledger_url: str
+    blobs_url: str
+    collector: str
+    drain_timeout: float = 30.0
+    stats_file: str = ""
+
+
+# -- the wire: length-prefixed pickles of tuples ----------------------------------------------------
+
+
+def frame(message: tuple[Any, ...]) -> bytes:
+    """One message as bytes on the pipe. Only this process's own child reads them."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return HEADER.pack(len(data)) + data
+
+
+def read_frame(stream: IO[bytes]) -> tuple[Any, ...] | None:
+    """The next message, or None at end of file (a frame cut short counts as the end)."""
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    (length,) = HEADER.unpack(head)
+    data = stream.read(length)
+    if len(data) < length:
+        return None
+    message = pickle.loads(data)
+    return message if isinstance(message, tuple) else None
+
+
+def _child_env() -> dict[str, str]:
+    """The environment with flightlog's own source first on the path, so `-m` finds it anywhere
+    (a checkout loaded with `mitmdump -s` is not necessarily installed)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _grow_pipe(transport: asyncio.BaseTransport) -> None:
+    pipe = transport.get_extra_info("pipe")
+    if pipe is not None and sys.platform == "linux":
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe.fileno(), 1031, PIPE_SIZE)  # F_SETPIPE_SZ
+
+
+class WriterProcess:
+    """The proxy's side of the writer process: a non-blocking `put()`, the sync path, start and stop."""
+
+    def __init__(
+        self,
+        spec: WriterSpec,
+        processing: ev.Processing,
+        open_ledger: Callable[[float], Ledger],
+        *,
+        max_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
+        self.spec = spec
+        self._processing = processing
+        self.max_bytes = max_bytes
+        self.dropped = 0
+        self._sync = SyncCommitter(open_ledger, spec.collector)
+        self._batch: list[Item] = []
+        self._batch_bytes = 0
+        self._reported_dropped = 0
+        self._lost_streams: set[str] = set()
+        self._scheduled = False
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stdin: asyncio.StreamWriter | None = None
+        self._watch: asyncio.Task[None] | None = None
+
+    # -- configuration -----------------------------------------------------------------------------
+
+    @property
+    def processing(self) -> ev.Processing:
+        return self._processing
+
+    @processing.setter
+    def processing(self, value: ev.Processing) -> None:
+        """New secrets or prices reach the child before any record put after this call."""
+        self._processing = value
+        self._flush()
+        self._write(("processing", value))
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the child; records put before it listens wait on this side (within the bound)."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        await self._spawn()
+        self._watch = asyncio.create_task(self._watch_child())
+
+    async def _spawn(self) -> None:
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", CHILD_MODULE, stdin=asyncio.subprocess.PIPE, env=_child_env()
+        )
+        assert self._proc.stdin is not None
+        self._stdin = self._proc.stdin
+        _grow_pipe(self._stdin.transport)
+        self._write(("start", self.spec, self._processing))
+        self._flush()
+
+    async def _watch_child(self) -> None:
+        while not self._stopping and self._proc is not None:
+            code = await self._proc.wait()
+            if self._stopping:
+                return
+            self._stdin = None
+            log.warning("flightlog: the writer process exited with code %s; restarting it", code)
+            await asyncio.sleep(RESTART_DELAY)
+            if not self._stopping:
+                await self._spawn()
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        """Send what is waiting, tell the child to drain (retrying until `timeout`), wait for it."""
+        self._stopping = True
+        self._flush()
+        self._write(("stop", timeout))
+        self._sync.close()
+        if self._watch is not None:
+            self._watch.cancel()
+        proc, stdin = self._proc, self._stdin
+        self._stdin = None
+        if proc is None:
+            return
+        if stdin is not None:
+            stdin.close()  # end of file once the transport's buffer is written
+        try:
+            await asyncio.wait_for(proc.wait(), timeout + 10)
+        except TimeoutError:
+            log.warning("flightlog: the writer process did not finish draining; stopping it")
+            proc.kill()
+            await proc.wait()
+
+    # -- the producer side (mitmproxy's event loop) ------------------------------------------------
+
+    def put(self, item: Item) -> bool:
+        """Take an item without blocking; past the bound it is dropped and counted."""
+        if self._loop is not None and threading.get_ident() != self._loop_thread:
+            self._loop.call_soon_threadsafe(self.put, item)
+            return True
+        size = size_of(item)
+        if self._stopping or self.backlog() + size > self.max_bytes:
+            self.dropped += 1
+            if isinstance(item, StreamChunk):
+                self._lost_streams.add(item.flow_id)
+            return False
+        if isinstance(item, ResponseRecord) and item.exchange.flow_id in self._lost_streams:
+            self._lost_streams.discard(item.exchange.flow_id)
+            item = replace(item, partial=True, error=item.error or LOST_CHUNKS)
+        self._batch.append(item)
+        self._batch_bytes += size
+        if not self._scheduled and self._loop is not None:
+            self._scheduled = True
+            self._loop.call_soon(self._flush)
+        return True
+
+    def backlog(self) -> int:
+        """Bytes waiting on this side of the pipe."""
+        buffered = self._stdin.transport.get_write_buffer_size() if self._stdin is not None else 0
+        return self._batch_bytes + buffered
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        if self._stdin is None:
+            return
+        if self.dropped > self._reported_dropped:
+            self._write(("dropped", self.dropped - self._reported_dropped))
+            self._reported_dropped = self.dropped
+        if self._batch:
+            batch, self._batch, self._batch_bytes = self._batch, [], 0
+            self._write(("items", batch))
+
+    def _write(self, message: tuple[Any, ...]) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.write(frame(message))
+
+    # -- the synchronous path ----------------------------------------------------------------------
+
+    def commit_now(self, rec: RequestRecord) -> None:
+        """Commit one request event before it is forwarded (called off the loop, in a thread)."""
+        self._sync.commit(rec, self._processing)
