@@ -228,7 +228,7 @@ class Capture:
             return
         head = request_head(request)  # as the client sent it, before our headers are stripped
         fields = request.headers.fields
-        who = self._identities.get(flow.client_conn, ident.EMPTY)
+        who = self._identities.get(flow.client_conn, ident.EMPTY) if self._identities else ident.EMPTY
         length: bytes | None = None
         identified = False
         for key, value in fields:  # one pass: mitmproxy's header lookups lower-case every name each time

@@ -13,10 +13,6 @@ import signal
 import sys
 from pathlib import Path
 
-from addons.capture_setup import write_stats
-from addons.writer import Writer
-from addons.writer_process import WriterSpec, read_frame
-
 
 def _name_process() -> None:
     """`ps`, `top` and the bench see `flightlog-writer`, not a second python."""
@@ -38,10 +34,12 @@ def _log_to_stderr() -> None:
 
 def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _name_process()
     _log_to_stderr()
+    from addons.capture_setup import write_stats
+    from addons.records import from_wire
+    from addons.writer import Writer
+    from addons.writer_process import WriterSpec, read_frame
     from storage.ledger import open_ledger
 
     stream = sys.stdin.buffer
@@ -60,8 +58,8 @@ def main() -> int:
     while (message := read_frame(stream)) is not None:
         kind = message[0]
         if kind == "items":
-            for item in message[1]:
-                writer.put(item)
+            for wire in message[1]:
+                writer.put(from_wire(wire))
         elif kind == "processing":
             writer.processing = message[1]
         elif kind == "dropped":
@@ -76,4 +74,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # First, before the imports that take half a second: a signal arriving now must not kill us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(main())

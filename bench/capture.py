@@ -11,7 +11,8 @@ reverse mode in front of it:
   fl-pg      flightlog proxy, PostgreSQL Ledger (FLIGHTLOG_TEST_PG's server) and blob folder
 
 Prints one row per configuration and size (medians over rounds) and the ratio to plain. Peak RSS is
-the proxy's VmHWM plus its writer process's; the answer→committed-row delay (p50/p99) comes from the writer's own counters.
+the proxy's VmHWM plus its writer process's; the answer→committed-row delay (p50/p99) comes from
+the writer's own counters.
 With --rss-seconds, one longer flightlog (SQLite) run reports RSS after that many requests.
 """
 

@@ -108,3 +108,58 @@ def test_storage_endpoints_are_never_recorded() -> None:
         "127.0.0.9",
     }
     assert storage_hosts("file:///x", {}) == []
+
+
+def test_records_cross_the_pipe_unchanged() -> None:
+    """Every record type, with and without an identity, comes back from the wire equal."""
+    from addons.identity import EMPTY
+    from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk, from_wire, to_wire
+
+    named = Exchange("f1", "in", "POST", "https://h/x?q=1", "h", Identity(agent="a", session="s", turn="3"))
+    anonymous = Exchange("f2", "out", "GET", "http://h/", "h", EMPTY)
+    items = [
+        RequestRecord(named, 1.5, b"POST /x HTTP/1.1\r\n\r\n", b"body", "gzip"),
+        RequestRecord(anonymous, 2.0, b"GET / HTTP/1.1\r\n\r\n", None),
+        ResponseRecord(
+            named, 3.0, 200, b"HTTP/1.1 200 OK\r\n\r\n", b"ok", "text/plain", "br", None, False, False, b"rq"
+        ),
+        ResponseRecord(anonymous, 4.0, None, b"", None, error="refused", streamed=True, partial=True),
+        StreamChunk("f1", b"data: 1\n\n", "gzip"),
+    ]
+    for item in items:
+        assert from_wire(to_wire(item)) == item
+
+
+def test_pretty_target_matches_mitmproxy_properties() -> None:
+    """The hook's one-parse URL and host equal mitmproxy's pretty_url and pretty_host for every shape
+    of request: Host with and without port, default ports, IPv6, no Host, HTTP/2 authority, `*`."""
+    from mitmproxy import http
+
+    from addons.heads import pretty_target
+
+    def make(
+        scheme: str,
+        host: str,
+        port: int,
+        path: str,
+        headers: list[tuple[bytes, bytes]],
+        version: str = "HTTP/1.1",
+        authority: str = "",
+    ) -> http.Request:
+        return http.Request(
+            host, port, b"GET", scheme.encode(), authority.encode(), path.encode(), version.encode(),
+            http.Headers(headers), b"", None, 0.0, 0.0,
+        )  # fmt: skip
+
+    cases = [
+        make("http", "10.0.0.1", 80, "/a?b=1", [(b"Host", b"example.com")]),
+        make("http", "10.0.0.1", 8080, "/a", [(b"Host", b"example.com:8080")]),
+        make("https", "10.0.0.1", 443, "/", [(b"host", b"example.com:443")]),
+        make("https", "10.0.0.1", 443, "/", [(b"Host", b"[::1]:8443")]),
+        make("http", "127.0.0.1", 9000, "/x", []),
+        make("http", "127.0.0.1", 80, "*", [(b"Host", b"h")]),
+        make("https", "api.openai.com", 443, "/v1/chat", [], "HTTP/2.0", "api.openai.com"),
+        make("http", "h", 80, "/", [(b"Host", b"bad host!")]),
+    ]
+    for request in cases:
+        assert pretty_target(request) == (request.pretty_url, request.pretty_host)

@@ -1,0 +1,243 @@
+"""The writer process behind a pipe: everything put lands, a dead proxy loses nothing it handed over,
+Ctrl-C does not cut the drain short, a crashed writer is restarted, and the bound drops and counts.
+
+Each test drives the real `WriterProcess` (a real child `python -m addons.writer_child`) against a
+real Ledger; the proxy-killed case runs the parent side in a subprocess so it can be SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from addons.events import Processing
+from addons.identity import Identity
+from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from addons.writer_process import WriterProcess, WriterSpec
+from storage.ledger import Ledger, open_ledger
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def exchange(n: int) -> Exchange:
+    return Exchange(f"flow-{n}", "out", "POST", f"http://h/{n}", "h", Identity(agent="w", turn=str(n)))
+
+
+def request(n: int, body: bytes = b"") -> RequestRecord:
+    return RequestRecord(exchange(n), time.time(), b"POST /%d HTTP/1.1\r\nHost: h\r\n\r\n" % n, body)
+
+
+def response(n: int, body: bytes = b"ok") -> ResponseRecord:
+    return ResponseRecord(exchange(n), time.time(), 200, b"HTTP/1.1 200 OK\r\n\r\n", body)
+
+
+def count(ledger: Ledger, where: str = "1 = 1") -> int:
+    with ledger.engine.connect() as c:
+        return int(c.execute(text(f"SELECT count(*) FROM events WHERE {where}")).scalar() or 0)
+
+
+def urls(tmp_path: Path) -> tuple[str, str]:
+    return f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
+
+
+def make(ledger_url: str, blobs: str, **spec: object) -> WriterProcess:
+    return WriterProcess(
+        WriterSpec(ledger_url=ledger_url, blobs_url=blobs, collector="wp", **spec),  # type: ignore[arg-type]
+        Processing(),
+        lambda retry: open_ledger(ledger_url, blobs, retry_seconds=retry),
+    )
+
+
+def wait_for(ledger_url: str, blobs: str, where: str, expected: int, timeout: float = 20) -> int:
+    """Poll the Ledger until `expected` rows match (the writer commits on its own schedule)."""
+    deadline = time.monotonic() + timeout
+    found = -1
+    while time.monotonic() < deadline:
+        ledger = open_ledger(ledger_url, blobs)
+        try:
+            found = count(ledger, where)
+        except Exception:
+            found = -1  # the child has not created the tables yet
+        finally:
+            ledger.close()
+        if found >= expected:
+            return found
+        time.sleep(0.2)
+    return found
+
+
+def test_everything_put_lands_and_the_counters_are_left_behind(ledger_url: str, tmp_path: Path) -> None:
+    """Requests, answers (one over the inline limit) and a streamed answer, on SQLite and PostgreSQL,
+    with identity and exact bodies; the child writes its counters to the stats file at exit."""
+    blobs = (tmp_path / "blobs").as_uri()
+    stats = tmp_path / "stats.json"
+    big = os.urandom(300 * 1024)
+
+    async def main() -> None:
+        writer = make(ledger_url, blobs, stats_file=str(stats))
+        await writer.start()
+        for n in range(200):
+            assert writer.put(request(n, b'{"n": %d}' % n))
+            assert writer.put(response(n, big if n == 7 else b"answer %d" % n))
+        writer.put(request(999))
+        for part in (b"data: 1\n\n", b"data: 2\n\n"):
+            writer.put(StreamChunk("flow-999", part))
+        writer.put(
+            ResponseRecord(exchange(999), time.time(), 200, b"HTTP/1.1 200 OK\r\n\r\n", None, streamed=True)
+        )
+        await writer.stop(timeout=10)
+
+    asyncio.run(main())
+    ledger = open_ledger(ledger_url, blobs)
+    try:
+        assert count(ledger) == 402
+        event = ledger.event("flow-7:response")
+        assert event is not None and ledger.payload(event.payload_sha256 or "") == big
+        request_event = ledger.event("flow-42:request")
+        assert request_event is not None and request_event.agent == "w" and request_event.turn == "42"
+        streamed = ledger.event("flow-999:response")
+        assert streamed is not None
+        assert ledger.payload(streamed.payload_sha256 or "") == b"data: 1\n\ndata: 2\n\n"
+    finally:
+        ledger.close()
+    assert json.loads(stats.read_text())["written"] == 402
+
+
+PARENT = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys, time
+    sys.path.insert(0, {root!r})
+    from tests.capture.test_writer_process import make, request, response
+
+    async def main():
+        writer = make({url!r}, {blobs!r})
+        await writer.start()
+        for n in range(500):
+            writer.put(request(n))
+            writer.put(response(n))
+        await asyncio.sleep(0.05)  # the frames are on the pipe
+        print(writer._proc.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # the proxy dies without stopping anything
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_proxy_killed_outright_loses_nothing_it_handed_over(tmp_path: Path) -> None:
+    """SIGKILL on the proxy: the writer sees the pipe end, drains what it was given, and exits."""
+    url, blobs = urls(tmp_path)
+    script = PARENT.format(root=str(ROOT), url=url, blobs=blobs)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    child = int(done.stdout.split()[0])
+    assert wait_for(url, blobs, "1 = 1", 1000) == 1000
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
+        if Path(f"/proc/{child}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            break  # exited; a zombie until init reaps it
+        time.sleep(0.1)
+    status = Path(f"/proc/{child}/stat")
+    assert not status.exists() or status.read_text().split(") ", 1)[1].startswith("Z"), "the writer exited"
+
+
+def test_ctrl_c_reaching_the_writer_does_not_cut_its_drain_short(tmp_path: Path) -> None:
+    """A terminal's SIGINT goes to the whole process group; the writer ignores it and keeps writing."""
+    url, blobs = urls(tmp_path)
+
+    async def main() -> None:
+        writer = make(url, blobs)
+        await writer.start()
+        assert writer._proc is not None
+        await asyncio.sleep(0.3)
+        os.kill(writer._proc.pid, signal.SIGINT)
+        os.kill(writer._proc.pid, signal.SIGTERM)
+        for n in range(100):
+            writer.put(request(n))
+        await asyncio.sleep(0.3)
+        assert writer._proc.returncode is None, "SIGINT/SIGTERM did not stop the writer"
+        await writer.stop(timeout=10)
+        assert writer._proc.returncode == 0
+
+    asyncio.run(main())
+    assert wait_for(url, blobs, "1 = 1", 100, timeout=5) == 100
+
+
+def test_a_writer_that_dies_is_restarted_and_recording_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The child killed: one log line, a new child, and what is put afterwards lands."""
+    url, blobs = urls(tmp_path)
+    caplog.set_level(logging.WARNING, logger="flightlog.capture")
+
+    async def main() -> None:
+        writer = make(url, blobs)
+        await writer.start()
+        for n in range(50):
+            writer.put(request(n))
+        await asyncio.sleep(1.0)  # committed by the first child (50 ms flushes)
+        assert writer._proc is not None
+        first = writer._proc.pid
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while (writer._proc.pid == first or writer._stdin is None) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert writer._proc.pid != first, "a new writer process was started"
+        for n in range(50, 120):
+            writer.put(request(n))
+        await writer.stop(timeout=10)
+
+    asyncio.run(main())
+    assert wait_for(url, blobs, "1 = 1", 120, timeout=5) == 120
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("writer process exited" in line for line in lines) == 1
+
+
+def test_a_stalled_writer_bounds_memory_drops_and_records_the_count(tmp_path: Path) -> None:
+    """The child stopped (SIGSTOP): put() never blocks, past the bound items are dropped and counted,
+    and once it runs again the count is recorded as a capture.overflow event."""
+    url, blobs = urls(tmp_path)
+    body = b"x" * 64 * 1024
+
+    async def main() -> tuple[int, int]:
+        writer = make(url, blobs)
+        writer.max_bytes = 4 * 1024 * 1024
+        await writer.start()
+        await asyncio.sleep(0.5)
+        assert writer._proc is not None
+        os.kill(writer._proc.pid, signal.SIGSTOP)
+        accepted = 0
+        started = time.monotonic()
+        for n in range(400):  # 25 MiB of answers against a 4 MiB bound (plus the 1 MiB pipe)
+            accepted += writer.put(response(n, body))
+            await asyncio.sleep(0)
+        assert time.monotonic() - started < 5, "put never waits for the writer"
+        assert writer.backlog() <= writer.max_bytes
+        os.kill(writer._proc.pid, signal.SIGCONT)
+        dropped = writer.dropped
+        await writer.stop(timeout=10)
+        return accepted, dropped
+
+    accepted, dropped = asyncio.run(main())
+    assert dropped == 400 - accepted > 0
+    assert wait_for(url, blobs, "kind = 'http.response'", accepted, timeout=5) == accepted
+    ledger = open_ledger(url, blobs)
+    try:
+        with ledger.engine.connect() as c:
+            errors = [
+                row[0] for row in c.execute(text("SELECT error FROM events WHERE kind = 'capture.overflow'"))
+            ]
+    finally:
+        ledger.close()
+    assert sum(int(e.split()[0]) for e in errors) == dropped
