@@ -17,6 +17,7 @@ import logging
 import socket
 import time
 import weakref
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from mitmproxy import connection, http
     from mitmproxy.addonmanager import Loader
 
+    from storage.ledger import Ledger
+
 log = logging.getLogger("flightlog.capture")
 
 LOCAL_HOST = "flightlog.local"
@@ -53,6 +56,14 @@ META_RELAY = "flightlog.relay"
 META_TEED = "flightlog.teed"
 DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
 IDENTITY_PREFIX = ident.HEADER_PREFIX.encode()
+
+
+def _open_ledger(ledger_url: str, blobs_url: str, retry: float) -> Ledger:
+    """The sync path's Ledger. Imported here, on first use: SQLAlchemy and the schema are 26 MiB this
+    process carries only if a sync path is configured (the writer process has its own)."""
+    from storage.ledger import open_ledger
+
+    return open_ledger(ledger_url, blobs_url, retry_seconds=retry)
 
 
 class Capture:
@@ -163,8 +174,6 @@ class Capture:
     async def running(self) -> None:
         from mitmproxy import ctx
 
-        from storage.ledger import open_ledger
-
         opts = ctx.options
         ledger_url, blobs_url = default_urls()
         ledger_url = opts.flightlog_ledger or ledger_url
@@ -180,7 +189,7 @@ class Capture:
         self.writer = WriterProcess(
             spec,
             self._processing or Processing(),
-            lambda retry: open_ledger(ledger_url, blobs_url, retry_seconds=retry),
+            partial(_open_ledger, ledger_url, blobs_url),
         )
         await self.writer.start()
         server = ctx.master.addons.get("proxyserver")

@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from addons import events as ev
 from addons.records import RequestRecord
 from storage.events import Batch
-from storage.ledger import Ledger
+
+if TYPE_CHECKING:
+    from storage.ledger import Ledger
 
 
 class SyncCommitter:

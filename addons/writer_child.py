@@ -39,7 +39,7 @@ def main() -> int:
     from addons.capture_setup import write_stats
     from addons.records import from_wire
     from addons.writer import Writer
-    from addons.writer_process import WriterSpec, read_frame
+    from addons.writer_process import READY, WriterSpec, read_frame
     from storage.ledger import open_ledger
 
     stream = sys.stdin.buffer
@@ -54,6 +54,8 @@ def main() -> int:
         collector=spec.collector,
     )
     writer.start()
+    sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
+    sys.stdout.buffer.flush()
     drain = spec.drain_timeout
     while (message := read_frame(stream)) is not None:
         kind = message[0]

@@ -31,12 +31,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from addons import events as ev
 from addons.records import RequestRecord, ResponseRecord, StreamChunk, size_of, to_wire
 from addons.sync_commit import SyncCommitter
-from storage.ledger import Ledger
+
+if TYPE_CHECKING:
+    from storage.ledger import Ledger  # SQLAlchemy is loaded in this process only if a sync path runs
 
 log = logging.getLogger("flightlog.capture")
 
@@ -49,6 +51,9 @@ SEND_DELAY = 0.005
 """Records gather this long before one frame carries them all: one pickle and one write syscall per
 few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
 CHILD_MODULE = "addons.writer_child"
+READY = b"R"
+READY_TIMEOUT = 15.0
+"""A child still importing after this long (a cold disk) is waited for by records, not by the start."""
 LOST_CHUNKS = "chunks dropped: the writer queue was full"
 
 
@@ -164,14 +169,21 @@ class WriterProcess:
             "-m",
             CHILD_MODULE,
             stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
             env=_child_env(),
             start_new_session=True,  # a terminal's Ctrl-C goes to the proxy, which decides when to stop
         )
-        assert self._proc.stdin is not None
+        assert self._proc.stdin is not None and self._proc.stdout is not None
         self._stdin = self._proc.stdin
         _grow_pipe(self._stdin.transport)
         self._write(("start", self.spec, self._processing))
         self._flush()
+        try:  # the child says READY once it reads: the proxy announces itself only then
+            await asyncio.wait_for(self._proc.stdout.readexactly(len(READY)), READY_TIMEOUT)
+        except (TimeoutError, asyncio.IncompleteReadError):
+            log.warning(
+                "flightlog: the writer process is not ready after %.0f s; records wait for it", READY_TIMEOUT
+            )
 
     async def _watch_child(self) -> None:
         while not self._stopping and self._proc is not None:

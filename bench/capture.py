@@ -35,6 +35,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+STATE_FILE = "proxy.json"
+"""What `flightlog proxy` writes in FLIGHTLOG_HOME once it listens and its writer is ready."""
 PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 CONFIGS = ("plain", "savefile", "fl-sqlite", "fl-pg")
 ROW = "{:10} {:>7} {:>6} {:>6} {:>7} {:>6} {:>7} {:>6} {:>9} {:>8} {:>11} {:>11}"
@@ -163,6 +165,10 @@ def start(config: str, upstream: int, work: Path) -> Running:
                 "--ledger", ledger, "--blobs", (home / "blobs").as_uri()]  # fmt: skip
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(port, proc)
+    if config.startswith("fl-"):  # ready when it says so: proxy.json is written with its start line
+        deadline = time.monotonic() + 30
+        while not (home / STATE_FILE).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
     return Running(proc, port, stats, cleanup)
 
 
