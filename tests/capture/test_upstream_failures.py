@@ -1,0 +1,140 @@
+"""Upstreams that fail after accepting the connection: reset, cut short, silent until a timeout.
+
+Each is recorded as the answer event with its error, next to the request event, and the client still
+gets its answer from mitmproxy (502) or its own timeout. The proxy runs with `tcp_timeout=2` so a
+silent upstream is given up on within the test's time.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from storage.ledger import Ledger
+from tests.capture.ledger_view import ledger_of, wait_for
+from tests.support.proxy import LiveProxy, live_proxy
+
+
+@contextmanager
+def misbehaving(behaviour: str) -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP server that reads one request head, then: `reset` (RST), `cut` (half an answer, then
+    close) or `silent` (holds the connection open, answering nothing). Yields (port, heads read)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    heads: list[bytes] = []
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            heads.append(data)
+            if behaviour == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+            elif behaviour == "cut":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
+                conn.close()
+            else:
+                held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], heads
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveProxy, Ledger]]:
+    base = tmp_path_factory.mktemp("failures")
+    args = ["--set", "tcp_timeout=2"]
+    with live_proxy(base / "home", f"sqlite:///{base / 'ledger.db'}", args=args) as running:
+        ledger = ledger_of(running.ledger_url, running.blobs_url)
+        yield running, ledger
+        ledger.close()
+
+
+def _fetch(running: LiveProxy, port: int, session: str, timeout: float = 15) -> httpx.Response | None:
+    try:
+        return httpx.get(
+            f"http://127.0.0.1:{port}/thing",
+            proxy=running.url,
+            headers={"X-Flightlog-Session": session},
+            timeout=timeout,
+        )
+    except httpx.HTTPError:
+        return None
+
+
+def test_upstream_reset_is_recorded_as_the_answer_with_its_error(proxy: tuple[LiveProxy, Ledger]) -> None:
+    """The upstream resets the connection after reading the request: 502, and the error is recorded."""
+    running, ledger = proxy
+    session = uuid.uuid4().hex
+    with misbehaving("reset") as (port, heads):
+        answer = _fetch(running, port, session)
+        assert heads and heads[0].startswith(b"GET /thing HTTP/1.1")
+    assert answer is not None and answer.status_code == 502
+    request, response = wait_for(ledger, "session = :s", {"s": session}, 2)
+    assert request.kind == "http.request" and response.kind == "http.response"
+    assert response.status is None and response.error
+    assert any(word in response.error.lower() for word in ("reset", "closed")), response.error
+
+
+def test_answer_cut_short_is_recorded_with_its_error(proxy: tuple[LiveProxy, Ledger]) -> None:
+    """The upstream promises 1,000 bytes, sends 10 and closes: the answer event carries the error."""
+    running, ledger = proxy
+    session = uuid.uuid4().hex
+    with misbehaving("cut") as (port, _):
+        answer = _fetch(running, port, session)
+    assert answer is None or answer.status_code == 502
+    response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert response.error, "a truncated answer is an error, not a complete body"
+
+
+def test_silent_upstream_times_out_and_is_recorded(proxy: tuple[LiveProxy, Ledger]) -> None:
+    """An upstream that never answers: the proxy's timeout ends the exchange and the answer event
+    says so; the client is not left hanging past it."""
+    running, ledger = proxy
+    session = uuid.uuid4().hex
+    with misbehaving("silent") as (port, heads):
+        answer = _fetch(running, port, session, timeout=20)
+        assert heads, "the request reached the upstream"
+    assert answer is None or answer.status_code >= 500
+    response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert response.status is None and response.error
+
+
+def test_client_giving_up_on_a_slow_upstream_is_recorded(
+    proxy: tuple[LiveProxy, Ledger], tmp_path: Path
+) -> None:
+    """The agent's own client times out first (0.5 s): the exchange is still two events, the answer
+    carrying the disconnect."""
+    running, ledger = proxy
+    session = uuid.uuid4().hex
+    with misbehaving("silent") as (port, _):
+        assert _fetch(running, port, session, timeout=0.5) is None
+        response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert response.status is None and response.error and "disconnect" in response.error.lower()
