@@ -28,6 +28,7 @@ import pickle
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,7 +47,8 @@ Item = RequestRecord | ResponseRecord | StreamChunk
 HEADER = struct.Struct("!I")
 PIPE_SIZE = 1024 * 1024
 """Asked of the kernel for the pipe (Linux F_SETPIPE_SZ): fewer wake-ups than the 64 KiB default."""
-RESTART_DELAY = 1.0
+RESTART_DELAY = 0.5
+RESTART_MAX = 30.0
 SEND_DELAY = 0.005
 """Records gather this long before one frame carries them all: one pickle and one write syscall per
 few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
@@ -186,13 +188,19 @@ class WriterProcess:
             )
 
     async def _watch_child(self) -> None:
+        delay = RESTART_DELAY
         while not self._stopping and self._proc is not None:
+            started = time.monotonic()
             code = await self._proc.wait()
             if self._stopping:
                 return
             self._stdin = None
-            log.warning("flightlog: the writer process exited with code %s; restarting it", code)
-            await asyncio.sleep(RESTART_DELAY)
+            # A child that keeps dying at once (a broken install) is retried ever more slowly.
+            delay = RESTART_DELAY if time.monotonic() - started > RESTART_MAX else min(delay * 2, RESTART_MAX)
+            log.warning(
+                "flightlog: the writer process exited with code %s; restarting it in %.0f s", code, delay
+            )
+            await asyncio.sleep(delay)
             if not self._stopping:
                 await self._spawn()
 
