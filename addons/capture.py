@@ -32,7 +32,7 @@ from addons.capture_setup import (
 from addons.errors import AddonError
 from addons.events import Processing
 from addons.heads import pretty_target, request_head, response_head
-from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from addons.records import Exchange, Record, RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord
 from addons.relay import TOKEN_HEADER, Relay, RelayJob
 from addons.streaming import looks_like_stream, should_tee
 from addons.writer_process import WriterProcess, WriterSpec
@@ -54,6 +54,7 @@ META_SKIP = "flightlog.skip"
 META_COMMITTED = "flightlog.committed"
 META_RELAY = "flightlog.relay"
 META_TEED = "flightlog.teed"
+META_WS_INDEX = "flightlog.ws_index"
 DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
 IDENTITY_PREFIX = ident.HEADER_PREFIX.encode()
 
@@ -213,7 +214,7 @@ class Capture:
             await self.writer.stop(timeout=ctx.options.flightlog_drain_timeout)
             self.writer = None
 
-    def _sink(self, item: RequestRecord | ResponseRecord | StreamChunk) -> bool:
+    def _sink(self, item: Record) -> bool:
         return self.writer.put(item) if self.writer is not None else False
 
     # -- hooks -------------------------------------------------------------------------------------
@@ -360,6 +361,29 @@ class Capture:
                 )
             )
         self._answer(flow, error=message)
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """Each message of an upgraded connection, numbered in arrival order, from either side."""
+        exchange = flow.metadata.get(META_EXCHANGE)
+        if exchange is None or flow.websocket is None or not flow.websocket.messages:
+            return
+        message = flow.websocket.messages[-1]
+        index = flow.metadata.get(META_WS_INDEX, 0) + 1
+        flow.metadata[META_WS_INDEX] = index
+        origin = "client" if message.from_client else "server"
+        self._sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
+
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        """How the connection ended: the close code, and the reason as the payload."""
+        exchange = flow.metadata.get(META_EXCHANGE)
+        ws = flow.websocket
+        if exchange is None or ws is None:
+            return
+        reason = (ws.close_reason or "").encode()
+        at = ws.timestamp_end or time.time()
+        code = int(ws.close_code) if ws.close_code is not None else None  # wsproto's IntEnum, as a number
+        index = flow.metadata.get(META_WS_INDEX, 0)
+        self._sink(WebSocketRecord(exchange, at, index, "close", reason, code))
 
     def _answer(self, flow: http.HTTPFlow, error: str | None) -> None:
         response = flow.response

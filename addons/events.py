@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from addons import kinds
-from addons.records import Exchange, RequestRecord, ResponseRecord
+from addons.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
 from storage.events import Event, PayloadRef, PayloadState
 
 if TYPE_CHECKING:
@@ -159,6 +159,34 @@ def response_event(
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_usd=cost,
+        agent=ex.identity.agent,
+        session=ex.identity.session,
+        task=ex.identity.task,
+        turn=ex.identity.turn,
+    )
+
+
+def websocket_event(proc: Processing, rec: WebSocketRecord, *, collector: str, seq: int) -> Event:
+    """A `websocket.*` event: one message (secrets replaced, as in any body) or the close."""
+    ex = rec.exchange
+    url, url_names = proc.redactor.redact_url(ex.url) if proc.redactor is not None else (ex.url, frozenset())
+    payload, names = redact_body(proc, rec.content, "")
+    role = "ws:close" if rec.origin == "close" else f"ws:{rec.index}"
+    return Event(
+        event_id=kinds.event_id(ex.flow_id, role),
+        action_id=ex.flow_id,
+        kind=kinds.WEBSOCKET_KINDS[rec.origin],
+        direction="in" if ex.direction == "in" else "out",
+        at=when(rec.at),
+        collector=collector,
+        seq=seq,
+        method=ex.method,
+        url=url,
+        host=ex.host,
+        status=rec.code,
+        payload=payload or None,
+        payload_state="complete" if payload else "none",
+        redacted=_names(frozenset(url_names), names),
         agent=ex.identity.agent,
         session=ex.identity.session,
         task=ex.identity.task,

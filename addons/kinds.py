@@ -2,6 +2,9 @@
 
 - `http.request`: what a client sent through the proxy (head + body).
 - `http.response`: the answer to it, or the upstream failure (refused, TLS, timeout, reset) in `error`.
+- `websocket.client` / `websocket.server`: one message of an upgraded connection, from that side
+  (the 101 answer is the exchange's `http.response`; all share its `action_id`).
+- `websocket.close`: how the connection ended: the close code in `status`, the reason as payload.
 - `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
 """
 
@@ -12,6 +15,11 @@ from typing import Final
 HTTP_REQUEST: Final = "http.request"
 HTTP_RESPONSE: Final = "http.response"
 CAPTURE_OVERFLOW: Final = "capture.overflow"
+WEBSOCKET_KINDS: Final = {
+    "client": "websocket.client",
+    "server": "websocket.server",
+    "close": "websocket.close",
+}
 
 REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"

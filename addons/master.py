@@ -71,6 +71,8 @@ HOOKS = (
     "responseheaders",
     "response",
     "error",
+    "websocket_message",
+    "websocket_end",
 )
 """Every mitmproxy hook one of flightlog's addons implements; `Flightlog` forwards exactly these."""
 
@@ -140,6 +142,12 @@ class Flightlog:
 
     def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("error", flow)
+
+    def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("websocket_message", flow)
+
+    def websocket_end(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("websocket_end", flow)
 
 
 def addons(*extra: object) -> list[object]:

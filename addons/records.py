@@ -66,10 +66,28 @@ class ResponseRecord:
     request_body: bytes | None = None
 
 
-def size_of(item: RequestRecord | ResponseRecord | StreamChunk) -> int:
+@dataclass(frozen=True, slots=True)
+class WebSocketRecord:
+    """One WebSocket message after an upgrade (`origin` client or server), or the close (`close`,
+    with its code in `code` and its reason as `content`). `index` numbers the connection's messages."""
+
+    exchange: Exchange
+    at: float
+    index: int
+    origin: str
+    content: bytes
+    code: int | None = None
+
+
+Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord
+
+
+def size_of(item: Record) -> int:
     """The body bytes an item holds in memory while it waits to be written (what queue bounds count)."""
     if isinstance(item, StreamChunk):
         return len(item.data)
+    if isinstance(item, WebSocketRecord):
+        return len(item.content)
     return len(item.body) if item.body else 0
 
 
@@ -78,7 +96,7 @@ def size_of(item: RequestRecord | ResponseRecord | StreamChunk) -> int:
 # tuples of bytes, strings and numbers pickle in C (0.7 us). Every field is listed: a new field must be
 # added to both functions, and tests/capture/test_units.py round-trips each record type.
 
-_REQUEST, _RESPONSE, _CHUNK = 0, 1, 2
+_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET = 0, 1, 2, 3
 
 
 def _exchange_wire(ex: Exchange) -> tuple[Any, ...]:
@@ -92,10 +110,13 @@ def _exchange(wire: tuple[Any, ...]) -> Exchange:
     return Exchange(flow_id, direction, method, url, host, EMPTY if identity is None else Identity(*identity))
 
 
-def to_wire(item: RequestRecord | ResponseRecord | StreamChunk) -> tuple[Any, ...]:
+def to_wire(item: Record) -> tuple[Any, ...]:
     """An item as a tuple of plain values, for the pipe to the writer process."""
     if isinstance(item, StreamChunk):
         return (_CHUNK, item.flow_id, item.data, item.content_encoding)
+    if isinstance(item, WebSocketRecord):
+        wire = _exchange_wire(item.exchange)
+        return (_WEBSOCKET, wire, item.at, item.index, item.origin, item.content, item.code)
     if isinstance(item, RequestRecord):
         return (_REQUEST, _exchange_wire(item.exchange), item.at, item.head, item.body, item.content_encoding)
     return (
@@ -114,7 +135,7 @@ def to_wire(item: RequestRecord | ResponseRecord | StreamChunk) -> tuple[Any, ..
     )
 
 
-def from_wire(wire: tuple[Any, ...]) -> RequestRecord | ResponseRecord | StreamChunk:
+def from_wire(wire: tuple[Any, ...]) -> Record:
     """The item `to_wire` was given."""
     kind = wire[0]
     if kind == _CHUNK:
@@ -123,4 +144,6 @@ def from_wire(wire: tuple[Any, ...]) -> RequestRecord | ResponseRecord | StreamC
         return RequestRecord(_exchange(wire[1]), *wire[2:])
     if kind == _RESPONSE:
         return ResponseRecord(_exchange(wire[1]), *wire[2:])
+    if kind == _WEBSOCKET:
+        return WebSocketRecord(_exchange(wire[1]), *wire[2:])
     raise ValueError(f"not a wire record: kind {kind!r}")

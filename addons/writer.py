@@ -21,14 +21,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons import events as ev
-from addons.records import RequestRecord, ResponseRecord, StreamChunk, size_of
+from addons.records import RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord, size_of
 from addons.stream_body import Deferred, StreamBody
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk
+Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord
 USAGE_MAX = 4 * 1024 * 1024
 """Streamed answers up to this size are read back for model and token usage."""
 
@@ -246,6 +246,8 @@ class Writer:
             self._add(ev.request_event(proc, item, collector=self.collector, seq=self._next_seq()))
         elif isinstance(item, ResponseRecord):
             self._add(self._response(item))
+        elif isinstance(item, WebSocketRecord):
+            self._add(ev.websocket_event(proc, item, collector=self.collector, seq=self._next_seq()))
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from addons import events as ev
-from addons.records import RequestRecord, ResponseRecord, StreamChunk, size_of, to_wire
+from addons.records import Record, RequestRecord, ResponseRecord, StreamChunk, size_of, to_wire
 from addons.sync_commit import SyncCommitter
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk
+Item = Record
 HEADER = struct.Struct("!I")
 PIPE_SIZE = 1024 * 1024
 """Asked of the kernel for the pipe (Linux F_SETPIPE_SZ): fewer wake-ups than the 64 KiB default."""

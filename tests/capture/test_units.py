@@ -113,7 +113,15 @@ def test_storage_endpoints_are_never_recorded() -> None:
 def test_records_cross_the_pipe_unchanged() -> None:
     """Every record type, with and without an identity, comes back from the wire equal."""
     from addons.identity import EMPTY
-    from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk, from_wire, to_wire
+    from addons.records import (
+        Exchange,
+        RequestRecord,
+        ResponseRecord,
+        StreamChunk,
+        WebSocketRecord,
+        from_wire,
+        to_wire,
+    )
 
     named = Exchange("f1", "in", "POST", "https://h/x?q=1", "h", Identity(agent="a", session="s", turn="3"))
     anonymous = Exchange("f2", "out", "GET", "http://h/", "h", EMPTY)
@@ -125,6 +133,8 @@ def test_records_cross_the_pipe_unchanged() -> None:
         ),
         ResponseRecord(anonymous, 4.0, None, b"", None, error="refused", streamed=True, partial=True),
         StreamChunk("f1", b"data: 1\n\n", "gzip"),
+        WebSocketRecord(named, 5.0, 3, "server", b"\x00\xff"),
+        WebSocketRecord(anonymous, 6.0, 3, "close", b"done", 1000),
     ]
     for item in items:
         assert from_wire(to_wire(item)) == item
