@@ -57,6 +57,7 @@ META_TEED = "flightlog.teed"
 META_WS_INDEX = "flightlog.ws_index"
 DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
 IDENTITY_PREFIX = ident.HEADER_PREFIX.encode()
+IDENTITY_PATH = ident.PATH_PREFIX.encode()
 
 
 def _open_ledger(ledger_url: str, blobs_url: str, retry: float) -> Ledger:
@@ -239,6 +240,10 @@ class Capture:
         head = request_head(request)  # as the client sent it, before our headers are stripped
         fields = request.headers.fields
         who = self._identities.get(flow.client_conn, ident.EMPTY) if self._identities else ident.EMPTY
+        if request.data.path.startswith(IDENTITY_PATH) and self._reverse(flow):
+            from_path, request.path = ident.from_path(request.path)  # forwarded without the prefix
+            who = from_path.over(who)
+            url, host = pretty_target(request)
         length: bytes | None = None
         identified = False
         for key, value in fields:  # one pass: mitmproxy's header lookups lower-case every name each time
@@ -273,6 +278,12 @@ class Capture:
         if isinstance(mode, ReverseMode) and mode.address[0] not in self._outbound:
             return "in"
         return "out"
+
+    @staticmethod
+    def _reverse(flow: http.HTTPFlow) -> bool:
+        from mitmproxy.proxy.mode_specs import ReverseMode
+
+        return isinstance(flow.client_conn.proxy_mode, ReverseMode)
 
     def request(self, flow: http.HTTPFlow) -> None:
         exchange = flow.metadata.get(META_EXCHANGE)

@@ -19,6 +19,9 @@ from urllib.parse import quote, unquote
 FIELDS: Final = ("agent", "session", "task", "turn")
 HEADER_PREFIX: Final = "x-flightlog-"
 PROXY_AUTHORIZATION: Final = "proxy-authorization"
+PATH_PREFIX: Final = "/_flightlog/"
+"""A reverse listener's path may start `/_flightlog/agent=alpha;session=s1/`: clients that ignore proxy
+variables (Node's fetch) are pointed at a base URL carrying their identity this way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,14 @@ def parse_user(user: str) -> Identity:
         if key in FIELDS and value:
             values[key] = unquote(value).strip()
     return Identity(**values)
+
+
+def from_path(path: str) -> tuple[Identity, str]:
+    """The identity in a `/_flightlog/USER/` path prefix and the path without it (unchanged if none)."""
+    if not path.startswith(PATH_PREFIX):
+        return EMPTY, path
+    user, _, rest = path[len(PATH_PREFIX) :].partition("/")
+    return parse_user(user), "/" + rest
 
 
 def from_proxy_authorization(value: str | None) -> Identity:

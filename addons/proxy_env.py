@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from addons.identity import EMPTY, Identity
+from addons.identity import EMPTY, PATH_PREFIX, Identity
 
 STATE_FILE = "proxy.json"
 PASSWORD = "flightlog"
@@ -103,7 +103,8 @@ def proxy_env(
         target = listener.mode.partition(":")[2].split("://", 1)[-1].split("@")[0].split("/")[0]
         if target in BASE_URLS:
             variable, path = BASE_URLS[target]
-            env[variable] = f"http://{_url_host(listener.host)}:{listener.port}{path}"
+            prefix = f"{PATH_PREFIX.rstrip('/')}/{userinfo}" if userinfo else ""  # who, for fetch clients
+            env[variable] = f"http://{_url_host(listener.host)}:{listener.port}{prefix}{path}"
     return env
 
 

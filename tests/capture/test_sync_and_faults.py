@@ -135,3 +135,18 @@ def test_upstream_tls_failure_is_recorded_as_the_answer_with_its_error(
     answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
     assert answer.status is None and answer.error and "certificate" in answer.error.lower()
     assert https_upstream.received == []
+
+
+def test_identity_in_a_reverse_listeners_path_prefix_is_taken_and_stripped(world: World) -> None:
+    """A client that ignores proxy variables calls the reverse listener at the base URL `flightlog run`
+    gives it (`/_flightlog/agent=...;session=.../`): the upstream sees the path without the prefix,
+    and both events carry the identity and the URL as forwarded."""
+    proxy, up, ledger = world
+    session = uuid.uuid4().hex
+    port = proxy.reverse_port(up.base)
+    r = httpx.get(f"http://127.0.0.1:{port}/_flightlog/agent=fetcher;session={session}/echo?q=1", timeout=10)
+    assert r.status_code == 200
+    assert up.received[-1][1] == "/echo?q=1"
+    request, answer = wait_for(ledger, "session = :s", {"s": session}, 2)
+    assert request.agent == answer.agent == "fetcher"
+    assert request.url == f"{up.base}/echo?q=1"

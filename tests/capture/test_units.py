@@ -95,7 +95,22 @@ def test_proxy_env_sets_every_variable_clients_read() -> None:
     assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://agent=alpha;session=s1:flightlog@127.0.0.1:8080"
     for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
         assert env[name] == "/ca.pem"
-    assert env["OPENAI_BASE_URL"] == "http://127.0.0.1:9001/v1"
+    assert env["OPENAI_BASE_URL"] == "http://127.0.0.1:9001/_flightlog/agent=alpha;session=s1/v1"
+    anonymous = proxy_env(("127.0.0.1", 8080), Path("/ca.pem"), reverse=env_listeners())
+    assert anonymous["OPENAI_BASE_URL"] == "http://127.0.0.1:9001/v1"
+
+
+def env_listeners() -> tuple[Listener, ...]:
+    return (Listener("reverse:https://api.openai.com@0", "127.0.0.1", 9001),)
+
+
+def test_identity_rides_in_a_path_prefix_for_clients_without_proxy_support() -> None:
+    """`/_flightlog/USER/rest` gives the identity and `/rest`; any other path is left alone."""
+    from addons.identity import from_path
+
+    who, rest = from_path("/_flightlog/agent=node%20bot;task=t9/v1/chat/completions?x=1")
+    assert who == Identity(agent="node bot", task="t9") and rest == "/v1/chat/completions?x=1"
+    assert from_path("/v1/models") == (Identity(), "/v1/models")
 
 
 def test_storage_endpoints_are_never_recorded() -> None:
