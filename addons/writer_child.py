@@ -8,6 +8,7 @@ sending `stop` and closing the pipe, or by dying (end of file). Either way what 
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -54,6 +55,7 @@ def main() -> int:
         collector=spec.collector,
     )
     writer.start()
+    gc.freeze()  # the imported modules live as long as we do: full collections need not walk them
     sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
     sys.stdout.buffer.flush()
     drain = spec.drain_timeout
