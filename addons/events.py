@@ -59,6 +59,29 @@ def redact_body(proc: Processing, body: bytes, content_encoding: str) -> tuple[b
     return redacted, frozenset(names)
 
 
+def _exchange_event(
+    ex: Exchange, role: str, kind: str, at: float, url: str, *, collector: str, seq: int, **fields: Any
+) -> Event:
+    """An event of one exchange: what every event of it shares (ids, where, who), plus `fields`."""
+    return Event(
+        event_id=kinds.event_id(ex.flow_id, role),
+        action_id=ex.flow_id,
+        kind=kind,
+        direction="in" if ex.direction == "in" else "out",
+        at=when(at),
+        collector=collector,
+        seq=seq,
+        method=ex.method,
+        url=url,
+        host=ex.host,
+        agent=ex.identity.agent,
+        session=ex.identity.session,
+        task=ex.identity.task,
+        turn=ex.identity.turn,
+        **fields,
+    )
+
+
 def request_event(proc: Processing, rec: RequestRecord, *, collector: str, seq: int) -> Event:
     """The `http.request` event of a record."""
     ex = rec.exchange
@@ -73,25 +96,18 @@ def request_event(proc: Processing, rec: RequestRecord, *, collector: str, seq: 
     else:
         payload, body_names = redact_body(proc, rec.body, rec.content_encoding)
         state = "complete"
-    return Event(
-        event_id=kinds.event_id(ex.flow_id, kinds.REQUEST_ROLE),
-        action_id=ex.flow_id,
-        kind=kinds.HTTP_REQUEST,
-        direction="in" if ex.direction == "in" else "out",
-        at=when(rec.at),
+    return _exchange_event(
+        ex,
+        kinds.REQUEST_ROLE,
+        kinds.HTTP_REQUEST,
+        rec.at,
+        url,
         collector=collector,
         seq=seq,
-        method=ex.method,
-        url=url,
-        host=ex.host,
         head=head,
         payload=payload,
         payload_state=state,
         redacted=_names(url_names, head_names, body_names),
-        agent=ex.identity.agent,
-        session=ex.identity.session,
-        task=ex.identity.task,
-        turn=ex.identity.turn,
     )
 
 
@@ -138,17 +154,14 @@ def response_event(
     else:
         state = "partial" if rec.partial else "complete"
     model, tokens_in, tokens_out, cost = usage
-    return Event(
-        event_id=kinds.event_id(ex.flow_id, kinds.RESPONSE_ROLE),
-        action_id=ex.flow_id,
-        kind=kinds.HTTP_RESPONSE,
-        direction="in" if ex.direction == "in" else "out",
-        at=when(rec.at),
+    return _exchange_event(
+        ex,
+        kinds.RESPONSE_ROLE,
+        kinds.HTTP_RESPONSE,
+        rec.at,
+        url,
         collector=collector,
         seq=seq,
-        method=ex.method,
-        url=url,
-        host=ex.host,
         status=rec.status,
         head=head,
         payload=payload,
@@ -159,10 +172,6 @@ def response_event(
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_usd=cost,
-        agent=ex.identity.agent,
-        session=ex.identity.session,
-        task=ex.identity.task,
-        turn=ex.identity.turn,
     )
 
 
@@ -172,25 +181,18 @@ def websocket_event(proc: Processing, rec: WebSocketRecord, *, collector: str, s
     url, url_names = proc.redactor.redact_url(ex.url) if proc.redactor is not None else (ex.url, frozenset())
     payload, names = redact_body(proc, rec.content, "")
     role = "ws:close" if rec.origin == "close" else f"ws:{rec.index}"
-    return Event(
-        event_id=kinds.event_id(ex.flow_id, role),
-        action_id=ex.flow_id,
-        kind=kinds.WEBSOCKET_KINDS[rec.origin],
-        direction="in" if ex.direction == "in" else "out",
-        at=when(rec.at),
+    return _exchange_event(
+        ex,
+        role,
+        kinds.WEBSOCKET_KINDS[rec.origin],
+        rec.at,
+        url,
         collector=collector,
         seq=seq,
-        method=ex.method,
-        url=url,
-        host=ex.host,
         status=rec.code,
         payload=payload or None,
         payload_state="complete" if payload else "none",
         redacted=_names(frozenset(url_names), names),
-        agent=ex.identity.agent,
-        session=ex.identity.session,
-        task=ex.identity.task,
-        turn=ex.identity.turn,
     )
 
 
