@@ -33,6 +33,7 @@ Handler = Callable[[str, str, Query, Headers, bytes], Answer]
 
 DEFAULT_ROUTES: dict[str, str] = {
     "/api/dispatch": "addons.dispatch:handle",
+    "/api/mcp": "addons.mcp_route:handle",
 }
 """Prefix → "module:function" of handlers imported on first use (the Directory's and the Ledger's,
 which read the database the proxy records to, are wired below)."""
@@ -126,7 +127,7 @@ class LocalRoutes:
     def __init__(self, routes: Routes | None = None) -> None:
         self.routes = routes or Routes()
         if "/api/directory/" not in self.routes.handlers:
-            self.routes.add("/api/directory/", directory_route(_directory_settings))
+            self.routes.add("/api/directory/", directory_route(directory_settings))
         if "/api/ledger/" not in self.routes.handlers:
             self.routes.add("/api/ledger/", ledger_route(_ledger_settings))
 
@@ -178,7 +179,8 @@ def _ledger_settings() -> tuple[str, str]:
     )
 
 
-def _directory_settings() -> tuple[str, str | None]:
+def directory_settings() -> tuple[str, str | None]:
+    """The Ledger URL and the Directory folder (None: the native Directory) the proxy serves."""
     import os
 
     from mitmproxy import ctx

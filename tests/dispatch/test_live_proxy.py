@@ -246,6 +246,48 @@ def test_identity_from_the_proxy_url_files_the_call(
     assert all(b"agent=alpha" not in bytes(h) for _, _, h in found)
 
 
+def test_mcp_http_form_runs_through_the_proxy(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
+    """The `mcp_http` form, run by the official MCP client over streamable HTTP through the proxy:
+    the agent API's tools are listed, the `call` tool reaches the upstream once, and a browser page
+    of another origin is refused."""
+    import anyio
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    proxy, received, _ = world
+    before = len(received.requests)
+    form = forms(weather("http://unused"), {"city": "Bern"}, proxy=proxy.url)["mcp_http"]
+    server = form["server"]
+    assert isinstance(server, dict) and server["url"] == "http://flightlog.local/api/mcp"
+
+    async def main() -> tuple[list[str], str]:
+        headers = form["headers"]
+        assert isinstance(headers, dict)
+        async with (
+            httpx2.AsyncClient(proxy=str(server["proxy"]), headers=headers, timeout=60) as client,
+            streamable_http_client(str(server["url"]), http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            result = await session.call_tool(str(form["tool"]), form["arguments"])  # type: ignore[arg-type]
+            return names, str(result.content[0].text)  # type: ignore[union-attr]
+
+    names, text = anyio.run(main)
+    assert {"manifest", "search", "get", "call"} <= set(names)
+    assert json.loads(text)["ok"] is True
+    assert len(received.requests) == before + 1
+    foreign = httpx.post(
+        str(server["url"]),
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Origin": "http://evil.example", "Accept": "application/json, text/event-stream"},
+        proxy=proxy.url,
+        timeout=30,
+    )
+    assert foreign.status_code == 403
+
+
 def test_zz_nothing_stored_twice_and_no_secret_on_disk(
     world: tuple[LiveProxy, Received, dict[str, str]],
 ) -> None:
