@@ -6,6 +6,7 @@ frozen records (O(1) work) and never pass the flow object, which mitmproxy keeps
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,40 +111,77 @@ def _exchange(wire: tuple[Any, ...]) -> Exchange:
     return Exchange(flow_id, direction, method, url, host, EMPTY if identity is None else Identity(*identity))
 
 
-def to_wire(item: Record) -> tuple[Any, ...]:
-    """An item as a tuple of plain values, for the pipe to the writer process."""
+OUT_OF_BAND = 8 * 1024
+"""Bodies this large cross the pipe beside the pickle, not copied into it: the wire holds their index
+in the frame's list of buffers (an int, which no body field otherwise is). A body shared by two
+records (the request's, and the answer's copy for usage) is one buffer."""
+
+Buffers = dict[int, tuple[int, bytes]]
+"""id(body) -> (index, body) for one frame: every body is alive while the frame is built."""
+
+
+def _body(data: bytes | None, buffers: Buffers | None) -> bytes | int | None:
+    if buffers is None or data is None or len(data) < OUT_OF_BAND:
+        return data
+    found = buffers.get(id(data))
+    if found is None:
+        found = buffers[id(data)] = (len(buffers), data)
+    return found[0]
+
+
+def _resolve(field: bytes | int | None, buffers: Sequence[bytes]) -> bytes | None:
+    return buffers[field] if isinstance(field, int) else field
+
+
+def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
+    """An item as a tuple of plain values, for the pipe to the writer process; with `buffers`, large
+    bodies are collected there and the tuple holds their index."""
     if isinstance(item, StreamChunk):
-        return (_CHUNK, item.flow_id, item.data, item.content_encoding)
+        return (_CHUNK, item.flow_id, _body(item.data, buffers), item.content_encoding)
     if isinstance(item, WebSocketRecord):
         wire = _exchange_wire(item.exchange)
-        return (_WEBSOCKET, wire, item.at, item.index, item.origin, item.content, item.code)
+        return (_WEBSOCKET, wire, item.at, item.index, item.origin, _body(item.content, buffers), item.code)
     if isinstance(item, RequestRecord):
-        return (_REQUEST, _exchange_wire(item.exchange), item.at, item.head, item.body, item.content_encoding)
+        return (
+            _REQUEST,
+            _exchange_wire(item.exchange),
+            item.at,
+            item.head,
+            _body(item.body, buffers),
+            item.content_encoding,
+        )
     return (
         _RESPONSE,
         _exchange_wire(item.exchange),
         item.at,
         item.status,
         item.head,
-        item.body,
+        _body(item.body, buffers),
         item.content_type,
         item.content_encoding,
         item.error,
         item.streamed,
         item.partial,
-        item.request_body,
+        _body(item.request_body, buffers),
     )
 
 
-def from_wire(wire: tuple[Any, ...]) -> Record:
-    """The item `to_wire` was given."""
+def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
+    """The item `to_wire` was given (`buffers`: the frame's bodies, in index order)."""
     kind = wire[0]
     if kind == _CHUNK:
-        return StreamChunk(*wire[1:])
+        _, flow_id, data, coding = wire
+        return StreamChunk(flow_id, _resolve(data, buffers) or b"", coding)
     if kind == _REQUEST:
-        return RequestRecord(_exchange(wire[1]), *wire[2:])
+        _, ex, at, head, body, coding = wire
+        return RequestRecord(_exchange(ex), at, head, _resolve(body, buffers), coding)
     if kind == _RESPONSE:
-        return ResponseRecord(_exchange(wire[1]), *wire[2:])
+        _, ex, at, status, head, body, ctype, coding, error, streamed, partial, request_body = wire
+        return ResponseRecord(
+            _exchange(ex), at, status, head, _resolve(body, buffers), ctype, coding, error, streamed, partial,
+            _resolve(request_body, buffers),
+        )  # fmt: skip
     if kind == _WEBSOCKET:
-        return WebSocketRecord(_exchange(wire[1]), *wire[2:])
+        _, ex, at, index, origin, content, code = wire
+        return WebSocketRecord(_exchange(ex), at, index, origin, _resolve(content, buffers) or b"", code)
     raise ValueError(f"not a wire record: kind {kind!r}")

@@ -44,7 +44,8 @@ def main() -> int:
     from storage.ledger import open_ledger
 
     stream = sys.stdin.buffer
-    first = read_frame(stream)
+    started = read_frame(stream)
+    first = started[0] if started is not None else None
     if first is None or first[0] != "start" or not isinstance(first[1], WriterSpec):
         print("flightlog: the writer process expects to be started by the proxy", file=sys.stderr)
         return 2
@@ -59,11 +60,12 @@ def main() -> int:
     sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
     sys.stdout.buffer.flush()
     drain = spec.drain_timeout
-    while (message := read_frame(stream)) is not None:
+    while (framed := read_frame(stream)) is not None:
+        message, buffers = framed
         kind = message[0]
         if kind == "items":
             for wire in message[1]:
-                writer.put(from_wire(wire))
+                writer.put(from_wire(wire, buffers))
         elif kind == "processing":
             writer.processing = message[1]
         elif kind == "dropped":

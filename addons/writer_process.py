@@ -6,8 +6,9 @@ its time, and throughput fell to 0.6-0.7x plain mitmdump; hooks alone cost under
 thread runs in a child process (`addons.writer_child`) and the proxy keeps only what must stay:
 
 - `put()` (on the event loop) appends the record to a list; every few milliseconds the list is
-  pickled into one frame and written to the child's stdin by asyncio's pipe transport, which never
-  blocks. The bound is the bytes waiting on this side (the list and the transport's buffer): past it
+  pickled into one frame and written to the child's stdin by a `PipeWriter`, which never blocks and
+  never copies what must wait. The bound is the bytes waiting on this side (the list and the frames
+  the pipe has not taken yet): past it
   an item is dropped and counted, and the count goes to the child, which records it as a
   `capture.overflow` event. Behind the pipe, the child's `Writer` keeps its own bounded queue.
 - Sync paths commit in this process (`SyncCommitter`): the sender is waiting, not the writer.
@@ -20,8 +21,6 @@ thread runs in a child process (`addons.writer_child`) and the proxy keeps only 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import logging
 import os
 import pickle
@@ -29,13 +28,14 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from addons import events as ev
-from addons.records import Record, RequestRecord, ResponseRecord, StreamChunk, size_of, to_wire
+from addons.pipe_writer import PipeWriter
+from addons.records import Buffers, Record, RequestRecord, ResponseRecord, StreamChunk, size_of, to_wire
 from addons.sync_commit import SyncCommitter
 
 if TYPE_CHECKING:
@@ -44,9 +44,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("flightlog.capture")
 
 Item = Record
-HEADER = struct.Struct("!I")
-PIPE_SIZE = 1024 * 1024
-"""Asked of the kernel for the pipe (Linux F_SETPIPE_SZ): fewer wake-ups than the 64 KiB default."""
+HEADER = struct.Struct("!II")
+SIZE = struct.Struct("!I")
 RESTART_DELAY = 0.5
 RESTART_MAX = 30.0
 SEND_DELAY = 0.005
@@ -73,28 +72,36 @@ class WriterSpec:
 # -- the wire: length-prefixed pickles of tuples ----------------------------------------------------
 
 
-def frame(message: tuple[Any, ...]) -> memoryview:
-    """One message as bytes on the pipe (only this process's own child reads them). The pickle is
-    written after a reserved length field, so a 100 KiB body is copied once, not twice."""
-    out = io.BytesIO()
-    out.write(bytes(HEADER.size))
-    pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
-    view = out.getbuffer()
-    HEADER.pack_into(view, 0, len(view) - HEADER.size)
-    return view
+def frame(message: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> list[bytes]:
+    """One message as the pieces written to the pipe (only this process's own child reads them).
+
+    `buffers` (large bodies, see `records.to_wire`) follow the pickle as pieces of their own, handed
+    to one `writev`: a 100 KiB answer is copied only by the kernel. Layout: the pickle's length, the
+    buffer count, each buffer's length, the pickle, the buffers.
+    """
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    head = HEADER.pack(len(data), len(buffers)) + b"".join(SIZE.pack(len(b)) for b in buffers)
+    return [head, data, *buffers]
 
 
-def read_frame(stream: IO[bytes]) -> tuple[Any, ...] | None:
-    """The next message, or None at end of file (a frame cut short counts as the end)."""
+def read_frame(stream: IO[bytes]) -> tuple[tuple[Any, ...], list[bytes]] | None:
+    """The next message and its buffers, or None at end of file (a frame cut short is the end)."""
     head = stream.read(HEADER.size)
     if len(head) < HEADER.size:
         return None
-    (length,) = HEADER.unpack(head)
+    length, count = HEADER.unpack(head)
+    sizes = stream.read(SIZE.size * count)
     data = stream.read(length)
-    if len(data) < length:
+    if len(sizes) < SIZE.size * count or len(data) < length:
         return None
+    buffers = []
+    for (size,) in SIZE.iter_unpack(sizes):
+        buffer = stream.read(size)
+        if len(buffer) < size:
+            return None
+        buffers.append(buffer)
     message = pickle.loads(data)
-    return message if isinstance(message, tuple) else None
+    return (message, buffers) if isinstance(message, tuple) else None
 
 
 def _child_env() -> dict[str, str]:
@@ -104,15 +111,6 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
-
-
-def _grow_pipe(transport: asyncio.BaseTransport) -> None:
-    pipe = transport.get_extra_info("pipe")
-    if pipe is not None and sys.platform == "linux":
-        import fcntl
-
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(pipe.fileno(), 1031, PIPE_SIZE)  # F_SETPIPE_SZ
 
 
 class WriterProcess:
@@ -140,7 +138,7 @@ class WriterProcess:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._proc: asyncio.subprocess.Process | None = None
-        self._stdin: asyncio.StreamWriter | None = None
+        self._pipe: PipeWriter | None = None
         self._watch: asyncio.Task[None] | None = None
 
     # -- configuration -----------------------------------------------------------------------------
@@ -166,18 +164,24 @@ class WriterProcess:
         self._watch = asyncio.create_task(self._watch_child())
 
     async def _spawn(self) -> None:
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            CHILD_MODULE,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env=_child_env(),
-            start_new_session=True,  # a terminal's Ctrl-C goes to the proxy, which decides when to stop
-        )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._stdin = self._proc.stdin
-        _grow_pipe(self._stdin.transport)
+        read_end, write_end = os.pipe()  # not inheritable: only the child's stdin holds the read end
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                CHILD_MODULE,
+                stdin=read_end,
+                stdout=asyncio.subprocess.PIPE,
+                env=_child_env(),
+                start_new_session=True,  # a terminal's Ctrl-C goes to the proxy, which decides when to stop
+            )
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        assert self._proc.stdout is not None
+        self._pipe = PipeWriter(asyncio.get_running_loop(), write_end)
         self._write(("start", self.spec, self._processing))
         self._flush()
         try:  # the child says READY once it reads: the proxy announces itself only then
@@ -194,7 +198,9 @@ class WriterProcess:
             code = await self._proc.wait()
             if self._stopping:
                 return
-            self._stdin = None
+            if self._pipe is not None:
+                self._pipe.close()
+                self._pipe = None
             # A child that keeps dying at once (a broken install) is retried ever more slowly.
             delay = RESTART_DELAY if time.monotonic() - started > RESTART_MAX else min(delay * 2, RESTART_MAX)
             log.warning(
@@ -212,12 +218,12 @@ class WriterProcess:
         self._sync.close()
         if self._watch is not None:
             self._watch.cancel()
-        proc, stdin = self._proc, self._stdin
-        self._stdin = None
+        proc, pipe = self._proc, self._pipe
+        self._pipe = None
+        if pipe is not None:
+            pipe.close()  # end of file once what waits is written
         if proc is None:
             return
-        if stdin is not None:
-            stdin.close()  # end of file once the transport's buffer is written
         try:
             await asyncio.wait_for(proc.wait(), timeout + 10)
         except TimeoutError:
@@ -250,23 +256,25 @@ class WriterProcess:
 
     def backlog(self) -> int:
         """Bytes waiting on this side of the pipe."""
-        buffered = self._stdin.transport.get_write_buffer_size() if self._stdin is not None else 0
+        buffered = self._pipe.buffered if self._pipe is not None else 0
         return self._batch_bytes + buffered
 
     def _flush(self) -> None:
         self._scheduled = False
-        if self._stdin is None:
+        if self._pipe is None:
             return
         if self.dropped > self._reported_dropped:
             self._write(("dropped", self.dropped - self._reported_dropped))
             self._reported_dropped = self.dropped
         if self._batch:
             batch, self._batch, self._batch_bytes = self._batch, [], 0
-            self._write(("items", [to_wire(item) for item in batch]))
+            buffers: Buffers = {}
+            wires = [to_wire(item, buffers) for item in batch]
+            self._write(("items", wires), [body for _, body in sorted(buffers.values(), key=lambda b: b[0])])
 
-    def _write(self, message: tuple[Any, ...]) -> None:
-        if self._stdin is not None and not self._stdin.is_closing():
-            self._stdin.write(frame(message))
+    def _write(self, message: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> None:
+        if self._pipe is not None and not self._pipe.closed:
+            self._pipe.write(*frame(message, buffers))
 
     # -- the synchronous path ----------------------------------------------------------------------
 

@@ -191,7 +191,7 @@ def test_a_writer_that_dies_is_restarted_and_recording_goes_on(
         first = writer._proc.pid
         os.kill(first, signal.SIGKILL)
         deadline = time.monotonic() + 15
-        while (writer._proc.pid == first or writer._stdin is None) and time.monotonic() < deadline:
+        while (writer._proc.pid == first or writer._pipe is None) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         assert writer._proc.pid != first, "a new writer process was started"
         for n in range(50, 120):
