@@ -10,7 +10,8 @@ reverse mode in front of it:
   fl-sqlite  flightlog proxy, SQLite Ledger and blob folder
   fl-pg      flightlog proxy, PostgreSQL Ledger (FLIGHTLOG_TEST_PG's server) and blob folder
 
-Prints one row per configuration and size (medians over rounds) and the ratio to plain. Peak RSS is
+Prints one row per configuration and size (medians over rounds) and the ratio to plain, then each
+round's ratio to plain in that round (median and range: drift between rounds cancels). Peak RSS is
 the proxy's VmHWM plus its writer process's; the answer→committed-row delay (p50/p99) comes from
 the writer's own counters.
 With --rss-seconds, one longer flightlog (SQLite) run reports RSS after that many requests.
@@ -240,6 +241,25 @@ def wrk(port: int, size: int, seconds: float, connections: int = 16) -> tuple[fl
     return rps, float(value) * _UNITS[unit], total
 
 
+def print_paired(
+    results: dict[tuple[str, int], list[dict[str, float | None]]], configs: list[str], sizes: list[int]
+) -> None:
+    """Each round's requests/s over plain's in the same round, median and range: the machine's drift
+    between rounds cancels out, which the ratio of medians above does not do."""
+    if "plain" not in configs:
+        return
+    print("\npaired ratio to plain (per round): median [min-max]")
+    for size in sizes:
+        plain = [r["rps"] or 0.0 for r in results[("plain", size)]]
+        for config in configs:
+            if config == "plain":
+                continue
+            ratios = [(r["rps"] or 0.0) / p for r, p in zip(results[(config, size)], plain, strict=True) if p]
+            if ratios:
+                low, mid, high = min(ratios), statistics.median(ratios), max(ratios)
+                print(f"  {config:10} {size:>7}  {mid:.2f} [{low:.2f}-{high:.2f}]")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.capture", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
@@ -322,6 +342,7 @@ def main() -> None:
                     c99,
                 )
                 print(ROW.format(config, size, *cells))
+        print_paired(results, configs, sizes)
         if opts.rss_seconds:
             run = start("fl-sqlite", upstream_port, work)
             rps, p99, total = wrk(run.port, sizes[-1], opts.rss_seconds)
