@@ -80,45 +80,51 @@ class Routes:
         return _json(404, {"error": f"no flightlog route for {path}", "routes": prefixes})
 
 
+def lazy_route(build: Callable[[], Handler]) -> Handler:
+    """A handler built by `build()` when the first request arrives (opening a database or loading an
+    SDK is not start-up work), once, however many requests arrive at the same time."""
+    lock = threading.Lock()
+    built: list[Handler] = []
+
+    def handle(method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
+        with lock:
+            if not built:
+                built.append(build())
+        return built[0](method, path, query, headers, body)
+
+    return handle
+
+
 def directory_route(settings: Callable[[], tuple[str, str | None]]) -> Handler:
     """`/api/directory/`: the catalog's handler over the Directory, opened on first use.
 
     `settings()` gives (ledger URL, Directory folder or None) when the first request arrives.
     """
-    lock = threading.Lock()
-    opened: list[Any] = []
 
-    def handle(method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
+    def build() -> Handler:
         from catalog.directory import open_directory
         from catalog.http_api import handle as directory_handle
 
-        with lock:
-            if not opened:
-                ledger_url, folder = settings()
-                opened.append(open_directory(ledger_url, folder))
-        return directory_handle(method, path, query, headers, body, opened[0])
+        directory = open_directory(*settings())
+        return lambda method, path, query, headers, body: directory_handle(
+            method, path, query, headers, body, directory
+        )
 
-    return handle
+    return lazy_route(build)
 
 
 def ledger_route(settings: Callable[[], tuple[str, str]]) -> Handler:
     """`/api/ledger/`: the Ledger's read routes over the Ledger the proxy records to, opened on first
     use; the bearer token is the one kept in FLIGHTLOG_HOME. `settings()` gives (ledger URL, blobs URL)."""
-    lock = threading.Lock()
-    bound: list[Handler] = []
 
-    def handle(method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
+    def build() -> Handler:
         from addons.ledger_routes import ledger_handler
         from storage.ledger import open_ledger
         from storage.locations import flightlog_home
 
-        with lock:
-            if not bound:
-                ledger_url, blobs_url = settings()
-                bound.append(ledger_handler(open_ledger(ledger_url, blobs_url), flightlog_home()))
-        return bound[0](method, path, query, headers, body)
+        return ledger_handler(open_ledger(*settings()), flightlog_home())
 
-    return handle
+    return lazy_route(build)
 
 
 class LocalRoutes:

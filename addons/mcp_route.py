@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from addons.local_routes import HOST, Answer, Handler, Headers, Query
+from addons.local_routes import HOST, Answer, Handler, Headers, Query, directory_settings, lazy_route
 
 PATH = "/api/mcp"
 TIMEOUT = 120.0
@@ -108,33 +108,13 @@ class _Server:
         return status, out_headers, b"".join(chunks)
 
 
-def handle(method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
-    """The local route `/api/mcp`, as the proxy's route registry calls it."""
-    from addons.local_routes import directory_settings
-
-    global _route
-    with _route_lock:
-        if _route is None:
-            _route = mcp_route(directory_settings)
-    return _route(method, path, query, headers, body)
-
-
-_route: Handler | None = None
-_route_lock = threading.Lock()
-
-
 def mcp_route(settings: Callable[[], tuple[str, str | None]]) -> Handler:
     """`/api/mcp` over the Directory the proxy serves; `settings()` gives (ledger URL, folder or None)."""
-    lock = threading.Lock()
-    built: list[_Server] = []
+    return lazy_route(lambda: _Server(_app(*settings())).call)
 
-    def handle(method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
-        with lock:
-            if not built:
-                built.append(_Server(_app(*settings())))
-        return built[0].call(method, path, query, headers, body)
 
-    return handle
+handle: Handler = mcp_route(directory_settings)
+"""The local route `/api/mcp`, as the proxy's route registry calls it."""
 
 
 def _app(ledger_url: str, folder: str | None) -> Any:
