@@ -7,7 +7,7 @@ frozen records (O(1) work) and never pass the flow object, which mitmproxy keeps
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from addons.identity import EMPTY, Identity
@@ -81,6 +81,11 @@ class WebSocketRecord:
 
 
 Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord
+
+
+def chunks_lost(rec: ResponseRecord) -> ResponseRecord:
+    """A streamed answer some of whose chunks a full queue dropped: `partial`, and says why."""
+    return replace(rec, partial=True, error=rec.error or "chunks dropped: the writer queue was full")
 
 
 def size_of(item: Record) -> int:

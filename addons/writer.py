@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons import events as ev
-from addons.records import RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord, size_of
+from addons.records import RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord, chunks_lost, size_of
 from addons.stream_body import Deferred, StreamBody
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
@@ -267,7 +267,7 @@ class Writer:
         stream.finish()
         if rec.exchange.flow_id in self._lost_streams:
             self._lost_streams.discard(rec.exchange.flow_id)
-            rec = replace(rec, partial=True, error=rec.error or "chunks dropped: the writer queue was full")
+            rec = chunks_lost(rec)
         usage = ev.usage_of(proc, rec, stream.file.read() if stream.size <= USAGE_MAX else None)
         stream.file.seek(0)
         if stream.size <= INLINE_MAX:

@@ -29,13 +29,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from addons import events as ev
 from addons.pipe_writer import PipeWriter
-from addons.records import Buffers, Record, RequestRecord, ResponseRecord, StreamChunk, size_of, to_wire
+from addons.records import (
+    Buffers,
+    Record,
+    RequestRecord,
+    ResponseRecord,
+    StreamChunk,
+    chunks_lost,
+    size_of,
+    to_wire,
+)
 from addons.sync_commit import SyncCommitter
 
 if TYPE_CHECKING:
@@ -55,7 +64,6 @@ CHILD_MODULE = "addons.writer_child"
 READY = b"R"
 READY_TIMEOUT = 15.0
 """A child still importing after this long (a cold disk) is waited for by records, not by the start."""
-LOST_CHUNKS = "chunks dropped: the writer queue was full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +254,7 @@ class WriterProcess:
             return False
         if isinstance(item, ResponseRecord) and item.exchange.flow_id in self._lost_streams:
             self._lost_streams.discard(item.exchange.flow_id)
-            item = replace(item, partial=True, error=item.error or LOST_CHUNKS)
+            item = chunks_lost(item)
         self._batch.append(item)
         self._batch_bytes += size
         if not self._scheduled and self._loop is not None:
