@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from addons.answer_diff import Answer, AnswerDiff, decode_body, diff_answers
@@ -239,24 +239,27 @@ def replay_events(
     fields = ((b"Host", sent.host_field), *outgoing.fields)
     if outgoing.body:
         fields += ((b"Content-Length", str(len(outgoing.body)).encode()),)
+    shared: dict[str, Any] = {  # what both events of the new exchange say alike
+        "action_id": action_id,
+        "direction": "out",
+        "collector": COLLECTOR,
+        "method": outgoing.method,
+        "url": outgoing.url,
+        "host": host,
+        "tool": original.tool,
+        "model": original.model,
+        "parent": exchange.action_id,
+    }
     request = Event(
+        **shared,
         event_id=f"{action_id}:request",
-        action_id=action_id,
         kind=REQUEST_KIND,
-        direction="out",
         at=_at(sent.start),
-        collector=COLLECTOR,
         seq=0,
-        method=outgoing.method,
-        url=outgoing.url,
-        host=host,
-        tool=original.tool,
-        model=original.model,
         head=build_head((outgoing.method.encode(), _target(outgoing.url), b"HTTP/1.1"), fields) + END_OF_HEAD,
         payload=outgoing.body or None,
         payload_state="complete" if outgoing.body else "none",
         redacted=original.redacted,
-        parent=exchange.action_id,
     )
     head = b""
     raw = b""
@@ -269,25 +272,17 @@ def replay_events(
         raw, body_names = redactor.redact_body(sent.raw, encoding)
         names = set(head_names) | set(body_names)
     response = Event(
+        **shared,
         event_id=f"{action_id}:response",
-        action_id=action_id,
         kind=RESPONSE_KIND,
-        direction="out",
         at=_at(sent.end),
-        collector=COLLECTOR,
         seq=1,
-        method=outgoing.method,
-        url=outgoing.url,
-        host=host,
         status=sent.status,
-        tool=original.tool,
-        model=original.model,
         head=head,
         payload=raw or None,
         payload_state="complete" if raw else "none",
         redacted=tuple(sorted(names)),
         error=sent.error,
-        parent=exchange.action_id,
     )
     parsed = parse_head(head)
     answer = Answer(
