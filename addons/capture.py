@@ -154,8 +154,8 @@ class Capture:
         ledger = opts.flightlog_ledger
         if "flightlog_ledger" in updated and ledger and not ledger.startswith(("sqlite:", "postgresql")):
             raise exceptions.OptionsError(
-                f"flightlog_ledger must be sqlite:///PATH or postgresql+psycopg://..., "
-                f"not {opts.flightlog_ledger!r}"
+                "the Ledger URL (--ledger, flightlog_ledger) must be sqlite:///PATH or "
+                f"postgresql+psycopg://..., not {opts.flightlog_ledger!r}"
             )
         if updated & {"flightlog_ignore_hosts", "flightlog_blobs"}:
             blobs = opts.flightlog_blobs or default_urls()[1]

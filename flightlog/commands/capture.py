@@ -60,8 +60,19 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(help="reverse:URL[@PORT] adds a reverse listener for inbound traffic; repeatable."),
         ] = None,
-        ledger: Annotated[str | None, typer.Option(help="Ledger database URL.")] = None,
-        blobs: Annotated[str | None, typer.Option(help="Blob store URL (file:// or s3://).")] = None,
+        ledger: Annotated[
+            str | None,
+            typer.Option(
+                help="Ledger database URL, sqlite:///PATH or postgresql+psycopg://... "
+                "(default: FLIGHTLOG_LEDGER, else FLIGHTLOG_HOME/ledger.db)."
+            ),
+        ] = None,
+        blobs: Annotated[
+            str | None,
+            typer.Option(
+                help="Blob store URL, file:// or s3:// (default: FLIGHTLOG_BLOBS, else FLIGHTLOG_HOME/blobs)."
+            ),
+        ] = None,
         secrets: Annotated[str | None, typer.Option(help="File of NAME=value secrets to redact.")] = None,
         secret_env: Annotated[
             list[str] | None, typer.Option(help="Environment variable whose value is a secret; repeatable.")
