@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,20 @@ def weather(base: str) -> Tool:
                 "body": {"city": "{city}", "days": "{days}", "auth": "Bearer [WEATHER_KEY]"},
             },
         }
+    )
+
+
+def flightlog(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child with the test's FLIGHTLOG_* variables and no proxy variables."""
+    clean = {
+        k: v for k, v in os.environ.items() if "proxy" not in k.lower() and not k.startswith("FLIGHTLOG_")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "flightlog", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, **env},
     )
 
 

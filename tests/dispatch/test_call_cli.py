@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from catalog import tokens
-from tests.dispatch.conftest import SECRET, weather
+from tests.dispatch.conftest import SECRET, flightlog, weather
 from tests.dispatch.upstreams import Received, raw_upstream
 
 
@@ -34,19 +31,6 @@ def cli_world(tmp_path: Path) -> Iterator[tuple[dict[str, str], Received]]:
             },
             received,
         )
-
-
-def flightlog(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    clean = {
-        k: v for k, v in os.environ.items() if "proxy" not in k.lower() and not k.startswith("FLIGHTLOG_")
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "flightlog", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**clean, **env},
-    )
 
 
 def test_call_dry_run_then_real_then_join(cli_world: tuple[dict[str, str], Received]) -> None:

@@ -17,8 +17,7 @@ from sqlalchemy import create_engine, text
 
 from catalog import tokens
 from catalog.contracts import forms
-from catalog.tool import Tool
-from tests.dispatch.conftest import SECRET, weather
+from tests.dispatch.conftest import SECRET, flightlog, rows, weather
 from tests.dispatch.upstreams import Received, raw_upstream
 from tests.support.proxy import LiveProxy, live_proxy
 
@@ -29,18 +28,7 @@ def write_directory(folder: Path, base: str) -> None:
     """A Directory folder with the weather row and a JSON-RPC row, as Markdown with frontmatter."""
     (folder / "tool").mkdir(parents=True)
     (folder / "tool" / "weather.md").write_text(weather(base).to_document())
-    rpc = Tool.from_frontmatter(
-        {
-            "name": "rpc",
-            "description": "A JSON-RPC call whose params carry a URL.",
-            "args": {"type": "object", "properties": {"target": {"type": "string"}}},
-            "upstream": {
-                "method": "POST",
-                "url": base + "/rpc",
-                "body": {"jsonrpc": "2.0", "id": 1, "method": "fetch", "params": {"url": "{target}"}},
-            },
-        }
-    )
+    rpc = rows(base)["rpc"]
     (folder / "tool" / "rpc.md").write_text(rpc.to_document())
     assert yaml.safe_load((folder / "tool" / "weather.md").read_text().split("---")[1])["name"] == "weather"
 
@@ -67,20 +55,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveProxy,
         secrets = str(home / "secrets.env")
         with live_proxy(home, env["FLIGHTLOG_LEDGER"], env=env, args=["--secrets", secrets]) as proxy:
             yield proxy, received, env
-
-
-def flightlog(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI in a child with the world's FLIGHTLOG_* variables and no proxy variables."""
-    clean = {
-        k: v for k, v in os.environ.items() if "proxy" not in k.lower() and not k.startswith("FLIGHTLOG_")
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "flightlog", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**clean, **env},
-    )
 
 
 def events(env: dict[str, str]) -> list[dict[str, object]]:
