@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 
 from addons.export import export, plan
 from addons.recorded import Selection
-from storage.ledger import Ledger, open_ledger
+from storage.ledger import Ledger
 from storage.queries import Filter
 from tests.browse.recorded_exchanges import head, record
 
@@ -28,21 +27,6 @@ AT = datetime(2026, 11, 30, 1, 2, 3, 456000, tzinfo=UTC)
 GZ_BODY = gzip.compress(b'{"answer": "f\xc3\xbcnf", "n": 5}', mtime=0)
 PNG = bytes(range(256)) * 4
 REQ_JSON = b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}'
-
-
-@pytest.fixture
-def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
-    opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def sqlite_ledger(tmp_path: Path) -> Iterator[Ledger]:
-    """For command-line tests: the command layer is the same on both engines, which the rest cover."""
-    opened = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
-    yield opened
-    opened.close()
 
 
 def seed(ledger: Ledger) -> list[str]:

@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from addons.replay import ReplayError, fill_body, replay, retarget
-from storage.ledger import Ledger, open_ledger
+from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream
 
@@ -26,21 +25,6 @@ def answer(seen: Seen) -> Reply:
     auth = dict(seen.fields).get("Authorization", "")
     doc = {"count": 2, "ok": True, "echo": json.loads(seen.body), "auth": auth}
     return Reply(201, [("Content-Type", "application/json"), ("X-Version", "2")], json.dumps(doc).encode())
-
-
-@pytest.fixture
-def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
-    opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def sqlite_ledger(tmp_path: Path) -> Iterator[Ledger]:
-    """For command-line tests: the command layer is the same on both engines, which the rest cover."""
-    opened = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
-    yield opened
-    opened.close()
 
 
 def recorded(ledger: Ledger) -> str:

@@ -24,7 +24,7 @@ import pytest
 
 from addons.recorded import Selection, iter_exchanges, select_action_ids
 from addons.serve_replay import Conceal, Matcher, ServeReplay, answer_fields, build_master
-from storage.ledger import Ledger, open_ledger
+from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream
 
@@ -123,21 +123,6 @@ def serve_replay(
     finally:
         holder["master"].shutdown()  # type: ignore[attr-defined]
         thread.join(10)
-
-
-@pytest.fixture
-def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
-    opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def sqlite_ledger(tmp_path: Path) -> Iterator[Ledger]:
-    """For command-line tests: the command layer is the same on both engines, which the rest cover."""
-    opened = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
-    yield opened
-    opened.close()
 
 
 def test_openai_sdk_streams_the_recorded_answer_with_no_network(ledger: Ledger, tmp_path: Path) -> None:
