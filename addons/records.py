@@ -122,7 +122,8 @@ in the frame's list of buffers (an int, which no body field otherwise is). A bod
 records (the request's, and the answer's copy for usage) is one buffer."""
 
 Buffers = dict[int, tuple[int, bytes]]
-"""id(body) -> (index, body) for one frame: every body is alive while the frame is built."""
+"""id(body) -> (index, body) for one frame: every body is alive while the frame is built, and
+insertion order is index order."""
 
 
 def _body(data: bytes | None, buffers: Buffers | None) -> bytes | int | None:

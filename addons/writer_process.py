@@ -278,7 +278,7 @@ class WriterProcess:
             batch, self._batch, self._batch_bytes = self._batch, [], 0
             buffers: Buffers = {}
             wires = [to_wire(item, buffers) for item in batch]
-            self._write(("items", wires), [body for _, body in sorted(buffers.values(), key=lambda b: b[0])])
+            self._write(("items", wires), [body for _, body in buffers.values()])  # in index order
 
     def _write(self, message: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> None:
         if self._pipe is not None and not self._pipe.closed:
