@@ -21,21 +21,28 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from addons import identity as ident
-from addons.capture_setup import (
+from addons.errors import AddonError
+from addons.recording import identity as ident
+from addons.recording.capture_setup import (
     PROCESSING_OPTIONS,
     default_urls,
     processing,
     storage_hosts,
     upstream_tls,
 )
-from addons.errors import AddonError
-from addons.events import Processing
-from addons.heads import pretty_target, request_head, response_head
-from addons.records import Exchange, Record, RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord
-from addons.relay import TOKEN_HEADER, Relay, RelayJob
-from addons.streaming import looks_like_stream, should_tee
-from addons.writer_process import WriterProcess, WriterSpec
+from addons.recording.events import Processing
+from addons.recording.records import (
+    Exchange,
+    Record,
+    RequestRecord,
+    ResponseRecord,
+    StreamChunk,
+    WebSocketRecord,
+)
+from addons.recording.writer_process import WriterProcess, WriterSpec
+from addons.wire.heads import pretty_target, request_head, response_head
+from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob
+from addons.wire.streaming import looks_like_stream, should_tee
 
 if TYPE_CHECKING:
     from mitmproxy import connection, http

@@ -32,8 +32,8 @@ Answer = tuple[int, Mapping[str, str], bytes]
 Handler = Callable[[str, str, Query, Headers, bytes], Answer]
 
 DEFAULT_ROUTES: dict[str, str] = {
-    "/api/dispatch": "addons.dispatch:handle",
-    "/api/mcp": "addons.mcp_route:handle",
+    "/api/dispatch": "addons.door.dispatch:handle",
+    "/api/mcp": "addons.door.mcp_route:handle",
 }
 """Prefix → "module:function" of handlers imported on first use (the Directory's and the Ledger's,
 which read the database the proxy records to, are wired below)."""
@@ -118,7 +118,7 @@ def ledger_route(settings: Callable[[], tuple[str, str]]) -> Handler:
     use; the bearer token is the one kept in FLIGHTLOG_HOME. `settings()` gives (ledger URL, blobs URL)."""
 
     def build() -> Handler:
-        from addons.ledger_routes import ledger_handler
+        from addons.readback.ledger_routes import ledger_handler
         from storage.ledger import open_ledger
         from storage.locations import flightlog_home
 
@@ -176,7 +176,7 @@ def _ledger_settings() -> tuple[str, str]:
     """The Ledger and blob URLs the proxy records to: its options, else the environment's defaults."""
     from mitmproxy import ctx
 
-    from addons.capture_setup import default_urls
+    from addons.recording.capture_setup import default_urls
 
     ledger, blobs = default_urls()
     return (

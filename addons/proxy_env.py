@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from addons.identity import EMPTY, PATH_PREFIX, Identity
+from addons.recording.identity import EMPTY, PATH_PREFIX, Identity
 
 STATE_FILE = "proxy.json"
 PASSWORD = "flightlog"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from addons.dispatch import Dispatcher
+from addons.door.dispatch import Dispatcher
 from catalog import tokens
 from catalog.tool import Tool
 from storage.ledger import open_ledger

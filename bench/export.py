@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from addons.export import export, plan
-from addons.recorded import Selection, iter_exchanges, select_action_ids
+from addons.readback.export import export, plan
+from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.serve_replay import Matcher, ServeReplay, build_master
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger

@@ -7,7 +7,7 @@
 - `task_events(engine, task)`: from a task to everything done under it.
 - `token_uses(engine, identifier)`: how many calls a token (and everything attenuated from it) made.
 
-The dispatch door's event kinds and its token locator are described in `addons.dispatch_record`;
+The dispatch door's event kinds and its token locator are described in `addons.door.dispatch_record`;
 they are repeated here as text because catalog never imports addons.
 """
 

@@ -47,7 +47,7 @@ def test_ledger_group_lists_its_commands() -> None:
 
 def test_one_definition_of_the_default_locations(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The command line's settings and the proxy's addons resolve FLIGHTLOG_* to the same places."""
-    from addons.capture_setup import default_urls
+    from addons.recording.capture_setup import default_urls
     from flightlog.settings import load_settings
 
     monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path))

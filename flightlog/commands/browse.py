@@ -37,7 +37,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
-    from addons.recorded import Selection
+    from addons.readback.recorded import Selection
 
 LedgerOpt = Annotated[str | None, typer.Option("--ledger", help="Ledger database URL (FLIGHTLOG_LEDGER).")]
 BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="Blob store URL (FLIGHTLOG_BLOBS).")]
@@ -54,7 +54,7 @@ ActionOpt = Annotated[list[str] | None, typer.Option("--action", help="Only this
 
 def _selection(words: list[str] | None, action: list[str] | None, **options: Any) -> Selection:
     """The shared filter from plain words and options (as `flightlog ledger query` reads them)."""
-    from addons.recorded import Selection
+    from addons.readback.recorded import Selection
 
     flt, question = filter_from_options(words, **options)
     if question is not None:
@@ -65,7 +65,7 @@ def _selection(words: list[str] | None, action: list[str] | None, **options: Any
 def _secrets(path: Path | None, env_names: list[str] | None) -> dict[str, str]:
     if path is None and not env_names:
         return {}
-    from addons.secrets import load_secrets
+    from addons.recording.secrets import load_secrets
 
     return load_secrets(path, env_names or ())
 
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Send a recorded request again, record the new exchange, and diff the answers."""
-        from addons.replay import replay as run_replay
+        from addons.readback.replay import replay as run_replay
 
         settings = load_settings()
         if via_proxy:
@@ -190,7 +190,7 @@ def register(app: typer.Typer) -> None:
         import asyncio
         import signal
 
-        from addons.recorded import iter_exchanges, select_action_ids
+        from addons.readback.recorded import iter_exchanges, select_action_ids
         from addons.serve_replay import (
             Matcher,
             ServeReplay,
@@ -306,8 +306,8 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.progress import Progress
 
-        from addons.export import export as run_export
-        from addons.export import plan
+        from addons.readback.export import export as run_export
+        from addons.readback.export import plan
 
         opened = load_settings().open_ledger(ledger, blobs)
         with ExitStack() as stack:

@@ -134,8 +134,8 @@ def register(app: typer.Typer) -> None:
         Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime.
         The exit code is COMMAND's.
         """
-        from addons.identity import Identity
         from addons.proxy_env import proxy_env, read_state
+        from addons.recording.identity import Identity
         from flightlog.settings import load_settings
 
         command = list(ctx.args)
@@ -171,8 +171,8 @@ def register(app: typer.Typer) -> None:
         task: Annotated[str | None, typer.Option(help="Task id.")] = None,
     ) -> None:
         """Print export lines that route a shell's programs through the proxy."""
-        from addons.identity import Identity
         from addons.proxy_env import export_lines, proxy_env, read_state
+        from addons.recording.identity import Identity
         from flightlog.settings import load_settings
 
         settings = load_settings()

@@ -18,7 +18,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from addons.dispatch import Dispatcher
+    from addons.door.dispatch import Dispatcher
 
 token_app = typer.Typer(help="Mint, attenuate and inspect scoped tokens.", no_args_is_help=True)
 
@@ -183,9 +183,9 @@ def open_dispatcher(
     settings: Settings, directory: Path | None, ledger: str | None, secrets: Path | None
 ) -> Dispatcher:
     """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
-    from addons.dispatch import Dispatcher
-    from addons.door import default_secrets, find_in, own_secrets
-    from addons.secrets import load_secrets
+    from addons.door.dispatch import Dispatcher
+    from addons.door.http_face import default_secrets, find_in, own_secrets
+    from addons.recording.secrets import load_secrets
     from catalog import refused, tokens
 
     ledger_url = ledger or settings.ledger_url
@@ -263,7 +263,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """From an event to its tool's contract, checking the recorded request against it."""
-        from addons.door import find_in
+        from addons.door.http_face import find_in
         from catalog import join
         from catalog.contracts import render_upstream
 

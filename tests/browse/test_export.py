@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from addons.export import export, plan
-from addons.recorded import Selection
+from addons.readback.export import export, plan
+from addons.readback.recorded import Selection
 from storage.ledger import Ledger
 from storage.queries import Filter
 from tests.browse.recorded_exchanges import head, record

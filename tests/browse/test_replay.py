@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from addons.replay import ReplayError, fill_body, replay, retarget
+from addons.readback.replay import ReplayError, fill_body, replay, retarget
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream

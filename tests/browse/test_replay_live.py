@@ -15,8 +15,8 @@ import httpx
 import jsonschema
 import openai
 
-from addons.export import export, plan
-from addons.recorded import Selection, select_action_ids
+from addons.readback.export import export, plan
+from addons.readback.recorded import Selection, select_action_ids
 from addons.serve_replay import concealer
 from storage.ledger import open_ledger
 from tests.browse.test_serve_replay import WORDS, ask, serve_replay, sse_chunks

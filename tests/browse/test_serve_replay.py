@@ -22,7 +22,7 @@ import httpx
 import openai
 import pytest
 
-from addons.recorded import Selection, iter_exchanges, select_action_ids
+from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.serve_replay import Conceal, Matcher, ServeReplay, answer_fields, build_master
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import requests
 
-from addons.identity import Identity
+from addons.recording.identity import Identity
 from storage.ledger import Ledger
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.support.proxy import LiveProxy, live_proxy

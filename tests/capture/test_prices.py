@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from addons.prices import PriceError, PriceTable
+from addons.recording.prices import PriceError, PriceTable
 
 
 @pytest.fixture(scope="module")

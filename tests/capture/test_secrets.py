@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from addons.errors import AddonError
-from addons.secrets import SecretsError, load_secrets
+from addons.recording.secrets import SecretsError, load_secrets
 
 
 def _write(tmp_path: Path, text: str) -> Path:

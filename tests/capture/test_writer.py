@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from addons.events import Processing
-from addons.identity import Identity
-from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
-from addons.writer import Writer
+from addons.recording.events import Processing
+from addons.recording.identity import Identity
+from addons.recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from addons.recording.writer import Writer
 from storage.ledger import Ledger, open_ledger
 
 

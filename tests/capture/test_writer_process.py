@@ -1,7 +1,7 @@
 """The writer process behind a pipe: everything put lands, a dead proxy loses nothing it handed over,
 Ctrl-C does not cut the drain short, a crashed writer is restarted, and the bound drops and counts.
 
-Each test drives the real `WriterProcess` (a real child `python -m addons.writer_child`) against a
+Each test drives the real `WriterProcess` (a real child `python -m addons.recording.writer_child`) against a
 real Ledger; the proxy-killed case runs the parent side in a subprocess so it can be SIGKILLed.
 """
 
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from addons.events import Processing
-from addons.identity import Identity
-from addons.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
-from addons.writer_process import WriterProcess, WriterSpec
+from addons.recording.events import Processing
+from addons.recording.identity import Identity
+from addons.recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from addons.recording.writer_process import WriterProcess, WriterSpec
 from storage.ledger import Ledger, open_ledger
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from addons.dispatch import Dispatcher
+from addons.door.dispatch import Dispatcher
 from catalog.tool import Tool
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.upstreams import Received, raw_upstream

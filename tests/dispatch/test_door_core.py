@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from addons.identity import Identity
+from addons.recording.identity import Identity
 from catalog import tokens
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.conftest import ROOT, SECRET, Factory

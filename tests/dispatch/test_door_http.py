@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from addons.door import Door
+from addons.door.http_face import Door
 from catalog import tokens
 from catalog.contracts import render_upstream
 from storage.ledger import Ledger

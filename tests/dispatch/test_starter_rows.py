@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from addons.dispatch import Dispatcher
+from addons.door.dispatch import Dispatcher
 from flightlog.commands.dispatch import open_dispatcher
 from flightlog.settings import load_settings
 from storage.ledger import open_ledger

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from addons.identity import EMPTY, Identity
 from addons.proxy_env import Listener, proxy_env
+from addons.recording.identity import EMPTY, Identity
 
 
 @dataclass

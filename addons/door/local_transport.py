@@ -13,8 +13,8 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from addons import ledger_routes
 from addons.local_routes import HOST, Routes, directory_route
+from addons.readback import ledger_routes
 from storage.ledger import Ledger
 
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from addons import kinds
-from addons.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
+from addons.recording import kinds
+from addons.recording.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
 from storage.events import Event, PayloadRef, PayloadState
 
 if TYPE_CHECKING:
-    from addons.prices import PriceTable
-    from addons.redact import Redactor
+    from addons.recording.prices import PriceTable
+    from addons.recording.redact import Redactor
 
 UsageFn = Callable[[str, bytes, bytes, str | None, str | None], Any]
 

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from addons.answer_diff import Answer, AnswerDiff, decode_body, diff_answers
 from addons.errors import AddonError
-from addons.recorded import (
+from addons.readback.answer_diff import Answer, AnswerDiff, decode_body, diff_answers
+from addons.readback.recorded import (
     REQUEST_KIND,
     RESPONSE_KIND,
     Exchange,
@@ -31,7 +31,7 @@ from addons.recorded import (
     exchange_from_events,
     parse_head,
 )
-from addons.redact import Redactor
+from addons.recording.redact import Redactor
 from storage.events import Batch, Event
 
 if TYPE_CHECKING:

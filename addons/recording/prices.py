@@ -1,4 +1,4 @@
-"""Model prices: the table shipped as data (addons/prices.toml) merged with the user's override file.
+"""Model prices: the table shipped as data (recording/prices.toml) merged with the user's override file.
 
 Costs are computed from recorded token counts. An unknown model gets None, never a guess; the one
 documented fallback is that a name ending in a date (`-YYYY-MM-DD` or `-YYYYMMDD`) that has no entry
@@ -44,7 +44,7 @@ class PriceTable:
     @classmethod
     def load(cls, user_file: Path | None = None) -> PriceTable:
         """The shipped table, with `user_file`'s entries (if the file exists) taking precedence."""
-        shipped = resources.files("addons").joinpath("prices.toml").read_text(encoding="utf-8")
+        shipped = resources.files("addons.recording").joinpath("prices.toml").read_text(encoding="utf-8")
         meta, prices = _parse(shipped, "the shipped price table")
         if user_file is not None and Path(user_file).exists():
             try:

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from addons.framing import Body, FramingError, UntilClose, request_body, response_body
-from addons.heads import HeadError, ParsedHead, parse_head, remove_fields
-from addons.records import Exchange, ResponseRecord, StreamChunk
+from addons.recording.records import Exchange, ResponseRecord, StreamChunk
+from addons.wire.framing import Body, FramingError, UntilClose, request_body, response_body
+from addons.wire.heads import HeadError, ParsedHead, parse_head, remove_fields
 
 log = logging.getLogger("flightlog.capture")
 

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from addons.errors import AddonError
-from addons.kinds import HTTP_REQUEST, HTTP_RESPONSE
+from addons.recording.kinds import HTTP_REQUEST, HTTP_RESPONSE
 from storage.events import StoredEvent
 from storage.queries import Filter, cursor, select_events
 

@@ -10,13 +10,13 @@
    command unless the row opted in with `cli: true`, binds the secrets (an unbound name refuses);
 4. makes the upstream call (HTTP, MCP over HTTP, CLI with a timeout) directly, not through the proxy,
    and records the call, each upstream request and answer, and the reply as events of one action
-   (see `addons.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
+   (see `addons.door.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
 
 Every refusal is itself recorded: the call and a `dispatch.refused` event whose `error` starts with
 the limit that refused it. A dry run goes through every check and answers with the exact request that
 would be sent (secrets as names); nothing is sent and it is never counted as a use.
 
-No mitmproxy object is involved: `addons.door` adapts HTTP requests to this, and `flightlog call`
+No mitmproxy object is involved: `addons.door.http_face` adapts HTTP requests to this, and `flightlog call`
 uses it in-process.
 
 `uses <= N` is exact within one process (the count and the call's first event are made under one
@@ -35,10 +35,10 @@ from typing import Any
 
 import httpx
 
-from addons import dispatch_record as rec
-from addons.identity import EMPTY, Identity
-from addons.redact import Redactor
-from addons.upstream import Outcome, call_cli, call_http, call_mcp
+from addons.door import dispatch_record as rec
+from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
+from addons.recording.identity import EMPTY, Identity
+from addons.recording.redact import Redactor
 from catalog import caveats, join, refused, tokens
 from catalog.contracts import bind_secrets, render_upstream, validate_args
 from catalog.errors import ArgumentError, CatalogError, RefusedHost, UnboundSecret
@@ -367,7 +367,7 @@ class Dispatcher:
         """
         with self._client_lock:
             if self._http is None:
-                from addons.local_transport import local_mounts
+                from addons.door.local_transport import local_mounts
 
                 self._http = httpx.Client(
                     trust_env=False,
@@ -407,6 +407,6 @@ def handle(
     method: str, path: str, query: Mapping[str, Any], headers: Mapping[str, str], body: bytes
 ) -> tuple[int, dict[str, str], bytes]:
     """The local route `/api/dispatch` (and the join under it), as the proxy's route registry calls it."""
-    from addons.door import configured
+    from addons.door.http_face import configured
 
     return configured().handle(method, path, query, headers, body)

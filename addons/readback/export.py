@@ -15,8 +15,8 @@ from typing import IO, TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from addons.errors import AddonError
-from addons.har import har_entry, har_preamble
-from addons.recorded import (
+from addons.readback.har import har_entry, har_preamble
+from addons.readback.recorded import (
     Exchange,
     PayloadReader,
     Selection,

@@ -1,4 +1,4 @@
-"""The writer process: `python -m addons.writer_child`, started by `WriterProcess`, fed on stdin.
+"""The writer process: `python -m addons.recording.writer_child`, started by `WriterProcess`, fed on stdin.
 
 It reads frames (`writer_process.read_frame`) and hands their records to a `Writer`, whose thread
 redacts, reads usage, hashes, compresses and appends batches exactly as it would inside the proxy.
@@ -37,10 +37,10 @@ def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
     _name_process()
     _log_to_stderr()
-    from addons.capture_setup import write_stats
-    from addons.records import from_wire
-    from addons.writer import Writer
-    from addons.writer_process import READY, WriterSpec, read_frame
+    from addons.recording.capture_setup import write_stats
+    from addons.recording.records import from_wire
+    from addons.recording.writer import Writer
+    from addons.recording.writer_process import READY, WriterSpec, read_frame
     from storage.ledger import open_ledger
 
     stream = sys.stdin.buffer

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from addons.identity import EMPTY, Identity
+from addons.recording.identity import EMPTY, Identity
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ TIMEOUT = 120.0
 
 def _dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
     """The `call` tool: a canonical call through the proxy's door, recorded like any other."""
-    from addons.door import configured
+    from addons.door.http_face import configured
 
     result = configured().dispatcher.dispatch(call, door="mcp", token=token)
     return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
@@ -122,7 +122,7 @@ def _app(ledger_url: str, folder: str | None) -> Any:
 
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from addons.door import open_rows
+    from addons.door.http_face import open_rows
     from catalog.mcp_server import build_server
 
     directory = open_rows(ledger_url, Path(folder).expanduser() if folder else None)

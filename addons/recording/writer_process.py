@@ -3,7 +3,7 @@
 Measured with `python -m bench.capture`: a writer thread inside the proxy process (hashing,
 compressing, redacting, SQLite or COPY) took the GIL from mitmproxy's event loop for a quarter of
 its time, and throughput fell to 0.6-0.7x plain mitmdump; hooks alone cost under 0.1x. So the
-thread runs in a child process (`addons.writer_child`) and the proxy keeps only what must stay:
+thread runs in a child process (`addons.recording.writer_child`) and the proxy keeps only what must stay:
 
 - `put()` (on the event loop) appends the record to a list; every few milliseconds the list is
   pickled into one frame and written to the child's stdin by a `PipeWriter`, which never blocks and
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from addons import events as ev
-from addons.pipe_writer import PipeWriter
-from addons.records import (
+from addons.recording import events as ev
+from addons.recording.pipe_writer import PipeWriter
+from addons.recording.records import (
     Buffers,
     Record,
     RequestRecord,
@@ -45,7 +45,7 @@ from addons.records import (
     size_of,
     to_wire,
 )
-from addons.sync_commit import SyncCommitter
+from addons.recording.sync_commit import SyncCommitter
 
 if TYPE_CHECKING:
     from storage.ledger import Ledger  # SQLAlchemy is loaded in this process only if a sync path runs
@@ -60,7 +60,7 @@ RESTART_MAX = 30.0
 SEND_DELAY = 0.005
 """Records gather this long before one frame carries them all: one pickle and one write syscall per
 few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
-CHILD_MODULE = "addons.writer_child"
+CHILD_MODULE = "addons.recording.writer_child"
 READY = b"R"
 READY_TIMEOUT = 15.0
 """A child still importing after this long (a cold disk) is waited for by records, not by the start."""
@@ -115,7 +115,7 @@ def read_frame(stream: IO[bytes]) -> tuple[tuple[Any, ...], list[bytes]] | None:
 def _child_env() -> dict[str, str]:
     """The environment with flightlog's own source first on the path, so `-m` finds it anywhere
     (a checkout loaded with `mitmdump -s` is not necessarily installed)."""
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from addons.recorded import Fields
+from addons.readback.recorded import Fields
 
 TOKEN: Final = "X-Flightlog-Replay-Token"
 SSE_EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")

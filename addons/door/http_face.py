@@ -7,13 +7,13 @@ event loop). Routes:
 - `POST /api/dispatch[?dry_run=1]` with `{"tool": NAME, "args": {...}}`, or the one-line link
   `GET /api/dispatch?tool=NAME&args=JSON[&token=...]` (the contracts' `url` form); a scoped token as
   `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); who is calling from the proxy URL's
-  credentials and `X-Flightlog-*` headers, as capture reads them (`addons.identity`).
+  credentials and `X-Flightlog-*` headers, as capture reads them (`addons.recording.identity`).
   Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
 - `GET /api/dispatch/uses/TOOL`: every event of a tool; `GET /api/dispatch/trace/EVENT_ID`: the
   event, its action, its contract and the check; `GET /api/dispatch/task/TASK`: everything done under
   a task (also answered under `/api/join/...` where the proxy routes that prefix here).
 
-In the proxy the local routes import `addons.dispatch:handle`, which builds one `Door` on first use
+In the proxy the local routes import `addons.door.dispatch:handle`, which builds one `Door` on first use
 (`configured()`): the Ledger and secrets from the capture addon's options (`flightlog_ledger`,
 `flightlog_blobs`, `flightlog_secrets`, `flightlog_secret_env`) or the environment, the Directory from
 FLIGHTLOG_DIRECTORY (else the native one), the root key and refused hosts from FLIGHTLOG_HOME, and
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from addons.dispatch import Dispatcher
-from addons.identity import from_headers, from_proxy_authorization
+from addons.door.dispatch import Dispatcher
+from addons.recording.identity import from_headers, from_proxy_authorization
 from catalog import join, tokens
 from catalog.errors import CatalogError
 from catalog.tool import Tool
@@ -189,8 +189,8 @@ def _option(name: str) -> Any:
 
 
 def _build() -> Door:
-    from addons.dispatch import Dispatcher
-    from addons.secrets import load_secrets
+    from addons.door.dispatch import Dispatcher
+    from addons.recording.secrets import load_secrets
     from catalog import refused
     from catalog.contracts import render_upstream
     from catalog.tokens import root_key
@@ -219,7 +219,7 @@ def _build() -> Door:
 def own_secrets(home: Path) -> dict[str, str]:
     """The secrets flightlog itself holds: the bearer token of its Ledger routes, so the starter
     rows (`Authorization: Bearer [FLIGHTLOG_LEDGER_TOKEN]`) can be called out of the box."""
-    from addons.ledger_routes import api_token
+    from addons.readback.ledger_routes import api_token
 
     return {"FLIGHTLOG_LEDGER_TOKEN": api_token(home)}
 

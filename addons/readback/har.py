@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
-from addons.answer_diff import decode_body
-from addons.recorded import Exchange, Fields, Head, PayloadReader, body
+from addons.readback.answer_diff import decode_body
+from addons.readback.recorded import Exchange, Fields, Head, PayloadReader, body
 
 VERSION: Final = "1.2"
 UNKNOWN_MIME: Final = "x-unknown"

@@ -29,8 +29,8 @@ from datetime import datetime
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from addons.redact import Redactor
-from addons.upstream import Exchange
+from addons.door.upstream import Exchange
+from addons.recording.redact import Redactor
 from storage.events import Event
 
 CALL: Final = "dispatch.call"

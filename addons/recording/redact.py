@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from addons.encoded_forms import encoded_forms
-from addons.encodings import Decoder, Encoder, EncodingError, parse_encodings
 from addons.errors import AddonError
+from addons.recording.encoded_forms import encoded_forms
+from addons.recording.encodings import Decoder, Encoder, EncodingError, parse_encodings
 
 #: Compressed bytes of a content-encoded stream held back, hoping to record them exact (see StreamRedactor).
 HOLD_MAX = 8 * 1024 * 1024

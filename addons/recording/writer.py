@@ -1,6 +1,6 @@
 """One writer thread behind a bounded queue: the only place captured traffic reaches the Ledger.
 
-It runs in the writer process (`addons.writer_child`), fed by the proxy's `WriterProcess`, so its
+It runs in the writer process (`addons.recording.writer_child`), fed by the proxy's `WriterProcess`, so its
 work never holds the proxy's GIL. `Writer.put()` is O(1), never blocks and never raises; the thread
 redacts, reads usage, spools teed stream bodies with bounded memory, and appends batches flushed by
 size or time. When the Ledger is down, traffic keeps flowing: the thread retries with backoff and
@@ -20,9 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from addons import events as ev
-from addons.records import RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord, chunks_lost, size_of
-from addons.stream_body import Deferred, StreamBody
+from addons.recording import events as ev
+from addons.recording.records import (
+    RequestRecord,
+    ResponseRecord,
+    StreamChunk,
+    WebSocketRecord,
+    chunks_lost,
+    size_of,
+)
+from addons.recording.stream_body import Deferred, StreamBody
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
 

@@ -7,7 +7,7 @@ content-encoding kept).
 
 from __future__ import annotations
 
-from addons.heads import ParsedHead
+from addons.wire.heads import ParsedHead
 
 
 class FramingError(ValueError):
