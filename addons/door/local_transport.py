@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from addons.local_routes import HOST, Routes, directory_route
+from addons.door.routes import HOST, Routes, directory_route
 from addons.readback import ledger_routes
 from storage.ledger import Ledger
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from addons.local_routes import HOST, Answer, Handler, Headers, Query, directory_settings, lazy_route
+from addons.door.routes import HOST, Answer, Handler, Headers, Query, lazy_route
 
 PATH = "/api/mcp"
 TIMEOUT = 120.0
@@ -111,10 +111,6 @@ class _Server:
 def mcp_route(settings: Callable[[], tuple[str, str | None]]) -> Handler:
     """`/api/mcp` over the Directory the proxy serves; `settings()` gives (ledger URL, folder or None)."""
     return lazy_route(lambda: _Server(_app(*settings())).call)
-
-
-handle: Handler = mcp_route(directory_settings)
-"""The local route `/api/mcp`, as the proxy's route registry calls it."""
 
 
 def _app(ledger_url: str, folder: str | None) -> Any:
