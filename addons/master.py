@@ -52,6 +52,10 @@ class ProxyConfig:
     collector: str = ""
     stats_file: str = ""
     directory: str = ""
+    open_mode: bool = False
+    """Calls through the door need no token (local development only; the start line says so)."""
+    local_commands: bool = False
+    """The door may run rows whose contract runs a command here, with a token naming the tool."""
     extra: tuple[str, ...] = ()
     """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
 
@@ -178,6 +182,16 @@ class _Ready:
         self.announce(
             f"flightlog proxy: listening {where}; recording to {redact_url(self.config.ledger_url)} "
             f"(blobs {self.config.blobs_url}); trust the CA at {ca} (or run `flightlog env`)"
+            + (
+                "; OPEN MODE: calls need no token, anyone who reaches this port can run rows"
+                if self.config.open_mode
+                else ""
+            )
+            + (
+                "; local commands enabled (only with a token naming the tool)"
+                if self.config.local_commands
+                else ""
+            )
         )
 
     def done(self) -> None:
@@ -241,6 +255,8 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
             flightlog_collector=config.collector,
             flightlog_stats_file=config.stats_file,
             flightlog_directory=config.directory,
+            flightlog_open=config.open_mode,
+            flightlog_local_commands=config.local_commands,
         )
         master.options.set(*config.extra)
     except (exceptions.OptionsError, KeyError) as e:

@@ -107,6 +107,9 @@ class Directory:
         self.rebuilt: tuple[str, ...] = ()
         """The sections whose index the last load had to rebuild (for tests and the benchmark)."""
         self.warnings: tuple[str, ...] = ()
+        self.network = False
+        """True for a Directory a network door serves: its commits never touch a row that runs a
+        command or code here (`catalog.authority`); the operator's own opens leave it False."""
 
     # ---- loading -----------------------------------------------------------------------------
 
@@ -217,6 +220,10 @@ class Directory:
         """The current hash of the document at `bundle/path` (None when there is none)."""
         return self._guard(lambda: self._store.hash_of(bundle, path))
 
+    def _text_at(self, bundle: str, path: str) -> str | None:
+        sha = self.current_hash(bundle, path)
+        return None if sha is None else self._guard(lambda: self._store.contents([sha])).get(sha)
+
     def find(self, query: str, k: int = 10, bundle: str | None = None) -> list[Hit]:
         self.refresh()
         return self._resolver.find(query, k=k, bundle=bundle)
@@ -265,6 +272,10 @@ class Directory:
         self, changes: list[Change], expected: int | None, message: str, *, single: bool = False
     ) -> Committed:
         self.refresh()
+        if self.network:
+            from catalog.authority import refuse_local_changes
+
+            refuse_local_changes(changes, self._text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)
         if self.folder is not None:
