@@ -94,4 +94,6 @@ def proxy_door(settings: ProxySettings, directory: Directory | None = None) -> D
         open_mode=settings.open_mode,
         local_commands=settings.local_commands,
     )
-    return Door(dispatcher, render_upstream, rows)
+    door = Door(dispatcher, render_upstream, rows)
+    dispatcher.local_dispatch = door.handle
+    return door

@@ -85,6 +85,8 @@ class Dispatcher:
     live: LiveConfig | None = None
     directory: Any = None
     """The Directory rows come from, served to the door's own calls to flightlog.local."""
+    local_dispatch: Any = None
+    """The door's HTTP face, answering its own calls to flightlog.local/api/dispatch."""
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
     _uses_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -355,7 +357,10 @@ class Dispatcher:
                     timeout=self.upstream_timeout,
                     follow_redirects=False,
                     mounts=local_mounts(
-                        self.ledger, self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", ""), self.directory
+                        self.ledger,
+                        self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", ""),
+                        self.directory,
+                        self.local_dispatch,
                     ),
                 )
             return self._http

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from addons.door.routes import HOST, Routes, directory_handler
+from addons.door.routes import HOST, Handler, Routes, directory_handler
 from addons.readback import ledger_routes
 from storage.ledger import Ledger
 
@@ -33,7 +33,9 @@ class LocalTransport(httpx.BaseTransport):
         return httpx.Response(status, headers=dict(out), stream=httpx.ByteStream(body), request=request)
 
 
-def local_mounts(ledger: Ledger, ledger_token: str, directory: Any = None) -> dict[str, httpx.BaseTransport]:
+def local_mounts(
+    ledger: Ledger, ledger_token: str, directory: Any = None, dispatch: Handler | None = None
+) -> dict[str, httpx.BaseTransport]:
     """httpx `mounts` that send flightlog.local to the registry: the Ledger routes read `ledger` and
     accept `ledger_token`; the Directory's routes serve `directory` (the door's own, when given).
     The door has checked the caller's rights before it calls here (`addons.door.checks`)."""
@@ -41,4 +43,6 @@ def local_mounts(ledger: Ledger, ledger_token: str, directory: Any = None) -> di
     if directory is not None:
         routes.add("/api/directory/", directory_handler(directory))
     routes.add("/api/ledger/", functools.partial(ledger_routes.handle, ledger=ledger, token=ledger_token))
+    if dispatch is not None:  # the door reached through flightlog.local (the DISPATCH row): it asks
+        routes.add("/api/dispatch", dispatch)  # for a token of its own, like any network call
     return {f"all://{HOST}": LocalTransport(routes)}
