@@ -15,6 +15,7 @@ from addons.door.dispatch import Dispatcher
 from addons.door.http_face import Door
 from addons.door.live_config import LiveConfig
 from addons.door.proxy_settings import ProxySettings
+from catalog.contracts import render_upstream
 from catalog.directory import Directory, open_directory
 from catalog.errors import UnknownRow
 from catalog.tool import Tool
@@ -66,7 +67,7 @@ def open_dispatcher(
 
     live = LiveConfig(home, secrets_file, secret_env, own_secrets(home))
     hosts, secrets, _ = live.current()
-    return Dispatcher(
+    dispatcher = Dispatcher(
         find_in(directory),
         ledger,
         secrets,
@@ -77,11 +78,12 @@ def open_dispatcher(
         live=live,
         directory=directory,
     )
+    dispatcher.local_dispatch = Door(dispatcher, render_upstream, directory).handle
+    return dispatcher
 
 
 def proxy_door(settings: ProxySettings, directory: Directory | None = None) -> Door:
     """The proxy's door, built from its resolved settings (on the first call, not at start-up)."""
-    from catalog.contracts import render_upstream
     from storage.ledger import open_ledger
 
     rows = directory or open_rows(settings.ledger_url, settings.directory, network=True)
@@ -94,6 +96,4 @@ def proxy_door(settings: ProxySettings, directory: Directory | None = None) -> D
         open_mode=settings.open_mode,
         local_commands=settings.local_commands,
     )
-    door = Door(dispatcher, render_upstream, rows)
-    dispatcher.local_dispatch = door.handle
-    return door
+    return Door(dispatcher, render_upstream, rows)

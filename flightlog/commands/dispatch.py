@@ -173,32 +173,28 @@ def inspect(
 
 
 def open_rows(ledger_url: str, folder: Path | None) -> Any:
-    """The Directory named by --directory / FLIGHTLOG_DIRECTORY, or the native one."""
-    from catalog.directory import open_directory
+    """The Directory named by --directory / FLIGHTLOG_DIRECTORY, or the native one (the operator's
+    side: its commits may write rows that run commands)."""
+    from addons.door.assembly import open_rows as open_directory_rows
 
-    return open_directory(ledger_url, folder)
+    return open_directory_rows(ledger_url, folder, network=False)
 
 
 def open_dispatcher(
     settings: Settings, directory: Path | None, ledger: str | None, secrets: Path | None
 ) -> Dispatcher:
-    """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
-    from addons.door.dispatch import Dispatcher
-    from addons.door.http_face import default_secrets, find_in, own_secrets
-    from addons.recording.secrets import load_secrets
-    from catalog import refused, tokens
+    """The door as the CLI runs it, built the one way the proxy builds it (`addons.door.assembly`):
+    the same secrets by default (FLIGHTLOG_HOME/secrets.env), root key and refused hosts."""
+    from addons.door.assembly import open_dispatcher as assemble
+    from addons.door.proxy_settings import default_secrets_file
 
     ledger_url = ledger or settings.ledger_url
     opened = open_rows(ledger_url, directory or settings.directory)
-    return Dispatcher(
-        find_in(opened),
+    return assemble(
+        settings.home,
         settings.open_ledger(ledger_url),
-        own_secrets(settings.home)
-        | load_secrets(
-            secrets or (Path(default_secrets(settings.home)) if default_secrets(settings.home) else None)
-        ),
-        tokens.root_key(settings.home),
-        refused.load_refused_hosts(settings.home),
+        opened,
+        secrets or default_secrets_file(settings.home),
     )
 
 
@@ -263,7 +259,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """From an event to its tool's contract, checking the recorded request against it."""
-        from addons.door.http_face import find_in
+        from addons.door.assembly import find_in
         from catalog import join
         from catalog.contracts import render_upstream
 
