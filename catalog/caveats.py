@@ -149,6 +149,20 @@ class Limits:
     grants: frozenset[str] | None = None
     contracts: frozenset[str] | None = None
 
+    def names_tool(self, name: str) -> bool:
+        """Whether a `tools` caveat names `name` (row names are matched case-insensitively, as the
+        Directory finds them); False when the token names no tools at all."""
+        return self.tools is not None and name.casefold() in {t.casefold() for t in self.tools}
+
+    def binds(self, name: str, contract: str | None) -> bool:
+        """Whether a `contract` caveat allows `name` with this contract hash (no caveat: any)."""
+        if self.contracts is None:
+            return True
+        return any(
+            n.casefold() == name.casefold() and h == contract
+            for n, _, h in (c.rpartition(":") for c in self.contracts)
+        )
+
     def grants_right(self, right: str) -> bool:
         """Whether the token holds `right` (no `grants` caveat: every right)."""
         return self.grants is None or right in self.grants
@@ -272,7 +286,7 @@ def check(limits: Limits, call: CallContext, uses_so_far: int | None = None) -> 
     """
     if limits.expires is not None and call.at >= limits.expires:
         return Refusal("expires", f"the token expired at {format_instant(limits.expires)}")
-    if limits.tools is not None and call.tool not in limits.tools:
+    if limits.tools is not None and not limits.names_tool(call.tool):
         return Refusal("tools", f"the token does not allow the tool {call.tool!r}")
     if limits.bundles is not None and call.bundle not in limits.bundles:
         return Refusal("bundles", f"the token does not allow rows of the bundle {call.bundle!r}")
@@ -286,8 +300,9 @@ def check(limits: Limits, call: CallContext, uses_so_far: int | None = None) -> 
         return Refusal("for", f"the token is for {min(limits.agent)!r}, not {call.agent!r}")
     if limits.grants is not None and "call" not in limits.grants:
         return Refusal("grants", "the token does not grant running calls (grants = call)")
-    if limits.contracts is not None and f"{call.tool}:{call.contract}" not in limits.contracts:
-        bound = sorted(c for c in limits.contracts if c.rpartition(":")[0] == call.tool)
+    if not limits.binds(call.tool, call.contract):
+        assert limits.contracts is not None
+        bound = sorted(c for c in limits.contracts if c.rpartition(":")[0].casefold() == call.tool.casefold())
         if bound:
             return Refusal(
                 "contract",

@@ -68,7 +68,7 @@ def check_local(tool: Tool, door: str, limits: caveats.Limits | None, local_comm
             f"the tool {tool.name!r} runs a command on this machine; the proxy runs such rows only "
             "when started with --allow-local-commands",
         )
-    if limits is None or limits.tools is None or tool.name not in limits.tools:
+    if limits is None or not limits.names_tool(tool.name):
         raise Refused(
             "local_command", f"the tool {tool.name!r} runs a command: only a token naming it may call it"
         )
