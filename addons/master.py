@@ -25,6 +25,7 @@ from addons.errors import AddonError
 from addons.local_routes import LocalRoutes
 from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
+from storage.locations import private_home
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -229,7 +230,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
-    config.home.mkdir(parents=True, exist_ok=True)
+    private_home(config.home)
     config.confdir.mkdir(parents=True, exist_ok=True)
     _log_to_stderr()
     opts = options.Options(

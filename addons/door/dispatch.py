@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -92,6 +92,7 @@ class Dispatcher:
     _uses_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _http: httpx.Client | None = field(default=None, repr=False)
+    _lent: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
         self._redactors()
@@ -176,7 +177,13 @@ class Dispatcher:
                     ) from e
         except Refused as r:
             return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r)
-        return self._execute(filing, tool, bound)
+        # the caller's own authority, for the door's calls to its own routes: its token, or for the
+        # operator's own door (cli, no token) a short-lived token of the operator's full authority
+        self._lent.token = token or (None if door in NETWORK_DOORS else self._operator_token(at))
+        try:
+            return self._execute(filing, tool, bound)
+        finally:
+            self._lent.token = None
 
     # -- checks ---------------------------------------------------------------------------------
 
@@ -360,10 +367,25 @@ class Dispatcher:
                         self.ledger,
                         self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", ""),
                         self.directory,
-                        self.local_dispatch,
+                        self._own_dispatch if self.local_dispatch is not None else None,
                     ),
                 )
             return self._http
+
+    def _operator_token(self, at: datetime) -> str:
+        expires = caveats.format_instant(at + timedelta(seconds=self.upstream_timeout + 5))
+        return tokens.mint(self.root_key, [f"expires < {expires}"]).encode()
+
+    def _own_dispatch(
+        self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """The door reached through flightlog.local (the DISPATCH row): the inner call carries the
+        outer caller's own token (never more authority than the caller brought) and is checked again."""
+        token = getattr(self._lent, "token", None)
+        if token and not any(k.lower() == "authorization" for k in headers):
+            headers = {**headers, "authorization": f"Bearer {token}"}
+        result: tuple[int, Mapping[str, str], bytes] = self.local_dispatch(method, path, query, headers, body)
+        return result
 
     def close(self) -> None:
         """Close the door's HTTP client (the Ledger belongs to whoever opened it)."""

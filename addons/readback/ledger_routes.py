@@ -36,6 +36,7 @@ from addons.errors import AddonError
 from storage.ask import ask
 from storage.errors import StorageError
 from storage.events import StoredEvent
+from storage.locations import private_home
 from storage.queries import (
     Filter,
     QueryError,
@@ -73,7 +74,7 @@ def api_token(home: Path) -> str:
     except FileNotFoundError:
         pass
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_home(home)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text().strip()
