@@ -89,7 +89,7 @@ def test_failures_are_one_line(flightlog: Callable[..., Run]) -> None:
 
 def test_replay_hook_runs_the_cli_and_reports_failure_in_one_line() -> None:
     """The browser's replay hook runs `flightlog replay ID`; a failure becomes one TuiError line."""
-    from flightlog.commands.questions import replay_with_cli
+    from flightlog.commands.browse import replay_with_cli
     from tui.errors import TuiError
 
     with pytest.raises(TuiError) as e:
@@ -99,7 +99,7 @@ def test_replay_hook_runs_the_cli_and_reports_failure_in_one_line() -> None:
 
 def test_directory_join_reads_the_row_and_its_contracts(tmp_path: Path) -> None:
     """The browser's join opens the Directory (the starter rows here) and renders the tool's contracts."""
-    from flightlog.commands.questions import directory_lookup
+    from flightlog.commands.browse import directory_lookup
 
     lookup = directory_lookup(f"sqlite:///{tmp_path / 'ledger.db'}", None)
     assert lookup is not None
