@@ -1,48 +1,45 @@
 """`flightlog browse`: the Ledger in the terminal (the Textual browser in `tui/`).
 
 The browser may import only storage and catalog, so this command hands it what needs more: the join
-to the Directory (`directory_lookup`) and the replay (`replay_with_cli`).
+to the Directory (`directory_lookup`) and the replay (`replayer`, which runs `addons.readback.replay`
+in process).
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from flightlog.commands.options import BlobsOpt, LedgerOpt, WordsArg
 from flightlog.settings import load_settings
 
+if TYPE_CHECKING:
+    from storage.ledger import Ledger
 
-def replay_with_cli(action_id: str, ledger_url: str | None = None, blobs_url: str | None = None) -> str:
-    """Replay through `flightlog replay ACTION_ID` in a subprocess (the browser cannot import addons).
 
-    The subprocess reads the same Ledger as the browser: `--ledger`/`--blobs` given to `browse` are
-    passed on as FLIGHTLOG_LEDGER/FLIGHTLOG_BLOBS.
+def replayer(ledger: Ledger) -> Callable[[str], str]:
+    """The browser's replay (a `tui.source.Replayer`): `flightlog replay ACTION_ID`, in process.
+
+    The browser may not import addons; this command may, and hands the browser a function that
+    replays through the Ledger the browser reads (the new exchange lands in it). A failure the
+    user can act on becomes one `TuiError` line, which the browser shows as a notice.
     """
-    env = dict(os.environ)
-    if ledger_url:
-        env["FLIGHTLOG_LEDGER"] = ledger_url
-    if blobs_url:
-        env["FLIGHTLOG_BLOBS"] = blobs_url
-    done = subprocess.run(
-        [sys.executable, "-m", "flightlog", "replay", action_id],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    text = (done.stdout + done.stderr).strip()
-    if done.returncode != 0:
+
+    def replay_action(action_id: str) -> str:
+        from addons.readback.replay import replay
+        from flightlog.failures import known_errors
         from tui.errors import TuiError
 
-        raise TuiError(text.splitlines()[-1] if text else f"replay exited with {done.returncode}")
-    return text
+        try:
+            return replay(ledger, action_id, {}).render()
+        except known_errors() as e:
+            lines = str(e).strip().splitlines()
+            raise TuiError(lines[0] if lines else f"replay of {action_id} failed ({type(e).__name__})") from e
+
+    return replay_action
 
 
 def directory_lookup(ledger_url: str, folder: Path | None) -> Any:
@@ -89,8 +86,7 @@ def browse(
     ledger = settings.open_ledger(ledger_url, blobs_url)
     try:
         lookup = directory_lookup(ledger_url or settings.ledger_url, settings.directory)
-        replayer = functools.partial(replay_with_cli, ledger_url=ledger_url, blobs_url=blobs_url)
-        source = LedgerSource(ledger, directory=lookup, replayer=replayer)
+        source = LedgerSource(ledger, directory=lookup, replayer=replayer(ledger))
         BrowseApp(source, question=" ".join(words or []), follow_seconds=follow or None).run()
     finally:
         ledger.close()

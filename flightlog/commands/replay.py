@@ -91,8 +91,7 @@ def replay(
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
-    typer.echo(f"replayed {result.original} as {result.action_id}: {result.url}")
-    typer.echo(result.diff.render())
+    typer.echo(result.render())
 
 
 @with_filters
