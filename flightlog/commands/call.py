@@ -1,0 +1,81 @@
+"""`flightlog call TOOL --args JSON [--dry-run]`: the dispatch door on the command line.
+
+`call` runs the same door as the proxy's `POST /api/dispatch`, in process, and records into the
+Ledger too (door `cli`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flightlog.commands.options import DirectoryOpt, LedgerOpt
+from flightlog.errors import CommandError
+from flightlog.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from addons.door.dispatch import Dispatcher
+
+SecretsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--secrets",
+        help="NAME=value file of the secrets calls may use (default: FLIGHTLOG_HOME/secrets.env).",
+    ),
+]
+
+
+def call(
+    tool: Annotated[str, typer.Argument(help="The Directory row to call.")],
+    args: Annotated[str, typer.Option("--args", help="The arguments as a JSON object.")] = "{}",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the exact request; send nothing.")] = False,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="FLIGHTLOG_TOKEN", help="A scoped token to call with.")
+    ] = None,
+    directory: DirectoryOpt = None,
+    ledger: LedgerOpt = None,
+    secrets: SecretsOpt = None,
+) -> None:
+    """Call a Directory row with one canonical call (recorded in the Ledger); prints the JSON reply."""
+    try:
+        parsed = json.loads(args)
+    except ValueError as e:
+        raise CommandError(f"--args is not JSON: {e}") from e
+    door = open_dispatcher(load_settings(), directory, ledger, secrets)
+    result = door.dispatch({"tool": tool, "args": parsed}, door="cli", token=token, dry_run=dry_run)
+    typer.echo(json.dumps(result.reply, indent=2, ensure_ascii=False))
+    if refused := result.reply.get("refused"):
+        typer.echo(f"flightlog: call refused by {refused['limit']}: {refused['message']}", err=True)
+    elif result.status >= 300:
+        typer.echo(f"flightlog: the upstream call failed: {result.reply.get('error')}", err=True)
+    if result.status >= 300:
+        raise typer.Exit(1)
+
+
+def open_dispatcher(
+    settings: Settings,
+    directory: Path | None,
+    ledger: str | None,
+    secrets: Path | None,
+    *,
+    network: bool = False,
+) -> Dispatcher:
+    """The door as the CLI runs it, built the one way the proxy builds it (`addons.door.assembly`):
+    the same secrets by default (FLIGHTLOG_HOME/secrets.env), root key and refused hosts.
+    `network`: the Directory is served to a network door (`flightlog mcp`), so it refuses rows
+    that run commands."""
+    from addons.door.assembly import open_dispatcher as assemble
+    from addons.door.assembly import open_rows
+    from addons.door.proxy_settings import default_secrets_file
+
+    ledger_url = ledger or settings.ledger_url
+    opened = open_rows(ledger_url, directory or settings.directory, network=network)
+    return assemble(
+        settings.home,
+        settings.open_ledger(ledger_url),
+        opened,
+        secrets or default_secrets_file(settings.home),
+    )
