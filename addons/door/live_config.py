@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from addons.errors import AddonError
 from addons.recording.secrets import load_secrets
@@ -22,6 +23,7 @@ from catalog.errors import CatalogError
 log = logging.getLogger("flightlog.door")
 
 Stamp = tuple[int, int, int] | None
+T = TypeVar("T")
 
 
 def _stamp(path: Path | None) -> Stamp:
@@ -52,21 +54,32 @@ class LiveConfig:
         return self.home / refused.FILE_NAME
 
     def current(self) -> tuple[refused.RefusedHosts, dict[str, str], bool]:
-        """(refused hosts, secrets, changed since the last call); the first call reads and raises on
-        a bad file (so the door does not start on one), later calls keep the last good values."""
+        """(refused hosts, secrets, changed since the last call). The first call raises on a bad
+        file (the door does not start on one); later calls keep each file's last good values."""
         with self._lock:
             stamps = (_stamp(self.refused_file), _stamp(self.secrets_file))
             if self._values is not None and stamps == self._stamps:
                 return *self._values, False
-            try:
-                hosts = refused.load_refused_hosts(self.home)
-                secrets = dict(self.own) | load_secrets(self.secrets_file, self.secret_env)
-            except (AddonError, CatalogError) as e:
-                if self._values is None:
-                    raise
-                log.warning("flightlog: keeping the last good refused hosts and secrets: %s", e)
-                self._stamps = stamps
-                return *self._values, False
             first = self._values is None
+            old = self._stamps or (None, None)
+            hosts, secrets = self._values or (None, None)
+            if first or stamps[0] != old[0]:
+                hosts = self._read(lambda: refused.load_refused_hosts(self.home), hosts)
+            if first or stamps[1] != old[1]:
+                secrets = self._read(
+                    lambda: dict(self.own) | load_secrets(self.secrets_file, self.secret_env), secrets
+                )
+            assert hosts is not None and secrets is not None
+            changed = not first and (hosts, secrets) != self._values
             self._stamps, self._values = stamps, (hosts, secrets)
-            return hosts, secrets, not first
+            return hosts, secrets, changed
+
+    @staticmethod
+    def _read(load: Callable[[], T], last: T | None) -> T:
+        try:
+            return load()
+        except (AddonError, CatalogError) as e:
+            if last is None:
+                raise
+            log.warning("flightlog: keeping the last good values: %s", e)
+            return last
