@@ -316,6 +316,30 @@ def test_mcp_stdio_door_refuses_writing_a_command_row(world: dict[str, Any]) -> 
     assert directory_state(world) == before and not world["marker"].exists()
 
 
+def test_a_rebound_page_reaching_the_port_directly_gets_none_of_the_routes(world: dict[str, Any]) -> None:
+    """DNS rebinding: a page at evil.example rebound to the proxy's address sends origin-form requests
+    with its own Host straight to the port. None of flightlog's routes answers it (no JSON of ours),
+    nothing is written and no command runs."""
+    import socket
+
+    proxy: LiveProxy = world["proxy"]
+    before = directory_state(world)
+    body = json.dumps({"tool": "local_touch", "args": {}}).encode()
+    for path in ("/api/dispatch", "/api/directory/write", "/api/ledger/counts"):
+        request = (
+            f"POST {path} HTTP/1.1\r\nHost: evil.example:{proxy.port}\r\nOrigin: http://evil.example:{proxy.port}"
+            f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode() + body
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=30) as conn:
+            conn.sendall(request)
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        tally("rebinding", not answer.startswith(b"HTTP/1.1 2"))
+        assert not answer.startswith(b"HTTP/1.1 2"), answer[:300]
+    assert directory_state(world) == before and not world["marker"].exists()
+
+
 def test_zz_report_the_attack_counts(world: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     """Every attack tried was refused (the counts per door, for the closing note), and no command ran."""
     assert ATTACK_COUNTS and all(tried == refused for tried, refused in ATTACK_COUNTS.values())
