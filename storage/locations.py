@@ -29,6 +29,13 @@ def default_blobs_url(env: Mapping[str, str] | None = None) -> str:
     return env.get("FLIGHTLOG_BLOBS") or (flightlog_home(env) / "blobs").as_uri()
 
 
+def default_secrets_file(home: Path) -> Path | None:
+    """`home/secrets.env` when it exists: the secrets used when no file is named, by the proxy (its
+    redaction and its door) and by `flightlog call` alike."""
+    path = home / "secrets.env"
+    return path if path.is_file() else None
+
+
 def private_home(home: Path) -> Path:
     """Create FLIGHTLOG_HOME readable by its owner only (0700), and tighten one that is wider.
 

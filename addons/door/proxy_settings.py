@@ -12,11 +12,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
-
-SECRETS_FILE: Final = "secrets.env"
+from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +34,6 @@ class ProxySettings:
     secret_env: tuple[str, ...] = ()
     open_mode: bool = False
     local_commands: bool = False
-
-
-def default_secrets_file(home: Path) -> Path | None:
-    """`FLIGHTLOG_HOME/secrets.env` when it exists: the secrets used when no file is named, by the
-    proxy and by `flightlog call` alike."""
-    path = home / SECRETS_FILE
-    return path if path.is_file() else None
 
 
 def resolve(options: Any, environ: Mapping[str, str] | None = None) -> ProxySettings:

@@ -69,7 +69,7 @@ def open_dispatcher(
     that run commands."""
     from addons.door.assembly import open_dispatcher as assemble
     from addons.door.assembly import open_rows
-    from addons.door.proxy_settings import default_secrets_file
+    from storage.locations import default_secrets_file
 
     ledger_url = ledger or settings.ledger_url
     opened = open_rows(ledger_url, directory or settings.directory, network=network)

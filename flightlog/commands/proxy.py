@@ -103,12 +103,9 @@ def proxy(
     ] = False,
 ) -> None:
     """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
-    from addons.door.proxy_settings import default_secrets_file
     from addons.master import ProxyConfig, run_proxy
 
     settings = load_settings()
-    if not secrets and (default := default_secrets_file(settings.home)) is not None:
-        secrets = str(default)
     host, port = parse_listen(listen)
     config = ProxyConfig(
         home=settings.home,

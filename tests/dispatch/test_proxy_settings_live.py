@@ -135,3 +135,37 @@ def test_options_win_over_the_environment_and_defaults_fill_the_rest(tmp_path: P
     assert got.directory == Path("/from/option") and got.ledger_url == "sqlite:///e.db"
     assert got.secrets_file == home / "secrets.env" and got.open_mode is False
     assert resolve(SimpleNamespace(), {"FLIGHTLOG_HOME": str(home)}).blobs_url == (home / "blobs").as_uri()
+
+
+def test_proxy_and_call_read_the_same_secrets_by_default(tmp_path: Path, folder: Path) -> None:
+    """With no --secrets anywhere, FLIGHTLOG_HOME/secrets.env is what the proxy redacts from what it
+    records and what both the proxy's door and `flightlog call` bind into calls."""
+    from tests.dispatch.conftest import flightlog
+    from tests.dispatch.upstreams import raw_upstream
+
+    secret = "sk-default-secrets-9d8c7b"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "secrets.env").write_text(f"WEATHER_KEY={secret}\n")
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    env = {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": url, "FLIGHTLOG_BLOBS": (tmp_path / "b").as_uri()}
+    with raw_upstream() as (base, received):
+        (folder / "tool" / "weather.md").write_text(weather(base).to_document())
+        env["FLIGHTLOG_DIRECTORY"] = str(folder)
+        token = tokens.mint(tokens.root_key(home), ["tools = weather"]).encode()
+        with (
+            live_proxy(home, url, env=env) as running,
+            httpx.Client(proxy=running.url, trust_env=False, timeout=30) as client,
+        ):
+            plain = client.get(f"{base}/echo", headers={"x-key": secret})
+            door = client.post(
+                "http://flightlog.local/api/dispatch",
+                json={"tool": "weather", "args": {"city": "Bern"}},
+                headers={"authorization": f"Bearer {token}"},
+            )
+        assert plain.status_code == 200 and door.status_code == 200 and door.json()["ok"], door.text
+        called = flightlog(env, "call", "weather", "--args", '{"city": "Bern"}')
+        assert called.returncode == 0, called.stdout + called.stderr
+        assert all(secret.encode() in head for head, _ in received.requests[-2:])
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("ledger.db*"))
+    assert stored and secret.encode() not in stored and b"[WEATHER_KEY]" in stored
