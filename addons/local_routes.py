@@ -67,6 +67,16 @@ class _Parts:
                 self._door = proxy_door(self.settings)
             return self._door
 
+    def close(self) -> None:
+        """Close what the door opened (its HTTP client, Ledger and Directory), if it was built."""
+        with self._lock:
+            door, self._door = self._door, None
+        if door is not None:
+            door.dispatcher.close()
+            door.dispatcher.ledger.close()
+            if door.directory is not None:
+                door.directory.close()
+
     def directory_handler(self) -> Handler:
         from addons.door.routes import directory_handler
 
@@ -140,6 +150,8 @@ class LocalRoutes:
 
     def use(self, settings: ProxySettings) -> None:
         """Build the routes over `settings` (what `configure()` does with the resolved options)."""
+        if self._parts is not None:
+            self._parts.close()
         self.settings = settings
         self.routes, self._parts = build_routes(settings)
 
@@ -171,6 +183,10 @@ class LocalRoutes:
         self.use(resolve(ctx.options, os.environ))
         if self.settings is not None and self.settings.open_mode and "flightlog_open" in updated:
             log.warning(OPEN_MODE_WARNING)
+
+    def done(self) -> None:
+        if self._parts is not None:
+            self._parts.close()
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         if flow.request.pretty_host == HOST or flow.request.data.host == HOST:
