@@ -206,7 +206,9 @@ class LocalRoutes:
             if refusal is not None:
                 return _refused(403, *refusal)
             right = route_right(method, path)
-            if right is not None and self._parts is not None:
+            if right is not None:
+                if self._parts is None:  # not configured yet: closed, never open
+                    return _refused(503, "settings", "flightlog's routes are not configured yet")
                 refusal = self._parts.refusal(right, headers, query)
                 if refusal is not None:
                     return _refused(401 if refusal[0] in ("token", "signature") else 403, *refusal)
