@@ -92,6 +92,18 @@ class _Parts:
     def dispatch_handler(self) -> Handler:
         return self.door().handle
 
+    def record(
+        self, method: str, path: str, query: Query, headers: Headers, refusal: tuple[str, str]
+    ) -> None:
+        """File a route's refusal in the Ledger (`addons.door.http_face.record_refusal`)."""
+        from addons.door.http_face import record_refusal
+
+        try:
+            dispatcher = self.door().dispatcher
+        except Exception:  # a Ledger that cannot be opened cannot record; the refusal stands
+            return
+        record_refusal(dispatcher, "http", method, path, query, headers, refusal)
+
     def holds(self, right: str) -> Any:
         """`headers -> bool`: whether a request's bearer token holds `right` (verified, unspent)."""
 
@@ -201,18 +213,21 @@ class LocalRoutes:
 
     def answer(self, method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
         """One request to a local route, after the authority checks (blocking: run off the loop)."""
-        if path.rstrip("/") != "/api/dispatch":  # the door checks and records its own refusals
-            refusal = browser_refusal(method, headers, body)
-            if refusal is not None:
-                return _refused(403, *refusal)
-            right = route_right(method, path)
-            if right is not None:
-                if self._parts is None:  # not configured yet: closed, never open
-                    return _refused(503, "settings", "flightlog's routes are not configured yet")
-                refusal = self._parts.refusal(right, headers, query)
-                if refusal is not None:
-                    return _refused(401 if refusal[0] in ("token", "signature") else 403, *refusal)
-        return self.routes.answer(method, path, query, headers, body)
+        if path.rstrip("/") == "/api/dispatch" or path.startswith("/api/mcp"):
+            return self.routes.answer(method, path, query, headers, body)  # they check and record
+        refusal = browser_refusal(method, headers, body)
+        status = 403
+        right = route_right(method, path)
+        if refusal is None and right is not None:
+            if self._parts is None:  # not configured yet: closed, never open
+                return _refused(503, "settings", "flightlog's routes are not configured yet")
+            refusal = self._parts.refusal(right, headers, query)
+            status = 401 if refusal is not None and refusal[0] in ("token", "signature") else 403
+        if refusal is None:
+            return self.routes.answer(method, path, query, headers, body)
+        if self._parts is not None:
+            self._parts.record(method, path, query, headers, refusal)
+        return _refused(status, *refusal)
 
     async def _answer(self, flow: http.HTTPFlow) -> None:
         from mitmproxy import http

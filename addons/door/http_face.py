@@ -69,6 +69,24 @@ def call_head(method: str, path: str, query: Mapping[str, list[str]], headers: M
     return "\r\n".join(lines).encode("utf-8", "replace")
 
 
+def record_refusal(
+    dispatcher: Dispatcher,
+    door: str,
+    method: str,
+    path: str,
+    query: Mapping[str, list[str]],
+    headers: Mapping[str, str],
+    refusal: tuple[str, str],
+) -> None:
+    """A refusal of one of flightlog's own routes, filed in the Ledger like the door's own (a call
+    event with the request's head, credentials redacted, and a `dispatch.refused` naming the limit),
+    so every attempt a route refused can be found afterwards. A failure to record changes nothing."""
+    try:
+        dispatcher.dispatch(None, door=door, refusal=refusal, head=call_head(method, path, query, headers))
+    except Exception:  # the answer is the refusal either way; the Ledger's own errors are logged there
+        return
+
+
 class Door:
     """The handler for the door's routes, bound to one dispatcher and one Directory."""
 

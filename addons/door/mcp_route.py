@@ -134,7 +134,7 @@ def _guarded(
 
     refusal = browser_refusal(method, headers, body)
     if refusal is not None:
-        return _refused(403, *refusal)
+        return _recorded(door, method, path, query, headers, 403, refusal)
     token = bearer(headers, query)
     try:
         message = json.loads(body) if body else None
@@ -159,8 +159,25 @@ def _guarded(
 
     refusal = right_refusal(token, dispatcher.root_key, right, uses)
     if refusal is not None:
-        return _refused(401 if refusal[0] in ("token", "signature") else 403, *refusal)
+        status = 401 if refusal[0] in ("token", "signature") else 403
+        return _recorded(door, method, path, query, headers, status, refusal)
     return call(method, path, query, headers, body)
+
+
+def _recorded(
+    door: Callable[[], Door],
+    method: str,
+    path: str,
+    query: Query,
+    headers: Headers,
+    status: int,
+    refusal: tuple[str, str],
+) -> Answer:
+    """The refusal, filed in the Ledger like the door's own (door `mcp`)."""
+    from addons.door.http_face import record_refusal
+
+    record_refusal(door().dispatcher, "mcp", method, path, query, headers, refusal)
+    return _refused(status, *refusal)
 
 
 def _refused(status: int, limit: str, message: str) -> Answer:

@@ -189,11 +189,25 @@ def refused(response: httpx.Response) -> bool:
     return isinstance(result, dict) and result.get("isError") is True
 
 
+def refusals(world: dict[str, Any]) -> list[str]:
+    """The limits named by every `dispatch.refused` event in the Ledger so far."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(world["url"])
+    with engine.connect() as conn:
+        found = [r[0] for r in conn.execute(text("SELECT error FROM events WHERE kind = 'dispatch.refused'"))]
+    engine.dispose()
+    return [str(e).split(":")[0] for e in found]
+
+
 def test_every_route_refuses_every_untrusted_caller(world: dict[str, Any]) -> None:
-    """Every attack on every route is refused; the Directory is unchanged, no PWN row exists and the
-    marker the commands would leave does not exist (no process ran)."""
+    """Every attack on every route is refused and recorded as a Ledger event naming its limit; the
+    Directory is unchanged, no PWN row exists and the marker the commands would leave does not exist
+    (no process ran)."""
     proxy: LiveProxy = world["proxy"]
     before = directory_state(world)
+    recorded = len(refusals(world))
+    tried = 0
     accepted = []
     for who, headers in credentials(world).items():
         for door, method, path, body in attacks(world):
@@ -203,11 +217,15 @@ def test_every_route_refuses_every_untrusted_caller(world: dict[str, Any]) -> No
             if door == "mcp":
                 h["accept"] = "application/json, text/event-stream"
             response = send(proxy, method, path, h, body)
+            tried += 1
             ok = refused(response)
             tally(door, ok)
             if not ok:
                 accepted.append(f"{who}: {method} {path} -> {response.status_code} {response.text[:200]}")
     assert accepted == [], "\n".join(accepted)
+    limits = refusals(world)[recorded:]
+    assert len(limits) == tried, "every refusal is a Ledger event"
+    assert {"token", "signature", "uses", "tools", "origin", "content_type", "host"} <= set(limits), limits
     assert directory_state(world) == before
     assert "PWN" not in before[1]
     assert not world["marker"].exists(), "a command ran"
