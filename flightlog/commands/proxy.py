@@ -195,7 +195,8 @@ def env(
     session: Annotated[str | None, typer.Option(help="Session id.")] = None,
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
 ) -> None:
-    """Print export lines that route a shell's programs through the proxy."""
+    """Print export lines that route a shell's programs through the proxy (with FLIGHTLOG_TOKEN, a
+    token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child)."""
     from addons.proxy_env import export_lines, proxy_env, read_state
     from addons.recording.identity import Identity
 
@@ -207,6 +208,7 @@ def env(
         values = proxy_env((state.forward.host, state.forward.port), state.ca, who, reverse)
     else:
         values = proxy_env(("127.0.0.1", 8080), settings.confdir / "mitmproxy-ca-cert.pem", who)
+    values.update(lent_token(task))
     typer.echo(export_lines(values))
 
 
