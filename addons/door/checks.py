@@ -8,10 +8,11 @@ the arguments and contract, the rights the contract spends.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from addons.door.authority import rights_for
-from catalog import caveats, refused
+from catalog import caveats, refused, tokens
 from catalog.authority import tool_runs_locally
 from catalog.contracts import render_upstream, validate_args
 from catalog.errors import ArgumentError, CatalogError, RefusedHost
@@ -110,3 +111,29 @@ def prepare(tool: Tool, args: dict[str, Any], refused_hosts: refused.RefusedHost
         if method == "MCP" and "url" not in (part.get("server") or {}):
             raise Refused("contract", "the door runs MCP over HTTP only (this server is a command)")
     return named
+
+
+def verify_token(
+    text: str | None, door: str, root_key: bytes, open_mode: bool
+) -> tuple[caveats.Limits | None, str | None]:
+    """The limits and identifier of a call's token (verified, no database). No token: refused at a
+    network door unless the proxy runs open; the operator's own door (cli) may go without."""
+    if not text:
+        if door in NETWORK_DOORS and not open_mode:
+            raise Refused("token", "this door needs a scoped token (Authorization: Bearer flt_...)")
+        return None, None
+    try:
+        token = tokens.decode(text)
+    except tokens.TokenError as e:
+        raise Refused("token", str(e)) from e
+    try:
+        return tokens.verify(token, root_key), token.identifier
+    except tokens.TokenRefused as e:
+        raise Refused(e.limit, str(e)) from e
+
+
+def operator_token(root_key: bytes, at: datetime, seconds: float) -> str:
+    """A short-lived token of the operator's full authority, for the door's calls to its own routes
+    made for the operator's own door (a `flightlog call` of the DISPATCH row)."""
+    expires = caveats.format_instant(at + timedelta(seconds=seconds))
+    return tokens.mint(root_key, [f"expires < {expires}"]).encode()

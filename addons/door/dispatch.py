@@ -36,23 +36,33 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from addons.door import dispatch_record as rec
-from addons.door.checks import NETWORK_DOORS, STATUS, Refused, check_local, check_rights, prepare, read_call
+from addons.door.checks import (
+    NETWORK_DOORS,
+    STATUS,
+    Refused,
+    check_local,
+    check_rights,
+    operator_token,
+    prepare,
+    read_call,
+    verify_token,
+)
 from addons.door.live_config import LiveConfig
 from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
 from addons.recording.identity import EMPTY, Identity
 from addons.recording.redact import Redactor
-from catalog import caveats, join, refused, tokens
+from catalog import caveats, join, refused
 from catalog.authority import contract_hash
 from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
 from catalog.tool import Tool
-from catalog.wire import body_bytes, mcp_requests, wire
+from catalog.wire import body_bytes
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
@@ -141,7 +151,7 @@ class Dispatcher:
         try:
             if refusal is not None:
                 raise Refused(refusal[0], refusal[1], status=403)
-            limits, token_id = self._token(token, door)
+            limits, token_id = verify_token(token, door, self.root_key, self.open_mode)
             if limits is not None:
                 filing = rec.Filing(
                     action_id,
@@ -179,27 +189,15 @@ class Dispatcher:
             return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r)
         # the caller's own authority, for the door's calls to its own routes: its token, or for the
         # operator's own door (cli, no token) a short-lived token of the operator's full authority
-        self._lent.token = token or (None if door in NETWORK_DOORS else self._operator_token(at))
+        self._lent.token = token or (
+            None if door in NETWORK_DOORS else operator_token(self.root_key, at, self.upstream_timeout + 5)
+        )
         try:
             return self._execute(filing, tool, bound)
         finally:
             self._lent.token = None
 
     # -- checks ---------------------------------------------------------------------------------
-
-    def _token(self, text: str | None, door: str) -> tuple[caveats.Limits | None, str | None]:
-        if not text:
-            if door in NETWORK_DOORS and not self.open_mode:
-                raise Refused("token", "this door needs a scoped token (Authorization: Bearer flt_...)")
-            return None, None
-        try:
-            token = tokens.decode(text)
-        except tokens.TokenError as e:
-            raise Refused("token", str(e)) from e
-        try:
-            return tokens.verify(token, self.root_key), token.identifier
-        except tokens.TokenRefused as e:
-            raise Refused(e.limit, str(e)) from e
 
     def _check_limits(
         self, limits: caveats.Limits, tool: Tool, door: str, who: Identity, at: datetime, token_id: str | None
@@ -275,7 +273,7 @@ class Dispatcher:
 
     def _dry_run(self, filing: rec.Filing, call_event: Event, named: Any, bound: Any) -> DispatchResult:
         parts = bound if isinstance(bound, list) else [bound]
-        requests = [self._shown(p) for p in parts]
+        requests = [rec.shown(p, self._names) for p in parts]
         reply = {
             "ok": True,
             "dry_run": True,
@@ -289,24 +287,6 @@ class Dispatcher:
         except StorageError as e:
             raise Refused("ledger", f"the Ledger cannot record this call: {e}") from e
         return DispatchResult(200, reply, filing.action_id)
-
-    def _shown(self, bound: Mapping[str, Any]) -> list[dict[str, str]] | dict[str, str] | None:
-        """The exact bytes a bound request is sent as, with secrets as names (the dry run's view)."""
-        method = str(bound.get("method", "")).upper()
-        if method == "MCP":
-            return [self._wire_text(r) for r in mcp_requests(bound)]
-        if method == "CLI":
-            return {"command": self._names.redact_url(json.dumps(bound.get("command")))[0]}
-        return self._wire_text(bound)
-
-    def _wire_text(self, request: Mapping[str, Any]) -> dict[str, str]:
-        head, body = wire(request)
-        named_head = self._names.redact_head(head)[0]
-        named_body = self._names.redact_body(body, None)[0]
-        return {
-            "head": named_head.decode("utf-8", "replace"),
-            "body": named_body.decode("utf-8", "replace"),
-        }
 
     def _execute(self, filing: rec.Filing, tool: Tool, bound: Any) -> DispatchResult:
         outcome = self._run(bound)
@@ -371,10 +351,6 @@ class Dispatcher:
                     ),
                 )
             return self._http
-
-    def _operator_token(self, at: datetime) -> str:
-        expires = caveats.format_instant(at + timedelta(seconds=self.upstream_timeout + 5))
-        return tokens.mint(self.root_key, [f"expires < {expires}"]).encode()
 
     def _own_dispatch(
         self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes

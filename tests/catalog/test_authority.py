@@ -16,6 +16,7 @@ from catalog.authority import (
     right_refusal,
     text_runs_locally,
 )
+from catalog.contracts import forms
 from catalog.directory import open_directory
 from catalog.policy import Policy, PolicyError, load_policy, parse_policy, policy_caveats
 from catalog.tool import Tool
@@ -163,3 +164,16 @@ def test_a_bad_policy_is_one_clear_error(tmp_path: Path) -> None:
         parse_policy({"grants": ["root"]})
     (tmp_path / "policy.toml").write_text('grants = ["call", "ledger"]\nexpires = "2h"\n')
     assert load_policy(tmp_path).grants == ("call", "ledger")
+
+
+def test_forms_without_a_token_read_flightlog_token_where_they_run() -> None:
+    """Rendered without a token, the HTTP forms take it from FLIGHTLOG_TOKEN (what `flightlog run`
+    sets): `${FLIGHTLOG_TOKEN}` in JSON forms, `$FLIGHTLOG_TOKEN` expanded by the shell in curl, the
+    environment in the snippets; the link carries none."""
+    out = forms(tool("weather", {"method": "GET", "url": "https://w.example"}), {})
+    assert out["dispatch"]["headers"]["authorization"] == "Bearer ${FLIGHTLOG_TOKEN}"
+    assert out["mcp_http"]["headers"] == {"authorization": "Bearer ${FLIGHTLOG_TOKEN}"}
+    assert '-H "authorization: Bearer $FLIGHTLOG_TOKEN"' in out["curl"]["command"]
+    assert 'os.environ["FLIGHTLOG_TOKEN"]' in out["python"]["code"]
+    assert "process.env.FLIGHTLOG_TOKEN" in out["javascript"]["code"]
+    assert "token=" not in out["url"]["url"] and "env" not in out["mcp_stdio"]["server"]

@@ -395,16 +395,3 @@ def test_a_scoped_token_rides_in_every_form_that_reaches_the_door() -> None:
     assert out["mcp_stdio"]["headers"] == {}
     assert out["mcp_stdio"]["server"]["env"] == {"FLIGHTLOG_TOKEN": token}
     assert ["--env", f"FLIGHTLOG_TOKEN={token}"] == shlex.split(out["mcp_config_claude_code"]["command"])[4:6]
-
-
-def test_forms_without_a_token_read_flightlog_token_where_they_run() -> None:
-    """Rendered without a token, the HTTP forms take it from FLIGHTLOG_TOKEN (what `flightlog run`
-    sets): `${FLIGHTLOG_TOKEN}` in JSON forms, `$FLIGHTLOG_TOKEN` expanded by the shell in curl, the
-    environment in the snippets; the link carries none."""
-    out = forms(tool(), ARGS)
-    assert out["dispatch"]["headers"]["authorization"] == "Bearer ${FLIGHTLOG_TOKEN}"
-    assert out["mcp_http"]["headers"] == {"authorization": "Bearer ${FLIGHTLOG_TOKEN}"}
-    assert '-H "authorization: Bearer $FLIGHTLOG_TOKEN"' in out["curl"]["command"]
-    assert 'os.environ["FLIGHTLOG_TOKEN"]' in out["python"]["code"]
-    assert "process.env.FLIGHTLOG_TOKEN" in out["javascript"]["code"]
-    assert "token=" not in out["url"]["url"] and "env" not in out["mcp_stdio"]["server"]
