@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from addons.errors import AddonError
-from addons.readback.recorded import Exchange, Fields, Head, PayloadReader, body, canonical_url
+from addons.readback.recorded import Exchange, PayloadReader, body, canonical_url
 from addons.readback.replay_player import TOKEN, Playback, Player, sse_chunks
 from addons.recording.redact import Redactor
+from storage.heads import Fields, Head
 
 if TYPE_CHECKING:
     from mitmproxy import http

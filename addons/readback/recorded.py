@@ -20,65 +20,17 @@ from sqlalchemy.exc import SQLAlchemyError
 from addons.errors import AddonError
 from addons.recording.kinds import HTTP_REQUEST, HTTP_RESPONSE
 from storage.events import StoredEvent
+from storage.heads import Head, parse_head
 from storage.queries import Filter, cursor, select_events
 
 REQUEST_KIND: Final = HTTP_REQUEST
 RESPONSE_KIND: Final = HTTP_RESPONSE
 
-Fields = tuple[tuple[bytes, bytes], ...]
 PayloadReader = Callable[[str], bytes]
 
 
 class RecordedError(AddonError):
     """A recorded exchange that cannot be read back (no such action, no request event)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    """A head split apart: the start line's three words and the header fields as recorded."""
-
-    start: tuple[bytes, bytes, bytes]
-    fields: Fields
-
-    def get(self, name: str) -> str | None:
-        """The first value of a header (case-insensitive), as text."""
-        key = name.lower().encode()
-        for n, v in self.fields:
-            if n.lower() == key:
-                return v.decode("latin-1")
-        return None
-
-    def has(self, name: str) -> bool:
-        return self.get(name) is not None
-
-
-def parse_head(head: bytes) -> Head:
-    """Split exact head bytes (start line + header fields, CRLF-separated) into a `Head`.
-
-    Tolerates a trailing blank line and bare LF separators; a header line without a colon is kept as
-    a name with an empty value rather than dropped, so nothing recorded silently disappears.
-    """
-    lines = [line.rstrip(b"\r") for line in head.split(b"\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    if not lines:
-        return Head((b"", b"", b""), ())
-    words = lines[0].split(b" ", 2)
-    words += [b""] * (3 - len(words))
-    fields: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
-        if not line:
-            break
-        name, _, value = line.partition(b":")
-        fields.append((name.strip(), value.strip()))
-    return Head((words[0], words[1], words[2]), tuple(fields))
-
-
-def build_head(start: tuple[bytes, bytes, bytes], fields: Sequence[tuple[bytes, bytes]]) -> bytes:
-    """The inverse of `parse_head`: start line and `Name: value` lines joined by CRLF."""
-    lines = [b" ".join(start).rstrip(b" ")]
-    lines += [name + b": " + value for name, value in fields]
-    return b"\r\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
