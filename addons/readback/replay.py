@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from addons.errors import AddonError
 from addons.readback.answer_diff import Answer, AnswerDiff, decode_body, diff_answers
+from addons.readback.errors import ReplayError
 from addons.readback.recorded import (
     REQUEST_KIND,
     RESPONSE_KIND,
@@ -56,10 +56,6 @@ NOT_RESENT: Final = frozenset(
 IDENTITY: Final = b"x-flightlog-"
 """Who-is-calling fields the proxy strips before forwarding (recorded, never sent upstream)."""
 HTTPX_DEFAULTS: Final = ("accept", "accept-encoding", "connection", "user-agent")
-
-
-class ReplayError(AddonError):
-    """A recorded request that cannot be sent again as asked."""
 
 
 @dataclass(frozen=True, slots=True)
