@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
 from catalog.tool import Tool
 from catalog.wire import expected
@@ -153,8 +154,6 @@ def _with(base: Trace, **changes: Any) -> Trace:
 
 def _expected(named: Any) -> list[tuple[bytes, bytes]]:
     """The (head, body) pairs the contract produces, secrets bound to stand-ins then named again."""
-    from catalog.contracts import bind_secrets
-
     stand_ins: dict[str, str] = {}
     while True:
         try:
