@@ -22,7 +22,17 @@ from urllib.parse import parse_qs
 from addons.door.authority import bearer, browser_refusal, route_right
 from addons.door.mcp_route import mcp_route
 from addons.door.proxy_settings import ProxySettings, resolve
-from addons.door.routes import HOST, Answer, Handler, Headers, Query, Routes, json_answer, lazy_route
+from addons.door.routes import (
+    HOST,
+    Answer,
+    Handler,
+    Headers,
+    Query,
+    Routes,
+    directory_handler,
+    json_answer,
+    lazy_route,
+)
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -60,7 +70,7 @@ class _Parts:
         self._door: Door | None = None
 
     def door(self) -> Door:
-        from addons.door.assembly import proxy_door
+        from addons.door.assembly import proxy_door  # deferred: the door loads on the first request
 
         with self._lock:
             if self._door is None:
@@ -78,13 +88,11 @@ class _Parts:
                 door.directory.close()
 
     def directory_handler(self) -> Handler:
-        from addons.door.routes import directory_handler
-
         directory = self.door().directory
         return directory_handler(directory)
 
     def ledger_handler(self) -> Handler:
-        from addons.readback.ledger_routes import ledger_handler
+        from addons.readback.ledger_routes import ledger_handler  # deferred: SQLAlchemy, first use
 
         dispatcher = self.door().dispatcher
         return ledger_handler(dispatcher.ledger, self.settings.home, self.holds("ledger"))
@@ -96,7 +104,7 @@ class _Parts:
         self, method: str, path: str, query: Query, headers: Headers, refusal: tuple[str, str]
     ) -> None:
         """File a route's refusal in the Ledger (`addons.door.http_face.record_refusal`)."""
-        from addons.door.http_face import record_refusal
+        from addons.door.http_face import record_refusal  # deferred: the door, first use
 
         try:
             dispatcher = self.door().dispatcher
@@ -117,6 +125,7 @@ class _Parts:
         api-token, the operator's) holds `ledger`."""
         import hmac
 
+        # deferred: the Ledger and the catalog (SQLAlchemy) load on the first request
         from addons.readback.ledger_routes import api_token
         from catalog import join
         from catalog.authority import right_refusal

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from catalog import tokens
 from catalog.errors import CatalogError
 from catalog.tool import Tool, split_document
 from storage.documents import Change
@@ -112,8 +113,6 @@ def right_refusal(
     The token must verify under `root_key`, hold `right` (`grants`), be unexpired and not spent
     (`uses_of(identifier)` counts its uses in the Ledger, asked only when the token limits uses).
     """
-    from catalog import tokens
-
     if not text:
         wanted = f"granting {right!r} " if right else ""
         return "token", f"this route needs a token {wanted}(Authorization: Bearer flt_...)"

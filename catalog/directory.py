@@ -41,6 +41,7 @@ from typing import Any, Final
 
 from catalog import changes as changeset
 from catalog.aliases import ALIASES_PATH, Aliases, parse_aliases, resolve_aliases
+from catalog.authority import refuse_local_changes
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
@@ -273,8 +274,6 @@ class Directory:
     ) -> Committed:
         self.refresh()
         if self.network:
-            from catalog.authority import refuse_local_changes
-
             refuse_local_changes(changes, self._text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from catalog import tokens
 from catalog.authority import contract_hash, tool_runs_locally
 from catalog.caveats import GRANTS, format_instant
 from catalog.errors import CatalogError
@@ -134,7 +135,5 @@ def directory_tools(directory: Directory) -> list[Tool]:
 
 def mint_policy_token(home: Path, directory: Directory, *, task: str | None = None) -> str:
     """A token minted from the root key in `home`, as the policy there allows, over `directory`."""
-    from catalog import tokens
-
     caveats = policy_caveats(load_policy(home), directory_tools(directory), task=task)
     return tokens.mint(tokens.root_key(home), caveats).encode()

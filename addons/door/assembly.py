@@ -15,11 +15,13 @@ from addons.door.dispatch import Dispatcher
 from addons.door.http_face import Door
 from addons.door.live_config import LiveConfig
 from addons.door.proxy_settings import ProxySettings
+from addons.readback.ledger_routes import api_token
 from catalog.contracts import render_upstream
 from catalog.directory import Directory, open_directory
 from catalog.errors import UnknownRow
+from catalog.tokens import root_key
 from catalog.tool import Tool
-from storage.ledger import Ledger
+from storage.ledger import Ledger, open_ledger
 
 
 def find_in(directory: Directory) -> Callable[[str], Tool | None]:
@@ -39,8 +41,6 @@ def own_secrets(home: Path) -> dict[str, str]:
     """The secrets flightlog itself holds: the bearer token of its Ledger routes, so the starter
     rows (`Authorization: Bearer [FLIGHTLOG_LEDGER_TOKEN]`) can be called by a caller who may read
     the Ledger (the door checks that right before it spends this)."""
-    from addons.readback.ledger_routes import api_token
-
     return {"FLIGHTLOG_LEDGER_TOKEN": api_token(home)}
 
 
@@ -63,8 +63,6 @@ def open_dispatcher(
     local_commands: bool = False,
 ) -> Dispatcher:
     """The door over `directory` and `ledger`, with the secrets, root key and refused hosts of `home`."""
-    from catalog.tokens import root_key
-
     live = LiveConfig(home, secrets_file, secret_env, own_secrets(home))
     hosts, secrets, _ = live.current()
     dispatcher = Dispatcher(
@@ -84,8 +82,6 @@ def open_dispatcher(
 
 def proxy_door(settings: ProxySettings, directory: Directory | None = None) -> Door:
     """The proxy's door, built from its resolved settings (on the first call, not at start-up)."""
-    from storage.ledger import open_ledger
-
     rows = directory or open_rows(settings.ledger_url, settings.directory, network=True)
     dispatcher = open_dispatcher(
         settings.home,

@@ -54,6 +54,7 @@ from addons.door.checks import (
     verify_token,
 )
 from addons.door.live_config import LiveConfig
+from addons.door.local_transport import local_mounts
 from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
 from addons.recording.identity import EMPTY, Identity
 from addons.recording.redact import Redactor
@@ -337,8 +338,6 @@ class Dispatcher:
         """
         with self._client_lock:
             if self._http is None:
-                from addons.door.local_transport import local_mounts
-
                 self._http = httpx.Client(
                     trust_env=False,
                     timeout=self.upstream_timeout,

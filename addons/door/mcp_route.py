@@ -129,6 +129,7 @@ def _guarded(
     body: bytes,
 ) -> Answer:
     """The token checks in front of the SDK (see the module docstring)."""
+    # deferred: the catalog's join brings SQLAlchemy, which the proxy loads on the first request
     from catalog import join
     from catalog.authority import right_refusal
 
@@ -174,6 +175,7 @@ def _recorded(
     refusal: tuple[str, str],
 ) -> Answer:
     """The refusal, filed in the Ledger like the door's own (door `mcp`)."""
+    # deferred: the door brings httpx and the catalog, loaded on the first request
     from addons.door.http_face import record_refusal
 
     record_refusal(door().dispatcher, "mcp", method, path, query, headers, refusal)

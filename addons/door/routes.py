@@ -63,6 +63,7 @@ def lazy_route(build: Callable[[], Handler]) -> Handler:
 
 def directory_handler(directory: Any) -> Handler:
     """`/api/directory/`: the catalog's handler over one open Directory."""
+    # deferred: the catalog loads on the first request, not at the proxy's start
     from catalog.http_api import handle as directory_handle
 
     return lambda method, path, query, headers, body: directory_handle(

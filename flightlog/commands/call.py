@@ -17,6 +17,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.door.dispatch import Dispatcher
 
 SecretsOpt = Annotated[
@@ -67,6 +68,7 @@ def open_dispatcher(
     the same secrets by default (FLIGHTLOG_HOME/secrets.env), root key and refused hosts.
     `network`: the Directory is served to a network door (`flightlog mcp`), so it refuses rows
     that run commands."""
+    # deferred: the door (httpx), the Directory (SQLAlchemy) and the token keys load slowly
     from addons.door.assembly import open_dispatcher as assemble
     from addons.door.assembly import open_rows
     from storage.locations import default_secrets_file

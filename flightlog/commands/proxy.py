@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from addons.proxy_env import export_lines, proxy_env, read_state
+from addons.recording.identity import Identity
 from flightlog.commands.options import BlobsOpt, LedgerOpt, parse_listen
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.proxy_env import ProxyState
 
 TOKEN_ENV = "FLIGHTLOG_TOKEN"
@@ -103,6 +106,7 @@ def proxy(
     ] = False,
 ) -> None:
     """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
 
     settings = load_settings()
@@ -133,6 +137,7 @@ def proxy(
 def lent_token(task: str | None) -> dict[str, str]:
     """FLIGHTLOG_TOKEN for a child: the one already set (never widened), else one minted from the
     operator's policy in FLIGHTLOG_HOME over the Directory (`catalog.policy`)."""
+    # deferred: the Directory (SQLAlchemy) loads only for the commands that lend a token
     from catalog.directory import open_directory
     from catalog.policy import mint_policy_token
 
@@ -159,9 +164,6 @@ def run(
     The child gets a scoped token in FLIGHTLOG_TOKEN, minted from the policy in FLIGHTLOG_HOME
     (by default: call the rows that run nothing here). The exit code is COMMAND's.
     """
-    from addons.proxy_env import proxy_env, read_state
-    from addons.recording.identity import Identity
-
     command = list(ctx.args)
     if command and command[0] == "--":
         command = command[1:]
@@ -197,9 +199,6 @@ def env(
 ) -> None:
     """Print export lines that route a shell's programs through the proxy (with FLIGHTLOG_TOKEN, a
     token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child)."""
-    from addons.proxy_env import export_lines, proxy_env, read_state
-    from addons.recording.identity import Identity
-
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task)
     state = read_state(settings.home)
@@ -222,8 +221,6 @@ def _start_proxy(home: Path) -> subprocess.Popen[bytes]:
 
 
 def _wait_for_state(home: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> ProxyState:
-    from addons.proxy_env import read_state
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
