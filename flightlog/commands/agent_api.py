@@ -75,7 +75,7 @@ def get(
     directory: DirectoryOpt = None,
 ) -> None:
     """Bounded slices of rows, framed `@@ id [start..end of total]`."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.agent_api import AgentApi
 
     d = open_from_settings(directory)
@@ -95,7 +95,7 @@ def manifest(
     directory: DirectoryOpt = None,
 ) -> None:
     """The Directory as TSV, one row per capability."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.agent_api import AgentApi
 
     d = open_from_settings(directory)
@@ -120,7 +120,7 @@ def mcp(
     import importlib
     import threading
 
-    # deferred: the MCP SDK loads slowly; other commands start without them
+    # deferred: the MCP SDK loads slowly; other commands start without it
     from catalog.mcp_server import serve
 
     # The SDK's import is the largest part of starting up: overlap it with opening the Directory.

@@ -22,7 +22,7 @@ def uses(
     as_json: JsonOpt = False,
 ) -> None:
     """Every Ledger event that used a tool, oldest first."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
     _events(join.tool_uses(load_settings().open_ledger(ledger).engine, tool), as_json)
@@ -34,7 +34,7 @@ def task(
     as_json: JsonOpt = False,
 ) -> None:
     """Everything done under a task, oldest first."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
     _events(join.task_events(load_settings().open_ledger(ledger).engine, name), as_json)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from flightlog.commands.options import JsonOpt
+from flightlog.commands.options import NONE_GIVEN, Given, JsonOpt, spread_options
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
@@ -37,6 +37,20 @@ GrantOpt = Annotated[
         "write (change the Directory); repeat for more.",
     ),
 ]
+with_limits = spread_options(
+    "limits",
+    {
+        "tool": ToolsOpt,
+        "door": DoorsOpt,
+        "uses": UsesOpt,
+        "expires": ExpiresOpt,
+        "task": TaskOpt,
+        "bundle": BundlesOpt,
+        "agent": ForOpt,
+        "caveat": CaveatOpt,
+    },
+)
+"""The limits a token is minted or narrowed with, for a command with a `limits: Given` parameter."""
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -56,32 +70,32 @@ def expiry(text: str, now: datetime | None = None) -> str:
 
 
 def caveats_from(
-    tools: list[str] | None,
-    doors: list[str] | None,
-    uses: int | None,
-    expires: str | None,
-    task: str | None,
-    bundles: list[str] | None,
-    agent: str | None,
-    extra: list[str] | None,
+    tool: list[str] | None = None,
+    door: list[str] | None = None,
+    uses: int | None = None,
+    expires: str | None = None,
+    task: str | None = None,
+    bundle: list[str] | None = None,
+    agent: str | None = None,
+    caveat: list[str] | None = None,
 ) -> list[str]:
     """The caveats the options ask for, in a fixed order."""
     out = []
-    if tools:
-        out.append(f"tools = {','.join(tools)}")
-    if doors:
-        out.append(f"doors = {','.join(doors)}")
+    if tool:
+        out.append(f"tools = {','.join(tool)}")
+    if door:
+        out.append(f"doors = {','.join(door)}")
     if uses is not None:
         out.append(f"uses <= {uses}")
     if expires:
         out.append(f"expires < {expiry(expires)}")
     if task:
         out.append(f"task = {task}")
-    if bundles:
-        out.append(f"bundles = {','.join(bundles)}")
+    if bundle:
+        out.append(f"bundles = {','.join(bundle)}")
     if agent:
         out.append(f"for = {agent}")
-    return out + list(extra or [])
+    return out + list(caveat or [])
 
 
 def _describe(text: str, as_json: bool) -> None:
@@ -137,16 +151,10 @@ def bindings(tools: list[str]) -> tuple[list[str], list[str]]:
 
 
 @token_app.command()
+@with_limits
 def mint(
-    tool: ToolsOpt = None,
+    limits: Given = NONE_GIVEN,
     grant: GrantOpt = None,
-    door: DoorsOpt = None,
-    uses: UsesOpt = None,
-    expires: ExpiresOpt = None,
-    task: TaskOpt = None,
-    bundle: BundlesOpt = None,
-    agent: ForOpt = None,
-    caveat: CaveatOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Mint a scoped token from the root key in FLIGHTLOG_HOME (created on first use).
@@ -156,7 +164,8 @@ def mint(
     """
     from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
-    wanted = caveats_from(tool, door, uses, expires, task, bundle, agent, caveat)
+    wanted = caveats_from(**limits)
+    tool = limits.get("tool")
     if not any(c.replace(" ", "").startswith("grants=") for c in wanted):
         wanted.insert(0, f"grants = {','.join(grant or ['call'])}")
     elif grant:
@@ -176,22 +185,16 @@ def mint(
 
 
 @token_app.command()
+@with_limits
 def attenuate(
     token: Annotated[str, typer.Argument(help="The token to narrow.")],
-    tool: ToolsOpt = None,
-    door: DoorsOpt = None,
-    uses: UsesOpt = None,
-    expires: ExpiresOpt = None,
-    task: TaskOpt = None,
-    bundle: BundlesOpt = None,
-    agent: ForOpt = None,
-    caveat: CaveatOpt = None,
+    limits: Given = NONE_GIVEN,
     as_json: JsonOpt = False,
 ) -> None:
     """Narrow a token without the root key (a caveat that would not narrow it is refused)."""
     from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
-    wanted = caveats_from(tool, door, uses, expires, task, bundle, agent, caveat)
+    wanted = caveats_from(**limits)
     if not wanted:
         raise CommandError("attenuate needs at least one limit (--tool, --uses, --expires, --caveat, ...)")
     _describe(tokens.attenuate(tokens.decode(token), wanted).encode(), as_json)
