@@ -15,7 +15,7 @@ from addons.door.mcp_route import mcp_route
 from addons.door.routes import HOST, Handler, Routes, directory_route, json_answer, lazy_route, ledger_route
 
 if TYPE_CHECKING:
-    from mitmproxy import http
+    from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
 
 
@@ -46,6 +46,20 @@ class LocalRoutes:
             "",
             "The Directory folder served at /api/directory/ (FLIGHTLOG_DIRECTORY).",
         )
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """A tunnel to `flightlog.local` is answered here, so mitmproxy's eager connection strategy
+        (what plain mitmdump does, kept for transparency) never tries to reach a host that does not exist."""
+        from mitmproxy import http
+
+        if flow.request.host == HOST:
+            flow.response = http.Response.make(200)
+            flow.response.reason = "Connection established"
+
+    def tls_clienthello(self, data: tls.ClientHelloData) -> None:
+        """TLS to `flightlog.local` is ours: no upstream handshake first (there is no upstream)."""
+        if data.context.server.address is not None and data.context.server.address[0] == HOST:
+            data.establish_server_tls_first = False
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         if flow.request.pretty_host == HOST or flow.request.data.host == HOST:

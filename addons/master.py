@@ -27,7 +27,7 @@ from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
 
 if TYPE_CHECKING:
-    from mitmproxy import http
+    from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
 
 CA_FILE = "mitmproxy-ca-cert.pem"
@@ -66,6 +66,7 @@ HOOKS = (
     "running",
     "done",
     "http_connect",
+    "tls_clienthello",
     "requestheaders",
     "request",
     "responseheaders",
@@ -127,6 +128,9 @@ class Flightlog:
 
     def http_connect(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("http_connect", flow)
+
+    def tls_clienthello(self, data: tls.ClientHelloData) -> Awaitable[None] | None:
+        return self._call("tls_clienthello", data)
 
     def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("requestheaders", flow)
@@ -228,7 +232,6 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     master.addons.add(*addons(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)))))
     try:
         master.options.update(
-            connection_strategy="lazy",
             stream_large_bodies=config.max_request_body,
             flightlog_ledger=config.ledger_url,
             flightlog_blobs=config.blobs_url,
