@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from addons.recording import kinds
 from addons.recording.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
+from storage.escaped import escape_event
 from storage.events import Event, PayloadRef, PayloadState
 
 if TYPE_CHECKING:
@@ -62,23 +63,28 @@ def redact_body(proc: Processing, body: bytes, content_encoding: str) -> tuple[b
 def _exchange_event(
     ex: Exchange, role: str, kind: str, at: float, url: str, *, collector: str, seq: int, **fields: Any
 ) -> Event:
-    """An event of one exchange: what every event of it shares (ids, where, who), plus `fields`."""
-    return Event(
-        event_id=kinds.event_id(ex.flow_id, role),
-        action_id=ex.flow_id,
-        kind=kind,
-        direction="in" if ex.direction == "in" else "out",
-        at=when(at),
-        collector=collector,
-        seq=seq,
-        method=ex.method,
-        url=url,
-        host=ex.host,
-        agent=ex.identity.agent,
-        session=ex.identity.session,
-        task=ex.identity.task,
-        turn=ex.identity.turn,
-        **fields,
+    """An event of one exchange: what every event of it shares (ids, where, who), plus `fields`.
+
+    Text a client or upstream sent that the databases cannot hold (invalid UTF-8, NUL) is stored in
+    its lossless escaped form and the event flagged `escaped`; the exact bytes stay in `head`."""
+    return escape_event(
+        Event(
+            event_id=kinds.event_id(ex.flow_id, role),
+            action_id=ex.flow_id,
+            kind=kind,
+            direction="in" if ex.direction == "in" else "out",
+            at=when(at),
+            collector=collector,
+            seq=seq,
+            method=ex.method,
+            url=url,
+            host=ex.host,
+            agent=ex.identity.agent,
+            session=ex.identity.session,
+            task=ex.identity.task,
+            turn=ex.identity.turn,
+            **fields,
+        )
     )
 
 
@@ -206,4 +212,59 @@ def overflow_event(collector: str, number: int, dropped: int, at: float) -> Even
         at=when(at),
         collector=collector,
         error=f"{dropped} captured items dropped: the writer queue was full",
+    )
+
+
+def _error_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"[:500]
+
+
+def unrecordable_event(event: Event, error: BaseException) -> Event:
+    """What is filed instead of an event the Ledger refused: its bytes (head and payload), where it
+    went, and the error, as a `capture.unrecordable` event with an id derived from the original's
+    (a re-delivery is the same record). Only the columns a database cannot refuse are kept."""
+    payload = event.payload
+    return escape_event(
+        Event(
+            event_id=f"unrecordable:{event.event_id}",
+            action_id=event.action_id,
+            kind=kinds.CAPTURE_UNRECORDABLE,
+            direction=event.direction,
+            at=event.at,
+            collector=event.collector,
+            seq=event.seq,
+            method=event.method,
+            url=event.url,
+            host=event.host,
+            head=bytes(event.head),
+            payload=payload or None,
+            payload_state="complete" if payload else "none",
+            error=f"{event.kind} {event.event_id} not recordable: {_error_line(error)}",
+            parent=event.event_id,
+        )
+    )
+
+
+def unrecordable_record(
+    rec: RequestRecord | ResponseRecord | WebSocketRecord, error: BaseException, *, collector: str, seq: int
+) -> Event:
+    """A record that could not even become an event (a bug in redaction or usage reading, say):
+    its head and body as they arrived, filed as `capture.unrecordable` with the error."""
+    ex = rec.exchange
+    body = rec.content if isinstance(rec, WebSocketRecord) else rec.body
+    head = b"" if isinstance(rec, WebSocketRecord) else rec.head
+    role = f"record:{type(rec).__name__}:{rec.index if isinstance(rec, WebSocketRecord) else ''}"
+    return _exchange_event(
+        ex,
+        f"unrecordable:{role}",
+        kinds.CAPTURE_UNRECORDABLE,
+        rec.at,
+        ex.url,
+        collector=collector,
+        seq=seq,
+        head=head,
+        payload=body or None,
+        payload_state="complete" if body else "none",
+        error=f"record not recordable: {_error_line(error)}",
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons.recording import events as ev
+from addons.recording import refusals
 from addons.recording.records import (
     RequestRecord,
     ResponseRecord,
@@ -29,6 +30,8 @@ from addons.recording.records import (
     chunks_lost,
     size_of,
 )
+from addons.recording.refusals import line as _line
+from addons.recording.refusals import one_by_one
 from addons.recording.stream_body import Deferred, StreamBody
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
@@ -47,25 +50,12 @@ class WriterStats:
     written: int = 0
     dropped: int = 0
     rejected: int = 0
+    unrecordable: int = 0
     batches: int = 0
     delays: list[float] = field(default_factory=list)
 
 
 _STOP = object()
-
-
-def _refused(error: Exception) -> bool:
-    """Whether the Ledger refused the content (retrying cannot help), as opposed to being unreachable."""
-    from storage.errors import BlobStoreUnavailable, DiskFull, LedgerUnavailable, StorageError
-
-    return isinstance(error, StorageError) and not isinstance(
-        error, LedgerUnavailable | BlobStoreUnavailable | DiskFull
-    )
-
-
-def _line(error: Exception) -> str:
-    text = str(error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:200]
 
 
 def _name_os_thread(name: bytes) -> None:
@@ -242,7 +232,20 @@ class Writer:
         self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
 
     def _handle(self, item: Any) -> None:
+        """One record into the pending batch; one that cannot become an event (a bug in redaction
+        or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on."""
         self._consumed_bytes += size_of(item)
+        try:
+            self._handle_one(item)
+        except Exception as e:
+            if isinstance(item, StreamChunk):
+                self._lost_streams.add(item.flow_id)
+                return
+            log.warning("flightlog: a %s could not become an event: %s", type(item).__name__, _line(e))
+            self.stats.unrecordable += 1
+            self._add(ev.unrecordable_record(item, e, collector=self.collector, seq=self._next_seq()))
+
+    def _handle_one(self, item: Any) -> None:
         proc = self.processing
         if isinstance(item, StreamChunk):
             stream = self._streams.get(item.flow_id)
@@ -318,10 +321,10 @@ class Writer:
                     Batch(collector=self.collector, position=self._position + 1, events=tuple(events))
                 )
             except Exception as e:
-                if not _refused(e):
+                if refusals.outage(e):
                     raise
                 events = self._one_by_one(ledger, events, e)
-        except Exception as e:
+        except Exception as e:  # an outage, or a failure outside the Ledger's own (opening, spooling)
             self._went_down(e)
             return
         self._position += 1
@@ -347,33 +350,21 @@ class Writer:
             self._backoff = 0.25
 
     def _one_by_one(self, ledger: Ledger, events: list[Event], error: Exception) -> list[Event]:
-        """The Ledger refused the batch itself (not a lost connection): keep every event it accepts.
-
-        Each refused event is dropped with one log line, so one bad event never blocks the rest.
-        """
-        log.warning("flightlog: ledger refused a batch (%s); writing its events one by one", _line(error))
-        kept = []
-        position = self._position or 0
-        for event in events:
-            position += 1
-            self._position = position
-            try:
-                ledger.append(Batch(collector=self.collector, position=position, events=(event,)))
-            except Exception as e:
-                if not _refused(e):
-                    raise
-                self.stats.rejected += 1
-                log.warning("flightlog: event %s refused by the ledger: %s", event.event_id, _line(e))
-                continue
-            kept.append(event)
-        self._position = position - 1  # the caller counts the batch's own position
+        """The batch failed for something other than an outage: see `refusals.one_by_one`."""
+        kept, self._position = one_by_one(
+            ledger, self.collector, self._position or 0, events, error, self.stats
+        )
         return kept
 
     def _went_down(self, error: Exception) -> None:
         now = time.monotonic()
         if self._down_since is None:
             self._down_since = now
-            log.warning("flightlog: ledger unavailable (%s); traffic keeps flowing, retrying", _line(error))
+            log.warning(
+                "flightlog: ledger unavailable (%s: %s); traffic keeps flowing, retrying",
+                type(error).__name__,
+                _line(error),
+            )
             with self._ledger_lock:
                 if self._ledger is not None:
                     with contextlib.suppress(Exception):
