@@ -195,10 +195,11 @@ def _conditions(t: Table, flt: Filter) -> list[ColumnElement[bool]]:
 
 def _status_condition(t: Table, status: str) -> ColumnElement[bool]:
     c = t.c
+    # HTTP statuses are below 1000; a WebSocket close code (1000 and up) is judged by its `error`.
     if status == "errors":
-        return or_(c.status >= 400, c.error.is_not(None))
+        return or_(and_(c.status >= 400, c.status < 1000), c.error.is_not(None))
     if status == "ok":
-        return and_(c.status < 400, c.error.is_(None))
+        return and_(or_(c.status < 400, c.status >= 1000), c.error.is_(None))
     if status.endswith("xx"):
         low = int(status[0]) * 100
         return and_(c.status >= low, c.status < low + 100)

@@ -181,6 +181,19 @@ def response_event(
     )
 
 
+NORMAL_CLOSES = frozenset({1000, 1001, 1005})
+"""Normal closure, going away, and a close frame without a code (RFC 6455 7.4.1): not errors."""
+
+
+def close_error(code: int | None) -> str | None:
+    """What went wrong, for a WebSocket close code that is not a normal end (None when it is)."""
+    if code in NORMAL_CLOSES:
+        return None
+    if code is None or code == 1006:
+        return "WebSocket closed without a close frame (1006: connection lost)"
+    return f"WebSocket closed with code {code}"
+
+
 def websocket_event(proc: Processing, rec: WebSocketRecord, *, collector: str, seq: int) -> Event:
     """A `websocket.*` event: one message (secrets replaced, as in any body) or the close."""
     ex = rec.exchange
@@ -198,6 +211,7 @@ def websocket_event(proc: Processing, rec: WebSocketRecord, *, collector: str, s
         status=rec.code,
         payload=payload or None,
         payload_state="complete" if payload else "none",
+        error=close_error(rec.code) if rec.origin == "close" else None,
         redacted=_names(frozenset(url_names), names),
     )
 

@@ -6,7 +6,8 @@ upstream hop at this relay (plain HTTP on loopback, a one-use token header namin
 The relay opens the real upstream connection itself (TLS verified like mitmproxy's own upstream
 connections), pipes bytes both ways untouched, records the answer as it arrives, and when
 mitmproxy's side closes it keeps reading upstream for up to `grace` seconds and records what
-arrived as `partial`.
+arrived: `complete` when the whole answer was read (whether or not the client stayed for the last
+byte), `partial` with an error saying why when bytes are missing.
 """
 
 from __future__ import annotations
@@ -265,9 +266,11 @@ class Relay:
                 if pending is not None and not pending.done():
                     pending.cancel()
             if status is not None:
-                if not down_alive and error is None:
-                    error = "Client disconnected."
-                self.sink(self._record(job, status, head, error=error, partial=not (complete and down_alive)))
+                # `complete` is about the answer, not the client: an SDK that stops at `[DONE]` and
+                # closes before the last chunk's terminator still had the whole answer read for it.
+                if not complete and error is None:
+                    error = "Client disconnected." if not down_alive else "The answer was cut short."
+                self.sink(self._record(job, status, head, error=error, partial=not complete))
         return down_alive and complete and framing.consumed_all
 
     def _record(

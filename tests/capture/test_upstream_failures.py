@@ -138,3 +138,24 @@ def test_client_giving_up_on_a_slow_upstream_is_recorded(
         assert _fetch(running, port, session, timeout=0.5) is None
         response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
     assert response.status is None and response.error and "disconnect" in response.error.lower()
+
+
+def test_a_streamed_answer_cut_short_keeps_the_bytes_that_arrived(proxy: tuple[LiveProxy, Ledger]) -> None:
+    """A stream (relayed) whose upstream promises 1,000 bytes, sends 10 and closes: the answer is
+    `partial`, its 10 bytes kept, and the error says the upstream cut it short."""
+    running, ledger = proxy
+    session = uuid.uuid4().hex
+    with misbehaving("cut") as (port, _):
+        try:
+            httpx.get(
+                f"http://127.0.0.1:{port}/thing",
+                proxy=running.url,
+                headers={"X-Flightlog-Session": session, "Accept": "text/event-stream"},
+                timeout=15,
+            )
+        except httpx.HTTPError:
+            pass  # the client sees the cut as mitmdump would show it
+    response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert response.payload_state == "partial" and response.status == 200
+    assert ledger.payload(response.payload_sha256 or "") == b"x" * 10
+    assert response.error and "before the answer was complete" in response.error
