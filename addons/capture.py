@@ -321,11 +321,12 @@ class Capture:
         from mitmproxy.proxy.mode_specs import RegularMode, ReverseMode
 
         assert self.relay is not None
+        # The relay speaks HTTP/1.1 upstream: an HTTP/2 upstream stays with mitmproxy, as with mitmdump.
         if (
             not isinstance(flow.client_conn.proxy_mode, RegularMode | ReverseMode)
             or flow.server_conn.alpn == b"h2"
         ):
-            return  # the relay speaks HTTP/1.1 upstream: an HTTP/2 upstream is left to mitmproxy, as mitmdump would
+            return
         request = flow.request
         job = RelayJob(
             exchange=exchange,
