@@ -12,14 +12,14 @@ addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME / FLIGHTLOG_
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
-import socket
 import time
 import weakref
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from addons.errors import AddonError
 from addons.recording import identity as ident
@@ -30,6 +30,7 @@ from addons.recording.capture_setup import (
     storage_hosts,
     upstream_tls,
 )
+from addons.recording.collector import default_collector
 from addons.recording.events import Processing
 from addons.recording.records import (
     Exchange,
@@ -45,6 +46,8 @@ from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob
 from addons.wire.streaming import looks_like_stream, should_tee
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from mitmproxy import connection, http
     from mitmproxy.addonmanager import Loader
 
@@ -89,6 +92,8 @@ class Capture:
         self._max_request_body = 8 * 1024 * 1024
         self._processing: Processing | None = None
         self._own_ports: frozenset[int] = frozenset()
+        self._started: asyncio.Event | None = None
+        self._collector_lock: IO[bytes] | None = None
 
     # -- options -----------------------------------------------------------------------------------
 
@@ -180,14 +185,23 @@ class Capture:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    async def running(self) -> None:
+    async def start(self) -> None:
+        """Start the writer process and the relay. `flightlog proxy` calls this before mitmproxy
+        listens; under `mitmdump -s` it runs on the first hook that can wait for it (connections
+        are held in `client_connected` until it is done), so no stream meets a missing relay."""
+        if self._started is not None:
+            await self._started.wait()
+            return
+        self._started = asyncio.Event()
         from mitmproxy import ctx
 
         opts = ctx.options
         ledger_url, blobs_url = default_urls()
         ledger_url = opts.flightlog_ledger or ledger_url
         blobs_url = opts.flightlog_blobs or blobs_url
-        collector = opts.flightlog_collector or f"proxy@{socket.gethostname()}"
+        collector = opts.flightlog_collector
+        if not collector:
+            collector, self._collector_lock = default_collector(Path(opts.confdir))
         spec = WriterSpec(
             ledger_url=ledger_url,
             blobs_url=blobs_url,
@@ -195,18 +209,30 @@ class Capture:
             drain_timeout=float(opts.flightlog_drain_timeout),
             stats_file=opts.flightlog_stats_file,
         )
-        self.writer = WriterProcess(
-            spec,
-            self._processing or Processing(),
-            partial(_open_ledger, ledger_url, blobs_url),
-        )
-        await self.writer.start()
+        try:
+            self.writer = WriterProcess(
+                spec, self._processing or Processing(), partial(_open_ledger, ledger_url, blobs_url)
+            )
+            await self.writer.start()
+            self.relay = Relay(
+                self._sink, grace=opts.flightlog_stream_grace, tls=lambda: upstream_tls(ctx.options)
+            )
+            await self.relay.start()
+        finally:
+            self._started.set()  # a failed start (logged by mitmproxy) must not hold connections forever
+
+    def client_connected(self, client: connection.Client) -> Awaitable[None] | None:
+        """Hold a connection that arrives before the writer and relay run (mitmdump -s only)."""
+        if self._started is not None and self._started.is_set():
+            return None
+        return self.start()
+
+    async def running(self) -> None:
+        from mitmproxy import ctx
+
+        await self.start()
         server = ctx.master.addons.get("proxyserver")
         self._own_ports = frozenset(port for _, port, *_ in server.listen_addrs()) if server else frozenset()
-        self.relay = Relay(
-            self._sink, grace=opts.flightlog_stream_grace, tls=lambda: upstream_tls(ctx.options)
-        )
-        await self.relay.start()
         # Everything alive now (mitmproxy, SQLAlchemy, the parsed options) lives as long as the proxy:
         # moved out of the collector's generations, full collections stop walking it on every pass
         # (measured: p99 latency halved, +4% requests/s at 1 KiB).

@@ -27,7 +27,7 @@ from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
 
 if TYPE_CHECKING:
-    from mitmproxy import http, tls
+    from mitmproxy import connection, http, tls
     from mitmproxy.addonmanager import Loader
 
 CA_FILE = "mitmproxy-ca-cert.pem"
@@ -65,6 +65,7 @@ HOOKS = (
     "configure",
     "running",
     "done",
+    "client_connected",
     "http_connect",
     "tls_clienthello",
     "requestheaders",
@@ -125,6 +126,16 @@ class Flightlog:
 
     def done(self) -> Awaitable[None] | None:
         return self._call("done")
+
+    def client_connected(self, client: connection.Client) -> Awaitable[None] | None:
+        return self._call("client_connected", client)
+
+    async def start(self) -> None:
+        """Start every part that has work to bring up before the proxy listens (the writer, the relay)."""
+        for part in self.parts:
+            start = getattr(part, "start", None)
+            if callable(start):
+                await start()
 
     def http_connect(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("http_connect", flow)
@@ -229,7 +240,8 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         confdir=str(config.confdir),
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    master.addons.add(*addons(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)))))
+    flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr))))
+    master.addons.add(flightlog)
     try:
         master.options.update(
             stream_large_bodies=config.max_request_body,
@@ -253,6 +265,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         loop.add_signal_handler(sig, master.shutdown)
     if check := master.addons.get("errorcheck"):
         check.shutdown_if_errored = _one_line_startup_errors(check)
+    await flightlog.start()  # the writer and the relay run before the port accepts a connection
     await master.run()
 
 
