@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import time
 import weakref
 from functools import partial
 from pathlib import Path
@@ -29,19 +28,22 @@ from addons.recording.capture_setup import (
     processing,
     storage_hosts,
     upstream_tls,
+    writer_spec,
 )
 from addons.recording.collector import default_collector
 from addons.recording.events import Processing
-from addons.recording.records import (
-    Exchange,
-    Record,
-    RequestRecord,
-    ResponseRecord,
-    StreamChunk,
-    WebSocketRecord,
+from addons.recording.records import Exchange, Record, RequestRecord, WebSocketRecord
+from addons.recording.writer_process import WriterProcess
+from addons.wire.flow_records import (
+    answer_record,
+    close_record,
+    direction,
+    is_reverse,
+    scan_fields,
+    take_identity,
+    tee,
 )
-from addons.recording.writer_process import WriterProcess, WriterSpec
-from addons.wire.heads import pretty_target, request_head, response_head
+from addons.wire.heads import pretty_target, request_head
 from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob
 from addons.wire.streaming import looks_like_stream, should_tee
 
@@ -65,8 +67,8 @@ META_COMMITTED = "flightlog.committed"
 META_RELAY = "flightlog.relay"
 META_TEED = "flightlog.teed"
 META_WS_INDEX = "flightlog.ws_index"
+META_FIRST_CHUNK = "flightlog.first_chunk"
 DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
-IDENTITY_PREFIX = ident.HEADER_PREFIX.encode()
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
 
 
@@ -196,22 +198,13 @@ class Capture:
         from mitmproxy import ctx
 
         opts = ctx.options
-        ledger_url, blobs_url = default_urls()
-        ledger_url = opts.flightlog_ledger or ledger_url
-        blobs_url = opts.flightlog_blobs or blobs_url
         collector = opts.flightlog_collector
         if not collector:
             collector, self._collector_lock = default_collector(Path(opts.confdir))
-        spec = WriterSpec(
-            ledger_url=ledger_url,
-            blobs_url=blobs_url,
-            collector=collector,
-            drain_timeout=float(opts.flightlog_drain_timeout),
-            stats_file=opts.flightlog_stats_file,
-        )
+        spec = writer_spec(opts, collector)
         try:
             self.writer = WriterProcess(
-                spec, self._processing or Processing(), partial(_open_ledger, ledger_url, blobs_url)
+                spec, self._processing or Processing(), partial(_open_ledger, spec.ledger_url, spec.blobs_url)
             )
             await self.writer.start()
             self.relay = Relay(
@@ -271,30 +264,17 @@ class Capture:
             flow.metadata[META_SKIP] = True
             return
         head = request_head(request)  # as the client sent it, before our headers are stripped
-        fields = request.headers.fields
         who = self._identities.get(flow.client_conn, ident.EMPTY) if self._identities else ident.EMPTY
-        if request.data.path.startswith(IDENTITY_PATH) and self._reverse(flow):
+        if request.data.path.startswith(IDENTITY_PATH) and is_reverse(flow):
             from_path, request.path = ident.from_path(request.path)  # forwarded without the prefix
             who = from_path.over(who)
             url, host = pretty_target(request)
-        length: bytes | None = None
-        identified = False
-        for key, value in fields:  # one pass: mitmproxy's header lookups lower-case every name each time
-            lkey = key.lower()
-            if lkey == b"content-length" and length is None:
-                length = value
-            elif lkey.startswith(IDENTITY_PREFIX) or lkey == b"proxy-authorization":
-                identified = True
+        length, identified = scan_fields(request.headers.fields)
         if identified:
-            from_auth = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
-            from_headers = ident.from_headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in fields)
-            who = from_headers.over(from_auth.over(who))
-            for name in {k.decode("latin-1").lower() for k, _ in fields}:
-                if ident.is_identity_header(name):
-                    del request.headers[name]
+            who = take_identity(request, who)
         flow.metadata[META_EXCHANGE] = Exchange(
             flow_id=flow.id,
-            direction=self._direction(flow),
+            direction=direction(flow, self._outbound),
             method=request.method,
             url=url,
             host=host,
@@ -303,20 +283,6 @@ class Capture:
         flow.metadata[META_HEAD] = head
         if length is not None and length.isdigit() and int(length) > self._max_request_body:
             request.stream = True  # stated exception: not read, recorded as missing
-
-    def _direction(self, flow: http.HTTPFlow) -> str:
-        from mitmproxy.proxy.mode_specs import ReverseMode
-
-        mode = flow.client_conn.proxy_mode
-        if isinstance(mode, ReverseMode) and mode.address[0] not in self._outbound:
-            return "in"
-        return "out"
-
-    @staticmethod
-    def _reverse(flow: http.HTTPFlow) -> bool:
-        from mitmproxy.proxy.mode_specs import ReverseMode
-
-        return isinstance(flow.client_conn.proxy_mode, ReverseMode)
 
     def request(self, flow: http.HTTPFlow) -> None:
         exchange = flow.metadata.get(META_EXCHANGE)
@@ -362,6 +328,7 @@ class Capture:
             sni=flow.server_conn.sni or request.host,
             method=request.data.method,
             request_body=body,
+            started=request.timestamp_start,
         )
         token = self.relay.register(job)
         flow.metadata[META_RELAY] = token
@@ -380,14 +347,9 @@ class Capture:
         headers = response.headers
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
         if response.stream or should_tee(headers.get("content-type", ""), headers.get("content-length")):
-            flow_id, put, coding = flow.id, self._sink, headers.get("content-encoding", "")
-
-            def tee(chunk: bytes) -> bytes:
-                if chunk:
-                    put(StreamChunk(flow_id, chunk, coding))
-                return chunk
-
-            response.stream = tee
+            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(
+                flow.id, self._sink, headers.get("content-encoding", "")
+            )
             flow.metadata[META_TEED] = True
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -427,28 +389,10 @@ class Capture:
         ws = flow.websocket
         if exchange is None or ws is None:
             return
-        reason = (ws.close_reason or "").encode()
-        at = ws.timestamp_end or time.time()
-        code = int(ws.close_code) if ws.close_code is not None else None  # wsproto's IntEnum, as a number
-        index = flow.metadata.get(META_WS_INDEX, 0)
-        self._sink(WebSocketRecord(exchange, at, index, "close", reason, code))
+        self._sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
 
     def _answer(self, flow: http.HTTPFlow, error: str | None) -> None:
-        response = flow.response
+        first = flow.metadata.get(META_FIRST_CHUNK)
         teed = bool(flow.metadata.get(META_TEED))
-        headers = response.headers if response is not None else None
-        self._sink(
-            ResponseRecord(
-                exchange=flow.metadata[META_EXCHANGE],
-                at=time.time(),
-                status=response.status_code if response is not None else None,
-                head=response_head(response) if response is not None else b"",
-                body=None if teed or response is None else response.raw_content,
-                content_type=headers.get("content-type", "") if headers is not None else "",
-                content_encoding=headers.get("content-encoding", "") if headers is not None else "",
-                error=error,
-                streamed=teed,
-                partial=teed and error is not None,
-                request_body=flow.request.raw_content if not flow.request.stream else None,
-            )
-        )
+        exchange = flow.metadata[META_EXCHANGE]
+        self._sink(answer_record(flow, exchange, error, teed, first[0] if first else None))

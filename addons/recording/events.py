@@ -141,6 +141,18 @@ def usage_of(
     return usage.model, usage.tokens_in, usage.tokens_out, cost
 
 
+def offsets_ms(
+    timing: tuple[float | None, float | None, float | None, float | None],
+) -> tuple[float | None, float | None, float | None]:
+    """(first byte, last byte, first chunk) in milliseconds after the request started; None where
+    a time is unknown. A streamed AI answer's first body chunk is its first token's arrival."""
+    started, *points = timing
+    if started is None:
+        return None, None, None
+    first, last, chunk = (None if t is None else round(max(0.0, t - started) * 1000, 3) for t in points)
+    return first, last, chunk
+
+
 def response_event(
     proc: Processing,
     rec: ResponseRecord,
@@ -160,6 +172,7 @@ def response_event(
     else:
         state = "partial" if rec.partial else "complete"
     model, tokens_in, tokens_out, cost = usage
+    first_byte, last_byte, first_chunk = offsets_ms(rec.timing)
     return _exchange_event(
         ex,
         kinds.RESPONSE_ROLE,
@@ -178,6 +191,9 @@ def response_event(
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_usd=cost,
+        first_byte_ms=first_byte,
+        last_byte_ms=last_byte,
+        first_token_ms=first_chunk if rec.streamed and model is not None else None,
     )
 
 

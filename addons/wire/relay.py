@@ -43,6 +43,8 @@ class RelayJob:
     sni: str | None
     method: bytes
     request_body: bytes | None
+    started: float | None = None
+    """When the client's request started (epoch seconds): the answer's timing is relative to it."""
 
 
 class _Gone(Exception):
@@ -204,11 +206,13 @@ class Relay:
         complete = False
         error: str | None = None
         deadline: float | None = None
+        times: list[float | None] = [None, None, None]  # first byte, last byte, first body chunk
         gone: asyncio.Task[bytes] = asyncio.ensure_future(down_r.read(1))
         reading: asyncio.Task[bytes] | None = None
         try:
             while True:  # skip interim (1xx) answers, forwarding them
                 head_raw, rest = await _read_head(up_r, b"")
+                times[0] = times[0] or time.time()
                 if head_raw is None:
                     error = "Server disconnected before answering."
                     self.sink(self._record(job, None, b"", error=error, partial=False))
@@ -225,6 +229,7 @@ class Relay:
                 if data:
                     body, wire, _ = _split(framing, data)
                     if body:
+                        times[2] = times[2] or time.time()
                         self.sink(StreamChunk(job.exchange.flow_id, body, coding))
                     if down_alive:
                         try:
@@ -233,7 +238,7 @@ class Relay:
                         except ConnectionError:
                             down_alive, deadline = False, loop.time() + self.grace
                 if framing.done:
-                    complete = True
+                    complete, times[1] = True, time.time()
                     break
                 timeout = None if deadline is None else deadline - loop.time()
                 if timeout is not None and timeout <= 0:
@@ -251,6 +256,7 @@ class Relay:
                     data, reading = reading.result(), None
                     if not data:
                         complete = isinstance(framing, UntilClose)
+                        times[1] = time.time() if complete else None
                         if not complete:
                             error = "Server closed the connection before the answer was complete."
                         break
@@ -270,11 +276,18 @@ class Relay:
                 # closes before the last chunk's terminator still had the whole answer read for it.
                 if not complete and error is None:
                     error = "Client disconnected." if not down_alive else "The answer was cut short."
-                self.sink(self._record(job, status, head, error=error, partial=not complete))
+                self.sink(self._record(job, status, head, error=error, partial=not complete, times=times))
         return down_alive and complete and framing.consumed_all
 
     def _record(
-        self, job: RelayJob, status: int | None, head: bytes, *, error: str | None, partial: bool
+        self,
+        job: RelayJob,
+        status: int | None,
+        head: bytes,
+        *,
+        error: str | None,
+        partial: bool,
+        times: list[float | None] | None = None,
     ) -> ResponseRecord:
         parsed = parse_head(head) if head else None
         return ResponseRecord(
@@ -289,4 +302,5 @@ class Relay:
             streamed=status is not None,
             partial=partial,
             request_body=job.request_body,
+            timing=(job.started, *(times or (None, None, None))),
         )
