@@ -1,10 +1,8 @@
 """The recording addon: every exchange through the proxy becomes two Ledger events.
 
-A thin mitmproxy shell. Hooks copy immutable values (bytes, strings) into records and hand them to
-the `WriterProcess`; redaction, hashing, usage and the Ledger happen in the writer process, so they
-never hold the GIL the event loop needs.
-Streamed answers are teed (the client gets every chunk as it arrives); requests that look like
-streams go through the in-process `Relay`, which keeps reading after a client leaves.
+A thin mitmproxy shell: hooks copy immutable values into records (addons/wire/flow_records.py) for
+the `WriterProcess`, where redaction, usage and the Ledger run off the event loop's GIL. Streamed
+answers are teed; stream-looking requests go through the `Relay`, which reads on after a client leaves.
 
 Options are declared in `load()` and checked in `configure()`; with plain `mitmdump -s
 addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME / FLIGHTLOG_LEDGER / FLIGHTLOG_BLOBS.
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import logging
 import weakref
 from functools import partial
 from pathlib import Path
@@ -44,7 +41,7 @@ from addons.wire.flow_records import (
     tee,
 )
 from addons.wire.heads import pretty_target, request_head
-from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob
+from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob, trailer_error
 from addons.wire.streaming import looks_like_stream, should_tee
 
 if TYPE_CHECKING:
@@ -55,7 +52,6 @@ if TYPE_CHECKING:
 
     from storage.ledger import Ledger
 
-log = logging.getLogger("flightlog.capture")
 
 LOCAL_HOST = "flightlog.local"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -68,6 +64,7 @@ META_RELAY = "flightlog.relay"
 META_TEED = "flightlog.teed"
 META_WS_INDEX = "flightlog.ws_index"
 META_FIRST_CHUNK = "flightlog.first_chunk"
+META_TRAILERS = "flightlog.trailers"
 DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
 
@@ -345,6 +342,11 @@ class Capture:
             response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
         headers = response.headers
+        if (
+            "trailer" in headers
+        ):  # mitmproxy cannot relay trailers: a clear failure, not a client left waiting
+            flow.metadata[META_TRAILERS] = headers["trailer"]
+            return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
         if response.stream or should_tee(headers.get("content-type", ""), headers.get("content-length")):
             response.stream, flow.metadata[META_FIRST_CHUNK] = tee(
@@ -361,13 +363,12 @@ class Capture:
         if META_EXCHANGE not in flow.metadata or META_RELAY in flow.metadata:
             return
         message = flow.error.msg if flow.error else "error"
+        if META_TRAILERS in flow.metadata:
+            message = trailer_error([], f"announced: Trailer: {flow.metadata[META_TRAILERS]}")
         if not flow.metadata.get(META_RECORDED):  # failed before the request was complete: body not read
             self._sink(
                 RequestRecord(
-                    exchange=flow.metadata[META_EXCHANGE],
-                    at=flow.request.timestamp_start,
-                    head=flow.metadata[META_HEAD],
-                    body=None,
+                    flow.metadata[META_EXCHANGE], flow.request.timestamp_start, flow.metadata[META_HEAD], None
                 )
             )
         self._answer(flow, error=message)
@@ -378,8 +379,7 @@ class Capture:
         if exchange is None or flow.websocket is None or not flow.websocket.messages:
             return
         message = flow.websocket.messages[-1]
-        index = flow.metadata.get(META_WS_INDEX, 0) + 1
-        flow.metadata[META_WS_INDEX] = index
+        index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
         origin = "client" if message.from_client else "server"
         self._sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
 

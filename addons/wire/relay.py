@@ -72,6 +72,13 @@ def _split(framing: Body, data: bytes) -> tuple[bytes, bytes, bytes]:
     return body, data[: len(data) - len(rest)], rest
 
 
+def trailer_error(trailers: list[bytes], error: str | None) -> str:
+    """What the answer's trailers were (recorded honestly) and what the client got instead."""
+    fields = "; ".join(t.decode("latin-1") for t in trailers) or "none arrived"
+    said = "HTTP trailers, which mitmproxy cannot relay: the client was sent an error instead"
+    return f"The answer has {said} (trailers: {fields})" + (f"; {error}" if error else "")
+
+
 class Relay:
     """The loopback server and its table of one-use tokens."""
 
@@ -218,7 +225,11 @@ class Relay:
                     self.sink(self._record(job, None, b"", error=error, partial=False))
                     return False
                 parsed = parse_head(head_raw)
-                down_w.write(head_raw)
+                if parsed.get(b"trailer") is not None:  # mitmproxy cannot relay trailers: the client
+                    down_alive, deadline = False, loop.time() + self.grace  # would wait for ever
+                    down_w.close()  # so it gets an error now, and the answer is read to its end
+                elif down_alive:
+                    down_w.write(head_raw)
                 if not parsed.start[1].startswith(b"1") or parsed.start[1] == b"101":
                     break
             head, status = head_raw, int(parsed.start[1])
@@ -271,6 +282,9 @@ class Relay:
             for pending in (gone, reading):
                 if pending is not None and not pending.done():
                     pending.cancel()
+            trailers = getattr(framing, "trailers", None) if status is not None else None
+            if trailers or (parsed is not None and parsed.get(b"trailer") is not None and status is not None):
+                error = trailer_error(trailers or [], error)
             if status is not None:
                 # `complete` is about the answer, not the client: an SDK that stops at `[DONE]` and
                 # closes before the last chunk's terminator still had the whole answer read for it.
