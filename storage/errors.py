@@ -75,6 +75,7 @@ _PG_BUSY = frozenset({"55P03", "40P01", "40001", "57014"})  # lock timeout, dead
 _PG_FULL = frozenset({"53100"})
 _PG_REFUSED_CLASSES = frozenset({"22", "23", "54"})  # data exception, integrity, program limit
 _PG_APPEND_ONLY = "42501"  # the append-only triggers raise insufficient_privilege
+_PG_NO_SCHEMA = frozenset({"42P01", "3F000"})  # undefined table, invalid schema: not a usable ledger now
 
 
 def _first_line(error: BaseException) -> str:
@@ -123,6 +124,8 @@ def _psycopg(error: Exception, url: str) -> StorageError | None:
         return DiskFull(f"the disk holding {url} is full ({line}); the batch was rolled back")
     if state in _PG_BUSY:
         return LedgerBusy(f"the ledger at {url} is busy ({line}); will retry")
+    if state in _PG_NO_SCHEMA:
+        return LedgerUnavailable(f"the ledger at {url} has lost its tables ({line})")
     if state[:2] in _PG_REFUSED_CLASSES:
         return RecordRefused(f"ledger {url} refused the batch: {line}")
     if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):

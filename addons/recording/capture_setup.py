@@ -88,6 +88,8 @@ def write_stats(path: Path, writer: Writer) -> None:
             {
                 "written": writer.stats.written,
                 "dropped": writer.stats.dropped,
+                "unrecordable": writer.stats.unrecordable,
+                "rejected": writer.stats.rejected,
                 "batches": writer.stats.batches,
                 "delay_p50": pct(0.50),
                 "delay_p99": pct(0.99),
