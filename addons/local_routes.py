@@ -35,7 +35,7 @@ from addons.door.routes import (
 )
 
 if TYPE_CHECKING:
-    from mitmproxy import http
+    from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
 
     from addons.door.http_face import Door
@@ -208,6 +208,20 @@ class LocalRoutes:
     def done(self) -> None:
         if self._parts is not None:
             self._parts.close()
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """A tunnel to `flightlog.local` is answered here, so mitmproxy's eager connection strategy
+        (what plain mitmdump does, kept for transparency) never tries to reach a host that does not exist."""
+        from mitmproxy import http
+
+        if flow.request.host == HOST:
+            flow.response = http.Response.make(200)
+            flow.response.reason = "Connection established"
+
+    def tls_clienthello(self, data: tls.ClientHelloData) -> None:
+        """TLS to `flightlog.local` is ours: no upstream handshake first (there is no upstream)."""
+        if data.context.server.address is not None and data.context.server.address[0] == HOST:
+            data.establish_server_tls_first = False
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         if flow.request.pretty_host == HOST or flow.request.data.host == HOST:

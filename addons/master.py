@@ -28,7 +28,7 @@ from addons.sync_paths import SyncPaths
 from storage.locations import private_home
 
 if TYPE_CHECKING:
-    from mitmproxy import http
+    from mitmproxy import connection, http, tls
     from mitmproxy.addonmanager import Loader
 
 CA_FILE = "mitmproxy-ca-cert.pem"
@@ -70,7 +70,9 @@ HOOKS = (
     "configure",
     "running",
     "done",
+    "client_connected",
     "http_connect",
+    "tls_clienthello",
     "requestheaders",
     "request",
     "responseheaders",
@@ -130,8 +132,21 @@ class Flightlog:
     def done(self) -> Awaitable[None] | None:
         return self._call("done")
 
+    def client_connected(self, client: connection.Client) -> Awaitable[None] | None:
+        return self._call("client_connected", client)
+
+    async def start(self) -> None:
+        """Start every part that has work to bring up before the proxy listens (the writer, the relay)."""
+        for part in self.parts:
+            start = getattr(part, "start", None)
+            if callable(start):
+                await start()
+
     def http_connect(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("http_connect", flow)
+
+    def tls_clienthello(self, data: tls.ClientHelloData) -> Awaitable[None] | None:
+        return self._call("tls_clienthello", data)
 
     def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("requestheaders", flow)
@@ -240,10 +255,10 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         confdir=str(config.confdir),
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    master.addons.add(*addons(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)))))
+    flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr))))
+    master.addons.add(flightlog)
     try:
         master.options.update(
-            connection_strategy="lazy",
             stream_large_bodies=config.max_request_body,
             flightlog_ledger=config.ledger_url,
             flightlog_blobs=config.blobs_url,
@@ -267,6 +282,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         loop.add_signal_handler(sig, master.shutdown)
     if check := master.addons.get("errorcheck"):
         check.shutdown_if_errored = _one_line_startup_errors(check)
+    await flightlog.start()  # the writer and the relay run before the port accepts a connection
     await master.run()
 
 

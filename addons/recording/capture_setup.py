@@ -20,6 +20,7 @@ from storage.locations import default_blobs_url, default_ledger_url, default_sec
 
 if TYPE_CHECKING:
     from addons.recording.writer import Writer
+    from addons.recording.writer_process import WriterSpec
 
 
 def default_urls(env: Mapping[str, str] = os.environ) -> tuple[str, str]:
@@ -85,9 +86,25 @@ def write_stats(path: Path, writer: Writer) -> None:
             {
                 "written": writer.stats.written,
                 "dropped": writer.stats.dropped,
+                "unrecordable": writer.stats.unrecordable,
+                "rejected": writer.stats.rejected,
                 "batches": writer.stats.batches,
                 "delay_p50": pct(0.50),
                 "delay_p99": pct(0.99),
             }
         )
+    )
+
+
+def writer_spec(options: Any, collector: str) -> WriterSpec:
+    """What the writer process needs, from the proxy's options (empty ones: the environment's)."""
+    from addons.recording.writer_process import WriterSpec
+
+    ledger_url, blobs_url = default_urls()
+    return WriterSpec(
+        ledger_url=options.flightlog_ledger or ledger_url,
+        blobs_url=options.flightlog_blobs or blobs_url,
+        collector=collector,
+        drain_timeout=float(options.flightlog_drain_timeout),
+        stats_file=options.flightlog_stats_file,
     )
