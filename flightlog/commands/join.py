@@ -48,7 +48,7 @@ def trace(
 ) -> None:
     """From an event to its tool's contract, checking the recorded request against it."""
     # deferred: mitmproxy/httpx, the Directory (SQLAlchemy) load slowly; other commands start without them
-    from addons.door.http_face import find_in
+    from addons.door.assembly import find_in
     from catalog import join
     from catalog.contracts import render_upstream
 

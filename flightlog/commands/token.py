@@ -29,6 +29,14 @@ TaskOpt = Annotated[str | None, typer.Option("--task", help="File every call und
 BundlesOpt = Annotated[list[str] | None, typer.Option("--bundle", help="Allow rows of this bundle.")]
 ForOpt = Annotated[str | None, typer.Option("--for", help="The agent the token is lent to.")]
 CaveatOpt = Annotated[list[str] | None, typer.Option("--caveat", help="A caveat as text, e.g. 'uses <= 3'.")]
+GrantOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--grant",
+        help="A right the token holds: call (run calls; the default), ledger (read the Ledger), "
+        "write (change the Directory); repeat for more.",
+    ),
+]
 with_limits = spread_options(
     "limits",
     {
@@ -114,16 +122,64 @@ def _describe(text: str, as_json: bool) -> None:
         typer.echo("  (no caveats: the full authority of the root key)")
 
 
+def bindings(tools: list[str]) -> tuple[list[str], list[str]]:
+    """`contract = NAME:HASH` pairs for the named rows found in the Directory (so a row rewritten
+    later refuses the token), and the names not found (left unbound)."""
+    # deferred: the Directory (SQLAlchemy) loads only when a token binds a row's contract
+    from addons.door.assembly import find_in
+    from catalog.authority import contract_hash
+    from catalog.directory import open_directory
+    from catalog.errors import CatalogError
+
+    settings = load_settings()
+    directory = open_directory(settings.ledger_url, settings.directory)
+    bound, missing = [], []
+    try:
+        find = find_in(directory)
+        for name in tools:
+            try:
+                row = find(name)
+            except CatalogError:
+                row = None
+            if row is None:
+                missing.append(name)
+            else:
+                bound.append(f"{name}:{contract_hash(row)}")
+    finally:
+        directory.close()
+    return bound, missing
+
+
 @token_app.command()
 @with_limits
 def mint(
     limits: Given = NONE_GIVEN,
+    grant: GrantOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Mint a scoped token from the root key in FLIGHTLOG_HOME (created on first use)."""
+    """Mint a scoped token from the root key in FLIGHTLOG_HOME (created on first use).
+
+    It holds only the rights named by --grant (default: call); each --tool found in the Directory
+    is bound to its current contract, so a rewritten row refuses the token (limit `contract`).
+    """
     from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
     wanted = caveats_from(**limits)
+    tool = limits.get("tool")
+    if not any(c.replace(" ", "").startswith("grants=") for c in wanted):
+        wanted.insert(0, f"grants = {','.join(grant or ['call'])}")
+    elif grant:
+        wanted.insert(0, f"grants = {','.join(grant)}")
+    if tool:
+        bound, missing = bindings(tool)
+        if bound and not missing:
+            wanted.append(f"contract = {','.join(bound)}")
+        elif missing:
+            typer.echo(
+                f"flightlog: no row named {', '.join(missing)} in the Directory: the token names "
+                "the tool(s) but binds no contract",
+                err=True,
+            )
     made = tokens.mint(tokens.root_key(load_settings().home), wanted)
     _describe(made.encode(), as_json)
 
