@@ -32,62 +32,13 @@ FIELDS: Final = ("kind", "tool", "session", "task", "turn", "agent", "model", "h
 FIELD_ALIASES: Final = {"url": "url", "path": "url", "direction": "direction", "user": "agent"}
 METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 FILLER: Final = frozenset(
-    [
-        "a",
-        "all",
-        "an",
-        "and",
-        "any",
-        "are",
-        "answers",
-        "at",
-        "calls",
-        "count",
-        "did",
-        "do",
-        "events",
-        "every",
-        "exchanges",
-        "for",
-        "from",
-        "give",
-        "had",
-        "has",
-        "have",
-        "how",
-        "in",
-        "list",
-        "many",
-        "me",
-        "much",
-        "of",
-        "on",
-        "requests",
-        "responses",
-        "show",
-        "the",
-        "there",
-        "to",
-        "total",
-        "traffic",
-        "was",
-        "went",
-        "were",
-        "what",
-        "which",
-        "with",
-        "cost",
-        "costs",
-        "spend",
-        "spent",
-        "tokens",
-        "usage",
-        "made",
-        "sent",
-        "get",
-        "please",
-    ]
+    (
+        "a all an and any are answers at calls count did do events every exchanges for from give had has "
+        "have how in list many me much of on requests responses show the there to total traffic was went "
+        "were what which with cost costs spend spent tokens usage made sent get please"
+    ).split()
 )
+"""Words a question may hold that name no field and change nothing."""
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
 UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
