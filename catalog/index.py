@@ -25,10 +25,9 @@ import zstandard
 from catalog.document import links, parse
 from catalog.words import normal, words
 
-INDEX_FORMAT: Final = "v3"
+INDEX_FORMAT: Final = "v4"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
 SUMMARY_MAX: Final = 120
-TEXT_WORDS_MAX: Final = 400
 _SPACE = re.compile(r"\s+")
 
 # positions in a compiled row
@@ -91,7 +90,7 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         for w in own:
             name_words.setdefault(w, []).append(i)
         every = dict.fromkeys([*own, *words(stem), *words(text)])
-        for w in list(every)[:TEXT_WORDS_MAX]:
+        for w in every:  # every word of the row, however long: search -> pos -> get needs them all
             text_words.setdefault(w, []).append(i)
     head = {
         "format": INDEX_FORMAT,

@@ -41,7 +41,9 @@ def test_find_without_a_match_says_so_and_fails(folder: Path, home: Path) -> Non
     """No match prints the plain sentence and exits 1."""
     out = runner.invoke(app, ["find", "--directory", str(folder), "zzqx"])
     assert out.exit_code == 1
-    assert out.output.strip() == 'Nothing in the Directory is called, or means, "zzqx".'
+    assert out.output.strip() == (
+        'Nothing in the Directory is called, or means, "zzqx". Every row is listed at GET /api/directory'
+    )
 
 
 def test_get_and_manifest(folder: Path, home: Path) -> None:
