@@ -143,6 +143,7 @@ def check_aliases(changes: Sequence[Change], index: Index, aliases: Aliases) -> 
             removed.add(found)
         if c.content is not None:
             front, _, notes = parse(c.content)
+            _callable_where_it_says(c, front)
             warnings.extend(f"{c.bundle}/{c.path}: {n}" for n in notes)
             added.append(str(front.get("name") or c.path.rsplit("/", 1)[-1].removesuffix(".md")))
     rewritten = new_aliases is not aliases
@@ -160,6 +161,20 @@ def check_aliases(changes: Sequence[Change], index: Index, aliases: Aliases) -> 
                 f"change {ALIASES_PATH} in the same transaction"
             )
     return warnings
+
+
+TOOL_BUNDLE: Final = "tool"
+
+
+def _callable_where_it_says(c: Change, front: Mapping[str, Any]) -> None:
+    """A row that says it is a tool must be one: only rows of `tool/` are callable, so a `kind: tool`
+    written elsewhere is refused with the reason, not accepted as a tool nothing can run."""
+    kind = str(front.get("kind") or front.get("type") or "")
+    if kind == TOOL_BUNDLE and c.bundle != TOOL_BUNDLE:
+        raise BadPath(
+            f"refused: {c.bundle}/{c.path} says kind: {kind}, but only rows in {TOOL_BUNDLE}/ are callable; "
+            f"write it as {TOOL_BUNDLE}/{c.path.rsplit('/', 1)[-1]} or give it another kind"
+        )
 
 
 def restore_changes(store: DocumentStore, revision: int, head: int) -> list[Change]:

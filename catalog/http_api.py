@@ -1,7 +1,7 @@
 """The agent API over HTTP: a pure handler for `/api/directory/...`, wired by the proxy.
 
-    GET  /api/directory/manifest[?bundle=B][&names=1]        text/tab-separated-values
-    GET  /api/directory/search?q=WORDS[&k=N][&bundle=B]      (also /find) TSV, pos for direct hits
+    GET  /api/directory[/manifest][?bundle=B][&names=1]      text/tab-separated-values: every row
+    GET  /api/directory/search?q=WORDS[&k=N][&bundle=B]      (also /find) TSV: pos, score, layer, matched
     GET  /api/directory/get?ids=a,b[&ids=c][&section=S][&offset=N][&limit=N][&find=P]   framed text
     GET  /api/directory/row/ID                               the whole document, ETag = its hash
     GET  /api/directory/snapshot                             JSON {snapshot, concepts, revision}
@@ -60,7 +60,7 @@ def handle(
     directory: Directory,
 ) -> Response:
     """Answer one request under `/api/directory/`: `(status, headers, body)`."""
-    route = path.split("?", 1)[0].removeprefix(PREFIX).strip("/")
+    route = path.split("?", 1)[0].removeprefix(PREFIX.rstrip("/")).strip("/") or "manifest"  # bare: the rows
     api = _APIS.get(directory)
     if api is None:
         api = _APIS[directory] = AgentApi(directory)

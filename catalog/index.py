@@ -72,6 +72,8 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         stem = path.removesuffix(".md")
         name = str(front.get("name") or stem.rsplit("/", 1)[-1])
         kind = str(front.get("kind") or front.get("type") or _singular(bundle))
+        if kind == "tool" and bundle != "tool":
+            warnings.append(f"{bundle}/{path}: kind: tool outside tool/ is not callable (move it to tool/)")
         rows.append(
             [
                 path,
