@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client
 
-from catalog.directory import Directory
+from catalog.directory import Directory, open_directory
 from catalog.http_api import handle
 from catalog.mcp_server import build_server
-from tests.catalog.conftest import row
+from tests.catalog.conftest import make_folder, row
 
 
 def session(directory: Directory, script: Any) -> Any:
@@ -140,3 +141,27 @@ def test_bare_directory_route_lists_the_rows(directory: Directory) -> None:
     assert {r.id for r in directory.rows()} <= {line.split("\t")[0] for line in body.decode().splitlines()}
     status, _, body = handle("GET", "/api/directory/nope", {}, {}, b"", directory)
     assert status == 404 and json.loads(body)["error"] == "no route /api/directory/nope"
+
+
+def test_http_bodies_refuse_fields_they_do_not_take(directory: Directory) -> None:
+    """An HTTP transact with a misspelt expectedRevision is a 400 naming the accepted fields, never a
+    commit that ignored it."""
+    change = {"operation": "write", "bundle": "inbox", "path": "c.md", "content": row("C", "c")}
+    raw = json.dumps({"changes": [change], "expectedRevison": 1}).encode()
+    status, _, body = handle("POST", "/api/directory/transact", {}, {}, raw, directory)
+    assert status == 400 and json.loads(body)["error"] == (
+        'unknown field "expectedRevison"; the accepted ones are changes, expected_revision, expectedRevision'
+    )
+    assert directory.rows("inbox") == []
+
+
+def test_a_folder_row_saying_kind_tool_outside_tool_is_a_load_warning(tmp_path: Path) -> None:
+    """A folder can hold what a write would refuse: loading it warns that the row is not callable."""
+    folder = make_folder(
+        tmp_path / "d", {"article/fax.md": row("SEND_FAX", "Send a fax.", kind="tool")}, None
+    )
+    d = open_directory(f"sqlite:///{tmp_path / 'l.db'}", folder)
+    try:
+        assert d.warnings == ("article/fax.md: kind: tool outside tool/ is not callable (move it to tool/)",)
+    finally:
+        d.close()

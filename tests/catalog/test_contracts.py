@@ -91,7 +91,7 @@ def test_every_form_is_rendered_from_the_canonical_call() -> None:
     """forms() answers every named form, in order, each a pasteable JSON object of a known shape."""
     out = forms(tool(), ARGS)
     assert tuple(out) == tuple(n for n in FORM_NAMES if not n.startswith("link"))
-    assert FORM_NAMES == tuple(FORM_NOTES)
+    assert tuple(FORM_NOTES) == FORM_NAMES
     call = {"tool": "create_pet", "args": ARGS}
     body = canonical_json(call)
     assert body == '{"tool":"create_pet","args":{"name":"Rex é","region":"eu","age":3,"owner":{"id":7}}}'
