@@ -23,7 +23,7 @@ from typing import Any, Final
 import zstandard
 
 from catalog.document import links, parse
-from catalog.words import normal, words
+from catalog.words import forms, normal, words
 
 INDEX_FORMAT: Final = "v4"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
@@ -148,6 +148,7 @@ class SectionIndex:
         self._core_frame = data[8 + head_size : 8 + head_size + core_size]
         self._text_frame = data[8 + head_size + core_size :]
         self._text_sets: dict[str, frozenset[int]] = {}
+        self._folded_sets: dict[str, frozenset[int]] = {}
 
     @cached_property
     def _core(self) -> dict[str, Any]:
@@ -225,6 +226,14 @@ class SectionIndex:
         if found is None:
             found = frozenset(self.text_words.get(word, ()))
             self._text_sets[word] = found
+        return found
+
+    def folded_set(self, word: str) -> frozenset[int]:
+        """The rows whose text holds `word` or a form that folds with it (plurals, -ing, -ed)."""
+        found = self._folded_sets.get(word)
+        if found is None:
+            found = frozenset().union(*(self.text_set(f) for f in forms(word)))
+            self._folded_sets[word] = found
         return found
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import reduce
+from functools import lru_cache, reduce
 from typing import Final
 
 import jellyfish
@@ -319,16 +319,20 @@ class Resolver:
         return codes.get(jellyfish.soundex(word), ())
 
 
-def _cover(norm: str, matched: Iterable[str]) -> int:
+def _cover(norm: str, matched: tuple[str, ...]) -> int:
     """How many of the name's words the matched words account for (the tie-break inside a layer)."""
-    named = set(norm.split())
-    read = {m.rsplit("~", 1)[-1] for m in matched}
-    return sum(1 for w in named if w in read or any(w in forms(r) for r in read))
+    return len(set(norm.split()) & _read_forms(matched))
+
+
+@lru_cache(maxsize=4096)
+def _read_forms(matched: tuple[str, ...]) -> frozenset[str]:
+    """Every form of the words a hit was matched on (`a~b` counts as b)."""
+    return frozenset().union(*(forms(m.rsplit("~", 1)[-1]) for m in matched))
 
 
 def _in_text(s: SectionIndex, word: str) -> frozenset[int]:
     """The rows whose text holds `word` or one of its folded forms."""
-    return frozenset().union(*(s.text_set(f) for f in forms(word)))
+    return s.folded_set(word)
 
 
 def _first(n: int, items: Iterable[int]) -> list[int]:

@@ -7,6 +7,7 @@ cut into the same lowercase words, so a person's words and a row's name meet in 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -58,6 +59,7 @@ def normal(text: str) -> str:
 _SIBILANT = ("s", "x", "z", "ch", "sh")
 
 
+@lru_cache(maxsize=65536)
 def stems(word: str) -> frozenset[str]:
     """The stems a word may be an inflection of: plurals (-s, -es, -ies) and -ing, -ed forms.
 
@@ -98,6 +100,7 @@ def _inflections(stem: str) -> set[str]:
     return out
 
 
+@lru_cache(maxsize=65536)
 def forms(word: str) -> frozenset[str]:
     """Every form that folds together with `word` ("umbrella" finds "umbrellas" and back)."""
     if len(word) < 3 or not word.isalpha():

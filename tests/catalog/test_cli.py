@@ -31,6 +31,7 @@ def test_find_prints_score_layer_and_words(folder: Path, home: Path) -> None:
                 "score": 300,
                 "layer": "typo",
                 "matched": ["waether~weather"],
+                "read_as": ["waether"],
                 "summary": "Current conditions and forecast for a city.",
             }
         ],
