@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from storage.kinds import DISPATCH_REFUSED
+
 FIELDS: Final = ("kind", "tool", "session", "task", "turn", "agent", "model", "host", "status", "method")
 FIELD_ALIASES: Final = {"url": "url", "path": "url", "direction": "direction", "user": "agent"}
 METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
@@ -24,7 +26,7 @@ FILLER: Final = frozenset(
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
 REFUSED: Final = frozenset({"refused", "refusals", "refusal", "denied", "blocked", "rejected"})
-REFUSED_KIND: Final = "dispatch.refused"
+REFUSED_KIND: Final = DISPATCH_REFUSED
 """The kind of event the dispatch door writes when a limit refuses a call."""
 STATUS_WORDS: Final = {
     "unauthorized": "401",

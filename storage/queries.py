@@ -40,6 +40,7 @@ from storage.filters import (
     iso,
     parse_time,
 )
+from storage.kinds import DISPATCH_REFUSED, DISPATCH_REPLY, DISPATCH_UPSTREAM_RESPONSE, HTTP_RESPONSE
 from storage.rows import from_mapping
 from storage.schema import EventRow
 
@@ -49,7 +50,7 @@ __all__ = [
 ]  # fmt: skip
 
 EVENTS: Final = EventRow.__table__  # type: ignore[attr-defined]
-ANSWER_KINDS: Final = ("http.response", "dispatch.upstream.response", "dispatch.reply", "dispatch.refused")
+ANSWER_KINDS: Final = (HTTP_RESPONSE, DISPATCH_UPSTREAM_RESPONSE, DISPATCH_REPLY, DISPATCH_REFUSED)
 """The kinds that answer a request: a filter on durations matches these (each took its action's time)."""
 
 

@@ -21,11 +21,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from storage.events import StoredEvent
 from storage.filters import GROUP_BYS, Filter, QueryError, iso
+from storage.kinds import CAPTURE_OVERFLOW
 from storage.queries import ANSWER_KINDS, EVENTS, bucket, duration_ms, hour_key, timed, utc, where
 from storage.schema import BatchRow, PositionRow
 
 TALLY_KEYS_MAX: Final = 3
-OVERFLOW_KIND: Final = "capture.overflow"
+OVERFLOW_KIND: Final = CAPTURE_OVERFLOW
 """The event the writer leaves when its queue was full; the number of items dropped is its `error`."""
 
 

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from catalog.refused import load_refused_hosts
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
     from catalog.tool import Tool
 
 
@@ -39,8 +41,8 @@ def contracts(
     token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
 ) -> None:
     """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
     from catalog.contracts import FORM_NAMES, FORM_NOTES, example_args, forms
-    from catalog.refused import load_refused_hosts
 
     row = _find_tool(tool, directory)
     call_args = _parse_args(args) if args is not None else example_args(row)
@@ -72,6 +74,7 @@ def contracts(
 
 def running_proxy(home: Path) -> str:
     """The address of the proxy running for `home` (its `proxy.json`), else the default one."""
+    # deferred: only this command reads the proxy's state
     from addons.proxy_env import read_state
     from catalog.contracts import DEFAULT_PROXY
 
@@ -84,6 +87,7 @@ def running_proxy(home: Path) -> str:
 
 
 def _find_tool(name: str, directory: Path | None) -> Tool:
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
     from catalog.tool import Tool
 
     opened = open_from_settings(directory)

@@ -49,6 +49,7 @@ def export(
     from rich.console import Console
     from rich.progress import Progress
 
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.export import export as run_export
     from addons.readback.export import export_otlp, plan
 
