@@ -145,3 +145,19 @@ def test_ask_route_refuses_words_it_does_not_understand(timed: Ledger) -> None:
     """A word not understood is a 400 naming it, never the answer without it."""
     status, reply = route(timed, "/api/ledger/ask", q="slow calls")
     assert status == 400 and reply["error"].startswith("did not understand 'slow': ")
+
+
+def test_the_browser_shows_a_top_n_without_following_or_paging_it(timed: Ledger) -> None:
+    """The browser's source reads "slowest calls" as one ordered page; asking it for the next page or
+    for newer events answers nothing instead of the Ledger's refusal to page a top N."""
+    from tui.source import LedgerSource
+
+    source = LedgerSource(timed)
+    slowest = ask("slowest calls", NOW).filter
+    first = source.page(slowest, limit=2)
+    assert [e.event_id for e in first] == ["a4-response", "a3-response"]
+    cursor = (first[-1].at, first[-1].event_id)
+    assert (
+        source.page(slowest, limit=2, before=cursor) == []
+        and source.newer(slowest, after=cursor, limit=2) == []
+    )
