@@ -47,6 +47,7 @@ def find(
                     "score": h.score,
                     "layer": h.layer,
                     "matched": list(h.matched),
+                    "read_as": list(h.read_as),
                     "summary": h.row.summary,
                 }
                 for h in hits

@@ -1,4 +1,4 @@
-"""`flightlog directory export` and `directory import openapi|mcp|sheet`: the Directory in and out.
+"""`flightlog directory export|check` and `directory import openapi|mcp|sheet`: the Directory in and out.
 
 Every command takes `--directory DIR` (or FLIGHTLOG_DIRECTORY); without one the native Directory
 in the Ledger's database is used. An import commits its documents with `Directory.transact(...)`,
@@ -40,7 +40,33 @@ def open_from_settings(folder: Path | None, ledger_url: str | None = None) -> Di
     from catalog.directory import open_directory
 
     settings = load_settings()
-    return open_directory(ledger_url or settings.ledger_url, folder or settings.directory)
+    opened = open_directory(ledger_url or settings.ledger_url, folder or settings.directory)
+    problems = opened.alias_problems
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        typer.echo(
+            f"flightlog: warning: {problems[0]}{more}; `flightlog directory check` lists them", err=True
+        )
+    return opened
+
+
+@directory_app.command()
+def check(directory: DirectoryOpt = None) -> None:
+    """List every alias that names no row (skipped when the Directory loads); exit 1 if there is any."""
+    # deferred: the catalog loads SQLAlchemy; other commands start without it
+    from catalog.directory import open_directory
+
+    settings = load_settings()
+    d = open_directory(settings.ledger_url, directory or settings.directory)
+    try:
+        problems, rows, aliases = d.alias_problems, len(d.index), len(d.aliases)
+    finally:
+        d.close()
+    for line in problems:
+        typer.echo(line)
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"ok: {rows} rows, {aliases} aliases, every alias names a row")
 
 
 @directory_app.command()

@@ -246,27 +246,30 @@ def ask_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
-    # deferred: SQLAlchemy loads slowly; other commands start without it
+    # deferred: SQLAlchemy loads slowly; other commands start without them
+    from storage.answer import answer
     from storage.ask import ask
-    from storage.queries import counts, event_json, select_events
+    from storage.queries import counts, select_events
 
     question = ask(" ".join(words))
     ledger = load_settings().open_ledger(ledger_url, blobs_url)
     try:
-        answer = question.to_json()
-        if question.group_by:
+        reply = answer(ledger.engine, question, limit)
+        if not as_json and question.view == "groups":
+            assert question.group_by is not None
             groups = counts(ledger.engine, question.filter, question.group_by)
-            answer["groups"] = [g.to_json() for g in groups]
-        else:
-            events = select_events(ledger.engine, question.filter, limit=limit)
-            answer["events"] = [event_json(e) for e in events]
+        elif not as_json and question.view == "events":
+            events = select_events(ledger.engine, question.filter, limit=min(limit, question.limit or limit))
     finally:
         ledger.close()
     if as_json:
-        _print_json(answer)
+        _print_json(reply)
         return
     typer.echo(question.explain())
-    if question.group_by:
-        _groups_table(question.group_by, groups)
+    if question.view == "groups":
+        _groups_table(question.group_by or "", groups)
+    elif question.view == "totals":
+        for name, value in reply["totals"].items():
+            typer.echo(f"{name}\t{value}")
     else:
         _events_table(events)

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from storage.engine import make_engine
-from storage.queries import Filter, select_events, slowest_events
+from storage.queries import Filter, select_events
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
@@ -19,7 +19,7 @@ from tests.support.upstream import Upstream
 def test_answers_carry_first_and_last_byte_offsets(tmp_path: Path, http_upstream: Upstream) -> None:
     """A buffered answer, a teed stream and a relayed AI stream all get first/last byte offsets in
     order; the SSE answer (5 events 30 ms apart) ends at least 120 ms after it started; the AI stream
-    has a first-token time and the plain ones none; `slower_than_ms` and `slowest_events` read them."""
+    has a first-token time and the plain ones none; `min_duration_ms` and `sort=slowest` read them."""
     session = uuid.uuid4().hex
     url = f"sqlite:///{tmp_path / 'l.db'}"
     headers = {"X-Flightlog-Session": session}
@@ -40,10 +40,10 @@ def test_answers_carry_first_and_last_byte_offsets(tmp_path: Path, http_upstream
     assert ai.model == "gpt-4o-mini" and ai.first_token_ms is not None
     assert ai.first_byte_ms is not None and ai.first_byte_ms <= ai.first_token_ms <= (ai.last_byte_ms or 0)
     engine = make_engine(url)
-    slow = select_events(engine, Filter(session=session, slower_than_ms=100.0))
+    answers_only = {"session": session, "kind": "http.response"}
+    slow = select_events(engine, Filter(**answers_only, min_duration_ms=100))
     assert [e.event_id for e in slow] == [by_path["5"].event_id]
-    ranked = slowest_events(engine, Filter(session=session))
+    ranked = select_events(engine, Filter(**answers_only, sort="slowest"))
     assert ranked[0].event_id == by_path["5"].event_id and len(ranked) == 3
-    assert Filter.from_json({"slower_than_ms": 2000}).slower_than_ms == 2000.0
     engine.dispose()
     ledger.close()
