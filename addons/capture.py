@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from addons.capture_options import DEFAULT_OUTBOUND, OPTIONS
 from addons.errors import AddonError
 from addons.recording import identity as ident
 from addons.recording.capture_setup import (
@@ -65,7 +66,6 @@ META_TEED = "flightlog.teed"
 META_WS_INDEX = "flightlog.ws_index"
 META_FIRST_CHUNK = "flightlog.first_chunk"
 META_TRAILERS = "flightlog.trailers"
-DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
 
 
@@ -97,54 +97,8 @@ class Capture:
     # -- options -----------------------------------------------------------------------------------
 
     def load(self, loader: Loader) -> None:
-        from collections.abc import Sequence as Seq
-
-        loader.add_option("flightlog_ledger", str, "", "Ledger database URL (default: FLIGHTLOG_LEDGER).")
-        loader.add_option(
-            "flightlog_blobs", str, "", "Blob store URL, file:// or s3:// (default: FLIGHTLOG_BLOBS)."
-        )
-        loader.add_option("flightlog_collector", str, "", "This proxy's collector id in the Ledger.")
-        loader.add_option("flightlog_secrets", str, "", "File of NAME=value secrets replaced by [NAME].")
-        loader.add_option(
-            "flightlog_secret_env", Seq[str], [], "Names of environment variables whose values are secrets."
-        )
-        loader.add_option(
-            "flightlog_redact_auth_headers",
-            bool,
-            True,
-            "Redact Authorization, Cookie, X-Api-Key and similar header values even when not configured.",
-        )
-        loader.add_option("flightlog_prices", str, "", "A price table file overriding the shipped one.")
-        loader.add_option(
-            "flightlog_stream_grace",
-            int,
-            25,
-            "Seconds to keep reading a streamed answer after its client left (stored as partial).",
-        )
-        loader.add_option(
-            "flightlog_max_request_body",
-            str,
-            "8m",
-            "Request bodies larger than this are streamed through unread and recorded as missing.",
-        )
-        loader.add_option(
-            "flightlog_ignore_hosts", Seq[str], [], "Hosts never recorded (flightlog.local always is)."
-        )
-        loader.add_option(
-            "flightlog_outbound_hosts",
-            Seq[str],
-            list(DEFAULT_OUTBOUND),
-            "Reverse-proxy targets whose traffic is outbound (direction out), e.g. model APIs.",
-        )
-        loader.add_option(
-            "flightlog_drain_timeout",
-            int,
-            30,
-            "Seconds to keep trying to write what is queued at exit when the Ledger is down.",
-        )
-        loader.add_option(
-            "flightlog_stats_file", str, "", "Write the writer's counters here as JSON at exit."
-        )
+        for name, typespec, default, help_text in OPTIONS:
+            loader.add_option(name, typespec, default, help_text)  # type: ignore[arg-type]
 
     def configure(self, updated: set[str]) -> None:
         from mitmproxy import ctx, exceptions
@@ -186,8 +140,8 @@ class Capture:
 
     async def start(self) -> None:
         """Start the writer process and the relay. `flightlog proxy` calls this before mitmproxy
-        listens; under `mitmdump -s` it runs on the first hook that can wait for it (connections
-        are held in `client_connected` until it is done), so no stream meets a missing relay."""
+        listens; under `mitmdump -s` it runs on the first request (held in `requestheaders` until it
+        is done), so no stream meets a missing relay."""
         if self._started is not None:
             await self._started.wait()
             return
@@ -210,12 +164,6 @@ class Capture:
             await self.relay.start()
         finally:
             self._started.set()  # a failed start (logged by mitmproxy) must not hold connections forever
-
-    def client_connected(self, client: connection.Client) -> Awaitable[None] | None:
-        """Hold a connection that arrives before the writer and relay run (mitmdump -s only)."""
-        if self._started is not None and self._started.is_set():
-            return None
-        return self.start()
 
     async def running(self) -> None:
         from mitmproxy import ctx
@@ -249,7 +197,20 @@ class Capture:
         if who != ident.EMPTY:
             self._identities[flow.client_conn] = who
 
-    def requestheaders(self, flow: http.HTTPFlow) -> None:
+    def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Hold a request that arrives before the writer and relay run (mitmdump -s only); not in
+        `client_connected`, where a client leaving mid-wait (a port probe) crashes mitmproxy 12."""
+        starting = self.writer is None if self._started is None else not self._started.is_set()
+        if starting:
+            return self._requestheaders_after_start(flow)
+        self._requestheaders(flow)
+        return None
+
+    async def _requestheaders_after_start(self, flow: http.HTTPFlow) -> None:
+        await self.start()
+        self._requestheaders(flow)
+
+    def _requestheaders(self, flow: http.HTTPFlow) -> None:
         request = flow.request
         url, host = pretty_target(request)
         if (

@@ -28,7 +28,7 @@ from addons.sync_paths import SyncPaths
 from storage.locations import private_home
 
 if TYPE_CHECKING:
-    from mitmproxy import connection, http, tls
+    from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
 
 CA_FILE = "mitmproxy-ca-cert.pem"
@@ -70,7 +70,6 @@ HOOKS = (
     "configure",
     "running",
     "done",
-    "client_connected",
     "http_connect",
     "tls_clienthello",
     "requestheaders",
@@ -131,9 +130,6 @@ class Flightlog:
 
     def done(self) -> Awaitable[None] | None:
         return self._call("done")
-
-    def client_connected(self, client: connection.Client) -> Awaitable[None] | None:
-        return self._call("client_connected", client)
 
     async def start(self) -> None:
         """Start every part that has work to bring up before the proxy listens (the writer, the relay)."""

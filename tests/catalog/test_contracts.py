@@ -399,4 +399,7 @@ def test_a_scoped_token_rides_in_every_form_that_reaches_the_door() -> None:
     assert out["mcp_http"]["headers"] == {"authorization": bearer}
     assert out["mcp_stdio"]["headers"] == {}
     assert out["mcp_stdio"]["server"]["env"] == {"FLIGHTLOG_TOKEN": token}
-    assert ["--env", f"FLIGHTLOG_TOKEN={token}"] == shlex.split(out["mcp_config_claude_code"]["command"])[4:6]
+    claude = shlex.split(out["mcp_config_claude_code"]["command"])
+    assert claude[claude.index(f"FLIGHTLOG_TOKEN={token}") - 1] == "-e"
+    for name in ("mcp_config_claude_code_json", "mcp_config_cursor", "mcp_config_json"):
+        assert json.loads(out[name]["code"])["mcpServers"]["flightlog"]["env"]["FLIGHTLOG_TOKEN"] == token

@@ -215,6 +215,7 @@ def test_every_form_runs_and_reaches_the_upstream_alike(
         "FLIGHTLOG_HOME": env["FLIGHTLOG_HOME"],
         "HTTP_PROXY": proxy.url,
         "HTTPS_PROXY": proxy.url,
+        "FLIGHTLOG_TOKEN": token,
     }
     command, *cargs = line[line.index("--") + 1 :]
     ok["mcp_config_claude_code"] = run_mcp_server(
