@@ -10,12 +10,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
-from storage.blobstore import open_blob_store
 from storage.engine import make_engine
-from storage.ledger import Ledger, open_ledger
+from storage.ledger import open_ledger
 from storage.migrate import _config, current_revision, head_revision, migrate
 from storage.schema import metadata
-from tests.storage.factory import batch, event
+from tests.storage.factory import event, legacy_append
 
 LEDGER_TABLES = {"events", "blobs", "batches", "positions"}
 
@@ -69,8 +68,7 @@ def test_every_older_schema_migrates_forward_with_its_data(ledger_url: str, tmp_
         engine = make_engine(url)
         migrate(engine, revision)
         assert current_revision(engine) == revision
-        old = Ledger(engine, url, open_blob_store((tmp_path / f"b{i}").as_uri()))
-        old.append(batch([event(0), event(1)]))  # recorded while the schema is at `revision`
+        legacy_append(engine, [event(0, payload=None), event(1, payload=None)])  # as at `revision`
         migrate(engine)
         assert current_revision(engine) == head_revision()
         with engine.connect() as conn:

@@ -1,0 +1,238 @@
+"""The batch chain: each batch row carries a digest of its events' canonical rows, chained to the
+digest of the same collector's previous batch (the idea of git and Certificate Transparency logs).
+
+Triggers only stop honest mistakes: whoever can drop them (any SQLite connection, a PostgreSQL
+superuser with `session_replication_role = replica`) can rewrite rows. The chain makes that visible:
+`storage.chain_verify` re-derives every digest from the rows as stored, and an operator who wrote a
+head digest down elsewhere can prove that no tail of batches was removed since.
+
+The canonical row, the same whichever engine kept it: the values of the batch's `event_columns` in
+that order, as a compact ASCII JSON array, where a datetime is its UTC text `YYYY-MM-DD
+HH:MM:SS.ffffff`, bytes are decoded as latin-1 (so `\\u00XX` escapes), booleans, numbers and NULL
+are JSON's own. A leaf is the SHA-256 of that text; the batch digest is
+SHA-256(previous digest in hex, "\\n", the header JSON, "\\n", the leaves' 32 bytes each, in order).
+The header names the version, collector, chain index, position, batch id, commit time, the column
+list and the number of events. A collector's first batch chains to a genesis digest over the batch
+rows it delivered before the chain existed (migration 0003), so those rows cannot be changed either.
+
+The writer already holds the rows it inserts: the digest costs one JSON encoding and one SHA-256 per
+row and one per batch, and no extra round trip per row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import Boolean, DateTime, Float, Integer, LargeBinary
+from sqlalchemy.engine import Connection
+
+from storage.rows import COLUMNS
+from storage.schema import EventRow
+
+VERSION: Final = "flightlog-chain/1"
+LEAF_HEX: Final = 16
+"""Hex digits of each leaf kept in `event_leaves`: enough to name the event whose row changed (the
+digest itself covers the full leaves)."""
+
+_TABLE = EventRow.__table__  # type: ignore[attr-defined]
+_encode: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+try:  # the C encoder without JSONEncoder.encode's per-call set-up: the row loop's main cost
+    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+
+    if c_make_encoder is not None:
+        _c = c_make_encoder(None, None, encode_basestring_ascii, None, ":", ",", False, False, True)
+
+        def _encode(value: Any) -> str:
+            return "".join(_c(value, 0))
+except ImportError:  # pragma: no cover - CPython always has it
+    pass
+
+
+def time_text(at: datetime | str) -> str:
+    """A stored time as canonical UTC text (SQLite gives text, PostgreSQL an aware datetime)."""
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at.isoformat(" ", "microseconds")
+
+
+def _kinds(columns: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Positions of the datetime and the bytes columns among `columns`."""
+    times, binaries = [], []
+    for i, name in enumerate(columns):
+        kind = _TABLE.c[name].type
+        if isinstance(kind, DateTime):
+            times.append(i)
+        elif isinstance(kind, LargeBinary):
+            binaries.append(i)
+    return times, binaries
+
+
+_TIMES, _BINARIES = _kinds(COLUMNS)
+_AT, _HEAD = COLUMNS.index("at"), COLUMNS.index("head")
+_FAST = _TIMES == [_AT] and _BINARIES == [_HEAD] and _AT < _HEAD
+
+
+def written_leaves(rows: Sequence[Sequence[Any]], times: Sequence[str] | None = None) -> list[bytes]:
+    """The leaves of rows as the writer inserts them (`to_row` tuples, in `COLUMNS` order, the
+    time aware UTC, the head bytes: both NOT NULL).
+
+    `times` may give each row's time already as canonical text (the SQLite path formats it anyway).
+    The hot loop is written out for the one time and one bytes column the table has.
+    """
+    sha = hashlib.sha256
+    encode = _encode
+    if not _FAST:  # another datetime or bytes column was added: the general (slower) form
+        out = []
+        for n, row in enumerate(rows):
+            values = list(row)
+            for i in _TIMES:
+                if values[i] is not None:
+                    values[i] = times[n] if times is not None and i == _AT else time_text(values[i])
+            for i in _BINARIES:
+                if values[i] is not None:
+                    values[i] = bytes(values[i]).decode("latin-1")
+            out.append(sha(encode(values).encode("ascii")).digest())
+        return out
+    a, h = _AT, _HEAD
+    if times is None:
+        times = [r[a].isoformat(" ", "microseconds")[:26] for r in rows]  # aware UTC: drop "+00:00"
+    return [
+        sha(encode([*r[:a], t, *r[a + 1 : h], r[h].decode("latin-1"), *r[h + 1 :]]).encode("ascii")).digest()
+        for r, t in zip(rows, times, strict=True)
+    ]
+
+
+def _normalizer(name: str) -> Callable[[Any], Any]:
+    kind = _TABLE.c[name].type
+    if isinstance(kind, DateTime):
+        return time_text
+    if isinstance(kind, LargeBinary):
+        return lambda v: bytes(v).decode("latin-1")
+    if isinstance(kind, Boolean):
+        return lambda v: v if isinstance(v, bool) else {0: False, 1: True}[v]
+    if isinstance(kind, Float):
+        return float
+    if isinstance(kind, Integer):  # BigInteger too
+        return lambda v: v if type(v) is int else int(str(v), 10)
+    return lambda v: v if isinstance(v, str) else str(v, "utf-8")
+
+
+def stored_leaf(values: Sequence[Any], columns: Sequence[str]) -> bytes | None:
+    """The leaf of a row read back from either engine; None when a value could never have been
+    written by flightlog (text in an integer column, an unknown column): such a row is forged."""
+    try:
+        normal = [None if v is None else _normalizer(c)(v) for c, v in zip(columns, values, strict=True)]
+        return hashlib.sha256(_encode(normal).encode("ascii")).digest()
+    except (KeyError, ValueError, TypeError, UnicodeError):
+        return None
+
+
+def header(
+    collector: str, index: int, position: int, batch: str, committed: str, columns: Sequence[str], n: int
+) -> bytes:
+    """The batch's own facts that its digest binds."""
+    return _encode([VERSION, collector, index, position, batch, committed, list(columns), n]).encode("ascii")
+
+
+def digest(previous: str, head: bytes, leaves: Sequence[bytes]) -> str:
+    """One SHA-256 per batch over the previous digest, the header and the concatenated leaves."""
+    h = hashlib.sha256(previous.encode("ascii") + b"\n" + head + b"\n")
+    h.update(b"".join(leaves))
+    return h.hexdigest()
+
+
+def genesis(collector: str, legacy: Sequence[Sequence[Any]]) -> str:
+    """Where a collector's chain starts: a digest of the batch rows it delivered before the chain
+    (batch_id, position, received, new), in (position, batch_id) order; none for a new ledger."""
+    rows = sorted([str(r[0]), int(r[1]), int(r[2]), int(r[3])] for r in legacy)
+    rows.sort(key=lambda r: (r[1], r[0]))
+    return hashlib.sha256(_encode([VERSION, "genesis", collector, rows]).encode("ascii")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """What a new batch row stores of the chain."""
+
+    index: int
+    digest: str
+    event_ids: str
+    event_leaves: str
+    event_columns: str
+
+
+def _mark(conn: Connection) -> str:
+    return "?" if conn.dialect.name == "sqlite" else "%s"
+
+
+def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one small query on the driver's own cursor (the append path runs several a batch;
+    SQLAlchemy's per-statement overhead would cost more than the queries)."""
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql, tuple(params))
+        return [tuple(r) for r in cursor.fetchall()] if cursor.description is not None else []
+    finally:
+        cursor.close()
+
+
+def legacy_batches(conn: Connection, collector: str) -> list[tuple[Any, ...]]:
+    """The collector's batch rows from before the chain (no chain index)."""
+    sql = (
+        "SELECT batch_id, position, received, new FROM batches"
+        f" WHERE collector = {_mark(conn)} AND chain_index IS NULL"
+    )
+    return query(conn, sql, (collector,))
+
+
+def _lock_key(collector: str) -> int:
+    return int.from_bytes(
+        hashlib.sha256(b"flightlog-chain\x00" + collector.encode()).digest()[:8], signed=True
+    )
+
+
+def lock(conn: Connection, collector: str) -> None:
+    """Inside the write transaction, before reading the head: on PostgreSQL a per-collector lock, so
+    two writers of one collector never fork its chain (SQLite's BEGIN IMMEDIATE already queues them)."""
+    if conn.dialect.name == "postgresql":
+        query(conn, "SELECT pg_advisory_xact_lock(%s)", (_lock_key(collector),))
+
+
+def chain_head(conn: Connection, collector: str) -> tuple[int, str]:
+    """The collector's newest (index, digest), or (0, genesis) before its first chained batch."""
+    sql = (
+        "SELECT chain_index, digest FROM batches WHERE collector = "
+        f"{_mark(conn)} AND chain_index IS NOT NULL ORDER BY chain_index DESC LIMIT 1"
+    )
+    found = query(conn, sql, (collector,))
+    if not found:
+        return 0, genesis(collector, legacy_batches(conn, collector))
+    return int(found[0][0]), str(found[0][1])
+
+
+def link(
+    conn: Connection,
+    collector: str,
+    position: int,
+    batch: str,
+    committed: str,
+    rows: Sequence[Sequence[Any]],
+    times: Sequence[str] | None = None,
+) -> Link:
+    """Chain a batch whose newly inserted rows (sorted by event_id) are `rows` (after `lock`)."""
+    index, previous = chain_head(conn, collector)
+    leaves = written_leaves(rows, times)
+    head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows))
+    return Link(
+        index=index + 1,
+        digest=digest(previous, head, leaves),
+        event_ids=json.dumps([r[0] for r in rows], ensure_ascii=False),
+        event_leaves="".join(leaf[: LEAF_HEX // 2].hex() for leaf in leaves),
+        event_columns=",".join(COLUMNS),
+    )
