@@ -124,7 +124,7 @@ def unchained() -> Iterator[None]:
     real = chain.link
     count = iter(range(1, 1 << 62))
 
-    def stub(*args: object, **kwargs: object) -> chain.Link:
+    def stub(*args: object, **kwargs: object) -> chain.Link | None:
         return chain.Link(next(count), "", "[]", "", "")
 
     chain.link = stub

@@ -257,7 +257,4 @@ def _chain_link(
 ) -> chain.Link | None:
     """The batch's link in its collector's chain over the rows it inserted (storage.chain); None
     when this very batch was committed before (a re-delivery adds no row and no link)."""
-    chain.lock(conn, batch.collector)
-    if _known(conn, "batches", "batch_id", [bid]):
-        return None
     return chain.link(conn, batch.collector, batch.position, bid, sqlite_time(now), fresh, times)

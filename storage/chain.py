@@ -204,16 +204,22 @@ def lock(conn: Connection, collector: str) -> None:
         query(conn, "SELECT pg_advisory_xact_lock(%s)", (_lock_key(collector),))
 
 
-def chain_head(conn: Connection, collector: str) -> tuple[int, str]:
-    """The collector's newest (index, digest), or (0, genesis) before its first chained batch."""
+def chain_head(conn: Connection, collector: str, batch: str = "") -> tuple[int, str] | None:
+    """The collector's newest (index, digest), or (0, genesis) before its first chained batch;
+    None when `batch` is already stored (a re-delivery). One query, after `lock`."""
+    m = _mark(conn)
     sql = (
-        "SELECT chain_index, digest FROM batches WHERE collector = "
-        f"{_mark(conn)} AND chain_index IS NOT NULL ORDER BY chain_index DESC LIMIT 1"
+        f"SELECT (SELECT count(*) FROM batches WHERE batch_id = {m}), h.chain_index, h.digest"
+        " FROM (SELECT 1 AS one) AS one LEFT JOIN (SELECT chain_index, digest FROM batches"
+        f" WHERE collector = {m} AND chain_index IS NOT NULL ORDER BY chain_index DESC LIMIT 1) AS h"
+        " ON 1 = 1"
     )
-    found = query(conn, sql, (collector,))
-    if not found:
+    known, index, digest = query(conn, sql, (batch, collector))[0]
+    if known:
+        return None
+    if index is None:
         return 0, genesis(collector, legacy_batches(conn, collector))
-    return int(found[0][0]), str(found[0][1])
+    return int(index), str(digest)
 
 
 def link(
@@ -224,9 +230,14 @@ def link(
     committed: str,
     rows: Sequence[Sequence[Any]],
     times: Sequence[str] | None = None,
-) -> Link:
-    """Chain a batch whose newly inserted rows (sorted by event_id) are `rows` (after `lock`)."""
-    index, previous = chain_head(conn, collector)
+) -> Link | None:
+    """Chain a batch whose newly inserted rows (sorted by event_id) are `rows`; None when this very
+    batch was committed before (a re-delivery adds no row and no link)."""
+    lock(conn, collector)
+    head_now = chain_head(conn, collector, batch)
+    if head_now is None:
+        return None
+    index, previous = head_now
     leaves = written_leaves(rows, times)
     head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows))
     return Link(

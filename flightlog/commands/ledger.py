@@ -74,10 +74,13 @@ def action(
 
 @ledger_app.command()
 def blob(sha256: str, ledger: LedgerOpt = None, blobs: BlobsOpt = None) -> None:
-    """Write a payload's exact bytes to stdout (refused if they do not match their address)."""
-    data = load_settings().open_ledger(ledger, blobs).payload(sha256)
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    """Write a payload's exact bytes to stdout (refused if they do not match their address).
+
+    Streamed: checked whole first, then written chunk by chunk, so any size fits in bounded memory."""
+    out = sys.stdout.buffer
+    for chunk in load_settings().open_ledger(ledger, blobs).payload_chunks(sha256):
+        out.write(chunk)
+    out.flush()
 
 
 @ledger_app.command()
