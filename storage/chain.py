@@ -172,14 +172,10 @@ def _mark(conn: Connection) -> str:
 
 
 def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Rows of one small query on the driver's own cursor (the append path runs several a batch;
-    SQLAlchemy's per-statement overhead would cost more than the queries)."""
-    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(sql, tuple(params))
-        return [tuple(r) for r in cursor.fetchall()] if cursor.description is not None else []
-    finally:
-        cursor.close()
+    """Rows of one small query in the driver's own parameter style (errors wrapped by SQLAlchemy,
+    so the Ledger maps them like any other)."""
+    result = conn.exec_driver_sql(sql, tuple(params))
+    return [tuple(r) for r in result] if result.returns_rows else []
 
 
 def legacy_batches(conn: Connection, collector: str) -> list[tuple[Any, ...]]:
