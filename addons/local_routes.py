@@ -12,19 +12,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from addons.door.mcp_route import mcp_route
-from addons.door.routes import HOST, Handler, Routes, directory_route, json_answer, lazy_route, ledger_route
+from addons.door.routes import HOST, Routes, directory_route, dispatch_route, json_answer, ledger_route
 
 if TYPE_CHECKING:
     from mitmproxy import http
     from mitmproxy.addonmanager import Loader
-
-
-def _dispatch_handler() -> Handler:
-    """The door's handler, imported on the first dispatch: it brings SQLAlchemy and the catalog, which
-    the proxy process does not carry until a call needs them (20 MiB and 0.3 s of start-up)."""
-    from addons.door.dispatch import handle
-
-    return handle
 
 
 class LocalRoutes:
@@ -36,7 +28,7 @@ class LocalRoutes:
             self.routes.add("/api/directory/", directory_route(directory_settings))
         if "/api/ledger/" not in self.routes.handlers:
             self.routes.add("/api/ledger/", ledger_route(_ledger_settings))
-        self.routes.handlers.setdefault("/api/dispatch", lazy_route(_dispatch_handler))
+        self.routes.handlers.setdefault("/api/dispatch", dispatch_route())
         self.routes.handlers.setdefault("/api/mcp", mcp_route(directory_settings))
 
     def load(self, loader: Loader) -> None:

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from addons.door.routes import HOST, Routes, directory_route
+from addons.door.routes import HOST, Routes, directory_route, dispatch_route
 from addons.readback import ledger_routes
 from storage.ledger import Ledger
 
@@ -40,4 +40,5 @@ def local_mounts(ledger: Ledger, ledger_token: str) -> dict[str, httpx.BaseTrans
     folder = os.environ.get("FLIGHTLOG_DIRECTORY") or None
     routes.add("/api/directory/", directory_route(lambda: (ledger.url, folder)))
     routes.add("/api/ledger/", functools.partial(ledger_routes.handle, ledger=ledger, token=ledger_token))
+    routes.add("/api/dispatch", dispatch_route())
     return {f"all://{HOST}": LocalTransport(routes)}

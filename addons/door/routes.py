@@ -90,3 +90,16 @@ def ledger_route(settings: Callable[[], tuple[str, str]]) -> Handler:
         return ledger_handler(open_ledger(*settings()), flightlog_home())
 
     return lazy_route(build)
+
+
+def dispatch_route() -> Handler:
+    """`/api/dispatch`: the door, imported on the first dispatch. It brings SQLAlchemy and the catalog,
+    which the proxy process does not carry until a call needs them, and the door itself reaches
+    flightlog.local through this table (`local_transport`), so it cannot be imported here."""
+
+    def build() -> Handler:
+        from addons.door.dispatch import handle
+
+        return handle
+
+    return lazy_route(build)

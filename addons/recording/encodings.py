@@ -14,7 +14,7 @@ from typing import Protocol
 import brotli
 import zstandard
 
-from addons.errors import AddonError
+from addons.recording.errors import EncodingError
 
 #: Largest piece of decoded output produced by one decoding step.
 STEP = 1 << 20
@@ -38,10 +38,6 @@ def sniff(body: bytes) -> str | None:
         if body.startswith(magic):
             return coding
     return None
-
-
-class EncodingError(AddonError):
-    """A body could not be decoded with the content coding its header names."""
 
 
 def parse_encodings(content_encoding: str | None) -> tuple[str, ...]:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from addons.errors import AddonError
 from addons.recording.encoded_forms import RUN_ALPHABET, gated_forms, plain_forms
-from addons.recording.encodings import EncodingError, parse_encodings, sniff
+from addons.recording.encodings import parse_encodings, sniff
+from addons.recording.errors import EncodingError, RedactError
 from addons.recording.redact_stream import HOLD_MAX, StreamRedactor
 
 __all__ = ["HOLD_MAX", "REDACTED", "RedactError", "Redactor", "StreamRedactor"]
@@ -53,10 +53,6 @@ _RUNS = bytes(1 if i in RUN_ALPHABET else 0 for i in range(256))
 
 
 _HEADER = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(:[ \t]*)(.*?)([ \t]*)$", re.DOTALL)
-
-
-class RedactError(AddonError):
-    """Redaction was configured with something it cannot use."""
 
 
 class Redactor:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from addons.recording.encodings import MAGIC, SNIFF, Decoder, Encoder, EncodingError, parse_encodings, sniff
+from addons.recording.encodings import MAGIC, SNIFF, Decoder, Encoder, parse_encodings, sniff
+from addons.recording.errors import EncodingError
 
 if TYPE_CHECKING:
     from addons.recording.redact import Redactor
