@@ -181,14 +181,15 @@ def _collector(conn: Connection, collector: str, report: ChainReport) -> list[st
 
 def _outside(conn: Connection, report: ChainReport) -> None:
     """Events no chained batch inserted, against the number recorded before the chain began."""
-    if conn.dialect.name == "sqlite":
+    if conn.dialect.name == "sqlite":  # NOT IN builds one temporary index of the members
         members = "SELECT j.value FROM batches b, json_each(b.event_ids) j WHERE b.event_ids IS NOT NULL"
-    else:
+        outside = f"FROM events WHERE event_id NOT IN ({members})"
+    else:  # an anti-join PostgreSQL can hash and spill (NOT IN over a large set would not be hashed)
         members = (
-            "SELECT jsonb_array_elements_text(b.event_ids::jsonb) FROM batches b"
+            "SELECT jsonb_array_elements_text(b.event_ids::jsonb) AS id FROM batches b"
             " WHERE b.event_ids IS NOT NULL"
         )
-    outside = f"FROM events WHERE event_id NOT IN ({members})"
+        outside = f"FROM events e WHERE NOT EXISTS (SELECT 1 FROM ({members}) m WHERE m.id = e.event_id)"
     legacy = conn.exec_driver_sql(
         "SELECT COALESCE(SUM(new), 0) FROM batches WHERE chain_index IS NULL"
     ).scalar()
