@@ -234,6 +234,6 @@ def verify_chain(
         if anchor.strip().lower() not in known:
             report.problems.append(
                 f"truncated: head {anchor} is no longer in any chain"
-                " (batches were removed since it was printed)"
+                " (batches were removed or rewritten since it was printed)"
             )
     return report

@@ -107,6 +107,9 @@ def verify(
     # deferred: SQLAlchemy loads slowly; other commands start without them
     from storage.verify import verify as run_verify
 
+    for digest in head or ():
+        if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
+            raise CommandError(f"--head {digest!r} is not a head digest (64 hex digits, as verify prints it)")
     opened = load_settings().open_ledger(ledger, blobs)
     columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True, disable=as_json or not sys.stderr.isatty()) as bar:

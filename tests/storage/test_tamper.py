@@ -7,6 +7,7 @@ after dropping the trigger in the way) or superuser rights (PostgreSQL: `session
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -187,7 +188,8 @@ def test_a_removed_tail_is_found_against_a_printed_head(ledger_url: str, tmp_pat
     code, lines, _ = verify_cli(ledger_url, blobs, "--head", early, "--head", late)
     assert code == 1
     assert lines == [
-        f"truncated: head {late} is no longer in any chain (batches were removed since it was printed)"
+        f"truncated: head {late} is no longer in any chain"
+        " (batches were removed or rewritten since it was printed)"
     ]
 
 
@@ -241,3 +243,59 @@ def test_every_column_reads_back_to_the_digest_it_was_written_with(ledger_url: s
         report = verify_chain(conn)
     assert (report.problems, report.chained_events) == ([], 3)
     opened.close()
+
+
+def rechain(ledger: Ledger, tamper: Tamperer, start: int) -> None:
+    """What an attacker who knows the algorithm does after editing a row: recompute the leaves and
+    digests of batch `start` and every later one, so each link checks out again."""
+    from storage import chain
+
+    with ledger.engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT batch_id, collector, position, committed_at, chain_index, digest, event_ids,"
+            " event_columns FROM batches WHERE chain_index IS NOT NULL ORDER BY chain_index"
+        ).all()
+        previous = chain.genesis("test", [])
+        for batch_id, collector, position, committed, index, digest, ids, columns in rows:
+            if index >= start:
+                names, cols = json.loads(ids), columns.split(",")
+                marks = ", ".join(f"'{n}'" for n in names)
+                found = conn.exec_driver_sql(
+                    f"SELECT event_id, {columns} FROM events WHERE event_id IN ({marks})"
+                )
+                by_id = {r[0]: tuple(r[1:]) for r in found}
+                leaves = [chain.stored_leaf(by_id[n], cols) for n in names]
+                head = chain.header(
+                    collector, index, position, batch_id, chain.time_text(committed), cols, len(names)
+                )
+                digest = chain.digest(previous, head, leaves)  # type: ignore[arg-type]
+                prefixes = "".join(leaf[:8].hex() for leaf in leaves)  # type: ignore[index]
+                tamper.run(
+                    f"UPDATE batches SET digest = '{digest}', event_leaves = '{prefixes}'"
+                    f" WHERE batch_id = '{batch_id}'",
+                    drop=("batches_no_update",),
+                )
+            previous = digest
+
+
+def test_a_chain_rewritten_after_a_forgery_is_found_against_a_kept_head(
+    ledger: Ledger, ledger_url: str
+) -> None:
+    """A superuser edits a row and recomputes every digest from there on: each link checks out
+    (verify alone cannot tell), but the head printed before is no longer in the chain."""
+    with ledger.engine.connect() as conn:
+        kept = verify_chain(conn).heads[0].digest
+    tamper = Tamperer(ledger_url)
+    tamper.run("UPDATE events SET status = 201 WHERE event_id = 'ev-000005'", drop=("events_no_update",))
+    rechain(ledger, tamper, start=2)
+    assert problems(ledger) == []
+    assert problems(ledger, (kept,)) == [
+        f"truncated: head {kept} is no longer in any chain"
+        " (batches were removed or rewritten since it was printed)"
+    ]
+
+
+def test_a_head_that_is_not_a_digest_is_one_clear_error(ledger_url: str, tmp_path: Path) -> None:
+    """`--head` takes the 64 hex digits verify prints; anything else is refused in one line."""
+    code, lines, out = verify_cli(ledger_url, (tmp_path / "blobs").as_uri(), "--head", "nonsense")
+    assert code == 1 and lines == [] and "Traceback" not in out
