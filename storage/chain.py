@@ -21,6 +21,7 @@ row and one per batch, and no extra round trip per row.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import Boolean, DateTime, Float, Integer, LargeBinary
+from sqlalchemy import Boolean, DateTime, LargeBinary
 from sqlalchemy.engine import Connection
 
 from storage.rows import COLUMNS
@@ -109,26 +110,38 @@ def written_leaves(rows: Sequence[Sequence[Any]], times: Sequence[str] | None = 
     ]
 
 
-def _normalizer(name: str) -> Callable[[Any], Any]:
-    kind = _TABLE.c[name].type
-    if isinstance(kind, DateTime):
-        return time_text
-    if isinstance(kind, LargeBinary):
-        return lambda v: bytes(v).decode("latin-1")
-    if isinstance(kind, Boolean):
-        return lambda v: v if isinstance(v, bool) else {0: False, 1: True}[v]
-    if isinstance(kind, Float):
-        return float
-    if isinstance(kind, Integer):  # BigInteger too
-        return lambda v: v if type(v) is int else int(str(v), 10)
-    return lambda v: v if isinstance(v, str) else str(v, "utf-8")
+def _bool(value: Any) -> bool:
+    return value if isinstance(value, bool) else {0: False, 1: True}[value]
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(columns: tuple[str, ...]) -> tuple[tuple[int, Callable[[Any], Any]], ...]:
+    """Which stored values need turning into their canonical form: times (text on SQLite, datetimes
+    on PostgreSQL), bytes and booleans (0/1 on SQLite). Everything else is compared as the engine
+    gives it: a number stored as text, or the reverse, changes the leaf. KeyError for a column the
+    events table does not have."""
+    plan: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, name in enumerate(columns):
+        kind = _TABLE.c[name].type
+        if isinstance(kind, DateTime):
+            plan.append((i, time_text))
+        elif isinstance(kind, LargeBinary):
+            plan.append((i, lambda v: bytes(v).decode("latin-1")))
+        elif isinstance(kind, Boolean):
+            plan.append((i, _bool))
+    return tuple(plan)
 
 
 def stored_leaf(values: Sequence[Any], columns: Sequence[str]) -> bytes | None:
     """The leaf of a row read back from either engine; None when a value could never have been
-    written by flightlog (text in an integer column, an unknown column): such a row is forged."""
+    written by flightlog (bytes in a text column, an unknown column): such a row is forged."""
     try:
-        normal = [None if v is None else _normalizer(c)(v) for c, v in zip(columns, values, strict=True)]
+        normal = list(values)
+        if len(normal) != len(columns):
+            return None
+        for i, canonical in _plan(tuple(columns)):
+            if normal[i] is not None:
+                normal[i] = canonical(normal[i])
         return hashlib.sha256(_encode(normal).encode("ascii")).digest()
     except (KeyError, ValueError, TypeError, UnicodeError):
         return None
