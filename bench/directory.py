@@ -4,7 +4,8 @@ Figures (goals from issue 4 in brackets):
   resolver p50 / p99 over a mix of exact, prefix, word, alias, typo, sound-alike, framed and
   no-match queries  [p50 <= 5 ms, p99 <= 20 ms]
   index rebuild (every section) and one section after a write; no-change load  [<= 100 ms]
-  names-only manifest against the full one (bytes, tokens at bytes/4)
+  names-only manifest against the full one (bytes, tokens at bytes/4, and real o200k_base tokens
+  when `bpe-openai` is installed: `pip install bpe-openai`, its tables ship in the wheel)
   MCP server start to first tools/list answer  [<= 1 s]
   tokens of the MCP tool definitions  [four read verbs below 1,122]
 
@@ -179,6 +180,23 @@ def mcp_figures(folder: Path, home: Path, runs: int) -> dict[str, Any]:
     }
 
 
+def measured_tokens(full: str, names: str) -> str:
+    """Both projections in real tokens (o200k_base, from the `bpe-openai` package, whose BPE tables
+    ship inside the wheel: no download), or a line saying they were not measured."""
+    try:
+        import bpe_openai  # type: ignore[import-not-found]
+    except ImportError:
+        return "not measured (pip install bpe-openai; the figures above are bytes/4)"
+    enc = bpe_openai.get_encoding("o200k_base")
+
+    def count(text: str) -> int:  # the package refuses very long inputs: encode 500 lines at a time,
+        lines = text.splitlines(keepends=True)  # cut after a newline (pre-tokenization splits there too)
+        return sum(len(enc.encode("".join(lines[i : i + 500]))) for i in range(0, len(lines), 500))
+
+    f, n = count(full), count(names)
+    return f"{f:,} / {n:,} o200k_base tokens: names-only smaller by {f / n:.1f}x in tokens"
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.directory", description=__doc__)
     parser.add_argument("--rows", type=int, default=25_000)
@@ -256,6 +274,7 @@ def main(argv: list[str]) -> None:
             "names-only smaller by",
             f"{full_b / names_b:.1f}x (full manifest rendered in {manifest_ms:.0f} ms)",
         ),
+        ("manifest full / names, tokens", measured_tokens(full, names)),
         (
             "MCP start to tools/list",
             f"{start_ms:.0f} ms (goal <= 1000, ratio {start_ms / 1000:.2f}) {mcp['runs_ms']}",

@@ -1,11 +1,12 @@
 """The agent API of seed 002 over a Directory: few verbs, all deterministic, all text.
 
     manifest(bundle?, names?)              -> TSV (the manifest module)
-    search(query, k?, bundle?)             -> manifest rows + pos for direct hits, never bodies
+    search(query, k?, bundle?)             -> manifest rows + pos, score, layer, matched; never bodies
     get(ids, section?, offset?, limit?, find?) -> framed slices (the slices module)
     snapshot()                             -> digest, concepts, revision
     write(bundle, path, content, replaces?) / delete(bundle, path, replaces)
-    transact(changes, expected_revision?) / history(before?, limit?) / restore(revision, expected_revision)
+    transact(changes, expectedRevision?) / history(before?, limit?) / restore(revision, expectedRevision)
+                                           (seed 002's argument names; the Python methods take snake_case)
 
 Every verb answers one text or raises a `CatalogError` whose message is the whole answer (the MCP
 server turns it into an `isError` result, the HTTP handler into a status). `TOOLS` holds the tool
@@ -15,165 +16,29 @@ definitions: their descriptions say when to call, and their size is measured by 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from catalog import manifest as manifest_text
 from catalog import slices
+from catalog.authority import LocalCommandRefused
 from catalog.changes import retry_line
 from catalog.directory import Committed, Directory
-from catalog.errors import BadAlias, BadPath, CatalogError, Indeterminate, Refused, UnknownRow
+from catalog.errors import (
+    BadAlias,
+    BadPath,
+    CatalogError,
+    Indeterminate,
+    Refused,
+    UnknownRow,
+)
 from catalog.words import content_words, strip_framing, words
 
 MCP_READ_CAP: Final = 15_000
 SEARCH_K: Final = 8
 HISTORY_LIMIT: Final = 20
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """One verb as an MCP tool: name, title, description, input schema and hints."""
-
-    name: str
-    title: str
-    description: str
-    schema: dict[str, Any]
-    read_only: bool
-    destructive: bool = False
-    idempotent: bool = True
-
-
-def _obj(required: list[str], **props: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-
-
-_STR: Final = {"type": "string"}
-_INT: Final = {"type": "integer"}
-READ_TOOLS: Final = (
-    ToolSpec(
-        "manifest",
-        "Directory manifest",
-        "Call this before anything else. The Directory as TSV: one line per row (id, bundle, kind, status, "
-        "grain, summary, links). Pick ids from it; never guess one. bundle narrows it to one bundle; names "
-        "lists ids only.",
-        _obj([], bundle=_STR, names={"type": "boolean"}),
-        read_only=True,
-    ),
-    ToolSpec(
-        "search",
-        "Search the Directory",
-        "Rows matching words, a name or a question, best first, as manifest lines; never bodies. A direct "
-        "hit ends with pos: pass it to get as offset to read the passage. Call when you know what you want "
-        "but not its id.",
-        _obj(["query"], query=_STR, k=_INT, bundle=_STR),
-        read_only=True,
-    ),
-    ToolSpec(
-        "get",
-        "Read rows",
-        "Read rows by id. Pass every id you need in one call. Each comes framed @@ id [start..end of "
-        "total]; continue with offset. section reads one part (frontmatter, body, or a heading's slug); "
-        "find returns a window around a literal phrase and every match offset. Reads stop at 15,000 "
-        "characters unless limit says otherwise.",
-        _obj(
-            ["ids"],
-            ids={"type": "array", "items": _STR},
-            section=_STR,
-            offset=_INT,
-            limit=_INT,
-            find=_STR,
-        ),
-        read_only=True,
-    ),
-    ToolSpec(
-        "snapshot",
-        "Directory snapshot",
-        "The digest of the Directory's content, its row count and revision. Call to check whether a "
-        "manifest you hold has changed.",
-        _obj([]),
-        read_only=True,
-    ),
-)
-WRITE_TOOLS: Final = (
-    ToolSpec(
-        "write",
-        "Write a row",
-        "Write one Markdown document (YAML frontmatter with name and description, then the body) at "
-        'bundle/path.md. Omit replaces to create. A refusal ends with retry with replaces: "H"; re-read '
-        "the concept if it matters, then call again with that hash. An indeterminate commit offers no "
-        "hash: check snapshot before writing again.",
-        _obj(["bundle", "path", "content"], bundle=_STR, path=_STR, content=_STR, replaces=_STR),
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-    ),
-    ToolSpec(
-        "delete",
-        "Delete a row",
-        "Delete the document at bundle/path. replaces is its current hash; a refusal offers it, as with "
-        "write.",
-        _obj(["bundle", "path"], bundle=_STR, path=_STR, replaces=_STR),
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-    ),
-)
-DATABASE_TOOLS: Final = (
-    ToolSpec(
-        "transact",
-        "Commit several changes",
-        "Commit 1 to 1,000 changes as one revision. No changes commit if any precondition fails. A change "
-        "is {operation: write|delete, bundle, path, content?, replaces?}; hashes are full 64-character "
-        "digests. expected_revision refuses the commit if the head has moved.",
-        _obj(
-            ["changes"],
-            changes={"type": "array", "items": {"type": "object"}, "minItems": 1, "maxItems": 1000},
-            expected_revision=_INT,
-        ),
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-    ),
-    ToolSpec(
-        "history",
-        "Revision history",
-        "Committed revisions, newest first. Pass the next cursor of one page as before to read on.",
-        _obj([], before=_STR, limit=_INT),
-        read_only=True,
-    ),
-    ToolSpec(
-        "restore",
-        "Restore a revision",
-        "Make a new revision whose content equals an older revision's; history is never rewritten. "
-        "expected_revision must be the current head.",
-        _obj(["revision", "expected_revision"], revision=_INT, expected_revision=_INT),
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-    ),
-)
-
-
-CALL_TOOL: Final = ToolSpec(
-    "call",
-    "Run a tool",
-    "Run one Directory tool: {tool: NAME, args: {...}} as its row's args schema says (read it with get "
-    "first). flightlog holds the keys, checks the limits and records the call; the answer is "
-    "{ok, result, action_id}.",
-    _obj(["tool"], tool=_STR, args={"type": "object"}, token=_STR),
-    read_only=False,
-    destructive=True,
-    idempotent=False,
-)
-"""Served only when the server is given a dispatcher (`flightlog mcp` wires the door)."""
-
-
-def tools(database_tools: bool = False, call: bool = False) -> tuple[ToolSpec, ...]:
-    """The tools in their fixed order: the six defaults, `call` when dispatching, then the three
-    database tools if asked."""
-    return (
-        READ_TOOLS + WRITE_TOOLS + ((CALL_TOOL,) if call else ()) + (DATABASE_TOOLS if database_tools else ())
-    )
+SEARCH_COLUMNS: Final = ("pos", "score", "layer", "matched")
+"""What search adds to the manifest columns: seed 002's pos, and the resolver's reason for the row
+(seed 000: the score and the words that matched travel with every hit, on every door)."""
 
 
 class AgentApi:
@@ -243,9 +108,13 @@ class AgentApi:
                 continue
         out = manifest_text.preamble(self.name, bundles, snap.digest)
         out += [f"# query: {' '.join(query.split())}", f"# hits: {len(direct)} direct, {len(linked)} linked"]
-        out.append("\t".join((*manifest_text.COLUMNS, "pos")))
-        out += [f"{manifest_text.line(r)}\t{slices.pos(texts.get(r.id, ''), qwords)}" for r in direct]
-        out += [f"{manifest_text.line(r)}\t-" for r in linked]
+        out.append("\t".join((*manifest_text.COLUMNS, *SEARCH_COLUMNS)))
+        for h in hits:
+            at = slices.pos(texts.get(h.row.id, ""), qwords)
+            out.append(
+                f"{manifest_text.line(h.row)}\t{at}\t{h.score}\t{h.layer}\t{' '.join(h.matched) or '-'}"
+            )
+        out += [f"{manifest_text.line(r)}\t-\t-\tlinked\t-" for r in linked]
         return "\n".join(out) + "\n"
 
     def get(
@@ -305,7 +174,9 @@ class AgentApi:
 
     def _with_retry(self, error: CatalogError, bundle: str, path: str) -> CatalogError:
         """Any failure of a write carries the hash to retry with, except those a retry cannot fix."""
-        if isinstance(error, Indeterminate | BadPath | BadAlias) or "retry with replaces" in str(error):
+        if isinstance(
+            error, Indeterminate | BadPath | BadAlias | LocalCommandRefused
+        ) or "retry with replaces" in str(error):
             return error
         try:
             current = self.directory.current_hash(bundle, path)

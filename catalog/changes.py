@@ -7,11 +7,10 @@ a second write on top of a commit that did land is the lost update the precondit
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from catalog.aliases import ALIASES_PATH, Aliases, matching, parse_aliases
+from catalog.aliases import ALIASES_PATH, Aliases, matching, name_matches, parse_aliases
 from catalog.document import parse
 from catalog.errors import BadAlias, BadPath, Indeterminate, Refused, RevisionConflict, StoreFailed
 from catalog.folder import ROOT_BUNDLE, check_target
@@ -143,19 +142,38 @@ def check_aliases(changes: Sequence[Change], index: Index, aliases: Aliases) -> 
             removed.add(found)
         if c.content is not None:
             front, _, notes = parse(c.content)
+            _callable_where_it_says(c, front)
             warnings.extend(f"{c.bundle}/{c.path}: {n}" for n in notes)
             added.append(str(front.get("name") or c.path.rsplit("/", 1)[-1].removesuffix(".md")))
+    rewritten = new_aliases is not aliases
     for word, patterns in sorted(new_aliases.items()):
         for pattern in patterns:
-            if any(k not in removed for k in matching(pattern, index)):
+            before = matching(pattern, index)
+            if any(k not in removed for k in before):
                 continue
-            if any(fnmatch.fnmatchcase(name.lower(), pattern.lower()) for name in added):
+            if not before and not rewritten:
+                continue  # already a reported problem (`directory check`): not this change's doing
+            if any(name_matches(pattern, name) for name in added):
                 continue
             raise BadAlias(
                 f'refused: alias "{word}" pattern "{pattern}" would name no row; '
                 f"change {ALIASES_PATH} in the same transaction"
             )
     return warnings
+
+
+TOOL_BUNDLE: Final = "tool"
+
+
+def _callable_where_it_says(c: Change, front: Mapping[str, Any]) -> None:
+    """A row that says it is a tool must be one: only rows of `tool/` are callable, so a `kind: tool`
+    written elsewhere is refused with the reason, not accepted as a tool nothing can run."""
+    kind = str(front.get("kind") or front.get("type") or "")
+    if kind == TOOL_BUNDLE and c.bundle != TOOL_BUNDLE:
+        raise BadPath(
+            f"refused: {c.bundle}/{c.path} says kind: {kind}, but only rows in {TOOL_BUNDLE}/ are callable; "
+            f"write it as {TOOL_BUNDLE}/{c.path.rsplit('/', 1)[-1]} or give it another kind"
+        )
 
 
 def restore_changes(store: DocumentStore, revision: int, head: int) -> list[Change]:

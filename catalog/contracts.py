@@ -10,9 +10,12 @@ A caller learns one shape, `{"tool": NAME, "args": {...}}`, and asks for the wra
     {method: "CODE", language, code}
     an array of those                         run in order
 
-Form names (`FORM_NAMES`, in this order): dispatch, dispatch_dry_run, url, curl, cli, cli_dry_run,
-python, javascript, mcp_stdio, mcp_http, mcp_config_claude_code, mcp_config_json, and upstream (the
-service's own call, only for a tool with an upstream contract).
+Form names (`FORM_NAMES`, in order): the door's (dispatch and its dry run, url, curl, wget, cli and
+its dry run, python, python_mcp, javascript, webhook, mcp_stdio, mcp_http, mcp_jsonrpc), the MCP
+client configurations (Claude Code's line and .mcp.json, Cursor, VS Code, generic mcpServers), the
+tool definitions models take (OpenAI chat and Responses, Anthropic), with a scoped token its three
+credential-free link forms (link, link_curl, link_markdown), and upstream (the service's own call,
+only for a tool with an upstream contract).
 
 The dispatch door uses two functions of this module: `render_upstream(tool, args)` gives the exact
 upstream request with the arguments substituted and secrets still as `[NAME]` (what a dry run shows),
@@ -36,14 +39,19 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from catalog.errors import ArgumentError, ToolError
+from catalog.forms.agents import config_forms, definition_forms
 from catalog.forms.door import (
     DEFAULT_BASE,
     DEFAULT_PROXY,
     DISPATCH_PATH,
-    FORM_NOTES,
     MCP_CALL_TOOL,
     MCP_HTTP_PATH,
     door_forms,
+    link_forms,
+    more_forms,
+)
+from catalog.forms.door import (
+    FORM_NOTES as _NOTES,
 )
 from catalog.forms.upstream import Request, bind, canonical_json, render, secret_names
 from catalog.refused import RefusedHosts
@@ -72,16 +80,33 @@ FORM_NAMES: Final = (
     "dispatch_dry_run",
     "url",
     "curl",
+    "wget",
     "cli",
     "cli_dry_run",
     "python",
+    "python_mcp",
     "javascript",
+    "webhook",
     "mcp_stdio",
     "mcp_http",
+    "mcp_jsonrpc",
     "mcp_config_claude_code",
+    "mcp_config_claude_code_json",
+    "mcp_config_cursor",
+    "mcp_config_vscode",
     "mcp_config_json",
+    "openai_tool",
+    "openai_responses_tool",
+    "anthropic_tool",
+    "link",
+    "link_curl",
+    "link_markdown",
     "upstream",
 )
+"""Every form in order: 22 for every tool, the three link forms with a scoped token, and upstream
+for a tool with an upstream contract (26 for a fully equipped row)."""
+FORM_NOTES: Final = {name: _NOTES[name] for name in FORM_NAMES}
+"""What varies per form, in the forms' order."""
 
 
 def canonical_call(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,15 +174,23 @@ def forms(
     refused: RefusedHosts | Iterable[str] = (),
     check_args: bool = True,
     token: str | None = None,
+    home: str | None = None,
 ) -> dict[str, Any]:
     """Every form of the canonical call `{"tool": tool.name, "args": args}`, keyed by form name.
 
-    `token` (a scoped token) is carried by every form that reaches the door; `check_args=False`
-    skips the schema check, only to show forms with sample arguments.
+    `token` (a scoped token) is carried by every form that reaches the door and adds the three
+    credential-free link forms; `proxy` is the running proxy's address (the command line reads it
+    from `proxy.json`); `home` is the FLIGHTLOG_HOME the MCP client configurations start the server
+    with. `check_args=False` skips the schema check, only to show forms with sample arguments.
     """
     checked = validate_args(tool, args) if check_args else dict(args)
     hosts = refused if isinstance(refused, RefusedHosts) else RefusedHosts(tuple(refused))
     out = door_forms(tool.name, checked, base=base, proxy=proxy, token=token)
+    out |= more_forms(tool.name, checked, base=base, proxy=proxy, token=token)
+    out |= config_forms(home, proxy, token) | definition_forms(tool.name, tool.description, tool.args_schema)
+    if token:
+        out |= link_forms(tool.name, checked, base=base, proxy=proxy, token=token)
+    out = {name: out[name] for name in FORM_NAMES if name in out}
     if tool.upstream is not None:
         out["upstream"] = render_upstream(tool, checked, refused=hosts, check_args=False)
     hosts.check(out, f"the {tool.name} forms")

@@ -33,6 +33,7 @@ space is seeded from the starter Directory on first open.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -40,7 +41,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from catalog import changes as changeset
-from catalog.aliases import ALIASES_PATH, Aliases, parse_aliases, resolve_aliases
+from catalog.aliases import ALIASES_PATH, Aliases, alias_problems, read_aliases, resolve_aliases
+from catalog.authority import refuse_local_changes
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
@@ -57,6 +59,8 @@ from storage.documents import (
 from storage.documents import snapshot_digest as _digest
 
 NATIVE_SPACE: Final = "native"
+_CHECKED: Final = b"aliases checked\n"
+"""The stored marker of the last alias check (its problems follow as JSON), under the root bundle."""
 TOOL_BUNDLE: Final = "tool"
 
 __all__ = ["Committed", "Directory", "Hit", "Revision", "Row", "Snapshot", "open_directory", "starter_folder"]
@@ -107,6 +111,11 @@ class Directory:
         self.rebuilt: tuple[str, ...] = ()
         """The sections whose index the last load had to rebuild (for tests and the benchmark)."""
         self.warnings: tuple[str, ...] = ()
+        self.network = False
+        """True for a Directory a network door serves: its commits never touch a row that runs a
+        command or code here (`catalog.authority`); the operator's own opens leave it False."""
+        self.alias_problems: tuple[str, ...] = ()
+        """Every alias entry or pattern that names no row (skipped, never fatal: `directory check`)."""
 
     # ---- loading -----------------------------------------------------------------------------
 
@@ -147,17 +156,22 @@ class Directory:
             rebuilt.append(bundle)
         index = Index(sections)
         aliases: Aliases = {}
+        problems: list[str] = []
         if ROOT_BUNDLE in tags:
             texts = self._guard(lambda: self._store.bundle_documents(ROOT_BUNDLE))
-            aliases = next((parse_aliases(t) for p, _, t in texts if p == ALIASES_PATH), {})
+            aliases, problems = next((read_aliases(t) for p, _, t in texts if p == ALIASES_PATH), ({}, []))
             checked = _digest(tags.items())
-            if stored.get(ROOT_BUNDLE, ("", b""))[0] != checked:
-                resolve_aliases(aliases, index)  # raises BadAlias: an alias naming no row fails the load
+            kept = stored.get(ROOT_BUNDLE, ("", b""))
+            if kept[0] == checked and kept[1].startswith(_CHECKED):
+                problems = json.loads(kept[1].removeprefix(_CHECKED))
+            else:
+                problems += alias_problems(aliases, index)
                 with contextlib.suppress(DocumentStoreError):
-                    self._store.save_index(ROOT_BUNDLE, checked, b"aliases checked")
+                    self._store.save_index(ROOT_BUNDLE, checked, _CHECKED + json.dumps(problems).encode())
         resolver = Resolver(index, lambda: resolve_aliases(aliases, index))
         self._index, self._aliases, self._resolver, self._tags = index, aliases, resolver, tags
         self._head, self.rebuilt, self.warnings = head, tuple(rebuilt), tuple(warnings)
+        self.alias_problems = tuple(problems)
 
     def _guard(self, call: Any) -> Any:
         try:
@@ -217,6 +231,10 @@ class Directory:
         """The current hash of the document at `bundle/path` (None when there is none)."""
         return self._guard(lambda: self._store.hash_of(bundle, path))
 
+    def _text_at(self, bundle: str, path: str) -> str | None:
+        sha = self.current_hash(bundle, path)
+        return None if sha is None else self._guard(lambda: self._store.contents([sha])).get(sha)
+
     def find(self, query: str, k: int = 10, bundle: str | None = None) -> list[Hit]:
         self.refresh()
         return self._resolver.find(query, k=k, bundle=bundle)
@@ -265,6 +283,8 @@ class Directory:
         self, changes: list[Change], expected: int | None, message: str, *, single: bool = False
     ) -> Committed:
         self.refresh()
+        if self.network:
+            refuse_local_changes(changes, self._text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)
         if self.folder is not None:
@@ -335,8 +355,8 @@ def open_directory(ledger_url: str, folder: Path | str | None = None) -> Directo
     """Open the Directory in the Ledger's database: the folder's space, or the native one.
 
     The native space is seeded from the starter Directory on first open; a folder's space is
-    synced from the folder (only the bundles whose files changed). An alias that names no row
-    raises `BadAlias` here.
+    synced from the folder (only the bundles whose files changed). An alias that names no row is
+    skipped and listed in `alias_problems`, never fatal.
     """
     path = Path(folder).expanduser().resolve() if folder is not None else None
     space = f"folder:{path}" if path is not None else NATIVE_SPACE

@@ -1,7 +1,7 @@
 """The agent API over HTTP: a pure handler for `/api/directory/...`, wired by the proxy.
 
-    GET  /api/directory/manifest[?bundle=B][&names=1]        text/tab-separated-values
-    GET  /api/directory/search?q=WORDS[&k=N][&bundle=B]      (also /find) TSV, pos for direct hits
+    GET  /api/directory[/manifest][?bundle=B][&names=1]      text/tab-separated-values: every row
+    GET  /api/directory/search?q=WORDS[&k=N][&bundle=B]      (also /find) TSV: pos, score, layer, matched
     GET  /api/directory/get?ids=a,b[&ids=c][&section=S][&offset=N][&limit=N][&find=P]   framed text
     GET  /api/directory/row/ID                               the whole document, ETag = its hash
     GET  /api/directory/snapshot                             JSON {snapshot, concepts, revision}
@@ -24,6 +24,7 @@ from typing import Any, Final
 from weakref import WeakKeyDictionary
 
 from catalog.agent_api import AgentApi
+from catalog.authority import LocalCommandRefused
 from catalog.directory import Directory
 from catalog.errors import (
     BadAlias,
@@ -60,7 +61,7 @@ def handle(
     directory: Directory,
 ) -> Response:
     """Answer one request under `/api/directory/`: `(status, headers, body)`."""
-    route = path.split("?", 1)[0].removeprefix(PREFIX).strip("/")
+    route = path.split("?", 1)[0].removeprefix(PREFIX.rstrip("/")).strip("/") or "manifest"  # bare: the rows
     api = _APIS.get(directory)
     if api is None:
         api = _APIS[directory] = AgentApi(directory)
@@ -144,7 +145,7 @@ def _snapshot(api: AgentApi, method: str, q: _Query, h: Mapping[str, str], body:
 
 def _write(api: AgentApi, method: str, q: _Query, h: Mapping[str, str], body: bytes) -> Response:
     _method(method, "POST")
-    doc = _body(body)
+    doc = _body(body, "bundle", "path", "content", "replaces")
     bundle, path = _text(doc, "bundle"), _text(doc, "path")
     replaces = _replaces(doc, h)
     done = api.directory.write(bundle, path, _text(doc, "content"), replaces)
@@ -153,14 +154,14 @@ def _write(api: AgentApi, method: str, q: _Query, h: Mapping[str, str], body: by
 
 def _delete(api: AgentApi, method: str, q: _Query, h: Mapping[str, str], body: bytes) -> Response:
     _method(method, "POST")
-    doc = _body(body)
+    doc = _body(body, "bundle", "path", "replaces")
     done = api.directory.delete(_text(doc, "bundle"), _text(doc, "path"), _replaces(doc, h))
     return _committed(done)
 
 
 def _transact(api: AgentApi, method: str, q: _Query, h: Mapping[str, str], body: bytes) -> Response:
     _method(method, "POST")
-    doc = _body(body)
+    doc = _body(body, "changes", "expected_revision", "expectedRevision")
     changes = doc.get("changes")
     if not isinstance(changes, list):
         raise _BadRequest("transact needs changes: a list of {operation, bundle, path, content?, replaces?}")
@@ -177,7 +178,7 @@ def _history(api: AgentApi, method: str, q: _Query, h: Mapping[str, str], body: 
 
 def _restore(api: AgentApi, method: str, q: _Query, h: Mapping[str, str], body: bytes) -> Response:
     _method(method, "POST")
-    doc = _body(body)
+    doc = _body(body, "revision", "expected_revision", "expectedRevision")
     revision = doc.get("revision")
     expected = doc.get("expected_revision", doc.get("expectedRevision"))
     if not isinstance(revision, int) or not isinstance(expected, int):
@@ -199,13 +200,17 @@ ROUTES: Final[dict[str, Callable[[AgentApi, str, _Query, Mapping[str, str], byte
 }
 
 
-def _body(body: bytes) -> dict[str, Any]:
+def _body(body: bytes, *accepted: str) -> dict[str, Any]:
+    """The JSON object of a request body; a field the route does not take is refused, not ignored."""
     try:
         doc = json.loads(body or b"{}")
     except (ValueError, UnicodeDecodeError) as e:
         raise _BadRequest(f"the body is not JSON: {e}") from e
     if not isinstance(doc, dict):
         raise _BadRequest("the body must be a JSON object")
+    unknown = [k for k in doc if k not in accepted]
+    if unknown:
+        raise _BadRequest(f'unknown field "{unknown[0]}"; the accepted ones are {", ".join(accepted)}')
     return doc
 
 
@@ -242,7 +247,9 @@ def _committed(done: Any, **extra: Any) -> Response:
 def _error(e: CatalogError) -> Response:
     status = 500
     payload: dict[str, Any] = {"ok": False, "error": str(e)}
-    if isinstance(e, Refused):
+    if isinstance(e, LocalCommandRefused):
+        status = 403
+    elif isinstance(e, Refused):
         status = 412
         if e.retry_hash:
             payload["retry_with"] = e.retry_hash

@@ -23,12 +23,11 @@ from typing import Any, Final
 import zstandard
 
 from catalog.document import links, parse
-from catalog.words import normal, words
+from catalog.words import forms, normal, words
 
-INDEX_FORMAT: Final = "v3"
+INDEX_FORMAT: Final = "v4"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
 SUMMARY_MAX: Final = 120
-TEXT_WORDS_MAX: Final = 400
 _SPACE = re.compile(r"\s+")
 
 # positions in a compiled row
@@ -73,6 +72,8 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         stem = path.removesuffix(".md")
         name = str(front.get("name") or stem.rsplit("/", 1)[-1])
         kind = str(front.get("kind") or front.get("type") or _singular(bundle))
+        if kind == "tool" and bundle != "tool":
+            warnings.append(f"{bundle}/{path}: kind: tool outside tool/ is not callable (move it to tool/)")
         rows.append(
             [
                 path,
@@ -91,7 +92,7 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         for w in own:
             name_words.setdefault(w, []).append(i)
         every = dict.fromkeys([*own, *words(stem), *words(text)])
-        for w in list(every)[:TEXT_WORDS_MAX]:
+        for w in every:  # every word of the row, however long: search -> pos -> get needs them all
             text_words.setdefault(w, []).append(i)
     head = {
         "format": INDEX_FORMAT,
@@ -147,6 +148,7 @@ class SectionIndex:
         self._core_frame = data[8 + head_size : 8 + head_size + core_size]
         self._text_frame = data[8 + head_size + core_size :]
         self._text_sets: dict[str, frozenset[int]] = {}
+        self._folded_sets: dict[str, frozenset[int]] = {}
 
     @cached_property
     def _core(self) -> dict[str, Any]:
@@ -224,6 +226,14 @@ class SectionIndex:
         if found is None:
             found = frozenset(self.text_words.get(word, ()))
             self._text_sets[word] = found
+        return found
+
+    def folded_set(self, word: str) -> frozenset[int]:
+        """The rows whose text holds `word` or a form that folds with it (plurals, -ing, -ed)."""
+        found = self._folded_sets.get(word)
+        if found is None:
+            found = frozenset().union(*(self.text_set(f) for f in forms(word)))
+            self._folded_sets[word] = found
         return found
 
 

@@ -8,7 +8,12 @@
 
 Rows are grouped by bundle in sorted order; an empty cell is `-`; `links` is ids separated by
 spaces. The names-only projection keeps the preamble and lists ids alone; a bundle-scoped one keeps
-the preamble and that bundle's rows. Sizes are measured in bytes; tokens are estimated at bytes/4.
+the preamble and that bundle's rows. Sizes are measured in bytes; tokens are estimated at bytes/4,
+and the manifest tool's advice uses that estimate of the full manifest (no tokenizer at run time).
+Measured with a real tokenizer (o200k_base, `python -m bench.directory` with bpe-openai installed) on
+the generated 25,000-row Directory: the full manifest is 3,748,327 B, 923,424 tokens (bytes/4 says
+937,082, within 1.5%); names-only is 655,583 B, 188,666 tokens (bytes/4 says 163,896: ids cut into
+more tokens than prose). So names-only is 5.7x smaller in bytes but 4.9x in tokens.
 """
 
 from __future__ import annotations

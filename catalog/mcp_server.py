@@ -15,7 +15,8 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from catalog.agent_api import MCP_READ_CAP, AgentApi, ToolSpec, tools
+from catalog.agent_api import MCP_READ_CAP, AgentApi
+from catalog.agent_tools import ToolSpec, check_arguments, tools
 from catalog.directory import Directory
 from catalog.errors import CatalogError
 
@@ -83,14 +84,14 @@ def build_server(
     def delete(bundle: str, path: str, replaces: str | None = None) -> str:
         return api.delete(bundle, path, replaces)
 
-    def transact(changes: list[dict[str, Any]], expected_revision: int | None = None) -> str:
-        return api.transact(changes, expected_revision)
+    def transact(changes: list[dict[str, Any]], expectedRevision: int | None = None) -> str:
+        return api.transact(changes, expectedRevision)
 
     def history(before: str | None = None, limit: int | None = None) -> str:
         return api.history(before, limit)
 
-    def restore(revision: int, expected_revision: int) -> str:
-        return api.restore(revision, expected_revision)
+    def restore(revision: int, expectedRevision: int) -> str:
+        return api.restore(revision, expectedRevision)
 
     def call(tool: str, args: dict[str, Any] | None = None, token: str | None = None) -> Any:
         assert dispatch is not None
@@ -110,7 +111,7 @@ def build_server(
             idempotent_hint=spec.idempotent,
             open_world_hint=False,
         )
-        tool = Tool.from_function(
+        tool = StrictTool.from_function(
             call if spec.name == "call" else guarded(verbs[spec.name]),
             name=spec.name,
             title=spec.title,
@@ -118,10 +119,25 @@ def build_server(
             annotations=hints,
             structured_output=False,
         )
-        return tool.model_copy(update={"parameters": spec.schema})
+        return tool.model_copy(update={"parameters": spec.schema, "spec": spec})
+
+    class StrictTool(Tool):
+        """A tool whose arguments are checked against its hand-written schema before the SDK sees
+        them: the SDK's own model drops unknown names and answers a raw validation message."""
+
+        spec: ToolSpec | None = None
+
+        async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+            if self.spec is not None:
+                try:
+                    arguments = check_arguments(self.spec, arguments)
+                except CatalogError as e:
+                    return CallToolResult(content=[TextContent(type="text", text=str(e))], is_error=True)
+            return await super().run(arguments, context, convert_result)
 
     server: MCPServer = MCPServer(
         "flightlog",
+        version=_version(),
         instructions=INSTRUCTIONS,
         tools=[registered(spec) for spec in tools(database_tools, call=dispatch is not None)],
         log_level="WARNING",
@@ -137,6 +153,16 @@ def build_server(
         return api.manifest()
 
     return server
+
+
+def _version() -> str:
+    """flightlog's installed version, for `serverInfo.version` (a client logs and compares it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("flightlog")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def serve(directory: Directory, *, database_tools: bool = False, dispatch: Dispatch | None = None) -> None:

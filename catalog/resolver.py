@@ -5,17 +5,22 @@ Lexical only: no model, no embeddings. A score is an integer that names its laye
     1000 name      the row's name is the query
      900 prefix    the query is the start of the name
      850 phrase    the name is exactly the query's words
-     800 words     every query word is a word of the name
- 750-772 alias     a query word is an alias meaning this row (+2 per other query word in the row)
-     700 text      every query word is somewhere in the row
-     600 lead      the name starts with the first word and the rest is in the row
+     800 words     every query word is a word of the name (plurals and -ing/-ed forms fold together)
+ 750-772 alias     a query word, spelled right or corrected, is an alias meaning this row; each other
+                   query word adds 14 when it is a word of the name, 2 when it is elsewhere in the row
+     700 text      every query word is somewhere in the row (folded as in `words`)
+     600 lead      the name starts with the first word and the rest is in the row (folded)
      300 typo      a word is within its edit budget (Damerau-Levenshtein, with transpositions)
      200 sound     a word sounds like a word of the name (Soundex)
 
-Question framing ("how do I", "where is my") is stripped first. The edit budget scales with the
-word: none under 4 letters, 1 up to 7, 2 from 8. The two fuzzy layers only run when the exact
-layers found fewer than `k` rows, since they can never outrank them. Nothing is ever invented:
-no hit is an empty list, and `no_match(query)` says so plainly.
+Question framing ("how do I", "where is my") is stripped first. Before the alias layer, a query word
+the Directory does not know (no row holds it, no alias is it) is corrected to the alias word it is
+nearest to: within its edit budget (none under 4 letters, 1 up to 7, 2 from 8), else one that sounds
+the same. Each hit carries `read_as`, the query words it was matched on after that correction, and
+`matched`, how each met the row (`a~b`: a was taken for b). Ties inside a layer go to the row more of
+whose name matched, then to the shorter name. The fuzzy layers only run when the exact ones found
+fewer than `k` rows, since they can never outrank them. Nothing is ever invented: no hit is an empty
+list, and `no_match(query)` says so plainly.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import reduce
+from functools import lru_cache, reduce
 from typing import Final
 
 import jellyfish
@@ -32,7 +37,7 @@ from rapidfuzz.distance import DamerauLevenshtein
 
 from catalog.aliases import Targets
 from catalog.index import NAME, NORM, Index, Row, SectionIndex
-from catalog.words import content_words, strip_framing, words
+from catalog.words import content_words, forms, strip_framing, words
 
 LAYERS: Final = {
     "name": 1000,
@@ -46,16 +51,20 @@ LAYERS: Final = {
     "sound": 200,
 }
 ALIAS_MAX: Final = 772
+ALIAS_IN_NAME: Final = 14
+ALIAS_IN_TEXT: Final = 2
+DIRECTORY_ROUTE: Final = "GET /api/directory"
 
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One resolved row: its score (which names its layer) and the words that matched."""
+    """One resolved row: its score (which names its layer), the words it was read as and matched."""
 
     row: Row
     score: int
     layer: str
     matched: tuple[str, ...]
+    read_as: tuple[str, ...] = ()
 
 
 def budget(word: str) -> int:
@@ -65,13 +74,14 @@ def budget(word: str) -> int:
 
 
 def no_match(query: str) -> str:
-    """The plain answer when no layer matches."""
-    return f'Nothing in the Directory is called, or means, "{query.strip()}".'
+    """The plain answer when no layer matches, pointing at the listing of every row."""
+    said = f'Nothing in the Directory is called, or means, "{query.strip()}".'
+    return f"{said} Every row is listed at {DIRECTORY_ROUTE}"
 
 
 Key = tuple[str, int]
-Offer = Callable[[Key, int, str, Iterable[str]], None]
-Found = tuple[int, str, tuple[str, ...]]
+Found = tuple[int, str, tuple[str, ...], tuple[str, ...]]
+Offer = Callable[..., None]
 Best = Callable[[SectionIndex, Iterable[int]], Iterable[int]]
 
 
@@ -82,6 +92,7 @@ class Resolver:
         self.index = index
         self._aliases = aliases or {}
         self._soundex: dict[str, dict[str, list[str]]] = {}
+        self._alias_sounds: dict[str, list[str]] | None = None
 
     @property
     def aliases(self) -> Targets:
@@ -119,8 +130,8 @@ class Resolver:
             lambda s, offer: None,  # the alias layer runs once, over every section (below)
             lambda s, offer: self._text_layer(s, meaning, offer, best),
             lambda s, offer: self._lead_layer(s, meaning, offer, best),
-            lambda s, offer: self._typo_layer(s, meaning, offer),
-            lambda s, offer: self._sound_layer(s, meaning, offer),
+            lambda s, offer: self._fuzzy_layer(s, meaning, offer, "typo", self._near),
+            lambda s, offer: self._fuzzy_layer(s, meaning, offer, "sound", self._sounds),
         ]
         need = k
         for n, step in enumerate(per_section):
@@ -128,16 +139,22 @@ class Resolver:
             layer: dict[Key, Found] = {}
 
             def offer(
-                key: Key, score: int, name: str, matched: Iterable[str], layer: dict[Key, Found] = layer
+                key: Key,
+                score: int,
+                name: str,
+                matched: Iterable[str],
+                read_as: Iterable[str] | None = None,
+                layer: dict[Key, Found] = layer,
             ) -> None:
                 if key in found:
                     return
                 old = layer.get(key)
                 if old is None or score > old[0]:
-                    layer[key] = (score, name, tuple(matched))
+                    got = tuple(matched)
+                    layer[key] = (score, name, got, tuple(read_as) if read_as is not None else got)
 
             if n == 4:
-                self._alias_layer(meaning, bundle, offer)
+                self._alias_layer(self._corrected(meaning), bundle, offer)
             for s in sections:
                 step(s, offer)
             need = k - len(found)
@@ -148,15 +165,27 @@ class Resolver:
             if len(found) >= k:
                 break
         ranked = sorted(found.items(), key=self._rank)
-        return [Hit(self.index.row(*key), score, name, matched) for key, (score, name, matched) in ranked[:k]]
+        return [
+            Hit(self.index.row(*key), score, name, matched, read_as)
+            for key, (score, name, matched, read_as) in ranked[:k]
+        ]
 
-    def _rank(self, item: tuple[Key, Found]) -> tuple[int, int, int, str, Key]:
-        key, (score, _, matched) = item
+    def _rank(self, item: tuple[Key, Found]) -> tuple[int, int, int, int, str, Key]:
+        key, (score, _, matched, _) = item
         name = self._name(key)
-        return (-score, -len(matched), len(name), name, key)
+        return (
+            -score,
+            -_cover(self.index.sections[key[0]].rows[key[1]][NORM], matched),
+            -len(matched),
+            len(name),
+            name,
+            key,
+        )
 
     def _name(self, key: Key) -> str:
         return str(self.index.sections[key[0]].rows[key[1]][NAME])
+
+    # ---- the exact layers ------------------------------------------------------------------------
 
     def _name_layer(self, s: SectionIndex, text: str, qwords: list[str], offer: Offer) -> None:
         for i in s.exact.get(text.lower(), ()):
@@ -177,18 +206,55 @@ class Resolver:
             offer((s.bundle, i), LAYERS["words"], "words", meaning)
 
     def _text_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
-        everywhere = reduce(lambda acc, w: acc & s.text_set(w), meaning[1:], s.text_set(meaning[0]))
+        everywhere = reduce(lambda acc, w: acc & _in_text(s, w), meaning[1:], _in_text(s, meaning[0]))
         for i in best(s, everywhere):
             offer((s.bundle, i), LAYERS["text"], "text", meaning)
 
     def _lead_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
         if len(meaning) < 2:
             return
-        rest = reduce(lambda acc, w: acc & s.text_set(w), meaning[2:], s.text_set(meaning[1]))
+        rest = reduce(lambda acc, w: acc & _in_text(s, w), meaning[2:], _in_text(s, meaning[1]))
         if not rest:
             return
         for i in best(s, {i for i in s.norm_prefixed(meaning[0]) if i in rest}):
             offer((s.bundle, i), LAYERS["lead"], "lead", meaning)
+
+    # ---- aliases, after spelling correction -------------------------------------------------------
+
+    def _corrected(self, meaning: list[str]) -> list[str]:
+        """`meaning` with each word the Directory does not know replaced by the alias word it means."""
+        vocab = sorted({w for alias in self.aliases for w in alias.split()})
+        if not vocab:
+            return meaning
+        out = []
+        for word in meaning:
+            out.append(word if word in vocab or self._known(word) else self._alias_word(word, vocab) or word)
+        return out
+
+    def _known(self, word: str) -> bool:
+        return any(word in s.name_words or word in s.text_words for s in self.index.sections.values())
+
+    def _alias_word(self, word: str, vocab: list[str]) -> str | None:
+        """The alias word `word` is a misspelling of: nearest by edits, else the one it sounds like."""
+        limit = budget(word)
+        if not limit or not word.isalpha():
+            return None
+        near = process.extract(
+            word, vocab, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None
+        )
+        if near:
+            return min(near, key=lambda n: (n[1], n[0]))[0]
+        if self._alias_sounds is None:
+            self._alias_sounds = {}
+            for w in vocab:
+                if w.isalpha():
+                    self._alias_sounds.setdefault(jellyfish.soundex(w), []).append(w)
+        alike = [
+            w
+            for w in self._alias_sounds.get(jellyfish.soundex(word), ())
+            if DamerauLevenshtein.distance(word, w) <= limit + 1
+        ]
+        return min(alike, key=lambda w: (DamerauLevenshtein.distance(word, w), w)) if alike else None
 
     def _alias_layer(self, meaning: list[str], bundle: str | None, offer: Offer) -> None:
         if not self.aliases:
@@ -202,26 +268,45 @@ class Resolver:
                 if bundle is not None and b != bundle:
                     continue
                 s = self.index.sections[b]
-                present = [w for w in others if i in s.text_set(w)]
-                score = min(ALIAS_MAX, LAYERS["alias"] + 2 * len(present))
-                offer((b, i), score, "alias", [alias, *present])
+                named = set(s.rows[i][NORM].split())
+                in_name = [w for w in others if forms(w) & named]
+                in_text = [w for w in others if w not in in_name and i in _in_text(s, w)]
+                score = LAYERS["alias"] + ALIAS_IN_NAME * len(in_name) + ALIAS_IN_TEXT * len(in_text)
+                offer((b, i), min(ALIAS_MAX, score), "alias", [alias, *in_name, *in_text], alias.split())
 
-    def _typo_layer(self, s: SectionIndex, meaning: list[str], offer: Offer) -> None:
-        vocab = s.spelled_words
+    # ---- the fuzzy layers ------------------------------------------------------------------------
+
+    def _fuzzy_layer(
+        self,
+        s: SectionIndex,
+        meaning: list[str],
+        offer: Offer,
+        layer: str,
+        near: Callable[[SectionIndex, str], Iterable[str]],
+    ) -> None:
+        """Rows with a name word near a query word; each row lists every query word its name holds."""
+        rows: dict[int, list[str]] = {}
+        fuzzy: dict[int, list[str]] = {}
         for word in meaning:
-            limit = budget(word)
-            if not limit:
-                continue
-            near = process.extract(
-                word, vocab, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None
-            )
-            for other, distance, _ in near:
-                if distance == 0:
-                    continue
+            for other in near(s, word):
                 for i in s.name_words[other]:
-                    offer((s.bundle, i), LAYERS["typo"], "typo", [f"{word}~{other}"])
+                    rows.setdefault(i, []).append(f"{word}~{other}")
+                    fuzzy.setdefault(i, []).append(word)
+        for i, matched in rows.items():
+            named = set(s.rows[i][NORM].split())
+            exact = [w for w in meaning if w not in fuzzy[i] and forms(w) & named]
+            offer((s.bundle, i), LAYERS[layer], layer, [*matched, *exact], [*dict.fromkeys(fuzzy[i]), *exact])
 
-    def _sound_layer(self, s: SectionIndex, meaning: list[str], offer: Offer) -> None:
+    def _near(self, s: SectionIndex, word: str) -> Iterable[str]:
+        limit = budget(word)
+        if not limit:
+            return ()
+        found = process.extract(
+            word, s.spelled_words, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None
+        )
+        return [other for other, distance, _ in found if distance]
+
+    def _sounds(self, s: SectionIndex, word: str) -> Iterable[str]:
         codes = self._soundex.get(s.bundle)
         if codes is None:
             codes = {}
@@ -229,12 +314,25 @@ class Resolver:
                 if w.isalpha():
                     codes.setdefault(jellyfish.soundex(w), []).append(w)
             self._soundex[s.bundle] = codes
-        for word in meaning:
-            if not word.isalpha() or len(word) < 2:
-                continue
-            for other in codes.get(jellyfish.soundex(word), ()):
-                for i in s.name_words[other]:
-                    offer((s.bundle, i), LAYERS["sound"], "sound", [f"{word}~{other}"])
+        if not word.isalpha() or len(word) < 2:
+            return ()
+        return codes.get(jellyfish.soundex(word), ())
+
+
+def _cover(norm: str, matched: tuple[str, ...]) -> int:
+    """How many of the name's words the matched words account for (the tie-break inside a layer)."""
+    return len(set(norm.split()) & _read_forms(matched))
+
+
+@lru_cache(maxsize=4096)
+def _read_forms(matched: tuple[str, ...]) -> frozenset[str]:
+    """Every form of the words a hit was matched on (`a~b` counts as b)."""
+    return frozenset().union(*(forms(m.rsplit("~", 1)[-1]) for m in matched))
+
+
+def _in_text(s: SectionIndex, word: str) -> frozenset[int]:
+    """The rows whose text holds `word` or one of its folded forms."""
+    return s.folded_set(word)
 
 
 def _first(n: int, items: Iterable[int]) -> list[int]:
@@ -247,11 +345,11 @@ def _first(n: int, items: Iterable[int]) -> list[int]:
 
 
 def _all(postings: dict[str, list[int]], ws: list[str]) -> set[int]:
-    """Rows present in the postings of every word."""
-    lists = sorted((postings.get(w, []) for w in ws), key=len)
+    """Rows whose name holds every word (or one of its folded forms)."""
+    lists = sorted(({i for f in forms(w) for i in postings.get(f, ())} for w in ws), key=len)
     if not lists or not lists[0]:
         return set()
     out = set(lists[0])
     for other in lists[1:]:
-        out &= set(other)
+        out &= other
     return out

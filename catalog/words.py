@@ -7,6 +7,7 @@ cut into the same lowercase words, so a person's words and a row's name meet in 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -53,3 +54,56 @@ def content_words(ws: list[str]) -> list[str]:
 def normal(text: str) -> str:
     """The words of `text` joined by single spaces: the form names and queries are compared in."""
     return " ".join(words(text))
+
+
+_SIBILANT = ("s", "x", "z", "ch", "sh")
+
+
+@lru_cache(maxsize=65536)
+def stems(word: str) -> frozenset[str]:
+    """The stems a word may be an inflection of: plurals (-s, -es, -ies) and -ing, -ed forms.
+
+    Deliberately simple (no dictionary): it can over-fold ("news" -> "new"), and the layers that
+    use it are the ones whose matches are "somewhere in the row" anyway.
+    """
+    out = {word}
+    n = len(word)
+    if n < 4 or not word.isalpha():
+        return frozenset(out)
+    if word.endswith("ies") and n > 4:
+        out.add(word[:-3] + "y")
+    elif word.endswith("es") and word[:-2].endswith(_SIBILANT):
+        out.add(word[:-2])
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        out.add(word[:-1])
+    for suffix in ("ing", "ed"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3:
+            out |= {base, base + "e"}
+            if base[-1] == base[-2]:
+                out.add(base[:-1])
+            if suffix == "ed" and base.endswith("i"):
+                out.add(base[:-1] + "y")
+    return frozenset(out)
+
+
+def _inflections(stem: str) -> set[str]:
+    out = {stem, stem + "s", stem + "ing", stem + "ed"}
+    if stem.endswith(_SIBILANT):
+        out.add(stem + "es")
+    if stem.endswith("e"):
+        out |= {stem + "d", stem[:-1] + "ing"}
+    if stem.endswith("y") and len(stem) > 2:
+        out |= {stem[:-1] + "ies", stem[:-1] + "ied"}
+    if len(stem) >= 3 and stem[-1] not in "aeiouwxy":
+        out |= {stem + stem[-1] + "ing", stem + stem[-1] + "ed"}
+    return out
+
+
+@lru_cache(maxsize=65536)
+def forms(word: str) -> frozenset[str]:
+    """Every form that folds together with `word` ("umbrella" finds "umbrellas" and back)."""
+    if len(word) < 3 or not word.isalpha():
+        return frozenset((word,))
+    reduced = stems(word) - {word}
+    return frozenset(f for s in (reduced or {word}) for f in _inflections(s)) | {word}

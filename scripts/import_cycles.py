@@ -8,7 +8,7 @@ connected group of modules. It also counts the imports of the project's own modu
 functions, the usual way a circle is hidden: `--list` prints them, so each one can say why it is
 deferred (a slow import) or move to the top.
 
-Usage: python scripts/import_cycles.py [--list]   (exit 1 when there is a cycle not in KNOWN)
+Usage: python scripts/import_cycles.py [--list]   (exit 1 when there is a cycle)
 """
 
 from __future__ import annotations
@@ -22,11 +22,6 @@ from pathlib import Path
 import grimp
 
 PACKAGES = ("storage", "catalog", "addons", "tui", "flightlog")
-KNOWN: frozenset[str] = frozenset(
-    {"addons.door.dispatch", "addons.door.http_face", "addons.door.local_transport", "addons.door.routes"}
-)
-"""Modules of the one circle issue 12's settings work removes (dispatch <-> http_face, in addons/door):
-a cycle among only these is reported but does not fail. Empty this set once that work is merged."""
 
 
 def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -124,13 +119,11 @@ def main(argv: list[str]) -> int:
     if "--list" in argv:
         for path, line, module in deferred:
             print(f"{path}:{line}: {module}")
-    failing = [group for group in found if not set(group) <= KNOWN]
     for group in found:
-        known = "" if group in failing else " (known, being removed; see KNOWN)"
-        print("import cycle: " + " <-> ".join(group) + known, file=sys.stderr)
+        print("import cycle: " + " <-> ".join(group), file=sys.stderr)
     counted = f"{len(deferred)} function-level imports of project modules"
     print(f"{len(graph.modules)} modules, {len(found)} import cycles, {counted}")
-    return 1 if failing else 0
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

@@ -29,13 +29,13 @@ from storage.schema import EventRow
 PG_TYPES: Final = (
     "text", "text", "text", "int8", "timestamptz", "text", "text", "text", "text", "text", "int4",
     "text", "text", "text", "text", "text", "text", "int8", "int8", "float8", "bytea", "text", "text",
-    "int8", "bool", "text", "text", "text",
+    "int8", "bool", "text", "text", "text", "bool", "float8", "float8", "float8",
 )  # fmt: skip
 _COLS: Final = ", ".join(COLUMNS)
 _MARKS: Final = ", ".join("?" for _ in COLUMNS)
 SQLITE_INSERT: Final = f"INSERT INTO events ({_COLS}) VALUES ({_MARKS})"
 """Only ids not yet stored are offered: SQLite fires the BEFORE INSERT trigger that refuses a known
-event_id (append-only from any connection, see migration 0003) before any ON CONFLICT clause."""
+event_id (append-only from any connection, see migration 0004) before any ON CONFLICT clause."""
 PG_STAGE: Final = (
     "CREATE TEMP TABLE IF NOT EXISTS events_incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 )

@@ -1,20 +1,26 @@
-"""A question in plain words, read deterministically into a `Filter` and a counted view; never into SQL.
+"""A question in plain words, read deterministically into a `Filter` and a view; never into SQL.
 
-"errors from agent alpha yesterday", "cost by model this week", "calls to api.openai.com in the last
-hour", "requests in session s1", "POST to /v1/chat/completions": each word is either a value for a
-field, part of a time phrase, a grouping, or a known filler word. Words it did not understand are not
-guessed at: they come back in `Question.unknown` so the answer can name them. Phrases that cannot mean
-one filter (two agents, a grouping it cannot count by, a field without a value, SQL) are refused with
-a `QuestionError` that says why.
+"errors from agent alpha yesterday", "cost by model this week", "slowest calls", "calls slower than
+1 second", "how much did gpt-4o cost today", "which tools were used today", "refused calls": each
+word is a value for a field, part of a time phrase, a grouping, a duration, an order, or a known
+filler word. A word it does not understand is never dropped: the question is refused with one line
+naming it, so plain words never silently answer a different question. Phrases that cannot mean one
+filter (two agents, a grouping it cannot count by, a field without a value, SQL) are refused too.
 
 The reading rules, in the order they are tried for each word:
 - `field=value` or `field:value`, or a field name followed by its value (`agent alpha`, `in session s1`);
-- time: today, yesterday, this/last hour|week|month, (in the) last|past N minutes|hours|days|weeks,
-  since|after|until|before DATE, on DATE, a bare DATE (YYYY-MM-DD, whole UTC days);
-- grouping: by|per hour|session|turn|kind|agent|model|tool|task (plurals too), hourly;
-- status: errors/failed (status >= 400 or an error), ok/successful, 4xx, a code (404, 404s);
+- time (`storage.ask_time`): today, yesterday, this/last hour|week|month, last N days, since DATE, ...;
+- grouping: by|per hour|session|turn|kind|agent|model|tool|task|host|status, hourly; and "which tools",
+  "tools used" (counted by tool);
+- durations: slower|longer than, over, at least, more than D (at least D); faster than, under, less
+  than D (below D); D is "1s", "500 ms", "two seconds", "a minute";
+- order: slowest, fastest, costliest/most expensive, largest, oldest, newest; "top N" keeps N;
+- totals: "how much", "how many", total, sum (one sum instead of a list of events);
+- status: errors/failed, ok, server/client errors, not found, rate limited, 4xx, a code (404, 404s);
+  refused/denied/blocked (the door's refusals);
 - HTTP methods (GET only in capitals, since "get" is an everyday word), inbound/outbound;
-- a host (a word with a dot, `to api.openai.com`), a path (`/v1/chat`) or a whole URL;
+- a bare model name (gpt-4o, claude-..., o3-mini), a host (a word with a dot, localhost, an IP), a path
+  (`/v1/chat`) or a whole URL;
 - filler words (requests, calls, show, the, ...) are understood and change nothing.
 """
 
@@ -22,162 +28,93 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
+from storage.ask_time import QuestionError, TimeWords
+from storage.ask_words import (
+    AT_LEAST,
+    AT_MOST,
+    ERRORS,
+    FIELD_ALIASES,
+    FIELDS,
+    FILLER,
+    GROUP_NOUNS,
+    HINT,
+    METHODS,
+    MODEL,
+    OK,
+    REFUSED,
+    REFUSED_KIND,
+    SORT_WORDS,
+    SQL,
+    STATUS_PHRASES,
+    STATUS_WORDS,
+    TOTAL_WORDS,
+    USED,
+    duration,
+    tokens,
+)
 from storage.queries import GROUP_BYS, Filter, QueryError
 
-FIELDS: Final = ("kind", "tool", "session", "task", "turn", "agent", "model", "host", "status", "method")
-FIELD_ALIASES: Final = {"url": "url", "path": "url", "direction": "direction", "user": "agent"}
-METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-FILLER: Final = frozenset(
-    [
-        "a",
-        "all",
-        "an",
-        "and",
-        "any",
-        "are",
-        "answers",
-        "at",
-        "calls",
-        "count",
-        "did",
-        "do",
-        "events",
-        "every",
-        "exchanges",
-        "for",
-        "from",
-        "give",
-        "had",
-        "has",
-        "have",
-        "how",
-        "in",
-        "list",
-        "many",
-        "me",
-        "much",
-        "of",
-        "on",
-        "requests",
-        "responses",
-        "show",
-        "the",
-        "there",
-        "to",
-        "total",
-        "traffic",
-        "was",
-        "went",
-        "were",
-        "what",
-        "which",
-        "with",
-        "cost",
-        "costs",
-        "spend",
-        "spent",
-        "tokens",
-        "usage",
-        "made",
-        "sent",
-        "get",
-        "please",
-    ]
-)
-ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
-OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
-UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
-NUMBERS: Final = {
-    w: i
-    for i, w in enumerate(
-        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
-    )
-}
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?)?z?$")
-_SQL = re.compile(
-    r"(;|--|\bselect\b.*\bfrom\b|\bdrop\s+table\b|\binsert\s+into\b|\bunion\s+select\b)",
-    re.IGNORECASE,
-)
-
-
-class QuestionError(QueryError):
-    """A question that cannot be read as one filter; the message says why."""
+__all__ = ["Question", "QuestionError", "ask"]
 
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """What a question was read as: the filter, the counted view if any, and the words not understood."""
+    """What a question was read as: the filter, the view (events, a total, or counted by a key)."""
 
     text: str
     filter: Filter
     group_by: str | None = None
     unknown: tuple[str, ...] = ()
     read_as: tuple[str, ...] = field(default=())
+    total: bool = False
+    limit: int | None = None
+
+    @property
+    def view(self) -> str:
+        """`groups` (counted by a key), `totals` (one sum) or `events` (a page of them)."""
+        return "groups" if self.group_by else "totals" if self.total else "events"
 
     def explain(self) -> str:
-        """One line for the answer: what was understood and which words were not."""
+        """One line for the answer: what was understood."""
         parts = [self.filter.describe()]
         if self.group_by:
             parts.append(f"counted by {self.group_by}")
-        line = "read as: " + ", ".join(parts)
-        if self.unknown:
-            line += "; did not understand: " + ", ".join(repr(w) for w in self.unknown)
-        return line
+        elif self.total:
+            parts.append("summed")
+        if self.limit is not None:
+            parts.append(f"top {self.limit}")
+        return "read as: " + ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "question": self.text,
             "filter": self.filter.to_json(),
             "group_by": self.group_by,
+            "view": self.view,
+            "limit": self.limit,
             "unknown": list(self.unknown),
             "read_as": self.explain(),
         }
 
 
-def _tokens(text: str) -> list[str]:
-    """Words, with quoted phrases kept whole and trailing punctuation dropped."""
-    out = []
-    for quoted, word in re.findall(r'"([^"]*)"|(\S+)', text):
-        token = quoted if quoted else word.rstrip("?!,;")
-        if not quoted and token.endswith(".") and "." not in token[:-1]:
-            token = token[:-1]
-        if token:
-            out.append(token)
-    return out
-
-
-def _day(when: datetime) -> datetime:
-    return when.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
-def _parse_date(word: str) -> tuple[datetime, datetime]:
-    """A date (the whole UTC day) or a datetime (that instant to the next minute) as [start, end)."""
-    try:
-        when = datetime.fromisoformat(word.upper().replace("Z", "+00:00"))
-    except ValueError as e:
-        raise QuestionError(f"{word!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from e
-    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    if len(word) == 10:
-        return when, when + timedelta(days=1)
-    return when, when + timedelta(minutes=1)
-
-
-class _Reader:
+class _Reader(TimeWords):
     """Walks the words once, filling fields; one instance per question."""
 
     def __init__(self, text: str, now: datetime) -> None:
         self.text = text
         self.now = now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC)
-        self.words = _tokens(text)
+        self.words = tokens(text)
         self.i = 0
         self.values: dict[str, Any] = {}
         self.url: list[str] = []
         self.group_by: str | None = None
         self.unknown: list[str] = []
+        self.total = False
+        self.limit: int | None = None
 
     def peek(self, ahead: int = 0) -> str | None:
         j = self.i + ahead
@@ -194,12 +131,6 @@ class _Reader:
             raise QuestionError(f"one question takes one {name}: {old!r} or {value!r}?")
         self.values[name] = value
 
-    def set_range(self, since: datetime | None, until: datetime | None) -> None:
-        if since is not None:
-            self.set("since", since)
-        if until is not None:
-            self.set("until", until)
-
     def value_for(self, name: str) -> str:
         value = self.peek()
         if value is None:
@@ -210,27 +141,27 @@ class _Reader:
     def read(self) -> Question:
         if not self.words:
             raise QuestionError("ask a question, e.g. 'errors from agent alpha yesterday'")
-        if _SQL.search(self.text):
+        if SQL.search(self.text):
             raise QuestionError("questions are plain words, never SQL (e.g. 'errors by model today')")
         while self.peek() is not None:
             self.word()
+        if self.unknown:
+            named = ", ".join(repr(w) for w in dict.fromkeys(self.unknown))
+            raise QuestionError(f"did not understand {named}: {HINT}")
         try:
             flt = Filter(url=tuple(self.url), **self.values)
         except QueryError as e:
             raise QuestionError(str(e)) from e
-        return Question(
-            text=self.text,
-            filter=flt,
-            group_by=self.group_by,
-            unknown=tuple(self.unknown),
-        )
+        return Question(self.text, flt, self.group_by, total=self.total, limit=self.limit)
 
     def word(self) -> None:
         word = self.take()
         low = word.lower()
         if ("=" in word or ":" in word) and self.field_pair(word):
             return
-        if self.time(low) or self.grouping(low):
+        if self.time(low) or self.grouping(low) or self.counted(low) or self.took(low) or self.order(low):
+            return
+        if self.status_phrase(low):
             return
         name = FIELD_ALIASES.get(low, low)
         if name in FIELDS or name in ("url", "direction"):
@@ -239,16 +170,24 @@ class _Reader:
             self.set("status", "errors")
         elif low in OK:
             self.set("status", "ok")
+        elif low in STATUS_WORDS:
+            self.set("status", STATUS_WORDS[low])
         elif re.fullmatch(r"[1-5]xx", low):
             self.set("status", low)
         elif re.fullmatch(r"[1-5]\d\ds?", low):
             self.set("status", low[:3])
+        elif low in REFUSED:
+            self.set("kind", REFUSED_KIND)
         elif word.upper() in METHODS and (word.isupper() or low != "get"):
             self.set("method", word.upper())
         elif low in ("inbound", "incoming"):
             self.set("direction", "in")
         elif low in ("outbound", "outgoing"):
             self.set("direction", "out")
+        elif low in TOTAL_WORDS:
+            self.total = True
+        elif MODEL.match(word):
+            self.set("model", low)
         elif self.place(word):
             return
         elif low not in FILLER:
@@ -279,8 +218,8 @@ class _Reader:
             self.set("method", value.upper())
         elif name == "direction":
             self.set("direction", {"inbound": "in", "outbound": "out"}.get(value.lower(), value.lower()))
-        elif name == "host":
-            self.set("host", value.lower())
+        elif name in ("host", "model"):
+            self.set(name, value.lower())
         else:
             self.set(name, value)
 
@@ -319,90 +258,78 @@ class _Reader:
             raise QuestionError(f"'{low}' needs what to count by: {', '.join(GROUP_BYS)}")
         self.i += 1
         t = target.lower()
+        t = "status" if t == "statuses" else t
         name = t if t in GROUP_BYS else t.removesuffix("s") if t.removesuffix("s") in GROUP_BYS else None
         if name is None:
             raise QuestionError(f"cannot count by {target!r}; by one of: {', '.join(GROUP_BYS)}")
         self.group(name)
         return True
 
+    def counted(self, low: str) -> bool:
+        """'which tools', 'what models', 'tools used', 'hosts called': counted by that key;
+        'how much', 'how many': one sum."""
+        nxt = (self.peek() or "").lower()
+        if low in ("which", "what") and nxt in GROUP_NOUNS:
+            self.i += 1
+            self.group(GROUP_NOUNS[nxt])
+            return True
+        if low in GROUP_NOUNS and low.endswith("s") and nxt in USED:
+            self.i += 1
+            self.group(GROUP_NOUNS[low])
+            return True
+        if low == "how" and nxt in ("much", "many"):
+            self.i += 1
+            self.total = True
+            return True
+        return False
+
     def group(self, name: str) -> None:
         if self.group_by is not None and self.group_by != name:
             raise QuestionError(f"one counted view per question: by {self.group_by} or by {name}?")
         self.group_by = name
 
-    def time(self, low: str) -> bool:
-        today = _day(self.now)
-        if low == "today":
-            self.set_range(today, None)
-        elif low == "yesterday":
-            self.set_range(today - timedelta(days=1), today)
-        elif low in ("this", "last", "past") and self.period(low):
-            return True
-        elif low in ("since", "after", "until", "before"):
-            self.bound(low, self.value_for(low))
-        elif low == "on" and _DATE.match((self.peek() or "").lower()):
-            self.set_range(*_parse_date(self.take()))
-        elif _DATE.match(low):
-            self.set_range(*_parse_date(low))
-        else:
+    def took(self, low: str) -> bool:
+        """'slower than 1 second', 'over 500ms', 'at least 2s', 'less than a minute'."""
+        nxt = (self.peek() or "").lower()
+        step = 0
+        comparing = (
+            low in ("more", "less", "longer", "shorter", "slower", "faster", "quicker") and nxt == "than"
+        )
+        if comparing or (low == "at" and nxt in ("least", "most")):
+            step = 1
+        elif low not in AT_LEAST | AT_MOST:
             return False
+        got = duration(self.words[self.i + step :])
+        if got is None:
+            if step or low in ("slower", "faster", "longer", "shorter", "quicker"):
+                raise QuestionError(f"'{low} {nxt}' needs a duration, e.g. '{low} than 1 second' or '500ms'")
+            return False
+        ms, used = got
+        self.i += step + used
+        low_bound = low in AT_LEAST or low in ("more", "longer") or (low == "at" and nxt == "least")
+        self.set("min_duration_ms" if low_bound else "max_duration_ms", ms)
         return True
 
-    def period(self, low: str) -> bool:
-        """'this week', 'last month', 'last hour', 'last 3 days', 'past two hours'."""
-        nxt = (self.peek() or "").lower()
-        count = None
-        if nxt.isdigit() or nxt in NUMBERS:
-            count = int(nxt) if nxt.isdigit() else NUMBERS[nxt]
-            unit = (self.peek(1) or "").lower().removesuffix("s")
-            if unit not in UNITS:
-                raise QuestionError(f"'{low} {nxt}' needs a unit: minutes, hours, days or weeks")
-            if count < 1:
-                raise QuestionError(f"'{low} {nxt} {unit}s' is an empty time range")
-            self.i += 2
-            self.set_range(self.now - timedelta(seconds=count * UNITS[unit]), None)
+    def order(self, low: str) -> bool:
+        """'slowest calls', 'most expensive', 'top 10 slowest'."""
+        if low in SORT_WORDS:
+            self.set("sort", SORT_WORDS[low])
             return True
-        unit = nxt.removesuffix("s") if nxt.endswith("s") and low != "this" else nxt
-        if unit not in ("minute", "hour", "day", "week", "month"):
+        nxt = self.peek() or ""
+        if low == "top" and nxt.isdigit():
+            self.i += 1
+            self.limit = max(1, min(int(nxt), 1000))
+            return True
+        return False
+
+    def status_phrase(self, low: str) -> bool:
+        """Two-word statuses: server errors, client errors, not found, rate limited."""
+        status = STATUS_PHRASES.get((low, (self.peek() or "").lower()))
+        if status is None:
             return False
         self.i += 1
-        today = _day(self.now)
-        if low == "this":
-            start = {
-                "minute": self.now.replace(second=0, microsecond=0),
-                "hour": self.now.replace(minute=0, second=0, microsecond=0),
-                "day": today,
-                "week": today - timedelta(days=today.weekday()),
-                "month": today.replace(day=1),
-            }[unit]
-            self.set_range(start, None)
-        elif unit == "week" and low == "last":
-            monday = today - timedelta(days=today.weekday())
-            self.set_range(monday - timedelta(days=7), monday)
-        elif unit == "month" and low == "last":
-            first = today.replace(day=1)
-            self.set_range((first - timedelta(days=1)).replace(day=1), first)
-        elif unit == "month":
-            self.set_range(self.now - timedelta(days=30), None)
-        else:
-            self.set_range(self.now - timedelta(seconds=UNITS[unit]), None)
+        self.set("status", status)
         return True
-
-    def bound(self, word: str, value: str) -> None:
-        low = value.lower()
-        today = _day(self.now)
-        if low == "today":
-            start, end = today, today + timedelta(days=1)
-        elif low == "yesterday":
-            start, end = today - timedelta(days=1), today
-        elif _DATE.match(low):
-            start, end = _parse_date(low)
-        else:
-            raise QuestionError(f"'{word} {value}': give a date (YYYY-MM-DD), 'today' or 'yesterday'")
-        if word in ("since", "after"):
-            self.set("since", start if word == "since" else end)
-        else:
-            self.set("until", start)
 
 
 def ask(text: str, now: datetime | None = None) -> Question:

@@ -13,7 +13,7 @@ are JSON's own. A leaf is the SHA-256 of that text; the batch digest is
 SHA-256(previous digest in hex, "\\n", the header JSON, "\\n", the leaves' 32 bytes each, in order).
 The header names the version, collector, chain index, position, batch id, commit time, the column
 list and the number of events. A collector's first batch chains to a genesis digest over the batch
-rows it delivered before the chain existed (migration 0003), so those rows cannot be changed either.
+rows it delivered before the chain existed (migration 0004), so those rows cannot be changed either.
 
 The writer already holds the rows it inserts: the digest costs one JSON encoding and one SHA-256 per
 row and one per batch, and no extra round trip per row.

@@ -9,11 +9,9 @@ what the first one does (an OFFSET would scan everything before it).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from sqlalchemy import (
     ColumnElement,
@@ -29,146 +27,31 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.errors import StorageError
 from storage.events import StoredEvent
+from storage.filters import (
+    GROUP_BYS,
+    SORTS,
+    STATUS_CLASSES,
+    Cursor,
+    Filter,
+    Group,
+    GroupBy,
+    QueryError,
+    iso,
+    parse_time,
+)
+from storage.kinds import DISPATCH_REFUSED, DISPATCH_REPLY, DISPATCH_UPSTREAM_RESPONSE, HTTP_RESPONSE
 from storage.rows import from_mapping
 from storage.schema import EventRow
 
-GroupBy = Literal["hour", "session", "turn", "kind", "agent", "model", "tool", "task"]
-GROUP_BYS: Final[tuple[str, ...]] = ("hour", "session", "turn", "kind", "agent", "model", "tool", "task")
-STATUS_CLASSES: Final[tuple[str, ...]] = ("errors", "ok", "1xx", "2xx", "3xx", "4xx", "5xx")
-"""`errors` is an HTTP status >= 400 or a recorded error; `ok` is the rest that has a status."""
-
-_STATUS = re.compile(r"^(?:[1-5]xx|[1-5]\d\d|errors|ok)$")
-Cursor = tuple[datetime, str]
-
-
-class QueryError(StorageError):
-    """A filter or a counted view that cannot be asked (unknown field, bad value)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Filter:
-    """Which events a question is about; every field left `None` (or empty) matches everything.
-
-    `status` is a code ("404"), a class ("4xx") or a name ("errors": status >= 400 or an error was
-    recorded; "ok": a status below 400 and no error). `url` words must all appear in the URL
-    (case-insensitive). `since` is inclusive and `until` exclusive, both UTC.
-    """
-
-    kind: str | None = None
-    direction: str | None = None
-    tool: str | None = None
-    session: str | None = None
-    task: str | None = None
-    turn: str | None = None
-    agent: str | None = None
-    model: str | None = None
-    status: str | None = None
-    host: str | None = None
-    method: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    url: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.direction is not None and self.direction not in ("in", "out"):
-            raise QueryError(f"direction is 'in' or 'out', not {self.direction!r}")
-        if self.status is not None and not _STATUS.match(self.status):
-            raise QueryError(f"status is a code (404), a class (4xx), 'errors' or 'ok', not {self.status!r}")
-        for name in ("since", "until"):
-            value = getattr(self, name)
-            if value is not None and value.tzinfo is None:
-                object.__setattr__(self, name, value.replace(tzinfo=UTC))
-        if self.since and self.until and self.since >= self.until:
-            raise QueryError(f"since ({_iso(self.since)}) is not before until ({_iso(self.until)})")
-
-    def is_empty(self) -> bool:
-        """True when the filter matches every event."""
-        return not self.to_json()
-
-    def to_json(self) -> dict[str, Any]:
-        """The set fields only, datetimes as ISO 8601 UTC: the stable wire form of a filter."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None or value == ():
-                continue
-            out[f.name] = (
-                _iso(value) if isinstance(value, datetime) else list(value) if f.name == "url" else value
-            )
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Filter:
-        """Read the wire form back; unknown fields and wrong types are refused, never ignored."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise QueryError(f"unknown filter field {unknown[0]!r}; known: {', '.join(sorted(known))}")
-        values: dict[str, Any] = {}
-        for name, value in data.items():
-            if value is None:
-                continue
-            if name in ("since", "until"):
-                values[name] = parse_time(value)
-            elif name == "url":
-                words = [value] if isinstance(value, str) else value
-                if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-                    raise QueryError("url is a word or a list of words")
-                values[name] = tuple(w for w in words if w)
-            elif name == "status" and isinstance(value, int):
-                values[name] = str(value)
-            elif isinstance(value, str):
-                values[name] = value
-            else:
-                raise QueryError(f"filter field {name!r} takes a string, not {type(value).__name__}")
-        return cls(**values)
-
-    def describe(self) -> str:
-        """One line a person reads back: what this filter will match."""
-        parts = [f"{k}={' '.join(v) if isinstance(v, list) else v}" for k, v in self.to_json().items()]
-        return " ".join(parts) if parts else "every event"
-
-    def merged(self, **changes: Any) -> Filter:
-        """A copy with some fields changed (a screen narrowing a filter)."""
-        return replace(self, **changes)
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    """One row of a counted view: its key and the figures summed from the events under it."""
-
-    key: str | None
-    events: int
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "events": self.events,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "cost_usd": round(self.cost_usd, 9),
-        }
-
-
-def parse_time(value: str) -> datetime:
-    """An ISO 8601 date or datetime; a value without a zone is UTC."""
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (TypeError, ValueError) as e:
-        raise QueryError(f"not an ISO 8601 time: {value!r}") from e
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-
-
-def _iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
+__all__ = [
+    "GROUP_BYS", "SORTS", "STATUS_CLASSES", "Cursor", "Filter", "Group", "GroupBy", "QueryError",
+    "counts", "cursor", "event_json", "groups_json", "parse_time", "select_events", "totals",
+]  # fmt: skip
 
 EVENTS: Final = EventRow.__table__  # type: ignore[attr-defined]
+ANSWER_KINDS: Final = (HTTP_RESPONSE, DISPATCH_UPSTREAM_RESPONSE, DISPATCH_REPLY, DISPATCH_REFUSED)
+"""The kinds that answer a request: a filter on durations matches these (each took its action's time)."""
 
 
 def _conditions(t: Table, flt: Filter) -> list[ColumnElement[bool]]:
@@ -195,10 +78,11 @@ def _conditions(t: Table, flt: Filter) -> list[ColumnElement[bool]]:
 
 def _status_condition(t: Table, status: str) -> ColumnElement[bool]:
     c = t.c
+    # HTTP statuses are below 1000; a WebSocket close code (1000 and up) is judged by its `error`.
     if status == "errors":
-        return or_(c.status >= 400, c.error.is_not(None))
+        return or_(and_(c.status >= 400, c.status < 1000), c.error.is_not(None))
     if status == "ok":
-        return and_(c.status < 400, c.error.is_(None))
+        return and_(or_(c.status < 400, c.status >= 1000), c.error.is_(None))
     if status.endswith("xx"):
         low = int(status[0]) * 100
         return and_(c.status >= low, c.status < low + 100)
@@ -211,9 +95,49 @@ def _bind_time(t: Table, when: datetime) -> datetime:
     return when if getattr(t.c.at.type, "timezone", False) else when.replace(tzinfo=None)
 
 
-def _where(t: Table, flt: Filter) -> ColumnElement[bool]:
+def where(t: Table, flt: Filter, took: ColumnElement[Any] | None = None) -> ColumnElement[bool]:
     conds = _conditions(t, flt)
+    if took is not None:
+        conds.append(t.c.kind.in_(ANSWER_KINDS))
+        if flt.min_duration_ms is not None:
+            conds.append(took >= flt.min_duration_ms)
+        if flt.max_duration_ms is not None:
+            conds.append(took < flt.max_duration_ms)
     return and_(*conds) if conds else true()
+
+
+def timed(engine: Engine, t: Table, flt: Filter) -> tuple[Any, ColumnElement[Any] | None]:
+    """The FROM clause and the duration expression a filter needs (no join when it reads no durations).
+
+    A duration is how long an answer took: its last byte's offset from its request (`last_byte_ms`,
+    what capture measures on the wire) where one was recorded; else, for older recordings and kinds
+    without timing, its `at` minus the earliest `at` of its action (the request that began it).
+    """
+    if not flt.timed:
+        return t, None
+    started = select(t.c.action_id, func.min(t.c.at).label("started")).group_by(t.c.action_id).subquery("s")
+    took = func.coalesce(t.c.last_byte_ms, duration_ms(engine, t.c.at, started.c.started))
+    return t.join(started, started.c.action_id == t.c.action_id), took
+
+
+def duration_ms(engine: Engine, end: ColumnElement[Any], start: ColumnElement[Any]) -> ColumnElement[Any]:
+    """Milliseconds from `start` to `end`, in each dialect's own arithmetic."""
+    if engine.dialect.name == "postgresql":
+        return func.extract("epoch", end - start) * 1000
+    return (func.julianday(end) - func.julianday(start)) * 86_400_000.0
+
+
+def _order(t: Table, flt: Filter, took: ColumnElement[Any] | None) -> list[Any]:
+    sort = flt.sort or "newest"
+    if sort == "oldest":
+        return [t.c.at.asc(), t.c.event_id.asc()]
+    if sort in ("slowest", "fastest") and took is not None:
+        return [took.desc() if sort == "slowest" else took.asc(), t.c.at.desc(), t.c.event_id.desc()]
+    if sort == "costliest":
+        return [func.coalesce(t.c.cost_usd, -1).desc(), t.c.at.desc(), t.c.event_id.desc()]
+    if sort == "largest":
+        return [func.coalesce(t.c.payload_size, -1).desc(), t.c.at.desc(), t.c.event_id.desc()]
+    return [t.c.at.desc(), t.c.event_id.desc()]
 
 
 def select_events(
@@ -232,7 +156,10 @@ def select_events(
     `(at, event_id)` index (an OR of the two parts would not be).
     """
     t = EVENTS
-    stmt = select(t).where(_where(t, flt))
+    source, took = timed(engine, t, flt)
+    stmt = select(t).select_from(source).where(where(t, flt, took))
+    if (before is not None or after is not None) and (flt.sort or "newest") != "newest":
+        raise QueryError(f"sort {flt.sort} is a top N: it has no next page (narrow the filter instead)")
     if before is not None:
         at, event_id = before
         at = _bind_time(t, at)
@@ -241,7 +168,7 @@ def select_events(
         at, event_id = after
         at = _bind_time(t, at)
         stmt = stmt.where(tuple_(t.c.at, t.c.event_id) > tuple_(at, event_id))
-    stmt = stmt.order_by(t.c.at.desc(), t.c.event_id.desc()).limit(max(0, limit))
+    stmt = stmt.order_by(*_order(t, flt, took)).limit(max(0, limit))
     try:
         with engine.connect() as conn:
             rows = conn.execute(stmt).mappings().all()
@@ -255,7 +182,7 @@ def cursor(event: StoredEvent) -> Cursor:
     return (event.at, event.event_id)
 
 
-def _bucket(engine: Engine, t: Table) -> ColumnElement[Any]:
+def bucket(engine: Engine, t: Table) -> ColumnElement[Any]:
     """The hour an event falls in, as a value the database groups cheaply (formatted in Python)."""
     # Literals, not bound parameters, so the expression can match an index built on it.
     if engine.dialect.name == "postgresql":
@@ -267,7 +194,7 @@ def _bucket(engine: Engine, t: Table) -> ColumnElement[Any]:
     return func.substr(t.c.at, literal_column("1"), literal_column("13"))
 
 
-def _hour_key(value: Any) -> str | None:
+def hour_key(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -284,7 +211,8 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
     if by not in GROUP_BYS:
         raise QueryError(f"cannot count by {by!r}; by one of: {', '.join(GROUP_BYS)}")
     t = EVENTS
-    key = _bucket(engine, t) if by == "hour" else t.c[by]
+    source, took = timed(engine, t, flt)
+    key = bucket(engine, t) if by == "hour" else t.c[by]
     label = key.label("key")
     stmt = (
         select(
@@ -294,7 +222,8 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
             func.coalesce(func.sum(t.c.tokens_out), 0).label("tokens_out"),
             func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
         )
-        .where(_where(t, flt))
+        .select_from(source)
+        .where(where(t, flt, took))
         .group_by(key)
     )
     try:
@@ -304,7 +233,7 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
         raise QueryError(f"cannot count events: {e}".splitlines()[0]) from e
     groups = [
         Group(
-            key=_hour_key(r.key) if by == "hour" else (None if r.key is None else str(r.key)),
+            key=hour_key(r.key) if by == "hour" else (None if r.key is None else str(r.key)),
             events=int(r.events),
             tokens_in=int(r.tokens_in),
             tokens_out=int(r.tokens_out),
@@ -320,17 +249,22 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
 def totals(engine: Engine, flt: Filter) -> dict[str, Any]:
     """Everything the filter matches, summed: events, tokens, cost, distinct tools/models/sessions."""
     t = EVENTS
-    stmt = select(
-        func.count().label("events"),
-        func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
-        func.coalesce(func.sum(t.c.tokens_out), 0).label("tokens_out"),
-        func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
-        func.count(t.c.tool.distinct()).label("tools"),
-        func.count(t.c.model.distinct()).label("models"),
-        func.count(t.c.session.distinct()).label("sessions"),
-        func.min(t.c.at).label("first"),
-        func.max(t.c.at).label("last"),
-    ).where(_where(t, flt))
+    source, took = timed(engine, t, flt)
+    stmt = (
+        select(
+            func.count().label("events"),
+            func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
+            func.coalesce(func.sum(t.c.tokens_out), 0).label("tokens_out"),
+            func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
+            func.count(t.c.tool.distinct()).label("tools"),
+            func.count(t.c.model.distinct()).label("models"),
+            func.count(t.c.session.distinct()).label("sessions"),
+            func.min(t.c.at).label("first"),
+            func.max(t.c.at).label("last"),
+        )
+        .select_from(source)
+        .where(where(t, flt, took))
+    )
     try:
         with engine.connect() as conn:
             r = conn.execute(stmt).one()
@@ -344,15 +278,15 @@ def totals(engine: Engine, flt: Filter) -> dict[str, Any]:
         "distinct_tools": int(r.tools),
         "distinct_models": int(r.models),
         "distinct_sessions": int(r.sessions),
-        "first": _iso(_utc(r.first)) if r.first is not None else None,
-        "last": _iso(_utc(r.last)) if r.last is not None else None,
+        "first": iso(utc(r.first)) if r.first is not None else None,
+        "last": iso(utc(r.last)) if r.last is not None else None,
     }
 
 
 # --- rows to values ----------------------------------------------------------------------------------
 
 
-def _utc(value: Any) -> datetime:
+def utc(value: Any) -> datetime:
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

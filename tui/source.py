@@ -81,9 +81,15 @@ class LedgerSource:
         self.replayer = replayer
 
     def page(self, flt: Filter, *, limit: int, before: Cursor | None = None) -> list[StoredEvent]:
+        """A page newest first; a filter in another order ("slowest") is one top N, with no next page."""
+        if before is not None and not _newest_first(flt):
+            return []
         return select_events(self.ledger.engine, flt, limit=limit, before=before)
 
     def newer(self, flt: Filter, *, after: Cursor, limit: int) -> list[StoredEvent]:
+        """What arrived since `after`; a top N in another order is not followed."""
+        if not _newest_first(flt):
+            return []
         return select_events(self.ledger.engine, flt, limit=limit, after=after)
 
     def counts(self, flt: Filter, by: str) -> list[Group]:
@@ -104,3 +110,7 @@ class LedgerSource:
         if self.replayer is None:
             raise TuiError("replay is not available here")
         return self.replayer(action_id)
+
+
+def _newest_first(flt: Filter) -> bool:
+    return (flt.sort or "newest") == "newest"

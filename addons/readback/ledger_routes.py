@@ -5,7 +5,8 @@ imports nothing of mitmproxy, so it is tested with plain values. `ledger_handler
 the five-argument form bound to one Ledger and the token kept in `home`: `addons.local_routes`
 registers it for `/api/ledger/` over the Ledger the proxy records to (never recorded itself).
 
-Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token):
+Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token, or
+in the proxy a scoped token granting `ledger`):
 
     GET  /api/ledger/row/EVENT_ID      one event whole (JSON; the exact head also as head_base64)
     GET  /api/ledger/action/ACTION_ID  every event of one request
@@ -13,7 +14,10 @@ Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTL
     GET  /api/ledger/counts[?by=X&...] totals over a filter, or counted by X when `by` is given
     GET  /api/ledger/group?by=X&...    counted by hour, session, turn, kind, agent, model, tool or task
     POST /api/ledger/query             {"filter": {...}, "limit": N, "before": [at, event_id]}
-    GET  /api/ledger/ask?q=WORDS       a question in plain words, answered with events or groups
+    GET  /api/ledger/ask?q=WORDS       a question in plain words, answered with events, a sum or groups
+    GET  /api/ledger/tally?by=X[,Y]&...   events, tokens and cost summed per combination of keys
+    GET  /api/ledger/state             each collector's position, last commit, lag, batches and drops
+    GET  /api/ledger/screen[?q=WORDS]  the browser's first screen: newest events, totals, kinds, collectors
 
 Filter fields in a query string use the `Filter`'s names (`agent=alpha&status=errors&since=...`).
 """
@@ -32,19 +36,22 @@ from typing import Any, Final, Protocol
 from sqlalchemy.engine import Engine
 
 from addons.readback.errors import ReadbackError
+from storage.answer import answer, page
 from storage.ask import ask
 from storage.errors import StorageError
 from storage.events import StoredEvent
+from storage.locations import private_home
 from storage.queries import (
+    GROUP_BYS,
     Filter,
     QueryError,
     counts,
     event_json,
     groups_json,
     parse_time,
-    select_events,
     totals,
 )
+from storage.tally import collectors, tally
 
 PREFIX: Final = "/api/ledger/"
 TOKEN_FILE: Final = "api-token"
@@ -72,7 +79,7 @@ def api_token(home: Path) -> str:
     except FileNotFoundError:
         pass
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_home(home)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text().strip()
@@ -131,10 +138,7 @@ def _page(ledger: LedgerReader, flt: Filter, limit: int, before: Any) -> dict[st
         if not (isinstance(before, list | tuple) and len(before) == 2):
             raise QueryError('before is [at, event_id], as given in "next"')
         bound = (parse_time(str(before[0])), str(before[1]))
-    events = select_events(ledger.engine, flt, limit=limit, before=bound)
-    rows = [event_json(e) for e in events]
-    nxt = [rows[-1]["at"], rows[-1]["event_id"]] if len(rows) == limit else None
-    return {"filter": flt.to_json(), "events": rows, "next": nxt}
+    return page(ledger.engine, flt, limit, bound)
 
 
 def _row(ledger: LedgerReader, rest: str, *_: Any) -> Response:
@@ -198,13 +202,46 @@ def _query(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: byte
 
 def _ask(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
     question = ask(query.get("q", ""))
-    answer = question.to_json()
-    if question.group_by:
-        answer["groups"] = groups_json(counts(ledger.engine, question.filter, question.group_by))
-    else:
-        answer.update(_page(ledger, question.filter, _limit(query.get("limit", 100)), None))
-        answer["filter"] = question.filter.to_json()
-    return _json(200, answer)
+    return _json(200, answer(ledger.engine, question, _limit(query.get("limit", 100))))
+
+
+def _tally(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
+    by = [b for b in (query.get("by") or "").replace(",", " ").split() if b]
+    if not by:
+        return _error(400, f"tally needs ?by=KEY[,KEY...], keys from: {', '.join(GROUP_BYS)}")
+    flt = filter_from_query(query)
+    groups = tally(ledger.engine, flt, by)
+    return _json(200, {"filter": flt.to_json(), "by": by, "groups": groups, **_sums(groups)})
+
+
+def _sums(groups: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "events": sum(g["events"] for g in groups),
+        "tokens_in": sum(g["tokens_in"] for g in groups),
+        "tokens_out": sum(g["tokens_out"] for g in groups),
+        "cost_usd": round(sum(g["cost_usd"] for g in groups), 9),
+    }
+
+
+def _state(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
+    return _json(200, {"collectors": collectors(ledger.engine)})
+
+
+def _screen(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
+    """The browser's first screen as JSON: the newest events under a filter (or a question), their
+    totals, the count by kind, and each collector's state."""
+    words = query.get("q")
+    flt = ask(words).filter if words else filter_from_query(query)
+    limit = _limit(query.get("limit", 50))
+    return _json(
+        200,
+        {
+            **_page(ledger, flt, limit, None),
+            "totals": totals(ledger.engine, flt),
+            "kinds": groups_json(counts(ledger.engine, flt, "kind")),
+            "collectors": collectors(ledger.engine),
+        },
+    )
 
 
 Route = Callable[[LedgerReader, str, Mapping[str, str], bytes], Response]
@@ -216,6 +253,9 @@ ROUTES: Final[dict[tuple[str, str], Route]] = {
     ("GET", "group"): _group,
     ("POST", "query"): _query,
     ("GET", "ask"): _ask,
+    ("GET", "tally"): _tally,
+    ("GET", "state"): _state,
+    ("GET", "screen"): _screen,
 }
 _TAKES_ID: Final = ("row", "action", "blob")
 
@@ -234,13 +274,14 @@ def handle(
     *,
     ledger: LedgerReader,
     token: str,
+    also: Callable[[Mapping[str, str]], bool] | None = None,
 ) -> Response:
     """Answer one request to `/api/ledger/...`: 401 without the bearer token, JSON errors otherwise.
 
     The route registry calls it through `ledger_handler` (bound to the Ledger the proxy records to).
     """
     query = single_values(query)
-    if not authorized(headers, token):
+    if not authorized(headers, token) and not (also is not None and also(headers)):
         status, out, payload = _error(401, "the Ledger's routes need 'Authorization: Bearer <token>'")
         return status, {**out, "www-authenticate": 'Bearer realm="flightlog"'}, payload
     if not path.startswith(PREFIX):
@@ -268,6 +309,9 @@ def handle(
 Handler = Callable[[str, str, Mapping[str, Any], Mapping[str, str], bytes], Response]
 
 
-def ledger_handler(ledger: LedgerReader, home: Path) -> Handler:
-    """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers."""
-    return functools.partial(handle, ledger=ledger, token=api_token(home))
+def ledger_handler(
+    ledger: LedgerReader, home: Path, also: Callable[[Mapping[str, str]], bool] | None = None
+) -> Handler:
+    """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers.
+    `also(headers)` may accept other credentials (a scoped token granting `ledger`)."""
+    return functools.partial(handle, ledger=ledger, token=api_token(home), also=also)

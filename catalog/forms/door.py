@@ -25,8 +25,13 @@ DISPATCH_PATH: Final = "/api/dispatch"
 MCP_HTTP_PATH: Final = "/api/mcp"
 MCP_CALL_TOOL: Final = "call"
 """The one MCP tool of flightlog's MCP server that takes a canonical call as its arguments."""
-MCP_SERVER_NAME: Final = "flightlog"
 JSON_HEADERS: Final = {"content-type": "application/json"}
+TOKEN_ENV: Final = "FLIGHTLOG_TOKEN"
+"""The environment variable a scoped token travels in: `flightlog run` sets it for its child and
+`flightlog mcp` reads it; a form rendered without a token reads it where it runs."""
+ENV_BEARER: Final = f"Bearer ${{{TOKEN_ENV}}}"
+"""The header value of a form rendered without a token: `${FLIGHTLOG_TOKEN}` filled where it runs
+(the shell expands it in curl; the snippets read the environment)."""
 
 
 FORM_NOTES: Final = {
@@ -40,8 +45,21 @@ FORM_NOTES: Final = {
     "javascript": "The dispatch form as a fetch snippet (undici's ProxyAgent), through the proxy.",
     "mcp_stdio": 'The canonical call as the arguments of the "call" tool of `flightlog mcp`.',
     "mcp_http": 'The same "call" tool over MCP streamable HTTP at flightlog.local, through the proxy.',
-    "mcp_config_claude_code": "Adds flightlog's MCP server to Claude Code.",
+    "wget": "The dispatch form as a wget line, through the proxy (the second command-line client).",
+    "python_mcp": 'The "call" tool of `flightlog mcp` from Python, with the official MCP client.',
+    "webhook": "What a webhook sender POSTs: the canonical call to the door, a scoped token in the URL.",
+    "mcp_jsonrpc": 'One JSON-RPC tools/call of the "call" tool, POSTed to the MCP endpoint (stateless).',
+    "mcp_config_claude_code": "Adds flightlog's MCP server to Claude Code (FLIGHTLOG_HOME and the proxy).",
+    "mcp_config_claude_code_json": "The same server in a project's .mcp.json for Claude Code.",
+    "mcp_config_cursor": "The same server in Cursor's .cursor/mcp.json.",
+    "mcp_config_vscode": "The same server in VS Code's .vscode/mcp.json (servers, type stdio).",
     "mcp_config_json": "The MCP server entry for clients configured with JSON (mcpServers).",
+    "openai_tool": "The row as an OpenAI chat-completions tool; a tool call's arguments are the args.",
+    "openai_responses_tool": "The row as an OpenAI Responses API function tool.",
+    "anthropic_tool": "The row as an Anthropic Messages tool (input_schema).",
+    "link": "A scoped token's credential-free link: the call and its limits in one URL, no other key.",
+    "link_curl": "The link fetched with curl, through the proxy.",
+    "link_markdown": "The link as Markdown a person can click (through a browser set to the proxy).",
     "upstream": "The service's own call, arguments filled in; secrets stay [NAME] until the door sends it.",
 }
 """What varies per form: where the call is sent, where the credential goes, how it is wrapped."""
@@ -53,15 +71,18 @@ def door_forms(
     """Every door form of one canonical call, in a fixed order.
 
     With a scoped `token`, each form that reaches the door over HTTP carries it (a bearer header,
-    or `token=` in the one-line URL) and the CLI forms pass `--token`; MCP over stdio runs as the
-    local user and takes none.
+    or `token=` in the one-line URL), the CLI forms pass `--token` and the MCP stdio configurations
+    set FLIGHTLOG_TOKEN for the server. Without one, the HTTP forms read FLIGHTLOG_TOKEN where they
+    run (what `flightlog run` sets for its child); `flightlog call` and `flightlog mcp` read it too.
     """
     call = {"tool": name, "args": dict(args)}
     body = canonical_json(call)
     door = base.rstrip("/") + DISPATCH_PATH
-    headers = dict(JSON_HEADERS) | ({"authorization": f"Bearer {token}"} if token else {})
+    headers = dict(JSON_HEADERS) | {"authorization": f"Bearer {token}" if token else ENV_BEARER}
     cli = ["flightlog", "call", name, "--args", _args(args)] + (["--token", token] if token else [])
-    mcp_stdio = {"command": "flightlog", "args": ["mcp"]}
+    mcp_stdio: dict[str, Any] = {"command": "flightlog", "args": ["mcp"]}
+    if token:
+        mcp_stdio["env"] = {TOKEN_ENV: token}
     return {
         "dispatch": {"method": "POST", "url": door, "headers": headers, "body": call},
         "dispatch_dry_run": {
@@ -98,16 +119,75 @@ def door_forms(
             "tool": MCP_CALL_TOOL,
             "arguments": call,
         },
-        "mcp_config_claude_code": {
-            "method": "CLI",
-            "command": shlex.join(["claude", "mcp", "add", MCP_SERVER_NAME, "--", "flightlog", "mcp"]),
-        },
-        "mcp_config_json": {
-            "method": "CODE",
-            "language": "json",
-            "code": json.dumps({"mcpServers": {MCP_SERVER_NAME: mcp_stdio}}, indent=2),
+    }
+
+
+def more_forms(
+    name: str, args: Mapping[str, Any], *, base: str, proxy: str, token: str | None = None
+) -> dict[str, Any]:
+    """A second command-line client, MCP from Python and as one JSON-RPC POST, and the webhook."""
+    call = {"tool": name, "args": dict(args)}
+    body = canonical_json(call)
+    door = base.rstrip("/") + DISPATCH_PATH
+    auth = {"authorization": f"Bearer {token}"} if token else {}
+    rpc = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": MCP_CALL_TOOL, "arguments": call},
+    }
+    hook = door + (f"?token={quote(token, safe='')}" if token else "")
+    return {
+        "wget": {"method": "CLI", "command": wget_command(door, body, proxy, dict(JSON_HEADERS) | auth)},
+        "python_mcp": {"method": "CODE", "language": "python", "code": python_mcp_snippet(call)},
+        "webhook": {"method": "POST", "url": hook, "headers": dict(JSON_HEADERS), "body": call},
+        "mcp_jsonrpc": {
+            "method": "POST",
+            "url": base.rstrip("/") + MCP_HTTP_PATH,
+            "headers": dict(JSON_HEADERS) | {"accept": "application/json, text/event-stream"} | auth,
+            "body": rpc,
         },
     }
+
+
+def link_forms(name: str, args: Mapping[str, Any], *, base: str, proxy: str, token: str) -> dict[str, Any]:
+    """A lent token's credential-free forms: the link, the link with curl, the link in Markdown."""
+    link = one_line_url(base.rstrip("/") + DISPATCH_PATH, name, args, token)
+    return {
+        "link": {"method": "GET", "url": link},
+        "link_curl": {"method": "CLI", "command": shlex.join(["curl", "-sS", "--proxy", proxy, link])},
+        "link_markdown": {"method": "CODE", "language": "markdown", "code": f"[Run {name}]({link})"},
+    }
+
+
+def wget_command(door: str, body: str, proxy: str, headers: Mapping[str, str]) -> str:
+    """One shell line: wget through the proxy (its `-e` settings, as wget reads no --proxy flag)."""
+    words = ["wget", "-q", "-O", "-", "-e", "use_proxy=yes", "-e", f"http_proxy={proxy}"]
+    words += [f"--header={k}: {v}" for k, v in headers.items()]
+    return shlex.join([*words, f"--post-data={body}", door])
+
+
+def python_mcp_snippet(call: Mapping[str, Any]) -> str:
+    """The official MCP client over stdio, calling the "call" tool with the canonical call (the
+    server inherits this environment: the SDK passes only a few variables unless told)."""
+    return (
+        "import os\n"
+        "\n"
+        "import anyio\n"
+        "from mcp import ClientSession, StdioServerParameters\n"
+        "from mcp.client.stdio import stdio_client\n"
+        "\n"
+        "\n"
+        "async def main() -> None:\n"
+        '    server = StdioServerParameters(command="flightlog", args=["mcp"], env=dict(os.environ))\n'
+        "    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:\n"
+        "        await session.initialize()\n"
+        f"        result = await session.call_tool({MCP_CALL_TOOL!r}, {dict(call)!r})\n"
+        "        print(result.content[0].text)\n"
+        "\n"
+        "\n"
+        "anyio.run(main)\n"
+    )
 
 
 def _args(args: Mapping[str, Any]) -> str:
@@ -123,20 +203,25 @@ def one_line_url(door: str, name: str, args: Mapping[str, Any], token: str | Non
 def curl_command(door: str, body: str, proxy: str, headers: Mapping[str, str] = JSON_HEADERS) -> str:
     """One shell line: curl through the proxy to the door with the canonical call as its body."""
     words = ["curl", "-sS", "--proxy", proxy, door]
+    env_header = ""
     for key, value in headers.items():
+        if value == ENV_BEARER:  # double-quoted, so the shell fills in the token where it runs
+            env_header = f' -H "{key}: Bearer ${TOKEN_ENV}"'
+            continue
         words += ["-H", f"{key}: {value}"]
-    return shlex.join([*words, "--data-binary", body])
+    return shlex.join(words) + env_header + " " + shlex.join(["--data-binary", body])
 
 
 def python_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] = JSON_HEADERS) -> str:
     """An httpx snippet that sends exactly the canonical call's bytes through the proxy."""
+    shown = repr(dict(headers)).replace(repr(ENV_BEARER), f'"Bearer " + os.environ["{TOKEN_ENV}"]')
     return (
-        "import httpx\n"
+        ("import os\n\n" if shown != repr(dict(headers)) else "") + "import httpx\n"
         "\n"
         "response = httpx.post(\n"
         f"    {door!r},\n"
         f"    content={body!r}.encode(),\n"
-        f"    headers={dict(headers)!r},\n"
+        f"    headers={shown},\n"
         f"    proxy={proxy!r},\n"
         ")\n"
         "print(response.json())\n"
@@ -155,9 +240,14 @@ def js_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] = JS
         "\n"
         f"const response = await fetch({json.dumps(door)}, {{\n"
         '  method: "POST",\n'
-        f"  headers: {json.dumps(dict(headers))},\n"
+        f"  headers: {_js_headers(headers)},\n"
         f"  body: {json.dumps(body)},\n"
         f"  dispatcher: new ProxyAgent({json.dumps(proxy)}),\n"
         "});\n"
         "console.log(await response.json());\n"
     )
+
+
+def _js_headers(headers: Mapping[str, str]) -> str:
+    shown = json.dumps(dict(headers))
+    return shown.replace(json.dumps(ENV_BEARER), f'"Bearer " + process.env.{TOKEN_ENV}')

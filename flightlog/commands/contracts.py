@@ -20,7 +20,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.tool import Tool
 
 
@@ -35,18 +35,28 @@ def contracts(
     as_json: bool = typer.Option(False, "--json", help="Print the forms as one JSON object."),
     directory: DirectoryOpt = None,
     base: str = typer.Option("http://flightlog.local", "--base", help="Where flightlog's doors answer."),
-    proxy: str = typer.Option("http://127.0.0.1:8080", "--proxy", help="The proxy the forms go through."),
+    proxy: str | None = typer.Option(
+        None, "--proxy", help="The proxy the forms go through (default: the running one, from proxy.json)."
+    ),
     token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
 ) -> None:
     """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.contracts import FORM_NAMES, FORM_NOTES, example_args, forms
 
     row = _find_tool(tool, directory)
     call_args = _parse_args(args) if args is not None else example_args(row)
-    refused = load_refused_hosts(load_settings().home)
+    home = load_settings().home
+    refused = load_refused_hosts(home)
     rendered = forms(
-        row, call_args, base=base, proxy=proxy, refused=refused, check_args=args is not None, token=token
+        row,
+        call_args,
+        base=base,
+        proxy=proxy or running_proxy(home),
+        refused=refused,
+        check_args=args is not None,
+        token=token,
+        home=str(home),
     )
     if form is not None:
         if form not in rendered:
@@ -62,8 +72,22 @@ def contracts(
             typer.echo(f"{name}: {FORM_NOTES.get(name, '')}\n{_indent(_pasteable(value))}\n")
 
 
+def running_proxy(home: Path) -> str:
+    """The address of the proxy running for `home` (its `proxy.json`), else the default one."""
+    # deferred: only this command reads the proxy's state
+    from addons.proxy_env import read_state
+    from catalog.contracts import DEFAULT_PROXY
+
+    state = read_state(home)
+    forward = state.forward if state is not None else None
+    if forward is None:
+        return DEFAULT_PROXY
+    host = "127.0.0.1" if forward.host in ("", "0.0.0.0", "::") else forward.host
+    return f"http://[{host}]:{forward.port}" if ":" in host else f"http://{host}:{forward.port}"
+
+
 def _find_tool(name: str, directory: Path | None) -> Tool:
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.tool import Tool
 
     opened = open_from_settings(directory)

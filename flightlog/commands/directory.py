@@ -1,4 +1,4 @@
-"""`flightlog directory export` and `directory import openapi|mcp|sheet`: the Directory in and out.
+"""`flightlog directory export|check` and `directory import openapi|mcp|sheet`: the Directory in and out.
 
 Every command takes `--directory DIR` (or FLIGHTLOG_DIRECTORY); without one the native Directory
 in the Ledger's database is used. An import commits its documents with `Directory.transact(...)`,
@@ -20,7 +20,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import Directory
     from catalog.importers import Document
 
@@ -36,11 +36,37 @@ MAX_CHANGES = 1000
 def open_from_settings(folder: Path | None, ledger_url: str | None = None) -> Directory:
     """The Directory named by `--directory`, FLIGHTLOG_DIRECTORY, or the native one (in `--ledger`'s
     database, else the configured Ledger's)."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import open_directory
 
     settings = load_settings()
-    return open_directory(ledger_url or settings.ledger_url, folder or settings.directory)
+    opened = open_directory(ledger_url or settings.ledger_url, folder or settings.directory)
+    problems = opened.alias_problems
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        typer.echo(
+            f"flightlog: warning: {problems[0]}{more}; `flightlog directory check` lists them", err=True
+        )
+    return opened
+
+
+@directory_app.command()
+def check(directory: DirectoryOpt = None) -> None:
+    """List every alias that names no row (skipped when the Directory loads); exit 1 if there is any."""
+    # deferred: the catalog loads SQLAlchemy; other commands start without it
+    from catalog.directory import open_directory
+
+    settings = load_settings()
+    d = open_directory(settings.ledger_url, directory or settings.directory)
+    try:
+        problems, rows, aliases = d.alias_problems, len(d.index), len(d.aliases)
+    finally:
+        d.close()
+    for line in problems:
+        typer.echo(line)
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"ok: {rows} rows, {aliases} aliases, every alias names a row")
 
 
 @directory_app.command()
@@ -68,7 +94,7 @@ def import_openapi(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Each operation of an OpenAPI document becomes a tool row."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.importers.openapi import import_openapi as run
 
     _write(run(file, base_url=base_url), directory, replace, as_json, f"openapi {file.name}")
@@ -86,7 +112,7 @@ def import_mcp(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """An MCP server's tools/list becomes rows with MCP contracts: `import mcp -- python server.py`."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.importers.mcp import import_mcp as run
 
     _write(run(command, prefix=prefix), directory, replace, as_json, f"mcp {shlex.join(command)}")
@@ -100,7 +126,7 @@ def import_sheet(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Rows from a TSV/CSV sheet, read by header label; an unknown header is an error."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.importers.sheet import import_sheet as run
 
     _write(run(file), directory, replace, as_json, f"sheet {file.name}")
@@ -132,7 +158,7 @@ def _write(docs: list[Document], directory: Path | None, replaces: bool, as_json
 def _changes(
     opened: Directory, docs: list[Document], replaces: bool
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    # deferred: SQLAlchemy loads slowly; other commands start without them
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.documents import sha256_text
 
     changes: list[dict[str, Any]] = []

@@ -14,8 +14,9 @@ from typing import Annotated, Any
 import typer
 
 from flightlog.commands.options import (
+    NONE_GIVEN,
     BlobsOpt,
-    FilterOptions,
+    Given,
     JsonOpt,
     LedgerOpt,
     WordsArg,
@@ -104,7 +105,7 @@ def verify(
     payloads (corrupted, missing, orphaned); print each collector's head digest to keep elsewhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    # deferred: SQLAlchemy loads slowly; other commands start without them
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.verify import verify as run_verify
 
     for digest in head or ():
@@ -206,13 +207,13 @@ def counts_command(
     by: Annotated[
         str | None, typer.Option("--by", help="hour, session, turn, kind, agent, model, tool or task.")
     ] = None,
-    filters: FilterOptions = FilterOptions(),
+    filters: Given = NONE_GIVEN,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Counted views by hour, session, turn, kind, agent, model, tool or task (totals without --by)."""
-    # deferred: SQLAlchemy loads slowly; other commands start without them
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.queries import counts, totals
 
     flt, question = filter_from_options(words, filters)
@@ -243,13 +244,13 @@ def counts_command(
 def query_command(
     words: WordsArg = None,
     limit: LimitOpt = 50,
-    filters: FilterOptions = FilterOptions(),
+    filters: Given = NONE_GIVEN,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Events matching a filter or a question in plain words, newest first."""
-    # deferred: SQLAlchemy loads slowly; other commands start without them
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.queries import event_json, select_events
 
     flt, question = filter_from_options(words, filters)
@@ -279,26 +280,29 @@ def ask_command(
 ) -> None:
     """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
     # deferred: SQLAlchemy loads slowly; other commands start without them
+    from storage.answer import answer
     from storage.ask import ask
-    from storage.queries import counts, event_json, select_events
+    from storage.queries import counts, select_events
 
     question = ask(" ".join(words))
     ledger = load_settings().open_ledger(ledger_url, blobs_url)
     try:
-        answer = question.to_json()
-        if question.group_by:
+        reply = answer(ledger.engine, question, limit)
+        if not as_json and question.view == "groups":
+            assert question.group_by is not None
             groups = counts(ledger.engine, question.filter, question.group_by)
-            answer["groups"] = [g.to_json() for g in groups]
-        else:
-            events = select_events(ledger.engine, question.filter, limit=limit)
-            answer["events"] = [event_json(e) for e in events]
+        elif not as_json and question.view == "events":
+            events = select_events(ledger.engine, question.filter, limit=min(limit, question.limit or limit))
     finally:
         ledger.close()
     if as_json:
-        _print_json(answer)
+        _print_json(reply)
         return
     typer.echo(question.explain())
-    if question.group_by:
-        _groups_table(question.group_by, groups)
+    if question.view == "groups":
+        _groups_table(question.group_by or "", groups)
+    elif question.view == "totals":
+        for name, value in reply["totals"].items():
+            typer.echo(f"{name}\t{value}")
     else:
         _events_table(events)

@@ -78,12 +78,14 @@ def test_exact_filters_for_the_issue_examples() -> None:
     )
 
 
-def test_words_not_understood_are_named() -> None:
-    """Unknown words are listed in the answer, never guessed into a field."""
-    question = ask("errors from agent alpha with flurbles and wibble", NOW)
-    assert question.filter == Filter(agent="alpha", status="errors")
-    assert question.unknown == ("flurbles", "wibble")
-    assert "did not understand: 'flurbles', 'wibble'" in question.explain()
+def test_words_not_understood_are_refused_naming_them() -> None:
+    """A word it does not understand refuses the question in one line naming the words: the answer
+    is never the same filter with those words silently dropped."""
+    with pytest.raises(QuestionError) as refused:
+        ask("errors from agent alpha with flurbles and wibble", NOW)
+    message = str(refused.value)
+    assert message.startswith("did not understand 'flurbles', 'wibble': ask with fields")
+    assert "\n" not in message
 
 
 def test_lowercase_get_is_an_everyday_word_not_a_method() -> None:

@@ -39,7 +39,7 @@ def at_row(row: int, *keys: str) -> Callable[[Pilot[None]], Any]:
 
 def test_events_screen(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
     """The table of events, newest first, under a filter read from plain words."""
-    app = make_app(sqlite_sample, question="requests to api.openai.com from agent beta zorp")
+    app = make_app(sqlite_sample, question="requests to api.openai.com from agent beta")
     assert snap_compare(app, terminal_size=SIZE, run_before=at_row(0))
 
 

@@ -144,10 +144,12 @@ def test_wrong_method_is_405(sqlite_sample: Ledger) -> None:
 
 
 def test_ask_answers_in_events_or_groups(sample_ledger: Ledger) -> None:
-    """/ask reads plain words into the same filter; unknown words are named; refusals are 400."""
-    answer = as_json(call(sample_ledger, "/api/ledger/ask", {"q": "errors from agent alpha zorp"}))
+    """/ask reads plain words into the same filter; a word not understood is a 400 naming it (never
+    the answer to the question without it); refusals are 400."""
+    status, _, body = call(sample_ledger, "/api/ledger/ask", {"q": "errors from agent alpha zorp"})
+    assert status == 400 and json.loads(body)["error"].startswith("did not understand 'zorp': ")
+    answer = as_json(call(sample_ledger, "/api/ledger/ask", {"q": "errors from agent alpha"}))
     assert answer["filter"] == {"agent": "alpha", "status": "errors"}
-    assert answer["unknown"] == ["zorp"]
     assert [e["event_id"] for e in answer["events"]] == ["a2-response"]
     grouped = as_json(call(sample_ledger, "/api/ledger/ask", {"q": "cost by model"}))
     assert grouped["groups"][0]["key"] in ("gpt-4o", None)

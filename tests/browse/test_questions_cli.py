@@ -65,12 +65,15 @@ def test_query_words_and_options_combine(flightlog: Callable[..., Run]) -> None:
 
 
 def test_ask_names_unknown_words_and_counts(flightlog: Callable[..., Run]) -> None:
-    """`ledger ask` reads plain words; a grouping counts; unknown words are listed."""
-    out = flightlog("ledger", "ask", "cost", "by", "session", "frobnicate", "--json")
+    """`ledger ask` reads plain words; a grouping counts; a word not understood refuses in one line."""
+    out = flightlog("ledger", "ask", "cost", "by", "session", "--json")
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)
-    assert answer["group_by"] == "session" and answer["unknown"] == ["frobnicate"]
+    assert answer["group_by"] == "session" and answer["unknown"] == []
     assert {g["key"] for g in answer["groups"]} == {"s1", "s2", None}
+    out = flightlog("ledger", "ask", "cost", "by", "session", "frobnicate", "--json")
+    assert out.returncode == 1 and out.stderr.startswith("flightlog: did not understand 'frobnicate': ")
+    assert out.stderr.count("\n") == 1
 
 
 def test_failures_are_one_line(flightlog: Callable[..., Run]) -> None:

@@ -31,6 +31,7 @@ def test_find_prints_score_layer_and_words(folder: Path, home: Path) -> None:
                 "score": 300,
                 "layer": "typo",
                 "matched": ["waether~weather"],
+                "read_as": ["waether"],
                 "summary": "Current conditions and forecast for a city.",
             }
         ],
@@ -41,7 +42,9 @@ def test_find_without_a_match_says_so_and_fails(folder: Path, home: Path) -> Non
     """No match prints the plain sentence and exits 1."""
     out = runner.invoke(app, ["find", "--directory", str(folder), "zzqx"])
     assert out.exit_code == 1
-    assert out.output.strip() == 'Nothing in the Directory is called, or means, "zzqx".'
+    assert out.output.strip() == (
+        'Nothing in the Directory is called, or means, "zzqx". Every row is listed at GET /api/directory'
+    )
 
 
 def test_get_and_manifest(folder: Path, home: Path) -> None:
@@ -65,16 +68,30 @@ def test_native_directory_and_export(tmp_path: Path, home: Path) -> None:
     assert (tmp_path / "out" / "aliases.toml").is_file()
 
 
-def test_errors_are_one_line(tmp_path: Path, home: Path) -> None:
-    """A bad alias file or an unknown bundle is one line on stderr and exit 1, never a traceback."""
-    folder = make_folder(tmp_path / "d", aliases='sms = ["SMS_*"]\n')
-    out = subprocess.run(
-        [sys.executable, "-m", "flightlog", "manifest", "--directory", str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=60,
+def test_a_bad_alias_is_one_warning_and_directory_check_lists_them(tmp_path: Path, home: Path) -> None:
+    """A bad alias no longer takes the Directory down: manifest answers (exit 0) with one warning line
+    on stderr; `flightlog directory check` lists every problem and exits 1, never a traceback."""
+    folder = make_folder(tmp_path / "d", aliases='sms = ["SMS_*"]\nfax = ["FAX_"]\nlog = ["LEDGER_ROW"]\n')
+
+    def flightlog(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "flightlog", *args, "--directory", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    out = flightlog("manifest")
+    assert out.returncode == 0 and "get_weather" in out.stdout
+    assert out.stderr == (
+        'flightlog: warning: aliases.toml: alias "fax" pattern "FAX_" names no row in the Directory '
+        "(and 1 more); `flightlog directory check` lists them\n"
     )
-    assert out.returncode == 1
-    assert (
-        out.stderr == 'flightlog: aliases.toml: alias "sms" pattern "SMS_*" names no row in the Directory\n'
-    )
+    out = flightlog("directory", "check")
+    assert out.returncode == 1 and out.stdout.splitlines() == [
+        'aliases.toml: alias "fax" pattern "FAX_" names no row in the Directory',
+        'aliases.toml: alias "sms" pattern "SMS_*" names no row in the Directory',
+    ]
+    (folder / "aliases.toml").write_text('log = ["LEDGER_ROW"]\n', encoding="utf-8")
+    out = flightlog("directory", "check")
+    assert out.returncode == 0 and out.stdout.startswith("ok: ")

@@ -90,7 +90,8 @@ def test_a_malformed_row_is_refused_with_a_reason(changes: dict[str, Any], messa
 def test_every_form_is_rendered_from_the_canonical_call() -> None:
     """forms() answers every named form, in order, each a pasteable JSON object of a known shape."""
     out = forms(tool(), ARGS)
-    assert tuple(out) == FORM_NAMES == tuple(FORM_NOTES)
+    assert tuple(out) == tuple(n for n in FORM_NAMES if not n.startswith("link"))
+    assert tuple(FORM_NOTES) == FORM_NAMES
     call = {"tool": "create_pet", "args": ARGS}
     body = canonical_json(call)
     assert body == '{"tool":"create_pet","args":{"name":"Rex é","region":"eu","age":3,"owner":{"id":7}}}'
@@ -99,7 +100,7 @@ def test_every_form_is_rendered_from_the_canonical_call() -> None:
     assert out["dispatch"] == {
         "method": "POST",
         "url": "http://flightlog.local/api/dispatch",
-        "headers": {"content-type": "application/json"},
+        "headers": {"content-type": "application/json", "authorization": "Bearer ${FLIGHTLOG_TOKEN}"},
         "body": call,
     }
     assert out["dispatch_dry_run"] == {
@@ -135,11 +136,14 @@ def test_every_form_is_rendered_from_the_canonical_call() -> None:
         assert out[name]["method"] == "MCP" and out[name]["tool"] == "call" and out[name]["arguments"] == call
     assert out["mcp_stdio"]["server"] == {"command": "flightlog", "args": ["mcp"]}
     assert out["mcp_http"]["server"]["url"] == "http://flightlog.local/api/mcp"
+    proxied = {"HTTP_PROXY": "http://127.0.0.1:8080", "HTTPS_PROXY": "http://127.0.0.1:8080"}
     assert shlex.split(out["mcp_config_claude_code"]["command"]) == [
-        "claude", "mcp", "add", "flightlog", "--", "flightlog", "mcp",
+        "claude", "mcp", "add", "--scope", "project", "flightlog",
+        "-e", "HTTP_PROXY=http://127.0.0.1:8080", "-e", "HTTPS_PROXY=http://127.0.0.1:8080",
+        "--", "flightlog", "mcp",
     ]  # fmt: skip
     config = json.loads(out["mcp_config_json"]["code"])
-    assert config == {"mcpServers": {"flightlog": {"command": "flightlog", "args": ["mcp"]}}}
+    assert config == {"mcpServers": {"flightlog": {"command": "flightlog", "args": ["mcp"], "env": proxied}}}
 
 
 def test_the_upstream_form_is_the_rendered_upstream_request() -> None:
@@ -306,7 +310,8 @@ def test_example_args_fill_each_required_argument_from_the_schema() -> None:
 def test_a_tool_without_upstream_has_every_door_form_but_no_upstream() -> None:
     """A row with no upstream contract still gets every door form; only `upstream` is missing."""
     plain = Tool.from_frontmatter({"name": "note", "description": "A native tool."})
-    assert tuple(forms(plain, {})) == FORM_NAMES[:-1]
+    assert tuple(forms(plain, {})) == tuple(n for n in FORM_NAMES[:-1] if not n.startswith("link"))
+    assert tuple(forms(plain, {}, token="flt_x")) == FORM_NAMES[:-1]
     with pytest.raises(ToolError, match="has no upstream contract"):
         render_upstream(plain, {})
 
@@ -374,7 +379,7 @@ def test_every_starter_row_renders_every_form() -> None:
     for path in paths:
         row = Tool.from_document(path.read_text(encoding="utf-8"))
         rendered = forms(row, example_args(row), check_args=False)
-        assert tuple(rendered) == FORM_NAMES, path.name
+        assert tuple(rendered) == tuple(n for n in FORM_NAMES if not n.startswith("link")), path.name
         assert rendered["upstream"]["url"].startswith("http://flightlog.local/api/"), path.name
 
 
@@ -393,4 +398,5 @@ def test_a_scoped_token_rides_in_every_form_that_reaches_the_door() -> None:
     assert f'"authorization": "{bearer}"' in out["javascript"]["code"]
     assert out["mcp_http"]["headers"] == {"authorization": bearer}
     assert out["mcp_stdio"]["headers"] == {}
-    assert "authorization" not in forms(tool(), ARGS)["dispatch"]["headers"]
+    assert out["mcp_stdio"]["server"]["env"] == {"FLIGHTLOG_TOKEN": token}
+    assert ["--env", f"FLIGHTLOG_TOKEN={token}"] == shlex.split(out["mcp_config_claude_code"]["command"])[4:6]

@@ -79,17 +79,25 @@ def test_mcp_cap_applies_only_where_asked(directory: Directory) -> None:
 
 
 def test_search_returns_manifest_rows_with_pos_never_bodies(directory: Directory) -> None:
-    """search answers the preamble, query, hit counts, the manifest columns plus pos; linked rows follow."""
+    """search answers the preamble, query, hit counts, the manifest columns plus pos and the resolver's
+    score, layer and matched words; linked rows follow (no pos, layer "linked")."""
     text = AgentApi(directory).search("send imessage")
     lines = text.splitlines()
     assert lines[0] == f"# directory: {directory.name}" and lines[3] == "# query: send imessage"
     assert lines[4] == "# hits: 3 direct, 0 linked"
-    assert lines[5].split("\t") == ["id", "bundle", "kind", "status", "grain", "summary", "links", "pos"]
-    assert lines[6].split("\t")[0] == "imsg_send" and lines[6].split("\t")[-1] == "0"
+    assert lines[5].split("\t") == [
+        "id", "bundle", "kind", "status", "grain", "summary", "links", "pos", "score", "layer", "matched",
+    ]  # fmt: skip
+    assert lines[6].split("\t")[0] == "imsg_send" and lines[6].split("\t")[-4:] == [
+        "0",
+        "764",
+        "alias",
+        "imessage send",
+    ]
     assert "@@" not in text and "---" not in text
     linked = AgentApi(directory).search("IMSG_SEND", k=1).splitlines()
     assert linked[4] == "# hits: 1 direct, 1 linked"
-    assert linked[-1].split("\t")[0] == "imsg_read" and linked[-1].endswith("\t-")
+    assert linked[-1].split("\t")[0] == "imsg_read" and linked[-1].endswith("\t-\t-\tlinked\t-")
     empty = AgentApi(directory).search("zzqx").splitlines()
     assert empty[4] == "# hits: 0 direct, 0 linked" and len(empty) == 6
     with pytest.raises(UnknownBundle, match="the bundles are: article tool"):

@@ -62,7 +62,7 @@ def legacy_append(engine: Engine, events: list[Event], position: int = 1, collec
     mark = "?" if sqlite else "%s"
     with engine.begin() as conn:
         for e in events:
-            row = list(to_row(e, None))
+            row = list(to_row(e, None))[:28]  # the columns of revision 0001 come first
             if sqlite:
                 row[4] = row[4].replace(tzinfo=None).isoformat(" ", "microseconds")
             marks = ", ".join(mark for _ in row)

@@ -194,11 +194,11 @@ def test_a_removed_tail_is_found_against_a_printed_head(ledger_url: str, tmp_pat
 
 
 def test_batches_from_before_the_chain_are_counted_and_sealed(ledger_url: str, tmp_path: Path) -> None:
-    """A ledger recorded before migration 0003: its events are counted, not chained (verify is ok
+    """A ledger recorded before migration 0004: its events are counted, not chained (verify is ok
     and says how many); the first chained batch seals the old batch rows, so rewriting one is
     found, and so is an event slipped in among the old ones."""
     engine = make_engine(ledger_url)
-    migrate(engine, "0002")
+    migrate(engine, "0003")
     legacy_append(engine, [event(0, payload=None), event(1, payload=None)])
     engine.dispose()
     opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
@@ -237,6 +237,10 @@ def test_every_column_reads_back_to_the_digest_it_was_written_with(ledger_url: s
         parent="act-x",
         redacted=("B_KEY", "A_KEY"),
         head=b"GET /\xff\x00 HTTP/1.1\r\nX: \xe9",
+        escaped=True,
+        first_byte_ms=12.5,
+        last_byte_ms=20,
+        first_token_ms=0.001,
     )
     opened.append(batch([full, event(1, payload=None, cost_usd=0.1 + 0.2), event(2, payload=b"")]))
     with opened.engine.connect() as conn:

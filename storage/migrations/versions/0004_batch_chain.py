@@ -11,8 +11,8 @@ SQLite: `recursive_triggers` is a per-connection pragma, so `INSERT OR REPLACE` 
 refuses an id already stored closes that on every connection (it fires before conflict resolution,
 so flightlog offers only new ids). Batches become append-only too, on both engines.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,42 @@
+"""A question's answer, the same on every door (route, command, screen): what it was read as, then
+its view: a page of events (each answer with the milliseconds it took), one sum, or counted rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from storage.ask import Question
+from storage.queries import Cursor, Filter, counts, event_json, groups_json, select_events, totals
+from storage.tally import durations
+
+
+def page(engine: Engine, flt: Filter, limit: int, before: Cursor | None = None) -> dict[str, Any]:
+    """A page of events newest first (or in the filter's order), each answer with `duration_ms`;
+    `next` is the cursor of the page after (none for an ordered top N)."""
+    events = select_events(engine, flt, limit=limit, before=before)
+    took = durations(engine, events)
+    rows = []
+    for e in events:
+        row = event_json(e)
+        if e.event_id in took:
+            row["duration_ms"] = took[e.event_id]
+        rows.append(row)
+    pages_on = (flt.sort or "newest") == "newest" and len(rows) == limit
+    nxt = [rows[-1]["at"], rows[-1]["event_id"]] if pages_on else None
+    return {"filter": flt.to_json(), "events": rows, "next": nxt}
+
+
+def answer(engine: Engine, question: Question, limit: int = 100) -> dict[str, Any]:
+    """The question's JSON, then `groups`, `totals` or a page of `events` (at most its "top N")."""
+    out = question.to_json()
+    if question.view == "groups":
+        assert question.group_by is not None
+        out["groups"] = groups_json(counts(engine, question.filter, question.group_by))
+    elif question.view == "totals":
+        out["totals"] = totals(engine, question.filter)
+    else:
+        out.update(page(engine, question.filter, min(limit, question.limit or limit)))
+    return out

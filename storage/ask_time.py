@@ -1,0 +1,132 @@
+"""The time phrases of a plain-words question: today, yesterday, this/last hour|week|month, (the)
+last|past N minutes|hours|days|weeks, since|after|until|before DATE, on DATE, a bare DATE.
+
+A mixin of the question reader (`storage.ask`): it reads words off the reader's cursor and sets the
+filter's `since` and `until` (inclusive, exclusive; UTC; whole days for a date).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from storage.ask_words import DATE, NUMBERS, UNITS
+from storage.filters import QueryError
+
+
+class QuestionError(QueryError):
+    """A question that cannot be read as one filter; the message says why."""
+
+
+def day(when: datetime) -> datetime:
+    return when.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def parse_date(word: str) -> tuple[datetime, datetime]:
+    """A date (the whole UTC day) or a datetime (that instant to the next minute) as [start, end)."""
+    try:
+        when = datetime.fromisoformat(word.upper().replace("Z", "+00:00"))
+    except ValueError as e:
+        raise QuestionError(f"{word!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from e
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    if len(word) == 10:
+        return when, when + timedelta(days=1)
+    return when, when + timedelta(minutes=1)
+
+
+class TimeWords:
+    """Reads time phrases; the reader provides `now`, `i`, `peek`, `take`, `set` and `value_for`."""
+
+    now: datetime
+    i: int
+
+    def peek(self, ahead: int = 0) -> str | None:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def take(self) -> str:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def set(self, name: str, value: Any) -> None:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def value_for(self, name: str) -> str:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def set_range(self, since: datetime | None, until: datetime | None) -> None:
+        if since is not None:
+            self.set("since", since)
+        if until is not None:
+            self.set("until", until)
+
+    def time(self, low: str) -> bool:
+        today = day(self.now)
+        if low == "today":
+            self.set_range(today, None)
+        elif low == "yesterday":
+            self.set_range(today - timedelta(days=1), today)
+        elif low in ("this", "last", "past") and self.period(low):
+            return True
+        elif low in ("since", "after", "until", "before"):
+            self.bound(low, self.value_for(low))
+        elif low == "on" and DATE.match((self.peek() or "").lower()):
+            self.set_range(*parse_date(self.take()))
+        elif DATE.match(low):
+            self.set_range(*parse_date(low))
+        else:
+            return False
+        return True
+
+    def period(self, low: str) -> bool:
+        """'this week', 'last month', 'last hour', 'last 3 days', 'past two hours'."""
+        nxt = (self.peek() or "").lower()
+        if nxt.isdigit() or nxt in NUMBERS:
+            count = int(nxt) if nxt.isdigit() else NUMBERS[nxt]
+            unit = (self.peek(1) or "").lower().removesuffix("s")
+            if unit not in UNITS:
+                raise QuestionError(f"'{low} {nxt}' needs a unit: minutes, hours, days or weeks")
+            if count < 1:
+                raise QuestionError(f"'{low} {nxt} {unit}s' is an empty time range")
+            self.i += 2
+            self.set_range(self.now - timedelta(seconds=count * UNITS[unit]), None)
+            return True
+        unit = nxt.removesuffix("s") if nxt.endswith("s") and low != "this" else nxt
+        if unit not in ("minute", "hour", "day", "week", "month"):
+            return False
+        self.i += 1
+        today = day(self.now)
+        if low == "this":
+            start = {
+                "minute": self.now.replace(second=0, microsecond=0),
+                "hour": self.now.replace(minute=0, second=0, microsecond=0),
+                "day": today,
+                "week": today - timedelta(days=today.weekday()),
+                "month": today.replace(day=1),
+            }[unit]
+            self.set_range(start, None)
+        elif unit == "week" and low == "last":
+            monday = today - timedelta(days=today.weekday())
+            self.set_range(monday - timedelta(days=7), monday)
+        elif unit == "month" and low == "last":
+            first = today.replace(day=1)
+            self.set_range((first - timedelta(days=1)).replace(day=1), first)
+        elif unit == "month":
+            self.set_range(self.now - timedelta(days=30), None)
+        else:
+            self.set_range(self.now - timedelta(seconds=UNITS[unit]), None)
+        return True
+
+    def bound(self, word: str, value: str) -> None:
+        low = value.lower()
+        today = day(self.now)
+        if low == "today":
+            start, end = today, today + timedelta(days=1)
+        elif low == "yesterday":
+            start, end = today - timedelta(days=1), today
+        elif DATE.match(low):
+            start, end = parse_date(low)
+        else:
+            raise QuestionError(f"'{word} {value}': give a date (YYYY-MM-DD), 'today' or 'yesterday'")
+        if word in ("since", "after"):
+            self.set("since", start if word == "since" else end)
+        else:
+            self.set("until", start)
