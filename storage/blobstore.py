@@ -8,11 +8,12 @@ committed row ever points at an object that was not written.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from storage.errors import BadLedgerUrl, BlobStoreUnavailable, MissingPayload
@@ -31,6 +32,10 @@ class BlobStore(Protocol):
 
     def get(self, sha256: str) -> bytes:
         """The frame stored under `sha256`; `MissingPayload` when there is none."""
+
+    def open(self, sha256: str) -> IO[bytes]:
+        """The frame stored under `sha256` as a stream to read in chunks (a large payload never
+        has to fit in memory); `MissingPayload` when there is none. The caller closes it."""
 
     def addresses(self) -> Iterator[str]:
         """Every address in the store (for `verify`'s orphan check)."""
@@ -90,6 +95,14 @@ class FolderStore:
             return self._path(sha256).read_bytes()
         except FileNotFoundError as e:
             raise MissingPayload(sha256, f"no object in {self.root}") from e
+
+    def open(self, sha256: str) -> IO[bytes]:
+        try:
+            return open(self._path(sha256), "rb")
+        except FileNotFoundError as e:
+            raise MissingPayload(sha256, f"no object in {self.root}") from e
+        except OSError as e:
+            raise BlobStoreUnavailable(f"cannot read blob {sha256} under {self.root}: {e}") from e
 
     def addresses(self) -> Iterator[str]:
         if not self.root.exists():
@@ -169,6 +182,13 @@ class S3Store:
         except Exception as e:
             raise self._translate(e, sha256, "read") from e
 
+    def open(self, sha256: str) -> IO[bytes]:
+        try:
+            obj = self._client.get_object(Bucket=self.bucket, Key=self._key(sha256))
+        except Exception as e:
+            raise self._translate(e, sha256, "read") from e
+        return io.BufferedReader(_Body(obj["Body"], self, sha256), buffer_size=1 << 20)
+
     def addresses(self) -> Iterator[str]:
         paginator = self._client.get_paginator("list_objects_v2")
         start = f"{self.prefix}/" if self.prefix else ""
@@ -180,6 +200,31 @@ class S3Store:
                         yield name.removesuffix(".zst")
         except Exception as e:
             raise BlobStoreUnavailable(f"cannot list {self.url}: {e}".splitlines()[0]) from e
+
+
+class _Body(io.RawIOBase):
+    """An S3 object's streaming body as a file to read from; read errors become the store's own."""
+
+    def __init__(self, body: Any, store: S3Store, sha256: str) -> None:
+        self._body = body
+        self._store = store
+        self._sha = sha256
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self._body.read(len(buffer))
+        except Exception as e:
+            raise self._store._translate(e, self._sha, "read") from e
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._body.close()
+        super().close()
 
 
 def open_blob_store(url: str) -> BlobStore:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Final
+from collections.abc import Iterator
+from typing import IO, Final
 
 import zstandard
 
@@ -65,3 +66,30 @@ def decompress(frame: bytes, sha256: str) -> bytes:
     if actual != sha256:
         raise CorruptPayload(sha256, f"bytes hash to {actual}")
     return data
+
+
+CHUNK: Final = 1 << 20
+"""Bytes decoded at a time when streaming: memory stays at a few of these, whatever the payload."""
+
+
+def stream(frame: IO[bytes], sha256: str, chunk: int = CHUNK) -> Iterator[bytes]:
+    """The bytes of the frame read from `frame`, chunk by chunk, hashed as they pass; after the
+    last chunk `CorruptPayload` unless they hashed to `sha256` (a consumer that must not act on
+    bad bytes checks first with `check`)."""
+    h = hashlib.sha256()
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(frame, read_size=chunk) as reader:
+            while data := reader.read(chunk):
+                h.update(data)
+                yield data
+    except zstandard.ZstdError as e:
+        raise CorruptPayload(sha256, f"zstd frame does not decode: {e}") from e
+    actual = h.hexdigest()
+    if actual != sha256:
+        raise CorruptPayload(sha256, f"bytes hash to {actual}")
+
+
+def check(frame: IO[bytes], sha256: str, chunk: int = CHUNK) -> int:
+    """Decode and re-hash the frame read from `frame` without keeping it; its size, or
+    `CorruptPayload`."""
+    return sum(len(data) for data in stream(frame, sha256, chunk))

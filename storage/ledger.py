@@ -9,11 +9,12 @@ NOTHING, a deterministic batch id), so after a lost connection the same batch is
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
@@ -200,6 +201,29 @@ class Ledger:
         location, data = rows[0]
         frame = bytes(data) if location == "inline" else self.blobs.get(sha256.lower())
         return codec.decompress(frame, sha256.lower())
+
+    def open_frame(self, sha256: str) -> IO[bytes]:
+        """A payload's stored zstd frame as a stream (inline or from the blob store)."""
+        sha = sha256.lower()
+        query = select(BLOBS.c.location, BLOBS.c.data).where(BLOBS.c.sha256 == sha)
+        rows = self._read(lambda c: c.execute(query).all())
+        if not rows:
+            raise MissingPayload(sha256)
+        location, data = rows[0]
+        return io.BytesIO(bytes(data)) if location == "inline" else self.blobs.open(sha)
+
+    def payload_chunks(self, sha256: str) -> Iterator[bytes]:
+        """A payload's exact bytes in chunks, in bounded memory whatever its size.
+
+        It is decoded and re-hashed once without keeping it, so a payload that does not match its
+        address is refused (`CorruptPayload`) before the first chunk; then decoded again as read
+        (and re-hashed again: a frame swapped in between still ends in `CorruptPayload`).
+        """
+        sha = sha256.lower()
+        with self.open_frame(sha) as frame:
+            codec.check(frame, sha)
+        with self.open_frame(sha) as frame:
+            yield from codec.stream(frame, sha)
 
     def position(self, collector: str) -> int | None:
         """The last delivered position of a collector."""

@@ -130,9 +130,11 @@ class BlobRow(SQLModel, table=True):
 
 
 class BatchRow(SQLModel, table=True):
-    """The accounting of one delivered batch (bookkeeping, not an event)."""
+    """The accounting of one delivered batch (bookkeeping, not an event), and its link in the
+    collector's chain of digests (storage/chain.py; NULL for batches from before the chain)."""
 
     __tablename__ = "batches"
+    __table_args__ = (Index("ix_batches_chain", "collector", "chain_index", unique=True),)
 
     batch_id: str = Field(sa_column=Column(Text, primary_key=True))
     collector: str = Field(sa_column=Column(Text, nullable=False))
@@ -145,6 +147,16 @@ class BatchRow(SQLModel, table=True):
     raw_bytes: int = Field(sa_column=Column(BigInteger, nullable=False))
     stored_bytes: int = Field(sa_column=Column(BigInteger, nullable=False))
     committed_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    chain_index: int | None = Field(default=None, sa_column=Column(BigInteger))
+    """1, 2, ... per collector, in commit order."""
+    digest: str | None = Field(default=None, sa_column=Column(Text))
+    """SHA-256 (hex) over the previous batch's digest, this batch's header and its events' leaves."""
+    event_ids: str | None = Field(default=None, sa_column=Column(Text))
+    """The events this batch inserted, as a JSON array in digest order (sorted by event_id)."""
+    event_leaves: str | None = Field(default=None, sa_column=Column(Text))
+    """The first 16 hex digits of each event's leaf, in the same order: names a rewritten row."""
+    event_columns: str | None = Field(default=None, sa_column=Column(Text))
+    """The event columns the leaves cover, comma-separated (new nullable columns join later batches)."""
 
 
 class PositionRow(SQLModel, table=True):

@@ -1,4 +1,5 @@
-"""The byte strings a secret value takes on the wire: raw, percent-encoded, base64 and JSON-escaped.
+"""The byte strings a secret value takes on the wire: raw, percent-encoded, base64 and JSON-escaped;
+and, rarer, hex, base64 of base64, and JSON with every character `\\uXXXX`-escaped.
 
 A secret travels in many spellings: `%2F` or `%2f` in a query string, `+` for a space in a form body,
 base64 inside a Basic `Authorization` header or a JSON field, `\\/` or `\\u00xx` in JSON, and JSON
@@ -6,6 +7,10 @@ inside JSON (tool-call arguments are a JSON string inside a JSON body). Each spe
 byte string, so finding a secret is finding any of a fixed set of literals. The set is computed
 once per secret, deduplicated; for a typical API key (letters, digits, `-`, `_`) most spellings
 collapse into the raw value and the three base64 alignments.
+
+The rarer spellings (`gated_forms`) are all long runs of characters from `RUN_ALPHABET`; the
+Redactor only looks for them in data that holds such a run, so they cost almost nothing on bodies
+that do not.
 """
 
 from __future__ import annotations
@@ -59,6 +64,17 @@ def json_forms(value: str) -> set[bytes]:
     return forms
 
 
+def _cores(raw: bytes) -> list[bytes]:
+    """The standard-alphabet base64 characters that depend on `raw` alone, at alignments 0, 1, 2."""
+    cores = []
+    for align in range(3):
+        encoded = base64.b64encode(b"\0" * align + raw).rstrip(b"=")
+        first = -(-8 * align // 6)  # characters that still carry prefix bits
+        last = 8 * (align + len(raw)) // 6  # characters fully inside the secret's bits
+        cores.append(encoded[first:last])
+    return cores
+
+
 def base64_forms(raw: bytes) -> set[bytes]:
     """The base64 characters that depend on the secret alone, at each of the 3 alignments.
 
@@ -69,11 +85,7 @@ def base64_forms(raw: bytes) -> set[bytes]:
     is the common case.
     """
     forms: set[bytes] = set()
-    for align in range(3):
-        encoded = base64.b64encode(b"\0" * align + raw).rstrip(b"=")
-        first = -(-8 * align // 6)  # characters that still carry prefix bits
-        last = 8 * (align + len(raw)) // 6  # characters fully inside the secret's bits
-        core = encoded[first:last]
+    for core in _cores(raw):
         if len(core) < MIN_BASE64:
             continue
         forms.add(core)
@@ -82,11 +94,55 @@ def base64_forms(raw: bytes) -> set[bytes]:
     return forms
 
 
-def encoded_forms(value: str) -> set[bytes]:
-    """Every spelling of one secret value that the Redactor looks for."""
+def hex_forms(raw: bytes) -> set[bytes]:
+    """The bytes as hex digits, lower and upper case."""
+    return {raw.hex().encode("ascii"), raw.hex().upper().encode("ascii")}
+
+
+def escaped_forms(value: str) -> set[bytes]:
+    """JSON with every character `\\uXXXX`-escaped (UTF-16 units: a pair for a non-BMP character),
+    lower and upper hex, and that again JSON-escaped (`\\\\uXXXX`, JSON inside JSON)."""
+    units = value.encode("utf-16-be")
+    codes = [units[i : i + 2].hex() for i in range(0, len(units), 2)]
+    once = {"".join("\\u" + c for c in codes), "".join("\\u" + c.upper() for c in codes)}
+    return {s.encode("ascii") for s in once | {json.dumps(s)[1:-1] for s in once}}
+
+
+def double_base64_forms(raw: bytes) -> set[bytes]:
+    """Base64 of base64: the outer characters that depend on the secret's inner base64 alone, for
+    each inner alignment (standard and URL-safe alphabets) at each outer alignment."""
+    inner = set()
+    for core in _cores(raw):
+        inner |= {core, core.replace(b"+", b"-").replace(b"/", b"_")}
+    forms: set[bytes] = set()
+    for core in inner:
+        forms |= base64_forms(core)
+    return forms
+
+
+RUN_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_%\\")
+"""Every character a gated spelling is made of: hex digits, base64 (both alphabets, `%2B`/`%2F`),
+and `\\uXXXX` escapes."""
+
+
+def gated_forms(value: str) -> set[bytes]:
+    """The rarer spellings: hex, JSON with every character escaped, base64 of base64."""
+    raw = value.encode("utf-8")
+    forms = hex_forms(raw) | escaped_forms(value) | double_base64_forms(raw)
+    assert all(set(f) <= RUN_ALPHABET for f in forms)
+    return forms
+
+
+def plain_forms(value: str) -> set[bytes]:
+    """The common spellings: raw, percent-encoded, JSON-escaped, base64, percent-encoded JSON."""
     raw = value.encode("utf-8")
     forms = {raw} | percent_forms(raw) | json_forms(value) | base64_forms(raw)
     for form in list(forms):  # percent-encoded JSON, as in a JSON document passed in a query string
         if form != raw and b"\\" in form:
             forms.add(quote(form, safe="").encode("ascii"))
     return {f for f in forms if f}
+
+
+def encoded_forms(value: str) -> set[bytes]:
+    """Every spelling of one secret value that the Redactor looks for."""
+    return plain_forms(value) | gated_forms(value)

@@ -27,6 +27,19 @@ SLICE = 4 * 1024
 SUPPORTED = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
 
 
+#: Content codings recognised by their first bytes when no Content-Encoding names them.
+MAGIC = ((b"\x1f\x8b\x08", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"))
+SNIFF = max(len(m) for m, _ in MAGIC)
+
+
+def sniff(body: bytes) -> str | None:
+    """The coding a body's magic bytes announce (gzip, zstd), or None."""
+    for magic, coding in MAGIC:
+        if body.startswith(magic):
+            return coding
+    return None
+
+
 def parse_encodings(content_encoding: str | None) -> tuple[str, ...]:
     """The codings of a Content-Encoding value, in the order they were applied; identity dropped.
 

@@ -81,30 +81,47 @@ def action(
 
 @ledger_app.command()
 def blob(sha256: str, ledger: LedgerOpt = None, blobs: BlobsOpt = None) -> None:
-    """Write a payload's exact bytes to stdout (refused if they do not match their address)."""
-    data = load_settings().open_ledger(ledger, blobs).payload(sha256)
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    """Write a payload's exact bytes to stdout (refused if they do not match their address).
+
+    Streamed: checked whole first, then written chunk by chunk, so any size fits in bounded memory."""
+    out = sys.stdout.buffer
+    for chunk in load_settings().open_ledger(ledger, blobs).payload_chunks(sha256):
+        out.write(chunk)
+    out.flush()
 
 
 @ledger_app.command()
 def verify(
     sample: Annotated[float, typer.Option(help="Percent of payloads to check (random sample).")] = 100.0,
+    head: Annotated[
+        list[str] | None,
+        typer.Option("--head", help="A head digest printed earlier: it must still be in the chain."),
+    ] = None,
     ledger: LedgerOpt = None,
     blobs: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Decompress and re-hash stored payloads; report corrupted, missing and orphaned ones."""
+    """Re-derive the batch chain (forged, deleted, inserted events; removed batches), re-hash stored
+    payloads (corrupted, missing, orphaned); print each collector's head digest to keep elsewhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.verify import verify as run_verify
 
+    for digest in head or ():
+        if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
+            raise CommandError(f"--head {digest!r} is not a head digest (64 hex digits, as verify prints it)")
     opened = load_settings().open_ledger(ledger, blobs)
     columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True, disable=as_json or not sys.stderr.isatty()) as bar:
         task = bar.add_task("verify", total=None)
-        report = run_verify(opened, sample, lambda done, total: bar.update(task, completed=done, total=total))
+        report = run_verify(
+            opened,
+            sample,
+            lambda done, total: bar.update(task, completed=done, total=total),
+            anchors=head or (),
+        )
+    chain = report.chain
     if as_json:
         body = {
             "ok": report.ok,
@@ -114,10 +131,24 @@ def verify(
             "missing": report.missing,
             "orphaned": report.orphaned,
             "unreferenced": report.unreferenced,
+            "chain": {
+                "ok": chain.ok,
+                "batches": chain.batches,
+                "events": chain.chained_events,
+                "legacy_events": chain.legacy_events,
+                "problems": chain.problems,
+                "heads": [
+                    {"collector": h.collector, "index": h.index, "digest": h.digest} for h in chain.heads
+                ],
+            },
         }
         typer.echo(json.dumps(body, indent=2))
     else:
         typer.echo(f"checked {report.checked} payloads ({report.bytes_checked} bytes)")
+        legacy = f", {chain.legacy_events} from before the chain counted" if chain.legacy_events else ""
+        typer.echo(f"checked {chain.batches} chained batches ({chain.chained_events} events{legacy})")
+        for line in chain.problems:
+            typer.echo(line)
         for label, shas in (
             ("corrupted", report.corrupted),
             ("missing", report.missing),
@@ -125,6 +156,8 @@ def verify(
         ):
             for sha in shas:
                 typer.echo(f"{label}: {sha}")
+        for h in chain.heads:
+            typer.echo(f"head {h.collector} #{h.index} {h.digest}")
         typer.echo("ok" if report.ok else "NOT OK")
     if not report.ok:
         raise typer.Exit(1)

@@ -324,3 +324,80 @@ def test_content_encoded_stream_that_is_not_encoded(redactor: Redactor) -> None:
     stream = redactor.stream("gzip")
     out = stream.feed(body[:10]) + stream.feed(body[10:]) + stream.flush()
     assert out == b"data: [CANARY]\n\n" * 3 and stream.decode_failed and stream.redacted == {"CANARY"}
+
+
+# -- the rarer spellings: hex, base64 of base64, every character \uXXXX, gzip with no header -------
+
+
+def _escaped(value: str, upper: bool = False) -> str:
+    units = value.encode("utf-16-be")
+    codes = [units[i : i + 2].hex() for i in range(0, len(units), 2)]
+    return "".join("\\u" + (c.upper() if upper else c) for c in codes)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(f"digest={CANARY.encode().hex()}".encode(), id="hex-lower"),
+        pytest.param(f"digest={CANARY.encode().hex().upper()};".encode(), id="hex-upper"),
+        pytest.param(f"pw={ODD.encode().hex()}".encode(), id="hex-odd"),
+        pytest.param(base64.b64encode(base64.b64encode(f"user:{CANARY}".encode())), id="base64-of-base64"),
+        pytest.param(
+            b"x" + base64.b64encode(b"ab" + base64.urlsafe_b64encode(f"{ODD}!".encode()) + b"z"),
+            id="base64-of-base64url",
+        ),
+        pytest.param(f'{{"k": "{_escaped(CANARY)}"}}'.encode(), id="json-all-escaped"),
+        pytest.param(f'{{"k": "{_escaped(ODD, upper=True)}"}}'.encode(), id="json-all-escaped-upper"),
+        pytest.param(
+            json.dumps({"args": f'{{"k": "{_escaped(CANARY)}"}}'}).encode(), id="all-escaped-in-json"
+        ),
+    ],
+)
+def test_rarer_spellings_are_replaced(redactor: Redactor, body: bytes) -> None:
+    """Hex (either case), base64 of base64 (either alphabet, any alignment) and JSON with every
+    character escaped: the secret is gone and its name reported, in a body and in a stream."""
+    out, names = redactor.redact_body(body, None)
+    assert names and names <= {"CANARY", "ODD"} and b"[" in out
+    for value in SECRETS.values():
+        raw = value.encode()
+        for form in (raw.hex().encode(), raw.hex().upper().encode(), _escaped(value).encode()):
+            assert form not in out
+    assert base64.b64encode(CANARY.encode())[4:20] not in out
+    stream = redactor.stream()
+    streamed = b"".join(stream.feed(body[i : i + 7]) for i in range(0, len(body), 7)) + stream.flush()
+    assert streamed == out and stream.redacted == names
+
+
+def test_rarer_spellings_keep_a_clean_long_body_untouched(redactor: Redactor) -> None:
+    """A body with long hex and base64 runs that hold no secret comes back as the same object."""
+    body = json.dumps({"sha": "ab" * 200, "img": base64.b64encode(bytes(range(256)) * 40).decode()}).encode()
+    out, names = redactor.redact_body(body, None)
+    assert out is body and names == frozenset()
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_compressed_body_without_content_encoding_is_sniffed(redactor: Redactor, coding: str) -> None:
+    """A gzip or zstd body sent with no Content-Encoding (recognised by its magic bytes) is decoded,
+    redacted and re-encoded in the same coding; without a secret it comes back untouched."""
+    compress, decompress = CODINGS[coding]
+    body = json.dumps({"key": CANARY, "note": "y" * 3000}).encode()
+    out, names = redactor.redact_body(compress(body), None)
+    assert names == {"CANARY"}
+    assert decompress(out) == body.replace(CANARY.encode(), b"[CANARY]")
+    clean = compress(b"nothing to see " * 100)
+    assert redactor.redact_body(clean, None)[0] is clean
+    stream = redactor.stream(None)
+    packed = compress(body)
+    streamed = b"".join(stream.feed(packed[i : i + 2]) for i in range(0, len(packed), 2)) + stream.flush()
+    assert stream.redacted == {"CANARY"} and decompress(streamed) == body.replace(
+        CANARY.encode(), b"[CANARY]"
+    )
+
+
+def test_gzip_magic_on_a_body_that_is_not_gzip_is_searched_as_is(redactor: Redactor) -> None:
+    """Bytes that only start like gzip are searched as they are: nothing lost, the secret still found."""
+    body = b"\x1f\x8b\x08 not really gzip " + CANARY.encode()
+    out, names = redactor.redact_body(body, None)
+    assert out == b"\x1f\x8b\x08 not really gzip [CANARY]" and names == {"CANARY"}
+    stream = redactor.stream(None)
+    assert stream.feed(body[:2]) + stream.feed(body[2:]) + stream.flush() == out

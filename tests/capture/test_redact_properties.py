@@ -32,7 +32,16 @@ SPELLINGS = {
     "json": lambda v: json.dumps(v)[1:-1].encode(),
     "json-utf8": lambda v: json.dumps(v, ensure_ascii=False)[1:-1].encode(),
     "json-in-json": lambda v: json.dumps(json.dumps(v))[1:-1].encode(),
+    "hex": lambda v: v.encode().hex().encode(),
+    "hex-upper": lambda v: v.encode().hex().upper().encode(),
+    "json-every-char-escaped": lambda v: _every_char_escaped(v).encode(),
+    "json-every-char-escaped-upper": lambda v: _every_char_escaped(v).upper().replace("\\U", "\\u").encode(),
 }
+
+
+def _every_char_escaped(value: str) -> str:
+    units = value.encode("utf-16-be")
+    return "".join("\\u" + units[i : i + 2].hex() for i in range(0, len(units), 2))
 
 
 def _lower_hex(quoted: str) -> bytes:
@@ -114,4 +123,35 @@ def test_gzip_bodies(secret: str, text: str) -> None:
     assert redactor.redact_body(clean, "gzip")[0] is clean
     dirty = gzip.compress((text + secret + text).encode())
     out, names = redactor.redact_body(dirty, "gzip")
+    assert names == {"KEY"} and secret.encode() not in gzip.decompress(out)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    secret=secret_values,
+    inner=st.tuples(st.binary(max_size=20), st.binary(max_size=20)),
+    outer=st.tuples(st.binary(max_size=20), st.binary(max_size=20)),
+    urlsafe=st.booleans(),
+)
+def test_base64_of_base64_at_any_alignment(
+    secret: str, inner: tuple[bytes, bytes], outer: tuple[bytes, bytes], urlsafe: bool
+) -> None:
+    """Base64 of base64 of bytes holding the secret, both at any offset: replaced, and decoding what
+    is left twice no longer gives the secret."""
+    redactor = Redactor({"KEY": secret}, redact_auth_headers=False)
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    once = encode(inner[0] + secret.encode() + inner[1])
+    blob = base64.b64encode(outer[0] + once + outer[1])
+    out, names = redactor.redact_body(blob, None)
+    assert names == {"KEY"} and out.count(b"[KEY]") >= 1
+    assert secret.encode() not in out and once not in out
+
+
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
+@given(secret=secret_values, text=st.text(max_size=2000))
+def test_gzip_without_a_header_is_looked_into(secret: str, text: str) -> None:
+    """A gzip body with no Content-Encoding: a secret inside is gone after decoding."""
+    redactor = Redactor({"KEY": secret})
+    dirty = gzip.compress((text + secret + text).encode())
+    out, names = redactor.redact_body(dirty, None)
     assert names == {"KEY"} and secret.encode() not in gzip.decompress(out)

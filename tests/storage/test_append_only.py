@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from sqlalchemy.exc import DBAPIError
 
 from storage.ledger import Ledger, open_ledger
 from tests.storage.factory import batch, event
+from tests.storage.tamper import sqlite3_cli
 
 
 @pytest.fixture
@@ -66,20 +68,64 @@ def test_on_conflict_do_update_is_refused(ledger: Ledger) -> None:
     still_there(ledger)
 
 
-def test_insert_or_replace_is_refused_on_sqlite(tmp_path: Path) -> None:
-    """SQLite's INSERT OR REPLACE (an implicit delete) is refused thanks to recursive_triggers.
+REPLACE_EVENT = (
+    "INSERT OR REPLACE INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
+    " payload_state, redacted) VALUES ('ev-000000', 'a', 'c', 0, '2026-01-01', 'k',"
+    " 'in', x'00', 'none', '[]')"
+)
 
-    (SQLite syntax only; PostgreSQL's equivalent is ON CONFLICT DO UPDATE, tested above.)
-    """
-    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+
+def test_the_sqlite3_cli_cannot_replace_an_event(tmp_path: Path) -> None:
+    """The `sqlite3` CLI (its own connection, no flightlog pragma) gets the append-only refusal for
+    INSERT OR REPLACE, REPLACE and INSERT OR IGNORE of a recorded id, and the row stays."""
+    db = tmp_path / "l.db"
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
     ledger.append(batch([event(0), event(1)]))
-    sql = (
-        "INSERT OR REPLACE INTO events (event_id, action_id, collector, seq, at, kind, direction, head,"
-        " payload_state, redacted) VALUES ('ev-000000', 'a', 'c', 0, '2026-01-01', 'k',"
-        " 'in', x'00', 'none', '[]')"
-    )
-    assert "append-only" in refused(ledger, sql)
+    for sql in (REPLACE_EVENT, REPLACE_EVENT.replace("INSERT OR REPLACE", "REPLACE")):
+        done = sqlite3_cli(db, sql)
+        assert done.returncode != 0 and "append-only" in done.stderr
+    done = sqlite3_cli(db, REPLACE_EVENT.replace("INSERT OR REPLACE", "INSERT OR IGNORE"))
+    assert "append-only" in done.stderr
     still_there(ledger)
+    ledger.close()
+
+
+def test_a_plain_python_sqlite3_connection_cannot_rewrite_anything(tmp_path: Path) -> None:
+    """python's sqlite3 module with default settings: UPDATE, DELETE and INSERT OR REPLACE of events,
+    blobs and batches are all refused; flightlog's own re-delivery stays a no-op afterwards."""
+    db = tmp_path / "l.db"
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    ledger.append(batch([event(0), event(1)]))
+    plain = sqlite3.connect(db)
+    attempts = [
+        REPLACE_EVENT,
+        "UPDATE events SET status = 1",
+        "DELETE FROM events",
+        "INSERT OR REPLACE INTO blobs SELECT sha256, 1, 1, location, codec, x'00', created_at FROM blobs",
+        "UPDATE blobs SET size = 0",
+        "DELETE FROM blobs",
+        "INSERT OR REPLACE INTO batches (batch_id, collector, position, received, new, duplicates,"
+        " conflicts, raw_bytes, stored_bytes, committed_at) SELECT batch_id, collector, 9, 0, 0, 0, '[]',"
+        " 0, 0, committed_at FROM batches",
+        "UPDATE batches SET digest = 'x'",
+        "DELETE FROM batches",
+    ]
+    for sql in attempts:
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            plain.execute(sql)
+    plain.close()
+    still_there(ledger)
+    again = ledger.append(batch([event(0), event(1)]))
+    assert (again.new, again.duplicates) == (0, 2), "ON CONFLICT-style re-delivery still idempotent"
+    ledger.close()
+
+
+def test_batches_are_append_only_on_both_engines(ledger: Ledger) -> None:
+    """The batch rows carry the chain: UPDATE and DELETE of them are refused like events."""
+    assert "append-only" in refused(ledger, "UPDATE batches SET digest = 'forged'")
+    assert "append-only" in refused(ledger, "DELETE FROM batches")
+    if ledger.engine.dialect.name == "postgresql":
+        assert "append-only" in refused(ledger, "TRUNCATE batches")
 
 
 def test_blobs_are_append_only_too(ledger: Ledger) -> None:

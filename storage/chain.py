@@ -1,0 +1,258 @@
+"""The batch chain: each batch row carries a digest of its events' canonical rows, chained to the
+digest of the same collector's previous batch (the idea of git and Certificate Transparency logs).
+
+Triggers only stop honest mistakes: whoever can drop them (any SQLite connection, a PostgreSQL
+superuser with `session_replication_role = replica`) can rewrite rows. The chain makes that visible:
+`storage.chain_verify` re-derives every digest from the rows as stored, and an operator who wrote a
+head digest down elsewhere can prove that no tail of batches was removed since.
+
+The canonical row, the same whichever engine kept it: the values of the batch's `event_columns` in
+that order, as a compact ASCII JSON array, where a datetime is its UTC text `YYYY-MM-DD
+HH:MM:SS.ffffff`, bytes are decoded as latin-1 (so `\\u00XX` escapes), booleans, numbers and NULL
+are JSON's own. A leaf is the SHA-256 of that text; the batch digest is
+SHA-256(previous digest in hex, "\\n", the header JSON, "\\n", the leaves' 32 bytes each, in order).
+The header names the version, collector, chain index, position, batch id, commit time, the column
+list and the number of events. A collector's first batch chains to a genesis digest over the batch
+rows it delivered before the chain existed (migration 0004), so those rows cannot be changed either.
+
+The writer already holds the rows it inserts: the digest costs one JSON encoding and one SHA-256 per
+row and one per batch, and no extra round trip per row.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import Boolean, DateTime, LargeBinary
+from sqlalchemy.engine import Connection
+
+from storage.rows import COLUMNS
+from storage.schema import EventRow
+
+VERSION: Final = "flightlog-chain/1"
+LEAF_HEX: Final = 16
+"""Hex digits of each leaf kept in `event_leaves`: enough to name the event whose row changed (the
+digest itself covers the full leaves)."""
+
+_TABLE = EventRow.__table__  # type: ignore[attr-defined]
+_encode: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+try:  # the C encoder without JSONEncoder.encode's per-call set-up: the row loop's main cost
+    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+
+    if c_make_encoder is not None:
+        _c = c_make_encoder(None, None, encode_basestring_ascii, None, ":", ",", False, False, True)
+
+        def _encode(value: Any) -> str:
+            return "".join(_c(value, 0))
+except ImportError:  # pragma: no cover - CPython always has it
+    pass
+
+
+def time_text(at: datetime | str) -> str:
+    """A stored time as canonical UTC text (SQLite gives text, PostgreSQL an aware datetime)."""
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at.isoformat(" ", "microseconds")
+
+
+def _kinds(columns: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Positions of the datetime and the bytes columns among `columns`."""
+    times, binaries = [], []
+    for i, name in enumerate(columns):
+        kind = _TABLE.c[name].type
+        if isinstance(kind, DateTime):
+            times.append(i)
+        elif isinstance(kind, LargeBinary):
+            binaries.append(i)
+    return times, binaries
+
+
+_TIMES, _BINARIES = _kinds(COLUMNS)
+_AT, _HEAD = COLUMNS.index("at"), COLUMNS.index("head")
+_FAST = _TIMES == [_AT] and _BINARIES == [_HEAD] and _AT < _HEAD
+
+
+def written_leaves(rows: Sequence[Sequence[Any]], times: Sequence[str] | None = None) -> list[bytes]:
+    """The leaves of rows as the writer inserts them (`to_row` tuples, in `COLUMNS` order, the
+    time aware UTC, the head bytes: both NOT NULL).
+
+    `times` may give each row's time already as canonical text (the SQLite path formats it anyway).
+    The hot loop is written out for the one time and one bytes column the table has.
+    """
+    sha = hashlib.sha256
+    encode = _encode
+    if not _FAST:  # another datetime or bytes column was added: the general (slower) form
+        out = []
+        for n, row in enumerate(rows):
+            values = list(row)
+            for i in _TIMES:
+                if values[i] is not None:
+                    values[i] = times[n] if times is not None and i == _AT else time_text(values[i])
+            for i in _BINARIES:
+                if values[i] is not None:
+                    values[i] = bytes(values[i]).decode("latin-1")
+            out.append(sha(encode(values).encode("ascii")).digest())
+        return out
+    a, h = _AT, _HEAD
+    if times is None:
+        times = [r[a].isoformat(" ", "microseconds")[:26] for r in rows]  # aware UTC: drop "+00:00"
+    return [
+        sha(encode([*r[:a], t, *r[a + 1 : h], r[h].decode("latin-1"), *r[h + 1 :]]).encode("ascii")).digest()
+        for r, t in zip(rows, times, strict=True)
+    ]
+
+
+def _bool(value: Any) -> bool:
+    return value if isinstance(value, bool) else {0: False, 1: True}[value]
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(columns: tuple[str, ...]) -> tuple[tuple[int, Callable[[Any], Any]], ...]:
+    """Which stored values need turning into their canonical form: times (text on SQLite, datetimes
+    on PostgreSQL), bytes and booleans (0/1 on SQLite). Everything else is compared as the engine
+    gives it: a number stored as text, or the reverse, changes the leaf. KeyError for a column the
+    events table does not have."""
+    plan: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, name in enumerate(columns):
+        kind = _TABLE.c[name].type
+        if isinstance(kind, DateTime):
+            plan.append((i, time_text))
+        elif isinstance(kind, LargeBinary):
+            plan.append((i, lambda v: bytes(v).decode("latin-1")))
+        elif isinstance(kind, Boolean):
+            plan.append((i, _bool))
+    return tuple(plan)
+
+
+def stored_leaf(values: Sequence[Any], columns: Sequence[str]) -> bytes | None:
+    """The leaf of a row read back from either engine; None when a value could never have been
+    written by flightlog (bytes in a text column, an unknown column): such a row is forged."""
+    try:
+        normal = list(values)
+        if len(normal) != len(columns):
+            return None
+        for i, canonical in _plan(tuple(columns)):
+            if normal[i] is not None:
+                normal[i] = canonical(normal[i])
+        return hashlib.sha256(_encode(normal).encode("ascii")).digest()
+    except (KeyError, ValueError, TypeError, UnicodeError):
+        return None
+
+
+def header(
+    collector: str, index: int, position: int, batch: str, committed: str, columns: Sequence[str], n: int
+) -> bytes:
+    """The batch's own facts that its digest binds."""
+    return _encode([VERSION, collector, index, position, batch, committed, list(columns), n]).encode("ascii")
+
+
+def digest(previous: str, head: bytes, leaves: Sequence[bytes]) -> str:
+    """One SHA-256 per batch over the previous digest, the header and the concatenated leaves."""
+    h = hashlib.sha256(previous.encode("ascii") + b"\n" + head + b"\n")
+    h.update(b"".join(leaves))
+    return h.hexdigest()
+
+
+def genesis(collector: str, legacy: Sequence[Sequence[Any]]) -> str:
+    """Where a collector's chain starts: a digest of the batch rows it delivered before the chain
+    (batch_id, position, received, new), in (position, batch_id) order; none for a new ledger."""
+    rows = sorted([str(r[0]), int(r[1]), int(r[2]), int(r[3])] for r in legacy)
+    rows.sort(key=lambda r: (r[1], r[0]))
+    return hashlib.sha256(_encode([VERSION, "genesis", collector, rows]).encode("ascii")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """What a new batch row stores of the chain."""
+
+    index: int
+    digest: str
+    event_ids: str
+    event_leaves: str
+    event_columns: str
+
+
+def _mark(conn: Connection) -> str:
+    return "?" if conn.dialect.name == "sqlite" else "%s"
+
+
+def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one small query in the driver's own parameter style (errors wrapped by SQLAlchemy,
+    so the Ledger maps them like any other)."""
+    result = conn.exec_driver_sql(sql, tuple(params))
+    return [tuple(r) for r in result] if result.returns_rows else []
+
+
+def legacy_batches(conn: Connection, collector: str) -> list[tuple[Any, ...]]:
+    """The collector's batch rows from before the chain (no chain index)."""
+    sql = (
+        "SELECT batch_id, position, received, new FROM batches"
+        f" WHERE collector = {_mark(conn)} AND chain_index IS NULL"
+    )
+    return query(conn, sql, (collector,))
+
+
+def _lock_key(collector: str) -> int:
+    return int.from_bytes(
+        hashlib.sha256(b"flightlog-chain\x00" + collector.encode()).digest()[:8], signed=True
+    )
+
+
+def lock(conn: Connection, collector: str) -> None:
+    """Inside the write transaction, before reading the head: on PostgreSQL a per-collector lock, so
+    two writers of one collector never fork its chain (SQLite's BEGIN IMMEDIATE already queues them)."""
+    if conn.dialect.name == "postgresql":
+        query(conn, "SELECT pg_advisory_xact_lock(%s)", (_lock_key(collector),))
+
+
+def chain_head(conn: Connection, collector: str, batch: str = "") -> tuple[int, str] | None:
+    """The collector's newest (index, digest), or (0, genesis) before its first chained batch;
+    None when `batch` is already stored (a re-delivery). One query, after `lock`."""
+    m = _mark(conn)
+    sql = (
+        f"SELECT (SELECT count(*) FROM batches WHERE batch_id = {m}), h.chain_index, h.digest"
+        " FROM (SELECT 1 AS one) AS one LEFT JOIN (SELECT chain_index, digest FROM batches"
+        f" WHERE collector = {m} AND chain_index IS NOT NULL ORDER BY chain_index DESC LIMIT 1) AS h"
+        " ON 1 = 1"
+    )
+    known, index, digest = query(conn, sql, (batch, collector))[0]
+    if known:
+        return None
+    if index is None:
+        return 0, genesis(collector, legacy_batches(conn, collector))
+    return int(index), str(digest)
+
+
+def link(
+    conn: Connection,
+    collector: str,
+    position: int,
+    batch: str,
+    committed: str,
+    rows: Sequence[Sequence[Any]],
+    times: Sequence[str] | None = None,
+) -> Link | None:
+    """Chain a batch whose newly inserted rows (sorted by event_id) are `rows`; None when this very
+    batch was committed before (a re-delivery adds no row and no link)."""
+    lock(conn, collector)
+    head_now = chain_head(conn, collector, batch)
+    if head_now is None:
+        return None
+    index, previous = head_now
+    leaves = written_leaves(rows, times)
+    head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows))
+    return Link(
+        index=index + 1,
+        digest=digest(previous, head, leaves),
+        event_ids=json.dumps([r[0] for r in rows], ensure_ascii=False),
+        event_leaves="".join(leaf[: LEAF_HEX // 2].hex() for leaf in leaves),
+        event_columns=",".join(COLUMNS),
+    )

@@ -1,0 +1,77 @@
+"""How the tamper tests rewrite a ledger behind flightlog's back, as an attacker would.
+
+SQLite: the `sqlite3` command-line client (its own connection, default settings), after dropping
+whatever trigger stands in the way. PostgreSQL: a superuser session with
+`session_replication_role = replica`, which switches every trigger off.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+PROBLEM_PREFIXES = ("forged:", "deleted:", "inserted:", "missing:", "truncated:")
+
+
+def sqlite3_cli(db: Path, sql: str) -> subprocess.CompletedProcess[str]:
+    """Run SQL through the `sqlite3` CLI (no flightlog pragma, no flightlog code)."""
+    binary = shutil.which("sqlite3")
+    assert binary, "the sqlite3 CLI is needed (apt-get install sqlite3)"
+    return subprocess.run([binary, str(db), sql], capture_output=True, text=True, timeout=30)
+
+
+def pg_superuser(url: str, sql: str) -> None:
+    """Run SQL as the PostgreSQL superuser with every trigger off (session_replication_role)."""
+    conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)  # libpq keeps ?options=
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("SET session_replication_role = replica")
+        conn.execute(sql.encode())
+
+
+class Tamperer:
+    """Rewrites one ledger past its triggers, on whichever engine it is."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.sqlite = url.startswith("sqlite")
+        self.db = Path(make_url(url).database or "") if self.sqlite else None
+
+    def run(self, sql: str, *, drop: tuple[str, ...] = ()) -> None:
+        """Execute `sql`; on SQLite drop the named triggers first (on PostgreSQL all are off)."""
+        if self.db is not None:
+            drops = "".join(f"DROP TRIGGER IF EXISTS {t};" for t in drop)
+            done = sqlite3_cli(self.db, drops + sql)
+            assert done.returncode == 0, done.stderr
+        else:
+            pg_superuser(self.url, sql)
+
+
+def verify_cli(url: str, blobs: str, *args: str) -> tuple[int, list[str], str]:
+    """`flightlog ledger verify` as a user runs it: exit code, its problem lines, all of stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "flightlog", "ledger", "verify", "--ledger", url, "--blobs", blobs, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith(PROBLEM_PREFIXES)]
+    return done.returncode, lines, done.stdout
+
+
+def heads(stdout: str) -> dict[str, str]:
+    """collector -> head digest, from verify's `head COLLECTOR #N DIGEST` lines."""
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith("head "):
+            _, collector, _index, digest = line.split(" ")
+            found[collector] = digest
+    return found
