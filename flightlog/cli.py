@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from flightlog.commands import browse, capture, contracts, directory, dispatch, ledger, questions
+from flightlog.commands import browse, capture, contracts, directory, dispatch, ledger, mcp_record, questions
 
 app = typer.Typer(
     name="flightlog",
@@ -22,7 +22,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (capture, ledger, directory, contracts, dispatch, browse, questions):
+for module in (capture, ledger, directory, contracts, dispatch, browse, questions, mcp_record):
     module.register(app)
 
 

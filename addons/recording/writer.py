@@ -21,9 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons.recording import events as ev
+from addons.recording import mcp_stdio_events
 from addons.recording.records import (
     RequestRecord,
     ResponseRecord,
+    StdioRecord,
     StreamChunk,
     WebSocketRecord,
     chunks_lost,
@@ -35,7 +37,7 @@ from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord
+Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
 USAGE_MAX = 4 * 1024 * 1024
 """Streamed answers up to this size are read back for model and token usage."""
 
@@ -255,6 +257,8 @@ class Writer:
             self._add(self._response(item))
         elif isinstance(item, WebSocketRecord):
             self._add(ev.websocket_event(proc, item, collector=self.collector, seq=self._next_seq()))
+        elif isinstance(item, StdioRecord):
+            self._add(mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq()))
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor
