@@ -15,6 +15,7 @@ Pure functions: bytes in, a `Message` out; they never raise on bad input.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -107,6 +108,23 @@ def _tool_error(result: Any) -> str | None:
         if isinstance(part, dict) and isinstance(part.get("text"), str):
             return _clip(f"tool error: {part['text']}")
     return "tool error"
+
+
+_PEEK_ID = re.compile(rb'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_PEEK_METHOD = re.compile(rb'^\s*\{[^{}\[\]]*?"method"\s*:\s*"([^"\\]{1,200})"')
+
+
+def peek(prefix: bytes) -> Message:
+    """What the first bytes of a message too large to keep say: its id and method when they come
+    before any nested object (as the SDKs write them); `invalid` when they do not."""
+    found_id, found_method = _PEEK_ID.search(prefix), _PEEK_METHOD.search(prefix)
+    rpc_id = _key(json.loads(found_id.group(1))) if found_id else None
+    if found_method:
+        method = found_method.group(1).decode("utf-8", "replace")
+        return Message("request" if rpc_id is not None else "notification", method, rpc_id)
+    if rpc_id is not None:
+        return Message("answer", id=rpc_id)
+    return Message("invalid")
 
 
 def kind_of(message: Message, call_method: str | None = None) -> str:

@@ -11,7 +11,8 @@ Ledger's speed or absence never reaches the relay. Lines become events in the wr
 What the client would see without flightlog, it sees with it:
 - a line that is not JSON is relayed as it is and recorded as `mcp.invalid`;
 - a line over `MAX_MESSAGE` (8 MiB, as request bodies through the proxy) is relayed whole and recorded
-  without its bytes (`missing`, its size in the error) — memory stays bounded;
+  without its bytes (`missing`, its size in the error; its first `PEEK` bytes still pair it with its
+  call) — memory stays bounded;
 - a server that dies mid-call: its stdout ends, the wrapper exits with the server's exit code (or dies
   of the same signal), and the `mcp.exit` event names the calls left unanswered;
 - a client that closes stdin: the server's stdin is closed; a client that stops reading: the server's
@@ -50,6 +51,7 @@ log = logging.getLogger("flightlog.capture")
 
 MAX_MESSAGE = 8 * 1024 * 1024
 READ_SIZE = 65536
+PEEK = 4096
 TICK = 0.005
 """How often the loop takes the inbox while lines arrive (idle: `IDLE_TICK`)."""
 IDLE_TICK = 0.05
@@ -86,8 +88,8 @@ class Lines:
         self._size = 0
         self._over = False
 
-    def feed(self, chunk: bytes) -> list[tuple[int, bytes | None, int]]:
-        """The lines `chunk` completes, as (index, bytes or None when over the limit, size)."""
+    def feed(self, chunk: bytes) -> list[tuple[int, bytes, int]]:
+        """The lines `chunk` completes, as (index, bytes — only the first `PEEK` over the limit —, size)."""
         out = []
         start = 0
         while (nl := chunk.find(b"\n", start)) >= 0:
@@ -98,7 +100,7 @@ class Lines:
             self._add(chunk[start:] if start else chunk)
         return out
 
-    def rest(self) -> tuple[int, bytes | None, int] | None:
+    def rest(self) -> tuple[int, bytes, int] | None:
         """What is left without a newline when the stream ended, if anything."""
         return self._finish() if self._size or self._over else None
 
@@ -107,13 +109,13 @@ class Lines:
         if self._over:
             return
         if self._size > self.limit:
-            self._over, self._parts = True, []
+            self._over, self._parts = True, [(b"".join(self._parts) + piece[:PEEK])[:PEEK]]
         elif piece:
             self._parts.append(piece)
 
-    def _finish(self) -> tuple[int, bytes | None, int]:
+    def _finish(self) -> tuple[int, bytes, int]:
         self.index += 1
-        data = None if self._over else b"".join(self._parts)
+        data = b"".join(self._parts)
         found = (self.index, data, self._size)
         self._parts, self._size, self._over = [], 0, False
         return found
@@ -142,9 +144,23 @@ class _Ends:
 def _pump(
     src: int, dst: int, origin: str, inbox: deque[tuple[str, float, bytes]], on_end: Callable[[str], None]
 ) -> None:
-    """Relay `src` to `dst` until end of file or a broken side; every chunk also goes to the inbox."""
+    """Relay `src` to `dst` until end of file or a broken side; every chunk also goes to the inbox.
+
+    `dst` is watched while waiting for `src`: when its reader goes away (POLLERR on a pipe) we stop
+    reading before the next chunk, so `src`'s reader closes and its writer gets EPIPE on its next
+    write, as it would have written straight to the departed reader.
+    """
+    poller = select.poll()
+    poller.register(src, select.POLLIN)
+    poller.register(dst, 0)  # errors and hang-ups are always reported
     how = "eof"
     while True:
+        ready = dict(poller.poll())
+        if ready.get(dst, 0) & (select.POLLERR | select.POLLNVAL):
+            how = "write-error"
+            break
+        if not ready.get(src):
+            continue
         try:
             chunk = os.read(src, READ_SIZE)
         except OSError:
@@ -176,9 +192,9 @@ class Recording:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sent = 0
 
-    def _record(self, origin: str, index: int, data: bytes | None, size: int, note: str | None = None) -> None:
+    def _record(self, origin: str, index: int, data: bytes, size: int, note: str | None = None) -> None:
         assert self.writer is not None
-        if data is None and note is None:
+        if len(data) < size:
             note = f"a message of {size} bytes, over the {self.opts.max_message} byte limit: relayed, not kept"
         self.sent += 1
         self.writer.put(
@@ -235,7 +251,7 @@ class Recording:
             if (rest := lines.rest()) is not None:
                 index, data, size = rest
                 note = "cut short: the stream ended without a newline"
-                self._record(origin, index, data, size, note if data is not None else None)
+                self._record(origin, index, data, size, note if len(data) == size else None)
         self._edge("end", code, self._end_note(code))
         await self._finish()
         return code

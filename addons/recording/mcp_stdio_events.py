@@ -84,8 +84,8 @@ def stdio_event(
     if proc.redactor is not None:
         url, url_names = proc.redactor.redact_url(url)
         names = frozenset(url_names)
-    payload, body_names = ev.redact_body(proc, rec.data or b"", "")
-    state: PayloadState = "complete" if payload else ("missing" if rec.data is None else "none")
+    payload, body_names = ev.redact_body(proc, rec.data if rec.whole else b"", "")
+    state: PayloadState = "complete" if payload else ("none" if rec.whole else "missing")
     who = rec.identity
     common = {
         "collector": collector,
@@ -120,10 +120,7 @@ def stdio_event(
             **common,  # type: ignore[arg-type]
         )
     event_id = f"mcp:{session}:{SIDE[rec.origin]}:{rec.index}"
-    if rec.data is None:
-        message = rpc.Message("invalid")
-    else:
-        message = rpc.parse(rec.data)
+    message = rpc.parse(rec.data) if rec.whole else rpc.peek(rec.data)
     action, direction, method, tool = event_id, "out" if rec.origin == "client" else "in", message.method, None
     if message.shape == "request" and message.id is not None and message.method:
         action = call_action(session, rec.origin, message.id)
@@ -145,8 +142,6 @@ def stdio_event(
             method_tool = pairs.calls.get((session, linked))
             tool = method_tool[1] if method_tool else None
     notes = [n for n in (rec.note, message.error) if n]
-    if rec.data is None and not rec.note:
-        notes.append("not recorded")
     return Event(
         event_id=event_id,
         action_id=action,

@@ -83,8 +83,8 @@ class WebSocketRecord:
 @dataclass(frozen=True, slots=True)
 class StdioRecord:
     """One line of a stdio MCP session relayed by `flightlog mcp-record` (`origin` client or server),
-    or the session's `start` and `end`. `data` is the line without its newline; None when it was over
-    the size limit (relayed, not kept: `size` says how large). `index` numbers each origin's lines;
+    or the session's `start` and `end`. `data` is the line without its newline, or only its first bytes
+    when it was over the size limit (relayed, not kept: `size` says how large). `index` numbers each origin's lines;
     `code` is the server's exit code at the end; `note` says what went wrong, if anything."""
 
     session: str
@@ -93,10 +93,15 @@ class StdioRecord:
     origin: str
     index: int
     at: float
-    data: bytes | None
+    data: bytes
     size: int = 0
     code: int | None = None
     note: str | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Whether `data` is the entire line (not the start of one over the limit)."""
+        return len(self.data) == self.size
 
 
 Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
@@ -220,5 +225,6 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
     if kind == _STDIO:
         _, session, server, identity, origin, index, at, data, size, code, note = wire
         who = EMPTY if identity is None else Identity(*identity)
-        return StdioRecord(session, server, who, origin, index, at, _resolve(data, buffers), size, code, note)
+        data = _resolve(data, buffers) or b""
+        return StdioRecord(session, server, who, origin, index, at, data, size, code, note)
     raise ValueError(f"not a wire record: kind {kind!r}")
