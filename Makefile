@@ -1,13 +1,17 @@
 # The two commands of the README: `make run` (the recording proxy on the embedded defaults)
 # and `make test` (lint, types, import direction, tests). Both build .venv on first use.
+# `make run PORT=9090` listens elsewhere; `make install` puts `flightlog` on PATH.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.12 || command -v python3.13 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := storage catalog addons tui flightlog
+HOST ?= 127.0.0.1
+PORT ?= 8080
+PREFIX ?= $(HOME)/.local
 
-.PHONY: run test lint typecheck imports pytest bench venv clean
+.PHONY: run install test lint typecheck imports pytest bench venv clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
@@ -20,7 +24,13 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/flightlog proxy
+	$(BIN)/flightlog proxy --listen $(HOST):$(PORT)
+
+# `flightlog` on PATH: a link in $(PREFIX)/bin to this checkout's .venv (re-run after moving it).
+install: $(STAMP)
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(CURDIR)/$(BIN)/flightlog $(PREFIX)/bin/flightlog
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "add $(PREFIX)/bin to PATH to run flightlog";; esac
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .

@@ -36,6 +36,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench._needs import Skip, need
+
 STATE_FILE = "proxy.json"
 """What `flightlog proxy` writes in FLIGHTLOG_HOME once it listens and its writer is ready."""
 PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -268,8 +270,7 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--rss-seconds", type=float, default=0.0, help="one long fl-sqlite run for RSS")
     opts = parser.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("bench.capture needs wrk (apt-get install wrk)")
+    need("wrk")
     sizes = [int(s) for s in opts.sizes.split(",")]
     configs = opts.configs.split(",")
     work = Path(tempfile.mkdtemp(prefix="flightlog-bench-"))
@@ -356,4 +357,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Skip as e:
+        sys.exit(f"bench.capture: {e}")

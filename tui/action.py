@@ -20,7 +20,7 @@ from storage.errors import StorageError
 from storage.events import StoredEvent
 from tui import cells
 from tui.body import render
-from tui.detail import body_widgets, head_text, section
+from tui.sections import body_widgets, head_text, section
 from tui.source import Source
 
 

@@ -23,6 +23,9 @@ from storage.errors import StorageError
 from storage.events import StoredEvent
 from storage.queries import Filter, cursor
 from tui import cells
+from tui.action import ActionScreen
+from tui.counts import CountsScreen
+from tui.detail import DetailScreen
 from tui.source import Source
 
 PAGE: Final = 200
@@ -220,15 +223,11 @@ class EventsScreen(Screen[None]):
     def action_open_event(self) -> None:
         event = self.selected()
         if event is not None:
-            from tui.detail import DetailScreen
-
             self.app.push_screen(DetailScreen(event))
 
     def action_open_action(self) -> None:
         event = self.selected()
         if event is not None:
-            from tui.action import ActionScreen
-
             self.app.push_screen(ActionScreen(event.action_id))
 
     def action_counts(self) -> None:
@@ -295,9 +294,11 @@ class BrowseApp(App[None]):
         return True
 
     def action_counts(self) -> None:
-        from tui.counts import CountsScreen
-
         self.push_screen(CountsScreen(self.filter))
+
+    def on_detail_screen_action_wanted(self, message: DetailScreen.ActionWanted) -> None:
+        """The detail screen asked for its event's action: open it above the detail."""
+        self.push_screen(ActionScreen(message.action_id))
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

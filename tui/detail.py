@@ -10,53 +10,21 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from rich.markup import escape
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import Footer, Header, Static
 
 from storage.errors import StorageError
 from storage.events import StoredEvent
 from tui import cells
-from tui.body import MODES, Body, Mode, render
+from tui.body import MODES, Mode, render
 from tui.errors import TuiError
+from tui.sections import body_widgets, head_text, section
 from tui.source import Source, ToolInfo
-
-
-def section(title: str, content: str | Text, *, classes: str = "section") -> Static:
-    widget = Static(content, classes=classes, markup=False)
-    widget.border_title = title
-    return widget
-
-
-def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None) -> list[Widget]:
-    """The body as widgets: one bordered chunk per server-sent event, else one section."""
-    if error:
-        return [Static(f"[red]payload unreadable:[/] {escape(error)}", classes="note")]
-    if event.payload_sha256 is None:
-        return [section("body", f"no bytes kept (payload {event.payload_state})")]
-    if body is None:
-        return [section("body", "reading…")]
-    out: list[Widget] = []
-    if event.payload_state == "partial":
-        out.append(Static("partial: the stream ended before its answer was complete", classes="note"))
-    if body.note:
-        out.append(Static(body.note, classes="note", markup=False))
-    if body.kind == "sse":
-        for n, chunk in enumerate(body.chunks, 1):
-            out.append(section(f"event {n} of {len(body.chunks)}", chunk, classes="chunk"))
-        return out
-    out.append(section(f"body ({body.kind})", body.text or "(empty)"))
-    return out
-
-
-def head_text(event: StoredEvent) -> str:
-    return event.head.decode("latin-1").rstrip("\r\n").replace("\r\n", "\n") or "(no head)"
 
 
 def join_text(tool: str, info: ToolInfo | None) -> str:
@@ -87,7 +55,18 @@ class OutputScreen(Screen[None]):
 
 
 class DetailScreen(Screen[None]):
-    """Everything about one event; `m` cycles the body between readable, text and hex."""
+    """Everything about one event; `m` cycles the body between readable, text and hex.
+
+    `a` asks the app for the event's action (`ActionWanted`): the screen does not know the other
+    screens, the app that owns the stack opens it above this one.
+    """
+
+    class ActionWanted(Message):
+        """The user asked for the whole action of the event shown."""
+
+        def __init__(self, action_id: str) -> None:
+            super().__init__()
+            self.action_id = action_id
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
@@ -169,9 +148,7 @@ class DetailScreen(Screen[None]):
             self.show_body()
 
     def action_open_action(self) -> None:
-        from tui.action import ActionScreen
-
-        self.app.push_screen(ActionScreen(self.event.action_id))
+        self.post_message(self.ActionWanted(self.event.action_id))
 
     def action_replay(self) -> None:
         self.notify(f"replaying {self.event.action_id}…", timeout=3)

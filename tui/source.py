@@ -3,7 +3,7 @@
 Screens talk to a `Source`, never to SQL or to other packages, so a test can hand the app a fixed
 source and the command line can inject what the browser must not import itself: the Directory
 lookup (the join from an event's tool to its row and contracts) and replay (which lives in `addons`,
-out of the browser's reach; the CLI passes a function that runs `flightlog replay`).
+out of the browser's reach; `flightlog browse` passes a function that replays in process).
 Every method may block: screens call them from worker threads only.
 """
 

@@ -1,8 +1,9 @@
-"""Export recorded events as HAR 1.2, a mitmproxy flow file, or JSON lines, streamed with bounded memory.
+"""Export recorded events as HAR 1.2, a mitmproxy flow file, JSON lines or OTLP traces, with bounded memory.
 
 Each format is written one exchange (or event) at a time straight to the output, so a large export
 never holds the whole selection: HAR's one JSON document is written as its preamble, then entries, then
-its closing brackets. `on_item` is called after each item so the command can draw a progress bar.
+its closing brackets. OTLP goes to a receiver instead of a file (`export_otlp`, spans from `otlp`).
+`on_item` is called after each item so the command can draw a progress bar.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 
     from storage.ledger import Ledger
 
-Format = Literal["har", "mitmproxy", "jsonl"]
-FORMATS: Final = ("har", "mitmproxy", "jsonl")
+Format = Literal["har", "mitmproxy", "jsonl", "otlp"]
+FORMATS: Final = ("har", "mitmproxy", "jsonl", "otlp")
 Progress = Callable[[], None]
 
 
@@ -182,3 +183,15 @@ def export(ledger: Ledger, fmt: str, ids: list[str], out: IO[bytes], on_item: Pr
     if fmt == "mitmproxy":
         return write_flows(exchanges, ledger.payload, out, on_item)
     raise ExportError(f"--format is one of {', '.join(FORMATS)}, not {fmt!r}")
+
+
+def export_otlp(ledger: Ledger, ids: list[str], endpoint: str, on_item: Progress = lambda: None) -> int:
+    """Send the planned exchanges as spans to the OTLP/HTTP receiver at `endpoint`; returns how many."""
+    from addons.readback import otlp
+
+    def counted() -> Iterator[Exchange]:
+        for exchange in iter_exchanges(ledger.engine, ledger.events, ids):
+            yield exchange
+            on_item()
+
+    return otlp.send(counted(), endpoint)

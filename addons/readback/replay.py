@@ -327,6 +327,10 @@ class Replayed:
     def to_json(self) -> dict[str, object]:
         return {"original": self.original, "replay": self.action_id, "url": self.url, **self.diff.to_json()}
 
+    def render(self) -> str:
+        """What `flightlog replay` prints (and the browser shows): which action became which, the diff."""
+        return f"replayed {self.original} as {self.action_id}: {self.url}\n{self.diff.render()}"
+
 
 def replay(
     ledger: Ledger,

@@ -1,1 +1,1 @@
-"""One module per area of the command line; each exposes `register(app)`."""
+"""One module per command group or area of the command line; `flightlog.cli` lists them all."""

@@ -1,187 +1,50 @@
-"""The Directory on the command line: find, get, manifest, mcp, and `directory export`.
+"""`flightlog directory export` and `directory import openapi|mcp|sheet`: the Directory in and out.
 
 Every command takes `--directory DIR` (or FLIGHTLOG_DIRECTORY); without one the native Directory
-in the Ledger's database is used, seeded from the starter rows on first use.
+in the Ledger's database is used. An import commits its documents with `Directory.transact(...)`,
+all at once (in transactions of at most 1,000 documents), and a Directory opened on a folder writes
+them through to the folder.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from flightlog.commands.options import DirectoryOpt
+from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
     from catalog.directory import Directory
+    from catalog.importers import Document
 
 directory_app = typer.Typer(help="Import and export the Directory.", no_args_is_help=True)
+import_app = typer.Typer(
+    help="Import rows from an OpenAPI document, an MCP server or a sheet.", no_args_is_help=True
+)
+directory_app.add_typer(import_app, name="import")
 
-DirectoryOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--directory", help="A Directory folder (default: FLIGHTLOG_DIRECTORY, else the native one)."
-    ),
-]
+MAX_CHANGES = 1000
 
 
-def open_from_settings(folder: Path | None) -> Directory:
-    """The Directory named by `--directory`, FLIGHTLOG_DIRECTORY, or the native one."""
+def open_from_settings(folder: Path | None, ledger_url: str | None = None) -> Directory:
+    """The Directory named by `--directory`, FLIGHTLOG_DIRECTORY, or the native one (in `--ledger`'s
+    database, else the configured Ledger's)."""
     from catalog.directory import open_directory
-    from flightlog.settings import load_settings
 
     settings = load_settings()
-    return open_directory(settings.ledger_url, folder or settings.directory)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the Directory commands to the root app (`directory import` and `contracts` live in
-    `flightlog.commands.contracts`)."""
-    app.add_typer(directory_app, name="directory")
-
-    @app.command()
-    def find(
-        words: Annotated[list[str], typer.Argument(help="Words, a name, or a question.")],
-        k: Annotated[int, typer.Option("--k", help="How many rows at most.")] = 10,
-        bundle: Annotated[str | None, typer.Option("--bundle", help="Only rows of this bundle.")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-        directory: DirectoryOption = None,
-    ) -> None:
-        """Rows matching WORDS, each with its score, layer and the words that matched."""
-        from catalog.resolver import no_match
-
-        query = " ".join(words)
-        d = open_from_settings(directory)
-        try:
-            hits = d.find(query, k=k, bundle=bundle)
-        finally:
-            d.close()
-        if as_json:
-            out = {
-                "query": query,
-                "hits": [
-                    {
-                        "id": h.row.id,
-                        "bundle": h.row.bundle,
-                        "name": h.row.name,
-                        "score": h.score,
-                        "layer": h.layer,
-                        "matched": list(h.matched),
-                        "summary": h.row.summary,
-                    }
-                    for h in hits
-                ],
-            }
-            if not hits:
-                out["message"] = no_match(query)
-            typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
-        else:
-            for h in hits:
-                typer.echo(f"{h.score}\t{h.layer}\t{h.row.id}\t{' '.join(h.matched)}\t{h.row.summary}")
-            if not hits:
-                typer.echo(no_match(query))
-        if not hits:
-            raise typer.Exit(1)
-
-    @app.command()
-    def get(
-        ids: Annotated[list[str], typer.Argument(help="Row ids from the manifest.")],
-        section: Annotated[
-            str | None, typer.Option("--section", help="One section: frontmatter, body, or a heading's slug.")
-        ] = None,
-        offset: Annotated[int | None, typer.Option("--offset", help="Start at this character.")] = None,
-        limit: Annotated[int | None, typer.Option("--limit", help="At most this many characters.")] = None,
-        find: Annotated[
-            str | None, typer.Option("--find", help="A window around this literal phrase.")
-        ] = None,
-        directory: DirectoryOption = None,
-    ) -> None:
-        """Bounded slices of rows, framed `@@ id [start..end of total]`."""
-        from catalog.agent_api import AgentApi
-
-        d = open_from_settings(directory)
-        try:
-            text = AgentApi(d).get(ids, section, offset, limit, find)
-        finally:
-            d.close()
-        typer.echo(text, nl=not text.endswith("\n"))
-        if text.startswith("@@ missing") or "\n@@ missing\n" in text:
-            raise typer.Exit(1)
-
-    @app.command()
-    def manifest(
-        bundle: Annotated[str | None, typer.Option("--bundle", help="Only this bundle's rows.")] = None,
-        names: Annotated[bool, typer.Option("--names", help="Ids only (the cheap projection).")] = False,
-        sizes: Annotated[
-            bool, typer.Option("--sizes", help="Byte sizes and token estimates instead.")
-        ] = False,
-        directory: DirectoryOption = None,
-    ) -> None:
-        """The Directory as TSV, one row per capability."""
-        from catalog.agent_api import AgentApi
-
-        d = open_from_settings(directory)
-        try:
-            api = AgentApi(d)
-            if sizes:
-                for label, size in api.sizes().items():
-                    typer.echo(f"{label}\t{size.bytes} bytes\t~{size.tokens} tokens")
-                return
-            typer.echo(api.manifest(bundle, names), nl=False)
-        finally:
-            d.close()
-
-    @app.command()
-    def mcp(
-        database_tools: Annotated[
-            bool, typer.Option("--database-tools", help="Also serve transact, history and restore.")
-        ] = False,
-        directory: DirectoryOption = None,
-    ) -> None:
-        """Serve the Directory's agent API over MCP stdio."""
-        import importlib
-        import threading
-
-        from catalog.mcp_server import serve
-
-        # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
-        preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
-        preload.start()
-        d = open_from_settings(directory)
-        preload.join()
-        try:
-            serve(d, database_tools=database_tools, dispatch=mcp_dispatch(directory))
-        finally:
-            d.close()
-
-
-def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:
-    """The MCP `call` tool's runner: flightlog's door (door "mcp"), built on the first call so the
-    server starts without loading it."""
-    import threading
-
-    lock = threading.Lock()
-    built: list[Any] = []
-
-    def dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
-        from flightlog.commands.dispatch import open_dispatcher
-
-        with lock:
-            if not built:
-                built.append(open_dispatcher(load_settings(), directory, None, None))
-        result = built[0].dispatch(call, door="mcp", token=token)
-        return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
-
-    return dispatch
+    return open_directory(ledger_url or settings.ledger_url, folder or settings.directory)
 
 
 @directory_app.command()
 def export(
     folder: Annotated[Path, typer.Argument(help="Where to write the folder form.")],
-    directory: DirectoryOption = None,
+    directory: DirectoryOpt = None,
 ) -> None:
     """Write the Directory back out as a folder."""
     d = open_from_settings(directory)
@@ -190,3 +53,91 @@ def export(
     finally:
         d.close()
     typer.echo(f"exported {n} documents to {folder}")
+
+
+@import_app.command("openapi")
+def import_openapi(
+    file: Path = typer.Argument(..., help="An OpenAPI 3.x document, JSON or YAML."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="The API's base URL (default: its first server)."
+    ),
+    directory: DirectoryOpt = None,
+    replace: bool = typer.Option(False, "--replace", help="Overwrite rows that exist with other content."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """Each operation of an OpenAPI document becomes a tool row."""
+    from catalog.importers.openapi import import_openapi as run
+
+    _write(run(file, base_url=base_url), directory, replace, as_json, f"openapi {file.name}")
+
+
+@import_app.command(
+    "mcp",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def import_mcp(
+    command: list[str] = typer.Argument(..., help="The server's command line; put it after `--`."),
+    prefix: str = typer.Option("", "--prefix", help="Put this before every imported row's name."),
+    directory: DirectoryOpt = None,
+    replace: bool = typer.Option(False, "--replace", help="Overwrite rows that exist with other content."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """An MCP server's tools/list becomes rows with MCP contracts: `import mcp -- python server.py`."""
+    from catalog.importers.mcp import import_mcp as run
+
+    _write(run(command, prefix=prefix), directory, replace, as_json, f"mcp {shlex.join(command)}")
+
+
+@import_app.command("sheet")
+def import_sheet(
+    file: Path = typer.Argument(..., help="A .tsv or .csv file whose first line names the columns."),
+    directory: DirectoryOpt = None,
+    replace: bool = typer.Option(False, "--replace", help="Overwrite rows that exist with other content."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """Rows from a TSV/CSV sheet, read by header label; an unknown header is an error."""
+    from catalog.importers.sheet import import_sheet as run
+
+    _write(run(file), directory, replace, as_json, f"sheet {file.name}")
+
+
+def _write(docs: list[Document], directory: Path | None, replaces: bool, as_json: bool, source: str) -> None:
+    """Commit every document, or none: a row that exists with other content needs --replace."""
+    opened = open_from_settings(directory)
+    try:
+        changes, unchanged = _changes(opened, docs, replaces)
+        revision = None
+        for start in range(0, len(changes), MAX_CHANGES):
+            chunk = changes[start : start + MAX_CHANGES]
+            revision = opened.transact(chunk, message=f"import {source}").revision
+    finally:
+        opened.close()
+    written = [f"{c['bundle']}/{c['path']}" for c in changes]
+    if as_json:
+        typer.echo(json.dumps({"written": written, "unchanged": unchanged, "revision": revision}, indent=2))
+        return
+    for name in written:
+        typer.echo(f"wrote {name}")
+    for name in unchanged:
+        typer.echo(f"unchanged {name}")
+    at = f" (revision {revision})" if revision is not None else ""
+    typer.echo(f"{len(written)} written, {len(unchanged)} unchanged{at}")
+
+
+def _changes(
+    opened: Directory, docs: list[Document], replaces: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    from storage.documents import sha256_text
+
+    changes: list[dict[str, Any]] = []
+    unchanged: list[str] = []
+    for bundle, path, text in docs:
+        current = opened.current_hash(bundle, path)
+        if current == sha256_text(text):
+            unchanged.append(f"{bundle}/{path}")
+            continue
+        if current is not None and not replaces:
+            raise CommandError(f"{bundle}/{path} already exists with other content; pass --replace")
+        change = {"operation": "write", "bundle": bundle, "path": path, "content": text}
+        changes.append({**change, "replaces": current} if current else change)
+    return changes, unchanged

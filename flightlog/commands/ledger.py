@@ -1,4 +1,9 @@
-"""`flightlog ledger ...`: read events, actions and payloads, and verify what is stored."""
+"""`flightlog ledger ...`: read events, actions and payloads, ask the Ledger's questions, verify it.
+
+`counts`, `query` and `ask` take a question in plain words and/or the shared filter options (the
+`Filter`'s fields); the options narrow what the words said, and a field given both ways must agree.
+`--json` prints the same objects the read routes answer, so scripts can use either.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +13,20 @@ from typing import Annotated, Any
 
 import typer
 
+from flightlog.commands.options import (
+    BlobsOpt,
+    FilterOptions,
+    JsonOpt,
+    LedgerOpt,
+    WordsArg,
+    filter_from_options,
+    with_filters,
+)
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
-
-LedgerOpt = Annotated[str | None, typer.Option("--ledger", help="Ledger database URL (FLIGHTLOG_LEDGER).")]
-BlobsOpt = Annotated[str | None, typer.Option("--blobs", help="Blob store URL (FLIGHTLOG_BLOBS).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `ledger` group to the root app."""
-    app.add_typer(ledger_app, name="ledger")
+LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Events at most.")]
 
 
 def _print_event(event: dict[str, Any]) -> None:
@@ -120,3 +126,142 @@ def verify(
         typer.echo("ok" if report.ok else "NOT OK")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def _groups_table(by: str, groups: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(by, "events", "tokens in", "tokens out", "cost (USD)", box=None)
+    for g in groups:
+        cost = f"{g.cost_usd:,.6f}" if g.cost_usd else ""
+        key = g.key if g.key is not None else "(none)"
+        table.add_row(key, f"{g.events:,}", f"{g.tokens_in:,}", f"{g.tokens_out:,}", cost)
+    Console(soft_wrap=True).print(table)
+
+
+def _events_table(events: list[Any]) -> None:
+    """One line per event, columns separated by two spaces (never wrapped, so it greps well)."""
+    for e in events:
+        parts = [
+            e.at.strftime("%Y-%m-%d %H:%M:%S"),
+            e.event_id,
+            e.kind,
+            e.method or "-",
+            "-" if e.status is None else str(e.status),
+            e.url or "-",
+        ]
+        parts += [f"{k}={v}" for k in ("agent", "session", "model", "tool") if (v := getattr(e, k))]
+        if e.cost_usd is not None:
+            parts.append(f"cost=${e.cost_usd:.6f}")
+        if e.error:
+            parts.append(f"error={e.error!r}")
+        typer.echo("  ".join(parts))
+    if not events:
+        typer.echo("no events match", err=True)
+
+
+@ledger_app.command("counts")
+@with_filters
+def counts_command(
+    words: WordsArg = None,
+    by: Annotated[
+        str | None, typer.Option("--by", help="hour, session, turn, kind, agent, model, tool or task.")
+    ] = None,
+    filters: FilterOptions = FilterOptions(),
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counted views by hour, session, turn, kind, agent, model, tool or task (totals without --by)."""
+    from storage.queries import counts, totals
+
+    flt, question = filter_from_options(words, filters)
+    by = by or (question.group_by if question else None)
+    ledger = load_settings().open_ledger(ledger_url, blobs_url)
+    try:
+        if by is None:
+            summary = {"filter": flt.to_json(), **totals(ledger.engine, flt)}
+            if as_json:
+                _print_json(summary)
+            else:
+                for key, value in summary.items():
+                    typer.echo(f"{key:18} {value}")
+            return
+        groups = counts(ledger.engine, flt, by)
+    finally:
+        ledger.close()
+    if as_json:
+        _print_json({"filter": flt.to_json(), "by": by, "groups": [g.to_json() for g in groups]})
+        return
+    if question is not None:
+        typer.echo(question.explain(), err=True)
+    _groups_table(by, groups)
+
+
+@ledger_app.command("query")
+@with_filters
+def query_command(
+    words: WordsArg = None,
+    limit: LimitOpt = 50,
+    filters: FilterOptions = FilterOptions(),
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Events matching a filter or a question in plain words, newest first."""
+    from storage.queries import event_json, select_events
+
+    flt, question = filter_from_options(words, filters)
+    ledger = load_settings().open_ledger(ledger_url, blobs_url)
+    try:
+        events = select_events(ledger.engine, flt, limit=limit)
+    finally:
+        ledger.close()
+    if as_json:
+        out: dict[str, Any] = {"filter": flt.to_json(), "events": [event_json(e) for e in events]}
+        if question is not None:
+            out["unknown"] = list(question.unknown)
+        _print_json(out)
+        return
+    if question is not None:
+        typer.echo(question.explain(), err=True)
+    _events_table(events)
+
+
+@ledger_app.command("ask")
+def ask_command(
+    words: Annotated[list[str], typer.Argument(help="A question in plain words.", show_default=False)],
+    limit: LimitOpt = 50,
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
+    from storage.ask import ask
+    from storage.queries import counts, event_json, select_events
+
+    question = ask(" ".join(words))
+    ledger = load_settings().open_ledger(ledger_url, blobs_url)
+    try:
+        answer = question.to_json()
+        if question.group_by:
+            groups = counts(ledger.engine, question.filter, question.group_by)
+            answer["groups"] = [g.to_json() for g in groups]
+        else:
+            events = select_events(ledger.engine, question.filter, limit=limit)
+            answer["events"] = [event_json(e) for e in events]
+    finally:
+        ledger.close()
+    if as_json:
+        _print_json(answer)
+        return
+    typer.echo(question.explain())
+    if question.group_by:
+        _groups_table(question.group_by, groups)
+    else:
+        _events_table(events)

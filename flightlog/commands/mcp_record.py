@@ -12,57 +12,50 @@ from typing import Annotated
 
 import typer
 
+from flightlog.commands.options import BlobsOpt, LedgerOpt, SecretEnvOpt
 from flightlog.errors import CommandError
+from flightlog.settings import load_settings
 
 
-def register(app: typer.Typer) -> None:
-    """Add `mcp-record` to the root app."""
+def mcp_record(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
+    session: Annotated[str | None, typer.Option(help="Session id filed on every event.")] = None,
+    task: Annotated[str | None, typer.Option(help="Task id.")] = None,
+    turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
+    ledger: LedgerOpt = None,
+    blobs: BlobsOpt = None,
+    secrets: Annotated[str | None, typer.Option(help="File of NAME=value secrets to redact.")] = None,
+    secret_env: SecretEnvOpt = None,
+) -> None:
+    """Run a stdio MCP server, relaying its bytes unchanged and recording every message.
 
-    @app.command(
-        "mcp-record", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+    flightlog mcp-record [--agent A] -- COMMAND ARGS... ; the exit code is the server's.
+    """
+    from addons.recording.events import Processing
+    from addons.recording.identity import Identity
+    from addons.recording.mcp_stdio import RecordOptions, record
+    from addons.recording.redact import Redactor
+    from addons.recording.secrets import load_secrets
+
+    command = list(ctx.args)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CommandError("mcp-record needs the server's command: flightlog mcp-record -- COMMAND ...")
+    settings = load_settings()
+    found = load_secrets(Path(secrets).expanduser() if secrets else None, list(secret_env or ()))
+    opts = RecordOptions(
+        command=command,
+        ledger_url=ledger or settings.ledger_url,
+        blobs_url=blobs or settings.blobs_url,
+        processing=Processing(redactor=Redactor(found)),
+        identity=Identity(agent=agent, session=session, task=task, turn=turn),
     )
-    def mcp_record(
-        ctx: typer.Context,
-        agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
-        session: Annotated[str | None, typer.Option(help="Session id filed on every event.")] = None,
-        task: Annotated[str | None, typer.Option(help="Task id.")] = None,
-        turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
-        ledger: Annotated[str | None, typer.Option(help="Ledger database URL (default: FLIGHTLOG_LEDGER).")] = None,
-        blobs: Annotated[str | None, typer.Option(help="Blob store URL (default: FLIGHTLOG_BLOBS).")] = None,
-        secrets: Annotated[str | None, typer.Option(help="File of NAME=value secrets to redact.")] = None,
-        secret_env: Annotated[
-            list[str] | None, typer.Option(help="Environment variable whose value is a secret; repeatable.")
-        ] = None,
-    ) -> None:
-        """Run a stdio MCP server, relaying its bytes unchanged and recording every message.
-
-        flightlog mcp-record [--agent A] -- COMMAND ARGS... ; the exit code is the server's.
-        """
-        from addons.recording.events import Processing
-        from addons.recording.identity import Identity
-        from addons.recording.mcp_stdio import RecordOptions, record
-        from addons.recording.redact import Redactor
-        from addons.recording.secrets import load_secrets
-        from flightlog.settings import load_settings
-
-        command = list(ctx.args)
-        if command and command[0] == "--":
-            command = command[1:]
-        if not command:
-            raise CommandError("mcp-record needs the server's command: flightlog mcp-record -- COMMAND ...")
-        settings = load_settings()
-        found = load_secrets(Path(secrets).expanduser() if secrets else None, list(secret_env or ()))
-        opts = RecordOptions(
-            command=command,
-            ledger_url=ledger or settings.ledger_url,
-            blobs_url=blobs or settings.blobs_url,
-            processing=Processing(redactor=Redactor(found)),
-            identity=Identity(agent=agent, session=session, task=task, turn=turn),
-        )
-        try:
-            code = record(opts)
-        except FileNotFoundError as e:
-            raise CommandError(f"command not found: {command[0]}") from e
-        except PermissionError as e:
-            raise CommandError(f"cannot run {command[0]}: permission denied") from e
-        raise typer.Exit(code)
+    try:
+        code = record(opts)
+    except FileNotFoundError as e:
+        raise CommandError(f"command not found: {command[0]}") from e
+    except PermissionError as e:
+        raise CommandError(f"cannot run {command[0]}: permission denied") from e
+    raise typer.Exit(code)

@@ -245,6 +245,26 @@ async def test_action_shows_request_beside_answer(sqlite_sample: Ledger) -> None
         assert "(2 events)" in text_of(screen, "#action-title")
 
 
+async def test_action_from_the_detail_view_opens_above_it(sqlite_sample: Ledger) -> None:
+    """`a` on an event's detail asks the app (a message upward) for its action, which opens above the
+    detail: escape goes back to the detail, not to the table."""
+    app = make_app(sqlite_sample)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        app.events_screen.query_one("#events", DataTable).move_cursor(row=4)  # a3-response
+        await pilot.press("enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionScreen) and app.screen.action_id == detail.event.action_id
+        assert "(2 events)" in text_of(app.screen, "#action-title")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is detail
+
+
 async def test_counts_sparkline_and_tables(sqlite_sample: Ledger) -> None:
     """`c` shows events per hour as a sparkline and tables by model, tool and session."""
     app = make_app(sqlite_sample)

@@ -87,19 +87,25 @@ def test_failures_are_one_line(flightlog: Callable[..., Run]) -> None:
         assert len(lines) == 1 and lines[0].startswith("flightlog: "), (args, out.stderr)
 
 
-def test_replay_hook_runs_the_cli_and_reports_failure_in_one_line() -> None:
-    """The browser's replay hook runs `flightlog replay ID`; a failure becomes one TuiError line."""
-    from flightlog.commands.questions import replay_with_cli
+def test_replay_hook_reports_failure_in_one_line(tmp_path: Path) -> None:
+    """The browser's replay hook (handed over by `flightlog browse`) replays in process; a failure
+    becomes one TuiError line."""
+    from flightlog.commands.browse import replayer
+    from storage.ledger import open_ledger
     from tui.errors import TuiError
 
-    with pytest.raises(TuiError) as e:
-        replay_with_cli("no-such-action")
-    assert "\n" not in str(e.value) and str(e.value)
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
+    try:
+        with pytest.raises(TuiError) as e:
+            replayer(ledger)("no-such-action")
+    finally:
+        ledger.close()
+    assert "\n" not in str(e.value) and "no-such-action" in str(e.value)
 
 
 def test_directory_join_reads_the_row_and_its_contracts(tmp_path: Path) -> None:
     """The browser's join opens the Directory (the starter rows here) and renders the tool's contracts."""
-    from flightlog.commands.questions import directory_lookup
+    from flightlog.commands.browse import directory_lookup
 
     lookup = directory_lookup(f"sqlite:///{tmp_path / 'ledger.db'}", None)
     assert lookup is not None

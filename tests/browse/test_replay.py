@@ -105,6 +105,32 @@ def test_replay_of_identical_answer_is_the_same(ledger: Ledger) -> None:
     assert result.diff.body == ()  # JSON compared pretty-printed: key order and spacing do not count
 
 
+def test_browser_replay_hook_replays_in_process(ledger: Ledger) -> None:
+    """The replay `flightlog browse` hands the browser sends the recorded request again in this
+    process, records the new exchange in the Ledger the browser reads, and returns what
+    `flightlog replay` prints."""
+    from flightlog.commands.browse import replayer
+
+    with upstream(lambda _: Reply(200, [("Content-Type", "text/plain")], b"again")) as up:
+        host = up.url.split("//", 1)[1]
+        original = record(
+            ledger,
+            method="GET",
+            url=f"{up.url}/again",
+            request_head=head("GET /again HTTP/1.1", [("Host", host)]),
+            response_head=head("HTTP/1.1 200 OK", [("Content-Type", "text/plain")]),
+            response_body=b"again",
+        )
+        text = replayer(ledger)(original)
+    assert len(up.seen) == 1
+    first = text.splitlines()[0]
+    assert first.startswith(f"replayed {original} as ") and first.endswith(f"{up.url}/again")
+    new_action = first.split(" as ", 1)[1].split(":", 1)[0]
+    kept = ledger.action(new_action)
+    assert [e.kind for e in kept] == ["http.request", "http.response"]
+    assert all(e.parent == original for e in kept)
+
+
 def test_replay_refuses_when_a_recorded_secret_has_no_value(ledger: Ledger) -> None:
     """Without the secret's value, nothing is sent and the error names the missing [NAME]."""
     original = recorded(ledger)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from addons.door.dispatch import Dispatcher
-from flightlog.commands.dispatch import open_dispatcher
+from flightlog.commands.call import open_dispatcher
 from flightlog.settings import load_settings
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event

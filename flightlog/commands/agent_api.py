@@ -1,0 +1,150 @@
+"""`flightlog find`, `get`, `manifest` and `mcp`: the Directory's agent API on the command line.
+
+The same calls `catalog.agent_api` answers over HTTP and MCP. Every command takes `--directory DIR`
+(or FLIGHTLOG_DIRECTORY); without one the native Directory in the Ledger's database is used, seeded
+from the starter rows on first use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from flightlog.commands.directory import open_from_settings
+from flightlog.commands.options import DirectoryOpt, JsonOpt
+from flightlog.settings import load_settings
+
+
+def find(
+    words: Annotated[list[str], typer.Argument(help="Words, a name, or a question.")],
+    k: Annotated[int, typer.Option("--k", help="How many rows at most.")] = 10,
+    bundle: Annotated[str | None, typer.Option("--bundle", help="Only rows of this bundle.")] = None,
+    as_json: JsonOpt = False,
+    directory: DirectoryOpt = None,
+) -> None:
+    """Rows matching WORDS, each with its score, layer and the words that matched."""
+    from catalog.resolver import no_match
+
+    query = " ".join(words)
+    d = open_from_settings(directory)
+    try:
+        hits = d.find(query, k=k, bundle=bundle)
+    finally:
+        d.close()
+    if as_json:
+        out = {
+            "query": query,
+            "hits": [
+                {
+                    "id": h.row.id,
+                    "bundle": h.row.bundle,
+                    "name": h.row.name,
+                    "score": h.score,
+                    "layer": h.layer,
+                    "matched": list(h.matched),
+                    "summary": h.row.summary,
+                }
+                for h in hits
+            ],
+        }
+        if not hits:
+            out["message"] = no_match(query)
+        typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for h in hits:
+            typer.echo(f"{h.score}\t{h.layer}\t{h.row.id}\t{' '.join(h.matched)}\t{h.row.summary}")
+        if not hits:
+            typer.echo(no_match(query))
+    if not hits:
+        raise typer.Exit(1)
+
+
+def get(
+    ids: Annotated[list[str], typer.Argument(help="Row ids from the manifest.")],
+    section: Annotated[
+        str | None, typer.Option("--section", help="One section: frontmatter, body, or a heading's slug.")
+    ] = None,
+    offset: Annotated[int | None, typer.Option("--offset", help="Start at this character.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most this many characters.")] = None,
+    find: Annotated[str | None, typer.Option("--find", help="A window around this literal phrase.")] = None,
+    directory: DirectoryOpt = None,
+) -> None:
+    """Bounded slices of rows, framed `@@ id [start..end of total]`."""
+    from catalog.agent_api import AgentApi
+
+    d = open_from_settings(directory)
+    try:
+        text = AgentApi(d).get(ids, section, offset, limit, find)
+    finally:
+        d.close()
+    typer.echo(text, nl=not text.endswith("\n"))
+    if text.startswith("@@ missing") or "\n@@ missing\n" in text:
+        raise typer.Exit(1)
+
+
+def manifest(
+    bundle: Annotated[str | None, typer.Option("--bundle", help="Only this bundle's rows.")] = None,
+    names: Annotated[bool, typer.Option("--names", help="Ids only (the cheap projection).")] = False,
+    sizes: Annotated[bool, typer.Option("--sizes", help="Byte sizes and token estimates instead.")] = False,
+    directory: DirectoryOpt = None,
+) -> None:
+    """The Directory as TSV, one row per capability."""
+    from catalog.agent_api import AgentApi
+
+    d = open_from_settings(directory)
+    try:
+        api = AgentApi(d)
+        if sizes:
+            for label, size in api.sizes().items():
+                typer.echo(f"{label}\t{size.bytes} bytes\t~{size.tokens} tokens")
+            return
+        typer.echo(api.manifest(bundle, names), nl=False)
+    finally:
+        d.close()
+
+
+def mcp(
+    database_tools: Annotated[
+        bool, typer.Option("--database-tools", help="Also serve transact, history and restore.")
+    ] = False,
+    directory: DirectoryOpt = None,
+) -> None:
+    """Serve the Directory's agent API over MCP stdio."""
+    import importlib
+    import threading
+
+    from catalog.mcp_server import serve
+
+    # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
+    preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
+    preload.start()
+    d = open_from_settings(directory)
+    preload.join()
+    try:
+        serve(d, database_tools=database_tools, dispatch=mcp_dispatch(directory))
+    finally:
+        d.close()
+
+
+def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:
+    """The MCP `call` tool's runner: flightlog's door (door "mcp"), built on the first call so the
+    server starts without loading it."""
+    import threading
+
+    lock = threading.Lock()
+    built: list[Any] = []
+
+    def dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
+        from flightlog.commands.call import open_dispatcher
+
+        with lock:
+            if not built:
+                built.append(open_dispatcher(load_settings(), directory, None, None))
+        result = built[0].dispatch(call, door="mcp", token=token)
+        return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
+
+    return dispatch

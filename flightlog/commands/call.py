@@ -1,0 +1,77 @@
+"""`flightlog call TOOL --args JSON [--dry-run]`: the dispatch door on the command line.
+
+`call` runs the same door as the proxy's `POST /api/dispatch`, in process, and records into the
+Ledger too (door `cli`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flightlog.commands.options import DirectoryOpt, LedgerOpt
+from flightlog.errors import CommandError
+from flightlog.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from addons.door.dispatch import Dispatcher
+
+SecretsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--secrets",
+        help="NAME=value file of the secrets calls may use (default: FLIGHTLOG_HOME/secrets.env).",
+    ),
+]
+
+
+def call(
+    tool: Annotated[str, typer.Argument(help="The Directory row to call.")],
+    args: Annotated[str, typer.Option("--args", help="The arguments as a JSON object.")] = "{}",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the exact request; send nothing.")] = False,
+    token: Annotated[str | None, typer.Option("--token", help="A scoped token to call with.")] = None,
+    directory: DirectoryOpt = None,
+    ledger: LedgerOpt = None,
+    secrets: SecretsOpt = None,
+) -> None:
+    """Call a Directory row with one canonical call (recorded in the Ledger); prints the JSON reply."""
+    try:
+        parsed = json.loads(args)
+    except ValueError as e:
+        raise CommandError(f"--args is not JSON: {e}") from e
+    door = open_dispatcher(load_settings(), directory, ledger, secrets)
+    result = door.dispatch({"tool": tool, "args": parsed}, door="cli", token=token, dry_run=dry_run)
+    typer.echo(json.dumps(result.reply, indent=2, ensure_ascii=False))
+    if refused := result.reply.get("refused"):
+        typer.echo(f"flightlog: call refused by {refused['limit']}: {refused['message']}", err=True)
+    elif result.status >= 300:
+        typer.echo(f"flightlog: the upstream call failed: {result.reply.get('error')}", err=True)
+    if result.status >= 300:
+        raise typer.Exit(1)
+
+
+def open_dispatcher(
+    settings: Settings, directory: Path | None, ledger: str | None, secrets: Path | None
+) -> Dispatcher:
+    """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
+    from addons.door.dispatch import Dispatcher
+    from addons.door.http_face import default_secrets, find_in, own_secrets
+    from addons.recording.secrets import load_secrets
+    from catalog import refused, tokens
+    from catalog.directory import open_directory
+
+    ledger_url = ledger or settings.ledger_url
+    opened = open_directory(ledger_url, directory or settings.directory)
+    return Dispatcher(
+        find_in(opened),
+        settings.open_ledger(ledger_url),
+        own_secrets(settings.home)
+        | load_secrets(
+            secrets or (Path(default_secrets(settings.home)) if default_secrets(settings.home) else None)
+        ),
+        tokens.root_key(settings.home),
+        refused.load_refused_hosts(settings.home),
+    )

@@ -1,0 +1,69 @@
+"""`flightlog export`: the Ledger's events as HAR, a mitmproxy flow file or JSON lines.
+
+Events are selected the way every Ledger question does: a question in plain words and/or the shared
+filter options, read into one `storage.queries.Filter`; `--action` narrows to given actions.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+
+from flightlog.commands.options import (
+    ActionOpt,
+    BlobsOpt,
+    FilterOptions,
+    LedgerOpt,
+    WordsArg,
+    selection_from,
+    with_filters,
+)
+from flightlog.errors import CommandError
+from flightlog.settings import load_settings
+
+
+@with_filters
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="har, mitmproxy or jsonl.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")
+    ] = None,
+    words: WordsArg = None,
+    filters: FilterOptions = FilterOptions(),
+    action: ActionOpt = None,
+    progress: Annotated[bool, typer.Option(help="Draw a progress bar on standard error.")] = True,
+    ledger: LedgerOpt = None,
+    blobs: BlobsOpt = None,
+) -> None:
+    """Export events as HAR, a mitmproxy flow file or JSON lines."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from addons.readback.export import export as run_export
+    from addons.readback.export import plan
+
+    opened = load_settings().open_ledger(ledger, blobs)
+    with ExitStack() as stack:
+        stack.callback(opened.close)
+        selection = selection_from(words, action, filters)
+        ids = plan(opened, selection, fmt)
+        out: IO[bytes]
+        if output is None:
+            if fmt == "mitmproxy" and sys.stdout.isatty():
+                raise CommandError("--format mitmproxy writes a binary flow file; give -o FILE")
+            out = sys.stdout.buffer
+        else:
+            try:
+                out = stack.enter_context(output.open("wb"))
+            except OSError as e:
+                raise CommandError(f"cannot write {output}: {e.strerror}") from e
+        bar = stack.enter_context(Progress(console=Console(stderr=True), disable=not progress))
+        what = "events" if fmt == "jsonl" else "exchanges"
+        job = bar.add_task(f"export {fmt}", total=len(ids))
+        count = run_export(opened, fmt, ids, out, lambda: bar.advance(job))
+        out.flush()
+    typer.echo(f"exported {count} {what} as {fmt}" + (f" to {output}" if output else ""), err=True)

@@ -1,0 +1,201 @@
+"""`flightlog proxy`, `run` and `env`: the recording proxy and the variables that route through it.
+
+`run` and `env` find the proxy running for FLIGHTLOG_HOME from the state file it writes
+(`addons.proxy_env`); `run` starts one for its command's lifetime when none is running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flightlog.commands.options import BlobsOpt, LedgerOpt, parse_listen
+from flightlog.errors import CommandError
+from flightlog.settings import load_settings
+
+if TYPE_CHECKING:
+    from addons.proxy_env import ProxyState
+
+PROVIDER_MODES = ("reverse:https://api.openai.com@0", "reverse:https://api.anthropic.com@0")
+
+
+def proxy_modes(modes: list[str] | None) -> tuple[str, ...]:
+    """The forward listener plus any reverse ones (`--mode` adds; `regular...` replaces the default)."""
+    given = [m for m in modes or [] if m]
+    for mode in given:
+        if not mode.startswith(("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard")):
+            raise CommandError(f"--mode {mode!r}: use regular or reverse:URL[@PORT]")
+    if any(m.startswith("regular") for m in given):
+        return tuple(given)
+    return ("regular", *given)
+
+
+def parse_sets(values: list[str] | None) -> tuple[str, ...]:
+    """`--set NAME=VALUE` pairs for mitmproxy options (e.g. ssl_verify_upstream_trusted_ca)."""
+    for item in values or []:
+        name, sep, _ = item.partition("=")
+        if not sep or not name:
+            raise CommandError(f"--set wants NAME=VALUE, not {item!r}")
+    return tuple(values or ())
+
+
+def proxy(
+    listen: Annotated[str, typer.Option(help="HOST:PORT of the forward proxy (port 0: any free).")] = (
+        "127.0.0.1:8080"
+    ),
+    mode: Annotated[
+        list[str] | None,
+        typer.Option(help="reverse:URL[@PORT] adds a reverse listener for inbound traffic; repeatable."),
+    ] = None,
+    ledger: LedgerOpt = None,
+    blobs: BlobsOpt = None,
+    secrets: Annotated[str | None, typer.Option(help="File of NAME=value secrets to redact.")] = None,
+    secret_env: Annotated[
+        list[str] | None, typer.Option(help="Environment variable whose value is a secret; repeatable.")
+    ] = None,
+    sync_path: Annotated[
+        list[str] | None,
+        typer.Option(help="Path glob of inbound requests committed before forwarding; repeatable."),
+    ] = None,
+    stream_grace: Annotated[
+        int, typer.Option(help="Seconds to keep reading a stream after its client left.")
+    ] = 25,
+    max_request_body: Annotated[
+        str, typer.Option(help="Larger request bodies are streamed through unread (recorded missing).")
+    ] = "8m",
+    no_redact_auth_headers: Annotated[
+        bool, typer.Option("--no-redact-auth-headers", help="Keep Authorization/Cookie/... values.")
+    ] = False,
+    collector: Annotated[str, typer.Option(help="This proxy's collector id in the Ledger.")] = "",
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE of a mitmproxy option; repeatable.")
+    ] = None,
+) -> None:
+    """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
+    from addons.master import ProxyConfig, run_proxy
+
+    settings = load_settings()
+    host, port = parse_listen(listen)
+    config = ProxyConfig(
+        home=settings.home,
+        ledger_url=ledger or settings.ledger_url,
+        blobs_url=blobs or settings.blobs_url,
+        listen_host=host,
+        listen_port=port,
+        modes=proxy_modes(mode),
+        secrets=str(Path(secrets).expanduser()) if secrets else "",
+        secret_env=tuple(secret_env or ()),
+        sync_paths=tuple(sync_path or ()),
+        stream_grace=stream_grace,
+        max_request_body=max_request_body,
+        redact_auth_headers=not no_redact_auth_headers,
+        collector=collector,
+        stats_file=os.environ.get("FLIGHTLOG_STATS_FILE", ""),
+        directory=str(settings.directory) if settings.directory else "",
+        extra=parse_sets(set_),
+    )
+    run_proxy(config)
+
+
+def run(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
+    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
+    task: Annotated[str | None, typer.Option(help="Task id.")] = None,
+    turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
+) -> None:
+    """Run COMMAND through the recording proxy: flightlog run [--agent A] -- COMMAND ...
+
+    Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime.
+    The exit code is COMMAND's.
+    """
+    from addons.proxy_env import proxy_env, read_state
+    from addons.recording.identity import Identity
+
+    command = list(ctx.args)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CommandError("run needs a command: flightlog run -- COMMAND ...")
+    settings = load_settings()
+    who = Identity(agent=agent, session=session, task=task, turn=turn)
+    state = read_state(settings.home)
+    started: subprocess.Popen[bytes] | None = None
+    if state is None:
+        started = _start_proxy(settings.home)
+        state = _wait_for_state(settings.home, started)
+    forward = state.forward
+    if forward is None:
+        raise CommandError("the running proxy has no forward (regular) listener")
+    reverse = tuple(x for x in state.listeners if x.mode.startswith("reverse"))
+    env = {**os.environ, **proxy_env((forward.host, forward.port), state.ca, who, reverse)}
+    try:
+        code = subprocess.call(command, env=env)
+    except FileNotFoundError as e:
+        raise CommandError(f"command not found: {command[0]}") from e
+    finally:
+        if started is not None:
+            _stop(started)
+    raise typer.Exit(code)
+
+
+def env(
+    agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
+    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
+    task: Annotated[str | None, typer.Option(help="Task id.")] = None,
+) -> None:
+    """Print export lines that route a shell's programs through the proxy."""
+    from addons.proxy_env import export_lines, proxy_env, read_state
+    from addons.recording.identity import Identity
+
+    settings = load_settings()
+    who = Identity(agent=agent, session=session, task=task)
+    state = read_state(settings.home)
+    if state is not None and state.forward is not None:
+        reverse = tuple(x for x in state.listeners if x.mode.startswith("reverse"))
+        values = proxy_env((state.forward.host, state.forward.port), state.ca, who, reverse)
+    else:
+        values = proxy_env(("127.0.0.1", 8080), settings.confdir / "mitmproxy-ca-cert.pem", who)
+    typer.echo(export_lines(values))
+
+
+def _start_proxy(home: Path) -> subprocess.Popen[bytes]:
+    """A proxy for this FLIGHTLOG_HOME on free ports, with reverse listeners for the model APIs."""
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0"]
+    for mode in PROVIDER_MODES:
+        args += ["--mode", mode]
+    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL)
+
+
+def _wait_for_state(home: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> ProxyState:
+    from addons.proxy_env import read_state
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise CommandError(f"the proxy exited with code {proc.returncode} before listening")
+        state = read_state(home)
+        if state is not None and state.pid == proc.pid:
+            return state
+        time.sleep(0.05)
+    _stop(proc)
+    raise CommandError(f"the proxy did not start listening within {timeout:g} s")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the proxy drains its queue), then wait; kill only if it hangs."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

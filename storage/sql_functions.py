@@ -1,0 +1,71 @@
+"""SQL functions that make a SQLite Ledger readable in any SQL tool: payloads and heads as text.
+
+Payloads are zstd frames addressed by their SHA-256, so a plain `sqlite3` or Datasette user sees
+opaque bytes. `register(conn, blobs)` adds three functions to a `sqlite3` connection:
+
+    flightlog_payload(blobs.data, blobs.sha256)  the payload's bytes, decompressed and verified
+                                                 (read from the blob store when stored there)
+    flightlog_text(bytes)                        the bytes as text when they are strict UTF-8, else NULL
+    flightlog_head(events.head)                  the exact head as text (latin-1: every byte kept)
+
+and `READABLE_EVENTS` is the query that joins them into one row per event. A payload that does not
+hash to its address raises instead of returning wrong bytes, as every other read does.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Final
+
+from storage.blobstore import BlobStore
+from storage.codec import decompress, is_text
+from storage.errors import StorageError
+
+READABLE_EVENTS: Final = """
+SELECT e.event_id, e.action_id, e.at, e.kind, e.direction, e.method, e.url, e.status, e.agent,
+       e.session, e.model, e.tokens_in, e.tokens_out, e.cost_usd, e.payload_state, e.redacted,
+       e.error, flightlog_head(e.head) AS head,
+       flightlog_text(flightlog_payload(b.data, b.sha256)) AS body,
+       e.payload_size
+FROM events AS e LEFT JOIN blobs AS b ON b.sha256 = e.payload_sha256
+ORDER BY e.at DESC, e.event_id
+"""
+"""One row per event with its head and (text) body readable: a Datasette canned query, or plain SQL."""
+
+
+def payload_reader(blobs: BlobStore | None) -> Callable[[bytes | None, str | None], bytes | None]:
+    """`flightlog_payload(data, sha256)`: inline frames from `data`, the others from `blobs`."""
+
+    def payload(data: bytes | None, sha256: str | None) -> bytes | None:
+        if sha256 is None:
+            return None
+        if data is None:
+            if blobs is None:
+                return None
+            try:
+                data = blobs.get(sha256)
+            except StorageError:
+                return None
+        return decompress(bytes(data), sha256)
+
+    return payload
+
+
+def text(data: bytes | None) -> str | None:
+    """`flightlog_text(bytes)`: text only where decoding gives back the identical bytes."""
+    if data is None or not is_text(bytes(data)):
+        return None
+    return bytes(data).decode("utf-8")
+
+
+def head(data: bytes | None) -> str | None:
+    """`flightlog_head(head)`: a head's bytes as text; latin-1 maps every byte, so nothing is lost."""
+    return None if data is None else bytes(data).decode("latin-1")
+
+
+def register(conn: sqlite3.Connection, blobs: BlobStore | None = None) -> None:
+    """Add flightlog's functions to a SQLite connection (Datasette's plugin calls this for each one)."""
+    conn.create_function("flightlog_payload", 2, payload_reader(blobs), deterministic=True)
+    conn.create_function("flightlog_text", 1, text, deterministic=True)
+    conn.create_function("flightlog_head", 1, head, deterministic=True)

@@ -1,0 +1,106 @@
+"""A SQLite Ledger is readable where people look: plain `sqlite3` with flightlog's SQL functions, and a
+real Datasette server with flightlog's plugin, show heads and bodies as text (payloads verified)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from storage.blobstore import open_blob_store
+from storage.events import INLINE_MAX
+from storage.ledger import open_ledger
+from storage.sql_functions import READABLE_EVENTS, register
+from tests.storage.factory import batch, event
+
+TEXT = b'{"messages": [{"role": "user", "content": "hello ledger"}]}'
+BINARY = b"\x89PNG\r\n\x1a\n\x00\xff"
+LARGE = b"line of a large answer\n" * (INLINE_MAX // 23 + 10)
+
+
+@pytest.fixture
+def ledger_db(tmp_path: Path) -> Path:
+    """A ledger.db with a text body, a binary body and one large enough for the blob folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    ledger.append(batch([event(0, TEXT), event(1, BINARY), event(2, LARGE), event(3, None)]))
+    ledger.close()
+    return home / "ledger.db"
+
+
+def _bodies(conn: sqlite3.Connection) -> dict[str, str | None]:
+    return {row[0]: row[1] for row in conn.execute(f"SELECT event_id, body FROM ({READABLE_EVENTS})")}
+
+
+def test_sqlite3_reads_bodies_and_heads_as_text(ledger_db: Path) -> None:
+    """With `register`, a plain sqlite3 connection decodes inline and blob-folder payloads; binary is NULL."""
+    conn = sqlite3.connect(ledger_db)
+    register(conn, open_blob_store((ledger_db.parent / "blobs").as_uri()))
+    bodies = _bodies(conn)
+    assert bodies["ev-000000"] == TEXT.decode()
+    assert bodies["ev-000001"] is None
+    assert bodies["ev-000002"] == LARGE.decode()
+    assert bodies["ev-000003"] is None
+    head = conn.execute("SELECT flightlog_head(head) FROM events WHERE event_id = 'ev-000000'").fetchone()[0]
+    assert head.startswith("POST /v1/things HTTP/1.1\r\nHost: api.example.com")
+
+
+def test_a_forged_inline_payload_raises_instead_of_reading_wrong_bytes(ledger_db: Path) -> None:
+    """A frame that does not hash to its address fails the query: wrong bytes are never shown."""
+    import zstandard
+
+    conn = sqlite3.connect(ledger_db)
+    register(conn)
+    sha = conn.execute("SELECT payload_sha256 FROM events WHERE event_id = 'ev-000000'").fetchone()[0]
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(b"forged")
+    with pytest.raises(sqlite3.OperationalError, match="user-defined function raised exception"):
+        conn.execute("SELECT flightlog_payload(?, ?)", (frame, sha)).fetchone()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_datasette_shows_heads_and_bodies(ledger_db: Path) -> None:
+    """`datasette ledger.db` (the real server, plugin found through its entry point) serves the canned
+    query with bodies as text and renders the events table's heads as text."""
+    port = _free_port()
+    datasette = Path(sys.executable).parent / "datasette"
+    env = {k: v for k, v in os.environ.items() if k != "FLIGHTLOG_BLOBS"}
+    proc = subprocess.Popen(
+        [str(datasette), "serve", str(ledger_db), "--port", str(port), "--host", "127.0.0.1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/-/versions.json", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError(proc.stderr.read().decode() if proc.stderr else "") from None
+                time.sleep(0.1)
+        rows = httpx.get(f"{base}/ledger/readable_events.json?_shape=array", timeout=10).json()
+        bodies = {row["event_id"]: row["body"] for row in rows}
+        assert bodies["ev-000000"] == TEXT.decode()
+        assert bodies["ev-000002"] == LARGE.decode()
+        assert bodies["ev-000001"] is None
+        page = httpx.get(f"{base}/ledger/events", timeout=10).text
+        assert "<pre>POST /v1/things HTTP/1.1" in page
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

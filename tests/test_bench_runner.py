@@ -1,0 +1,32 @@
+"""`make bench` on a fresh machine: a benchmark that lacks a tool is skipped with one line, the rest run."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import bench._needs as needs
+from bench.__main__ import main
+
+
+def test_a_missing_tool_skips_that_benchmark_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No wrk and no apt-get: bench.capture says why in one line and the runner goes on to the next."""
+    real = shutil.which
+    monkeypatch.setattr(
+        needs.shutil, "which", lambda tool, **kw: None if tool in ("wrk", "apt-get") else real(tool, **kw)
+    )
+    ran: list[str] = []
+    monkeypatch.setattr("bench.redact.main", lambda: ran.append("redact"))
+    main(["capture", "redact"])
+    out = capsys.readouterr().out.splitlines()
+    assert "bench.capture: skipped: needs wrk (apt-get install wrk), which is not on this machine" in out
+    assert ran == ["redact"]
+    assert out[-1] == "skipped: capture"
+
+
+def test_a_tool_on_the_path_is_found() -> None:
+    """`need` answers the tool's path when it is there (python is, wherever the tests run)."""
+    assert needs.need("python3") == shutil.which("python3")

@@ -1,0 +1,48 @@
+"""The pieces of an event both the detail and the action screens draw: its head and its body.
+
+One room for them, so that neither screen imports the other: screens reach each other only through
+the app (a message upward, or `push_screen` by whoever owns the stack).
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.text import Text
+from textual.widget import Widget
+from textual.widgets import Static
+
+from storage.events import StoredEvent
+from tui.body import Body
+
+
+def section(title: str, content: str | Text, *, classes: str = "section") -> Static:
+    """A bordered block of plain text (never read as markup) titled `title`."""
+    widget = Static(content, classes=classes, markup=False)
+    widget.border_title = title
+    return widget
+
+
+def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None) -> list[Widget]:
+    """The body as widgets: one bordered chunk per server-sent event, else one section."""
+    if error:
+        return [Static(f"[red]payload unreadable:[/] {escape(error)}", classes="note")]
+    if event.payload_sha256 is None:
+        return [section("body", f"no bytes kept (payload {event.payload_state})")]
+    if body is None:
+        return [section("body", "reading…")]
+    out: list[Widget] = []
+    if event.payload_state == "partial":
+        out.append(Static("partial: the stream ended before its answer was complete", classes="note"))
+    if body.note:
+        out.append(Static(body.note, classes="note", markup=False))
+    if body.kind == "sse":
+        for n, chunk in enumerate(body.chunks, 1):
+            out.append(section(f"event {n} of {len(body.chunks)}", chunk, classes="chunk"))
+        return out
+    out.append(section(f"body ({body.kind})", body.text or "(empty)"))
+    return out
+
+
+def head_text(event: StoredEvent) -> str:
+    """The exact head, one character per byte (Latin-1), CRLFs as line breaks."""
+    return event.head.decode("latin-1").rstrip("\r\n").replace("\r\n", "\n") or "(no head)"
