@@ -31,6 +31,7 @@ import select
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -60,6 +61,8 @@ STDOUT_LINGER = 2.0
 DRAIN_WAIT = 1.5
 """The wrapper waits this long for the writer to commit at the end; the writer process (its own
 session) keeps draining after that, so a client that kills the wrapper soon after loses nothing."""
+SWITCH_INTERVAL = 0.0005
+"""A relay thread woken by a read waits at most this long for the GIL (Python's default is 5 ms)."""
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -316,6 +319,7 @@ def _opener(opts: RecordOptions) -> Callable[[float], Ledger]:
 
 def record(opts: RecordOptions) -> int:
     """Run one recorded session; the process exit code to use (the server's, 128+N for a signal N)."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
     recording = Recording(opts)
     code = asyncio.run(recording.run())
     if code < 0:
