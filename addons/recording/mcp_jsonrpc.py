@@ -5,8 +5,7 @@ follow one rule set (described in `addons.recording.kinds`):
 
 - a request or notification is `mcp.<method>` (`mcp.tools/call`, `mcp.notifications/progress`);
 - a result or error answer is `mcp.<method>.result`, the method being the call's (`mcp.result` when
-  the call was not seen); a JSON-RPC error is the event's `error` (`CODE: message`, the code also in
-  `status`), and a `tools/call` result with `isError: true` is one too (`tool error: <first text>`);
+  the call was not seen); a JSON-RPC error is the event's `error` (`CODE: message`), and a `tools/call` result with `isError: true` is one too (`tool error: <first text>`);
 - anything else that arrived where a message belongs is `mcp.invalid`, with why in `error`.
 
 Pure functions: bytes in, a `Message` out; they never raise on bad input.

@@ -10,7 +10,8 @@ Ids are stable across re-delivery: the session id is fixed when `flightlog mcp-r
   the action of the request it cancels; any other notification (and a line that is not JSON-RPC) is
   an action of its own; `mcp:SESSION:start` and `mcp:SESSION:end` belong to the action `mcp:SESSION`.
 
-`direction` is the action's: `out` for what the client (the agent) started, `in` for what the server
+A JSON-RPC error answer's `error` is `CODE: message` (`status` stays the Ledger's non-negative code
+column: the session end's exit code, 128+N for a signal N). `direction` is the action's: `out` for what the client (the agent) started, `in` for what the server
 started. `url` is `stdio:` and the server's command line, `host` is `stdio`; `method` is the JSON-RPC
 method (an answer carries its call's). The kind of an answer needs its call's method: the writer keeps
 a bounded memory of calls not yet answered (`Pairing`), which also names the calls a dying server left
@@ -115,7 +116,7 @@ def stdio_event(
             action_id=f"mcp:{session}",
             kind=START if rec.origin == "start" else EXIT,
             direction="out",
-            status=rec.code,
+            status=None if rec.code is None else (128 - rec.code if rec.code < 0 else rec.code),
             error=error,
             **common,  # type: ignore[arg-type]
         )
@@ -149,7 +150,6 @@ def stdio_event(
         direction=direction,  # type: ignore[arg-type]
         method=method,
         tool=tool,
-        status=message.code,
         error="; ".join(notes) or None,
         **common,  # type: ignore[arg-type]
     )
