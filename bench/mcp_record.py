@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> None:
             ratios.append(rec / bare)
         ledger = open_ledger(ledger_url, blobs)
         sessions = session_events(ledger, timeout=60)
-        lines = sum(1 for events in sessions.values() for e in events if e.kind not in ("mcp.start", "mcp.exit"))
+        lines = sum(
+            1 for events in sessions.values() for e in events if e.kind not in ("mcp.start", "mcp.exit")
+        )
         with ledger.engine.connect() as c:
             tool_calls = c.execute(text("SELECT count(*) FROM events WHERE kind = 'mcp.tools/call'")).scalar()
         ledger.close()
@@ -68,12 +70,16 @@ def main(argv: list[str] | None = None) -> None:
         # before its first call, (1 warm-up + N) calls and their results
         sent = args.rounds * (3 + 2 + 2 * (args.calls + 1))
         disk = _size(root)
-    print(f"calls per run            {args.calls} (rounds: {args.rounds}, python {sys.version.split()[0]})")
-    print(f"bare server              {statistics.median(bare_times):.3f} s  ({[round(t, 3) for t in bare_times]})")
-    print(f"through mcp-record       {statistics.median(recorded_times):.3f} s  ({[round(t, 3) for t in recorded_times]})")
-    print(f"ratio recorded/bare      {statistics.median(ratios):.3f} median  ({[round(r, 3) for r in ratios]})")
+    print(f"calls per run            {args.calls} (rounds: {args.rounds})")
+    for label, values, unit in (
+        ("bare server", bare_times, "s"),
+        ("through mcp-record", recorded_times, "s"),
+        ("ratio recorded/bare", ratios, "median"),
+    ):
+        print(f"{label:<24} {statistics.median(values):.3f} {unit}  ({[round(v, 3) for v in values]})")
     print(f"messages recorded/sent   {lines}/{sent}")
-    print(f"disk per recorded call   {disk / max(1, int(tool_calls or 0)):.0f} bytes ({disk} bytes, {tool_calls} calls)")
+    per_call = disk / max(1, int(tool_calls or 0))
+    print(f"disk per recorded call   {per_call:.0f} bytes ({disk} bytes, {tool_calls} calls)")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ follow one rule set (described in `addons.recording.kinds`):
 
 - a request or notification is `mcp.<method>` (`mcp.tools/call`, `mcp.notifications/progress`);
 - a result or error answer is `mcp.<method>.result`, the method being the call's (`mcp.result` when
-  the call was not seen); a JSON-RPC error is the event's `error` (`CODE: message`), and a `tools/call` result with `isError: true` is one too (`tool error: <first text>`);
+  the call was not seen); a JSON-RPC error is the event's `error` (`CODE: message`), and a
+  `tools/call` result with `isError: true` is one too (`tool error: <first text>`);
 - anything else that arrived where a message belongs is `mcp.invalid`, with why in `error`.
 
 Pure functions: bytes in, a `Message` out; they never raise on bad input.
@@ -78,8 +79,8 @@ def classify(obj: Any) -> Message:
     method = obj.get("method")
     rpc_id = _key(obj.get("id")) if "id" in obj else None
     if isinstance(method, str):
-        params = obj.get("params") if isinstance(obj.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        params: dict[str, Any] = obj["params"] if isinstance(obj.get("params"), dict) else {}
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
         token = _key(meta.get("progressToken")) or (
             _key(params.get("progressToken")) if method == "notifications/progress" else None
@@ -90,7 +91,7 @@ def classify(obj: Any) -> Message:
     if rpc_id is None and obj.get("id") is not None:
         return Message("invalid", error="a JSON-RPC answer whose id is neither a string nor a number")
     if "error" in obj:
-        err = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+        err: dict[str, Any] = obj["error"] if isinstance(obj.get("error"), dict) else {}
         code = err.get("code") if isinstance(err.get("code"), int) else None
         text = _clip(f"{code}: {err.get('message', '')}" if code is not None else str(err.get("message")))
         return Message("answer", id=rpc_id, error=text, code=code)

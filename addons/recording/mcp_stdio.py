@@ -198,11 +198,22 @@ class Recording:
     def _record(self, origin: str, index: int, data: bytes, size: int, note: str | None = None) -> None:
         assert self.writer is not None
         if len(data) < size:
-            note = f"a message of {size} bytes, over the {self.opts.max_message} byte limit: relayed, not kept"
+            note = (
+                f"a message of {size} bytes, over the {self.opts.max_message} byte limit: relayed, not kept"
+            )
         self.sent += 1
         self.writer.put(
             StdioRecord(
-                self.session, self.server, self.opts.identity, origin, index, time.time(), data, size, None, note
+                self.session,
+                self.server,
+                self.opts.identity,
+                origin,
+                index,
+                time.time(),
+                data,
+                size,
+                None,
+                note,
             )
         )
 
@@ -223,7 +234,9 @@ class Recording:
         self.writer = WriterProcess(spec, self.opts.processing, _opener(self.opts))
         await self.writer.start()
         try:
-            self.proc = subprocess.Popen(list(self.opts.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self.proc = subprocess.Popen(
+                list(self.opts.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
         except OSError as e:
             self._edge("start", None, f"cannot start the server: {e.strerror or e}")
             self._edge("end", 127, "the server did not start")
@@ -239,7 +252,9 @@ class Recording:
             target=_pump, args=(self.stdin, to_server, "client", self.inbox, self._client_ended), daemon=True
         )
         down = threading.Thread(
-            target=_pump, args=(from_server, self.stdout, "server", self.inbox, self._server_ended), daemon=True
+            target=_pump,
+            args=(from_server, self.stdout, "server", self.inbox, self._server_ended),
+            daemon=True,
         )
         up.start()
         down.start()
@@ -275,7 +290,18 @@ class Recording:
         assert self.writer is not None
         data = json.dumps(what, ensure_ascii=False).encode() if what is not None else b""
         self.writer.put(
-            StdioRecord(self.session, self.server, self.opts.identity, origin, 0, time.time(), data, len(data), code, note)
+            StdioRecord(
+                self.session,
+                self.server,
+                self.opts.identity,
+                origin,
+                0,
+                time.time(),
+                data,
+                len(data),
+                code,
+                note,
+            )
         )
 
     async def _finish(self) -> None:

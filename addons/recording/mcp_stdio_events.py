@@ -11,7 +11,8 @@ Ids are stable across re-delivery: the session id is fixed when `flightlog mcp-r
   an action of its own; `mcp:SESSION:start` and `mcp:SESSION:end` belong to the action `mcp:SESSION`.
 
 A JSON-RPC error answer's `error` is `CODE: message` (`status` stays the Ledger's non-negative code
-column: the session end's exit code, 128+N for a signal N). `direction` is the action's: `out` for what the client (the agent) started, `in` for what the server
+column: the session end's exit code, 128+N for a signal N). `direction` is the action's: `out` for
+what the client (the agent) started, `in` for what the server
 started. `url` is `stdio:` and the server's command line, `host` is `stdio`; `method` is the JSON-RPC
 method (an answer carries its call's). The kind of an answer needs its call's method: the writer keeps
 a bounded memory of calls not yet answered (`Pairing`), which also names the calls a dying server left
@@ -122,7 +123,12 @@ def stdio_event(
         )
     event_id = f"mcp:{session}:{SIDE[rec.origin]}:{rec.index}"
     message = rpc.parse(rec.data) if rec.whole else rpc.peek(rec.data)
-    action, direction, method, tool = event_id, "out" if rec.origin == "client" else "in", message.method, None
+    action, direction, method, tool = (
+        event_id,
+        "out" if rec.origin == "client" else "in",
+        message.method,
+        None,
+    )
     if message.shape == "request" and message.id is not None and message.method:
         action = call_action(session, rec.origin, message.id)
         tool = message.tool

@@ -84,7 +84,8 @@ class WebSocketRecord:
 class StdioRecord:
     """One line of a stdio MCP session relayed by `flightlog mcp-record` (`origin` client or server),
     or the session's `start` and `end`. `data` is the line without its newline, or only its first bytes
-    when it was over the size limit (relayed, not kept: `size` says how large). `index` numbers each origin's lines;
+    when it was over the size limit (relayed, not kept: `size` says how large). `index` numbers each
+    origin's lines;
     `code` is the server's exit code at the end; `note` says what went wrong, if anything."""
 
     session: str

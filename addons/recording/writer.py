@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons.recording import events as ev
-from addons.recording import mcp_stdio_events
+from addons.recording import mcp_messages, mcp_stdio_events
 from addons.recording.records import (
     RequestRecord,
     ResponseRecord,
@@ -242,6 +242,7 @@ class Writer:
         self._pending.append(event)
         payload = event.payload if isinstance(event, Event) else None
         self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
+        self._pending.extend(mcp_messages.derived_from(event, self._next_seq))  # MCP over HTTP
 
     def _handle(self, item: Any) -> None:
         self._consumed_bytes += size_of(item)
@@ -258,7 +259,9 @@ class Writer:
         elif isinstance(item, WebSocketRecord):
             self._add(ev.websocket_event(proc, item, collector=self.collector, seq=self._next_seq()))
         elif isinstance(item, StdioRecord):
-            self._add(mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq()))
+            self._add(
+                mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
+            )
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor

@@ -1,15 +1,15 @@
 """A small MCP server built with the official SDK (`mcp.server.MCPServer`), for the tests and the bench.
 
-`python tests/mcp/sdk_server.py` serves stdio; `--http PORT` serves streamable HTTP at `/mcp`.
+`python tests/mcp/sdk_server.py` serves stdio; `--http PORT` serves streamable HTTP at `/mcp` (SSE
+answers; `--http-json PORT`: JSON answers); `--sse PORT` the older HTTP+SSE transport at `/sse`.
 Tools: `echo`, `add`, `fail` (an `isError` result), `count` (progress notifications), `big` (a large
 answer), `crash` (the server exits mid-call).
 """
 
 from __future__ import annotations
 
-import sys
-
 import os
+import sys
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -69,9 +69,14 @@ def review(code: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+    if len(sys.argv) > 2:  # --http PORT (SSE answers), --http-json PORT (JSON answers), --sse PORT (old)
         import uvicorn
 
-        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        mode, port = sys.argv[1], int(sys.argv[2])
+        if mode == "--sse":
+            app = server.sse_app()
+        else:
+            app = server.streamable_http_app(json_response=mode == "--http-json")
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
     else:
         server.run()

@@ -64,7 +64,7 @@ def test_a_message_over_8_mib_is_relayed_whole_and_recorded_without_its_bytes(
     events = _one_session(db)
     big, echo = lines_of(events, "s")
     assert big.payload_state == "missing" and big.payload_sha256 is None
-    assert f"{len(with_flightlog[0].split(b"\n")[0])} bytes" in (big.error or "")
+    assert f"{len(with_flightlog[0].split(b'\n')[0])} bytes" in (big.error or "")
     assert big.action_id == lines_of(events, "c")[0].action_id
     assert echo.payload_state == "complete" and echo.error is None
 

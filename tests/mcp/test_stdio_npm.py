@@ -53,7 +53,9 @@ async def _drive(command: list[str]) -> dict[str, Any]:
             await s.initialize()
             seen["tools"] = len((await s.list_tools()).tools)
             seen["sum"] = (await s.call_tool("get-sum", {"a": 2, "b": 5})).content[0].model_dump()["text"]
-            await s.call_tool("trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress)
+            await s.call_tool(
+                "trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress
+            )
             seen["bad_args"] = (await s.call_tool("get-sum", {"a": "x"})).is_error
             seen["resources"] = len((await s.list_resources()).resources)
             await s.read_resource("demo://resource/static/document/features.md")

@@ -48,14 +48,9 @@ def test_sdk_client_through_mcp_record_sees_the_same_bytes_and_every_message_is_
     progress notifications join their call; the session ends with the server's exit code."""
     ledger_url, blobs_url = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
     bare = anyio.run(_scenario, [*TAP, str(tmp_path / "bare"), *SDK_SERVER])
-    through = anyio.run(
-        _scenario,
-        [
-            *TAP, str(tmp_path / "client"),
-            *recorded([*TAP, str(tmp_path / "server"), *SDK_SERVER], "--agent", "alpha", "--ledger", ledger_url,
-                      "--blobs", blobs_url),
-        ],
-    )  # fmt: skip
+    server = [*TAP, str(tmp_path / "server"), *SDK_SERVER]
+    options = ("--agent", "alpha", "--ledger", ledger_url, "--blobs", blobs_url)
+    through = anyio.run(_scenario, [*TAP, str(tmp_path / "client"), *recorded(server, *options)])
     assert through == bare
     assert bare[-1] == [1.0, 2.0, 3.0]
     sent_by_client = (tmp_path / "client.in").read_bytes()
