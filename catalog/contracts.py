@@ -12,7 +12,9 @@ A caller learns one shape, `{"tool": NAME, "args": {...}}`, and asks for the wra
 
 Form names (`FORM_NAMES`, in this order): dispatch, dispatch_dry_run, url, curl, cli, cli_dry_run,
 python, javascript, mcp_stdio, mcp_http, mcp_config_claude_code, mcp_config_json, and upstream (the
-service's own call, only for a tool with an upstream contract).
+service's own call, only for a tool with an upstream contract); a tool whose upstream is a stdio MCP
+server adds `RECORDED_FORM_NAMES`: its configuration for Claude Code, Cursor and VS Code behind
+`flightlog mcp-record` (`catalog.forms.recorded_mcp`).
 
 The dispatch door uses two functions of this module: `render_upstream(tool, args)` gives the exact
 upstream request with the arguments substituted and secrets still as `[NAME]` (what a dry run shows),
@@ -45,6 +47,7 @@ from catalog.forms.door import (
     MCP_HTTP_PATH,
     door_forms,
 )
+from catalog.forms.recorded_mcp import RECORDED_FORM_NAMES, RECORDED_FORM_NOTES, mcp_upstream, recorded_forms
 from catalog.forms.upstream import Request, bind, canonical_json, render, secret_names
 from catalog.refused import RefusedHosts
 from catalog.tool import Tool
@@ -57,6 +60,8 @@ __all__ = [
     "FORM_NOTES",
     "MCP_CALL_TOOL",
     "MCP_HTTP_PATH",
+    "RECORDED_FORM_NAMES",
+    "RECORDED_FORM_NOTES",
     "bind_secrets",
     "canonical_call",
     "canonical_json",
@@ -160,6 +165,8 @@ def forms(
     out = door_forms(tool.name, checked, base=base, proxy=proxy, token=token)
     if tool.upstream is not None:
         out["upstream"] = render_upstream(tool, checked, refused=hosts, check_args=False)
+        if (mcp := mcp_upstream(tool.upstream)) is not None:  # a stdio server's config behind mcp-record
+            out |= recorded_forms(mcp.get("server") or {})
     hosts.check(out, f"the {tool.name} forms")
     return out
 

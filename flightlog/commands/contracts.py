@@ -37,7 +37,14 @@ def contracts(
     token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
 ) -> None:
     """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
-    from catalog.contracts import FORM_NAMES, FORM_NOTES, example_args, forms
+    from catalog.contracts import (
+        FORM_NAMES,
+        FORM_NOTES,
+        RECORDED_FORM_NAMES,
+        RECORDED_FORM_NOTES,
+        example_args,
+        forms,
+    )
     from catalog.refused import load_refused_hosts
 
     row = _find_tool(tool, directory)
@@ -48,7 +55,7 @@ def contracts(
     )
     if form is not None:
         if form not in rendered:
-            names = ", ".join(n for n in FORM_NAMES if n in rendered)
+            names = ", ".join(n for n in (*FORM_NAMES, *RECORDED_FORM_NAMES) if n in rendered)
             raise CommandError(f'{tool} has no form "{form}"; its forms are: {names}')
         rendered = {form: rendered[form]}
     if as_json:
@@ -57,7 +64,8 @@ def contracts(
         typer.echo(_pasteable(rendered[form]))
     else:
         for name, value in rendered.items():
-            typer.echo(f"{name}: {FORM_NOTES.get(name, '')}\n{_indent(_pasteable(value))}\n")
+            note = FORM_NOTES.get(name) or RECORDED_FORM_NOTES.get(name, "")
+            typer.echo(f"{name}: {note}\n{_indent(_pasteable(value))}\n")
 
 
 def _find_tool(name: str, directory: Path | None) -> Tool:
