@@ -14,6 +14,7 @@ The reading rules, in the order they are tried for each word:
 - grouping: by|per hour|session|turn|kind|agent|model|tool|task (plurals too), hourly;
 - status: errors/failed (status >= 400 or an error), ok/successful, 4xx, a code (404, 404s);
 - HTTP methods (GET only in capitals, since "get" is an everyday word), inbound/outbound;
+- MCP: `MCP calls` are the `mcp.tools/call` events, `MCP tools` the same counted by tool;
 - a host (a word with a dot, `to api.openai.com`), a path (`/v1/chat`) or a whole URL;
 - filler words (requests, calls, show, the, ...) are understood and change nothing.
 """
@@ -86,8 +87,13 @@ FILLER: Final = frozenset(
         "sent",
         "get",
         "please",
+        "call",
+        "called",
+        "counts",
     ]
 )
+MCP_CALL: Final = "mcp.tools/call"
+"""The event kind of a recorded MCP tool call (stdio through `flightlog mcp-record`, or over HTTP)."""
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
 UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
@@ -245,6 +251,11 @@ class _Reader:
             self.set("status", low[:3])
         elif word.upper() in METHODS and (word.isupper() or low != "get"):
             self.set("method", word.upper())
+        elif low == "mcp":  # "MCP calls": tool calls over MCP; "MCP tools": counted by tool
+            self.set("kind", MCP_CALL)
+            if (self.peek() or "").lower() in ("tool", "tools"):
+                self.i += 1
+                self.group("tool")
         elif low in ("inbound", "incoming"):
             self.set("direction", "in")
         elif low in ("outbound", "outgoing"):

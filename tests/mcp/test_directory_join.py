@@ -35,8 +35,8 @@ async def _calls(command: list[str]) -> None:
 def test_recorded_calls_join_their_row_with_mismatches_flagged(tmp_path: Path, home: Path) -> None:
     """After `directory import mcp`, the row carries the server's identity; `uses add` lists both
     recorded calls of `add` (not `echo`'s) each with its result, the one whose arguments do not fit
-    the row's schema flagged; `trace` goes from a call to its row and exits 1 on the mismatch; the
-    import prints the wrapped configuration for Claude Code, Cursor and VS Code."""
+    the row's schema flagged; `trace` goes from a call to its row and exits 1 on the mismatch;
+    "which MCP tools did agent alpha call today" counts the calls by tool; the import prints the wrapped configuration for Claude Code, Cursor and VS Code."""
     folder, ledger_url = tmp_path / "directory", f"sqlite:///{tmp_path / 'ledger.db'}"
     blobs = (tmp_path / "blobs").as_uri()
     folder.mkdir()
@@ -64,6 +64,12 @@ def test_recorded_calls_join_their_row_with_mismatches_flagged(tmp_path: Path, h
     bad = _flightlog("trace", results[1]["event_id"], "--directory", str(folder), "--ledger", ledger_url,
                      check=False)  # fmt: skip
     assert bad.returncode == 1 and "MISMATCH" in bad.stdout
+
+    asked = _flightlog(
+        "ledger", "ask", "which MCP tools did agent alpha call today", "--ledger", ledger_url, "--json"
+    )
+    groups = {g["key"]: g["events"] for g in json.loads(asked.stdout)["groups"]}
+    assert groups == {"add": 2, "echo": 1}
 
     vscode = _flightlog("contracts", "add", "--directory", str(folder), "--form", "recorded_vscode").stdout
     entry = json.loads(vscode)["servers"]["flightlog-test-server"]

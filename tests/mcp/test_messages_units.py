@@ -105,3 +105,15 @@ def test_a_gzipped_batch_and_its_sse_answers_become_one_event_each_pointing_at_t
     assert json.loads(message_at(request.payload, req_head, 2)) == batch[1]  # type: ignore[arg-type]
     assert json.loads(message_at(body, resp_head, 2))["error"]["message"] == "no"
     assert got[1].event_id == "f1:response:mcp:2"
+
+
+def test_plain_words_about_mcp_calls() -> None:
+    """'MCP calls' are the `mcp.tools/call` events; 'MCP tools' counts them by tool."""
+    from storage.ask import ask
+
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    q = ask("which MCP tools did agent alpha call today", now=now)
+    assert (q.filter.kind, q.filter.agent, q.group_by, q.unknown) == ("mcp.tools/call", "alpha", "tool", ())
+    assert q.filter.since == datetime(2026, 12, 1, tzinfo=UTC)
+    q = ask("counts by tool for MCP calls", now=now)
+    assert (q.filter.kind, q.group_by, q.unknown) == ("mcp.tools/call", "tool", ())
