@@ -36,7 +36,8 @@ def test_recorded_calls_join_their_row_with_mismatches_flagged(tmp_path: Path, h
     """After `directory import mcp`, the row carries the server's identity; `uses add` lists both
     recorded calls of `add` (not `echo`'s) each with its result, the one whose arguments do not fit
     the row's schema flagged; `trace` goes from a call to its row and exits 1 on the mismatch;
-    "which MCP tools did agent alpha call today" counts the calls by tool; the import prints the wrapped configuration for Claude Code, Cursor and VS Code."""
+    "which MCP tools did agent alpha call today" counts the calls by tool; the import
+    prints the wrapped configuration for Claude Code, Cursor and VS Code."""
     folder, ledger_url = tmp_path / "directory", f"sqlite:///{tmp_path / 'ledger.db'}"
     blobs = (tmp_path / "blobs").as_uri()
     folder.mkdir()
