@@ -63,6 +63,7 @@ DRAIN_WAIT = 1.5
 session) keeps draining after that, so a client that kills the wrapper soon after loses nothing."""
 SWITCH_INTERVAL = 0.0005
 """A relay thread woken by a read waits at most this long for the GIL (Python's default is 5 ms)."""
+WRITER_NICE = 10
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -233,6 +234,7 @@ class Recording:
         spec = WriterSpec(self.opts.ledger_url, self.opts.blobs_url, f"mcp-record:{self.session}")
         self.writer = WriterProcess(spec, self.opts.processing, _opener(self.opts))
         await self.writer.start()
+        _lower_priority(self.writer.pid)
         try:
             self.proc = subprocess.Popen(
                 list(self.opts.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -332,6 +334,14 @@ class Recording:
             if self.proc is not None and self.proc.stdout is not None:
                 with contextlib.suppress(OSError):
                     self.proc.stdout.close()
+
+
+def _lower_priority(pid: int | None) -> None:
+    """The writer process yields the CPU to the client and the server: on a busy machine its work
+    (hashing, compressing, committing) waits for idle time instead of slowing the session."""
+    if pid is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, pid, WRITER_NICE)
 
 
 def _opener(opts: RecordOptions) -> Callable[[float], Ledger]:
