@@ -6,6 +6,11 @@
   (the 101 answer is the exchange's `http.response`; all share its `action_id`).
 - `websocket.close`: how the connection ended: the close code in `status`, the reason as payload.
 - `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
+- `mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen): one MCP JSON-RPC
+  message, from a stdio session (`flightlog mcp-record`, `addons.recording.mcp_stdio_events`) or from
+  an exchange through the proxy (`addons.recording.mcp_messages`); `mcp.invalid`: a stdio line that is
+  not JSON-RPC; `mcp.start` / `mcp.exit`: a stdio session's start and end (the exit code in `status`).
+  Rules in `addons.recording.mcp_jsonrpc`.
 """
 
 from __future__ import annotations

@@ -123,3 +123,20 @@ def test_a_client_that_disconnects_leaves_the_server_as_it_would_without_flightl
         "the server exited with code 5; the client stopped reading the server's output;"
         " 1 call(s) unanswered: late 1"
     )
+
+
+def test_secrets_in_stdio_messages_are_replaced_by_their_names(
+    ledger: tuple[Ledger, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A configured secret sent in a call reaches the server as it is (the exchange is the same as
+    without flightlog) and is stored as `[NAME]`, the event naming it in `redacted`."""
+    db, opts = ledger
+    monkeypatch.setenv("DEMO_TOKEN", "tok-9f8e7d6c5b4a")
+    sent = _call(1, "echo", token="tok-9f8e7d6c5b4a") + _call(2, "garbage")
+    out, code = _run(recorded(RAW, *opts, "--secret-env", "DEMO_TOKEN"), sent)
+    assert (out, code) == _run(RAW, sent)
+    events = _one_session(db)
+    (call,) = [e for e in lines_of(events, "c") if e.kind == "mcp.echo"]
+    stored = db.payload(call.payload_sha256 or "")
+    assert b"tok-9f8e7d6c5b4a" not in stored and b"[DEMO_TOKEN]" in stored
+    assert call.redacted == ("DEMO_TOKEN",)
