@@ -23,10 +23,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from addons.errors import AddonError
-from addons.readback.recorded import Exchange, Fields, Head, PayloadReader, body, canonical_url
+from addons.errors import ServeReplayError
+from addons.readback.recorded import Exchange, PayloadReader, body, canonical_url
 from addons.readback.replay_player import TOKEN, Playback, Player, sse_chunks
 from addons.recording.redact import Redactor
+from storage.heads import Fields, Head
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -39,10 +40,6 @@ FRAMING: Final = frozenset({b"content-length", b"transfer-encoding"})
 NOT_HTTP2: Final = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"upgrade", b"te"})
 Conceal = Callable[[str, bytes, str | None], tuple[str, bytes]]
 """Turns a live request's URL and body into their recorded spelling (secret values -> names)."""
-
-
-class ServeReplayError(AddonError):
-    """serve-replay was asked for something it cannot do (a mode it cannot parse, a busy port)."""
 
 
 def check_modes(modes: Sequence[str]) -> None:

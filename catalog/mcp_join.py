@@ -11,8 +11,7 @@ name; it belongs to the row when
 
 Each call is paired with its result (same `action_id` on stdio, same `parent` over HTTP) and its
 arguments are checked against the row's schema: a call that does not fit is flagged, with why. The
-event kinds are repeated here as text because catalog never imports addons
-(`addons.recording.mcp_jsonrpc` defines them).
+reads are `storage.mcp_lookups`; the kinds, `storage.kinds`.
 """
 
 from __future__ import annotations
@@ -25,18 +24,15 @@ from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
-from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from catalog.forms.recorded_mcp import mcp_upstream
 from catalog.tool import Tool
+from storage.kinds import MCP_TOOL_CALL, MCP_TOOL_RESULT
+from storage.mcp_lookups import mcp_tool_rows
 
-CALL: Final = "mcp.tools/call"
-RESULT: Final = "mcp.tools/call.result"
-COLUMNS: Final = (
-    "event_id, action_id, parent, kind, direction, at, url, tool, session, agent, error, seq, status,"
-    " payload_sha256"
-)
+CALL: Final = MCP_TOOL_CALL
+RESULT: Final = MCP_TOOL_RESULT
 
 ReadArguments = Callable[[dict[str, Any]], Any]
 """Gives a recorded call's `arguments` (from its payload or the exchange's bytes it points into)."""
@@ -108,17 +104,7 @@ def recorded_calls(
     upstream = mcp_upstream(tool.upstream) or {}
     server = upstream.get("server") or {}
     identity, url, name = stdio_identity(server), server.get("url"), server.get("name")
-    sql = (
-        f"SELECT {COLUMNS} FROM events WHERE tool = :tool AND kind IN (:call, :result)"
-        " ORDER BY at, seq LIMIT :n"
-    )
-    with engine.connect() as conn:
-        rows = [
-            _plain(dict(r._mapping))
-            for r in conn.execute(
-                text(sql), {"tool": upstream.get("tool"), "call": CALL, "result": RESULT, "n": limit * 2}
-            )
-        ]
+    rows = [_plain(r) for r in mcp_tool_rows(engine, str(upstream.get("tool")), limit * 2)]
 
     def belongs(row: dict[str, Any]) -> bool:
         where = row.get("url") or ""

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from storage.kinds import MCP_TOOL_CALL
 from storage.queries import GROUP_BYS, Filter, QueryError
 
 FIELDS: Final = ("kind", "tool", "session", "task", "turn", "agent", "model", "host", "status", "method")
@@ -92,7 +93,7 @@ FILLER: Final = frozenset(
         "counts",
     ]
 )
-MCP_CALL: Final = "mcp.tools/call"
+MCP_CALL: Final = MCP_TOOL_CALL
 """The event kind of a recorded MCP tool call (stdio through `flightlog mcp-record`, or over HTTP)."""
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})

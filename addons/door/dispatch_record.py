@@ -31,14 +31,15 @@ from urllib.parse import urlsplit
 
 from addons.door.upstream import Exchange
 from addons.recording.redact import Redactor
+from storage import kinds
 from storage.events import Event
 
-CALL: Final = "dispatch.call"
-DRY_RUN: Final = "dispatch.dry_run"
-UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
-UPSTREAM_RESPONSE: Final = "dispatch.upstream.response"
-REPLY: Final = "dispatch.reply"
-REFUSED: Final = "dispatch.refused"
+CALL: Final = kinds.DISPATCH_CALL
+DRY_RUN: Final = kinds.DISPATCH_DRY_RUN
+UPSTREAM_REQUEST: Final = kinds.DISPATCH_UPSTREAM_REQUEST
+UPSTREAM_RESPONSE: Final = kinds.DISPATCH_UPSTREAM_RESPONSE
+REPLY: Final = kinds.DISPATCH_REPLY
+REFUSED: Final = kinds.DISPATCH_REFUSED
 COLLECTOR: Final = "dispatch"
 
 

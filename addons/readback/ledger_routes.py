@@ -31,7 +31,7 @@ from typing import Any, Final, Protocol
 
 from sqlalchemy.engine import Engine
 
-from addons.errors import AddonError
+from addons.readback.errors import ReadbackError
 from storage.ask import ask
 from storage.errors import StorageError
 from storage.events import StoredEvent
@@ -77,7 +77,7 @@ def api_token(home: Path) -> str:
     except FileExistsError:
         return path.read_text().strip()
     except OSError as e:
-        raise AddonError(f"cannot create the API token at {path}: {e.strerror}") from e
+        raise ReadbackError(f"cannot create the API token at {path}: {e.strerror}") from e
     token = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")

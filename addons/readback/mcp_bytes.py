@@ -13,6 +13,7 @@ from typing import Any
 
 from addons.recording.mcp_messages import message_at
 from storage.ledger import Ledger
+from storage.mcp_lookups import stdio_initialize_results
 
 POINTER = ":mcp:"
 
@@ -37,16 +38,9 @@ def message_bytes(ledger: Ledger, event: Mapping[str, Any]) -> bytes | None:
 
 def session_servers(ledger: Ledger) -> dict[str, str]:
     """`mcp:SESSION` -> the server name each recorded stdio session's server announced."""
-    from sqlalchemy import text
-
-    sql = (
-        "SELECT event_id, payload_sha256 FROM events"
-        " WHERE kind = 'mcp.initialize.result' AND url LIKE 'stdio:%'"
-    )
-    with ledger.engine.connect() as conn:
-        rows = list(conn.execute(text(sql)))
     out = {}
-    for event_id, sha in rows:
+    for row in stdio_initialize_results(ledger.engine):
+        event_id, sha = row["event_id"], row["payload_sha256"]
         if not sha:
             continue
         try:

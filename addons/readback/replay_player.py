@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from addons.readback.recorded import Fields
+from storage.heads import END_OF_HEAD, Fields, build_head
 
 TOKEN: Final = "X-Flightlog-Replay-Token"
 SSE_EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
@@ -45,14 +45,12 @@ class Playback:
     delay: float = 0.0
 
     def head(self) -> bytes:
-        lines = [b"HTTP/1.1 %d %s" % (self.status, self.reason)]
-        lines += [
-            n + b": " + v
-            for n, v in self.fields
-            if n.lower() not in (b"content-length", b"transfer-encoding")
+        """The status line and fields, framed anew: the chunks are sent chunked, whatever was recorded."""
+        fields = [
+            (n, v) for n, v in self.fields if n.lower() not in (b"content-length", b"transfer-encoding")
         ]
-        lines.append(b"Transfer-Encoding: chunked")
-        return b"\r\n".join(lines) + b"\r\n\r\n"
+        fields.append((b"Transfer-Encoding", b"chunked"))
+        return build_head((b"HTTP/1.1", b"%d" % self.status, self.reason), fields) + END_OF_HEAD
 
 
 class Player:

@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from addons.recording.events import Processing
+from addons.recording.prices import PriceTable
+from addons.recording.redact import Redactor
+from addons.recording.secrets import load_secrets
+from addons.recording.usage import extract_usage
 from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
 
 if TYPE_CHECKING:
@@ -30,11 +34,6 @@ PROCESSING_OPTIONS = frozenset(
 
 def processing(opts: Any) -> Processing:
     """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
-    from addons.recording.prices import PriceTable
-    from addons.recording.redact import Redactor
-    from addons.recording.secrets import load_secrets
-    from addons.recording.usage import extract_usage
-
     found = load_secrets(
         Path(opts.flightlog_secrets) if opts.flightlog_secrets else None, list(opts.flightlog_secret_env)
     )

@@ -1,7 +1,7 @@
 """What one MCP JSON-RPC message is, for the Ledger: its kind, method, id, tool and error.
 
 Shared by the stdio relay (`flightlog mcp-record`) and the writer's reading of MCP over HTTP, so both
-follow one rule set (described in `addons.recording.kinds`):
+follow one rule set (listed in `storage.kinds`):
 
 - a request or notification is `mcp.<method>` (`mcp.tools/call`, `mcp.notifications/progress`);
 - a result or error answer is `mcp.<method>.result`, the method being the call's (`mcp.result` when

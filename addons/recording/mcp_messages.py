@@ -32,10 +32,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from addons.recording import kinds
 from addons.recording import mcp_jsonrpc as rpc
 from addons.recording.encodings import decode
 from addons.recording.stream_body import Deferred
+from storage import kinds
 from storage.events import Event
 
 MEMORY: Final = 20_000

@@ -346,6 +346,7 @@ def _lower_priority(pid: int | None) -> None:
 
 def _opener(opts: RecordOptions) -> Callable[[float], Ledger]:
     def open_it(retry: float) -> Ledger:
+        # deferred: SQLAlchemy loads in the writer process, not here (no sync path is ever used)
         from storage.ledger import open_ledger
 
         return open_ledger(opts.ledger_url, opts.blobs_url, retry_seconds=retry)

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from addons.recording import events as ev
 from addons.recording import mcp_jsonrpc as rpc
 from addons.recording.records import StdioRecord
+from storage import kinds
 from storage.events import Event, PayloadState
 
-START: str = "mcp.start"
-EXIT: str = "mcp.exit"
+START: str = kinds.MCP_START
+EXIT: str = kinds.MCP_EXIT
 SIDE = {"client": "c", "server": "s"}
 MEMORY = 20_000
 """Calls remembered at most (oldest forgotten first): an answer to a forgotten call is `mcp.result`."""

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from flightlog.commands.call import open_dispatcher
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt
 from flightlog.settings import load_settings
@@ -27,7 +28,7 @@ def find(
     directory: DirectoryOpt = None,
 ) -> None:
     """Rows matching WORDS, each with its score, layer and the words that matched."""
-    from catalog.resolver import no_match
+    from catalog.resolver import no_match  # deferred: the index and aliases are slow to import
 
     query = " ".join(words)
     d = open_from_settings(directory)
@@ -74,6 +75,7 @@ def get(
     directory: DirectoryOpt = None,
 ) -> None:
     """Bounded slices of rows, framed `@@ id [start..end of total]`."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
     from catalog.agent_api import AgentApi
 
     d = open_from_settings(directory)
@@ -93,6 +95,7 @@ def manifest(
     directory: DirectoryOpt = None,
 ) -> None:
     """The Directory as TSV, one row per capability."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
     from catalog.agent_api import AgentApi
 
     d = open_from_settings(directory)
@@ -117,6 +120,7 @@ def mcp(
     import importlib
     import threading
 
+    # deferred: the MCP SDK loads slowly; other commands start without them
     from catalog.mcp_server import serve
 
     # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
@@ -139,8 +143,6 @@ def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None
     built: list[Any] = []
 
     def dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
-        from flightlog.commands.call import open_dispatcher
-
         with lock:
             if not built:
                 built.append(open_dispatcher(load_settings(), directory, None, None))

@@ -12,11 +12,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from addons.recording.secrets import load_secrets
+from catalog import refused
 from flightlog.commands.options import DirectoryOpt, LedgerOpt
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.door.dispatch import Dispatcher
 
 SecretsOpt = Annotated[
@@ -57,10 +60,10 @@ def open_dispatcher(
     settings: Settings, directory: Path | None, ledger: str | None, secrets: Path | None
 ) -> Dispatcher:
     """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
+    # deferred: the door (httpx), the Directory (SQLAlchemy) and the token keys load slowly
     from addons.door.dispatch import Dispatcher
     from addons.door.http_face import default_secrets, find_in, own_secrets
-    from addons.recording.secrets import load_secrets
-    from catalog import refused, tokens
+    from catalog import tokens
     from catalog.directory import open_directory
 
     ledger_url = ledger or settings.ledger_url

@@ -1,4 +1,4 @@
-"""`flightlog export`: the Ledger's events as HAR, a mitmproxy flow file or JSON lines.
+"""`flightlog export`: the Ledger's events as HAR, a mitmproxy flow file, JSON lines or OTLP traces.
 
 Events are selected the way every Ledger question does: a question in plain words and/or the shared
 filter options, read into one `storage.queries.Filter`; `--action` narrows to given actions.
@@ -28,29 +28,45 @@ from flightlog.settings import load_settings
 
 @with_filters
 def export(
-    fmt: Annotated[str, typer.Option("--format", help="har, mitmproxy or jsonl.")],
+    fmt: Annotated[str, typer.Option("--format", help="har, mitmproxy, jsonl or otlp.")],
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")
     ] = None,
     words: WordsArg = None,
     filters: FilterOptions = FilterOptions(),
     action: ActionOpt = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="--format otlp: the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (or .../v1/traces)."
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Draw a progress bar on standard error.")] = True,
     ledger: LedgerOpt = None,
     blobs: BlobsOpt = None,
 ) -> None:
-    """Export events as HAR, a mitmproxy flow file or JSON lines."""
+    """Export events as HAR, a mitmproxy flow file, JSON lines, or OTLP traces sent to --endpoint."""
     from rich.console import Console
     from rich.progress import Progress
 
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.export import export as run_export
-    from addons.readback.export import plan
+    from addons.readback.export import export_otlp, plan
+
+    if (fmt == "otlp") != (endpoint is not None):
+        raise CommandError("--endpoint URL goes with --format otlp (and only with it)")
 
     opened = load_settings().open_ledger(ledger, blobs)
     with ExitStack() as stack:
         stack.callback(opened.close)
         selection = selection_from(words, action, filters)
         ids = plan(opened, selection, fmt)
+        if endpoint is not None:
+            bar = stack.enter_context(Progress(console=Console(stderr=True), disable=not progress))
+            job = bar.add_task("export otlp", total=len(ids))
+            count = export_otlp(opened, ids, endpoint, lambda: bar.advance(job))
+            typer.echo(f"exported {count} exchanges as otlp spans to {endpoint}", err=True)
+            return
         out: IO[bytes]
         if output is None:
             if fmt == "mitmproxy" and sys.stdout.isatty():

@@ -15,6 +15,7 @@ import typer
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt, LedgerOpt
 from flightlog.settings import load_settings
+from storage.kinds import MCP_TOOL_CALL, MCP_TOOL_RESULT
 
 if TYPE_CHECKING:
     from catalog.tool import Tool
@@ -29,6 +30,7 @@ def uses(
 ) -> None:
     """Every Ledger event that used a tool, oldest first; for an MCP row, every recorded MCP call of
     it too (stdio or through the proxy), with its result, flagged when its arguments do not fit."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
     from catalog import join
 
     opened = load_settings().open_ledger(ledger)
@@ -47,6 +49,7 @@ def task(
     as_json: JsonOpt = False,
 ) -> None:
     """Everything done under a task, oldest first."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
     from catalog import join
 
     _events(join.task_events(load_settings().open_ledger(ledger).engine, name), as_json)
@@ -59,6 +62,7 @@ def trace(
     as_json: JsonOpt = False,
 ) -> None:
     """From an event to its tool's contract, checking the recorded request against it."""
+    # deferred: mitmproxy/httpx, the Directory (SQLAlchemy) load slowly; other commands start without them
     from addons.door.http_face import find_in
     from catalog import join
     from catalog.contracts import render_upstream
@@ -66,7 +70,7 @@ def trace(
     settings = load_settings()
     opened = settings.open_ledger(ledger)
     stored = list(opened.events([event_id]))
-    if stored and stored[0].kind in ("mcp.tools/call", "mcp.tools/call.result"):
+    if stored and stored[0].kind in (MCP_TOOL_CALL, MCP_TOOL_RESULT):
         _trace_mcp(opened, stored[0].to_json(), directory, ledger, as_json)
         return
     rows = open_from_settings(directory, ledger)
@@ -87,15 +91,16 @@ def _trace_mcp(
     opened: Ledger, event: dict[str, Any], directory: Path | None, ledger: str | None, as_json: bool
 ) -> None:
     """From a recorded MCP call (or its result) to its row, checking the call's arguments against it."""
+    # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
     from addons.readback.mcp_bytes import message_bytes, session_servers
     from catalog.mcp_join import CALL, argument_mismatch, arguments_of, row_for_call
+    from storage.mcp_lookups import sharing_call
 
     call = event
     if event["kind"] != CALL:  # a result: its call shares the action (stdio) or the parent (HTTP)
-        key, column = (
-            (event["parent"], "parent") if event.get("parent") else (event["action_id"], "action_id")
-        )
-        calls = [e for e in opened.events(_ids(opened, column, key)) if e.kind == CALL]
+        over_http = bool(event.get("parent"))
+        key = event["parent"] if over_http else event["action_id"]
+        calls = [e for e in opened.events(sharing_call(opened.engine, key, over_http)) if e.kind == CALL]
         call = calls[0].to_json() if calls else event
     data = message_bytes(opened, call) if call["kind"] == CALL else None
     arguments = arguments_of(data) if data is not None else None
@@ -117,16 +122,8 @@ def _trace_mcp(
         raise typer.Exit(1)
 
 
-def _ids(opened: Ledger, column: str, value: str) -> list[str]:
-    from sqlalchemy import text
-
-    with opened.engine.connect() as conn:
-        return [
-            r[0] for r in conn.execute(text(f"SELECT event_id FROM events WHERE {column} = :v"), {"v": value})
-        ]
-
-
 def _all_tools(directory: Path | None, ledger: str | None) -> list[Tool]:
+    # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
     from catalog.document import parse
     from catalog.errors import CatalogError
     from catalog.tool import Tool
@@ -149,6 +146,7 @@ def _all_tools(directory: Path | None, ledger: str | None) -> list[Tool]:
 
 def mcp_row(name: str, directory: Path | None, ledger: str | None) -> Tool | None:
     """The row called `name` when its upstream is an MCP call (None otherwise or when unknown)."""
+    # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
     from addons.door.http_face import find_in
     from catalog.mcp_join import is_mcp_row
 
@@ -163,6 +161,7 @@ def mcp_row(name: str, directory: Path | None, ledger: str | None) -> Tool | Non
 def mcp_uses(opened: Ledger, row: Tool) -> list[dict[str, Any]]:
     """The recorded MCP calls of a row and their results, as event rows; calls carry `arguments`
     and `mismatch` (why the arguments do not fit the row's schema, "" when they do)."""
+    # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
     from addons.readback.mcp_bytes import message_bytes, session_servers
     from catalog.mcp_join import arguments_of, recorded_calls
 

@@ -96,6 +96,7 @@ def verify(
     """Decompress and re-hash stored payloads; report corrupted, missing and orphaned ones."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # deferred: SQLAlchemy loads slowly; other commands start without them
     from storage.verify import verify as run_verify
 
     opened = load_settings().open_ledger(ledger, blobs)
@@ -178,6 +179,7 @@ def counts_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Counted views by hour, session, turn, kind, agent, model, tool or task (totals without --by)."""
+    # deferred: SQLAlchemy loads slowly; other commands start without them
     from storage.queries import counts, totals
 
     flt, question = filter_from_options(words, filters)
@@ -214,6 +216,7 @@ def query_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Events matching a filter or a question in plain words, newest first."""
+    # deferred: SQLAlchemy loads slowly; other commands start without them
     from storage.queries import event_json, select_events
 
     flt, question = filter_from_options(words, filters)
@@ -242,6 +245,7 @@ def ask_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
+    # deferred: SQLAlchemy loads slowly; other commands start without them
     from storage.ask import ask
     from storage.queries import counts, event_json, select_events
 

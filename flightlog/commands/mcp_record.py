@@ -32,6 +32,7 @@ def mcp_record(
 
     flightlog mcp-record [--agent A] -- COMMAND ARGS... ; the exit code is the server's.
     """
+    # deferred: the recording pipeline (and its redaction tables) loads only for this command
     from addons.recording.events import Processing
     from addons.recording.identity import Identity
     from addons.recording.mcp_stdio import RecordOptions, record

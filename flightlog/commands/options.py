@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from addons.recording.secrets import load_secrets
 from flightlog.errors import CommandError
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx, SQLAlchemy load slowly; other commands start without them
     from addons.readback.recorded import Selection
     from storage.ask import Question
     from storage.queries import Filter
@@ -127,6 +129,7 @@ def with_filters(command: Callable[..., None]) -> Callable[..., None]:
 
 def filter_from_options(words: list[str] | None, filters: FilterOptions) -> tuple[Filter, Question | None]:
     """(Filter, Question or None) from plain words and filter options; a field given twice must agree."""
+    # deferred: SQLAlchemy loads slowly; other commands start without them
     from storage.ask import ask
     from storage.queries import Filter
 
@@ -157,13 +160,13 @@ def secrets_from(path: Path | None, env_names: list[str] | None) -> dict[str, st
     """The secret values named by `--secrets FILE` and `--secret-env NAME`s (none given: none)."""
     if path is None and not env_names:
         return {}
-    from addons.recording.secrets import load_secrets
 
     return load_secrets(path, env_names or ())
 
 
 def selection_from(words: list[str] | None, action: list[str] | None, filters: FilterOptions) -> Selection:
     """The exchanges to read back: the filter from plain words and options, narrowed to `--action`s."""
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.recorded import Selection
 
     flt, question = filter_from_options(words, filters)

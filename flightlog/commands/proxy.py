@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from addons.proxy_env import export_lines, proxy_env, read_state
+from addons.recording.identity import Identity
 from flightlog.commands.options import BlobsOpt, LedgerOpt, parse_listen
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.proxy_env import ProxyState
 
 PROVIDER_MODES = ("reverse:https://api.openai.com@0", "reverse:https://api.anthropic.com@0")
@@ -79,6 +82,7 @@ def proxy(
     ] = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
 
     settings = load_settings()
@@ -116,9 +120,6 @@ def run(
     Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime.
     The exit code is COMMAND's.
     """
-    from addons.proxy_env import proxy_env, read_state
-    from addons.recording.identity import Identity
-
     command = list(ctx.args)
     if command and command[0] == "--":
         command = command[1:]
@@ -152,9 +153,6 @@ def env(
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
 ) -> None:
     """Print export lines that route a shell's programs through the proxy."""
-    from addons.proxy_env import export_lines, proxy_env, read_state
-    from addons.recording.identity import Identity
-
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task)
     state = read_state(settings.home)
@@ -176,8 +174,6 @@ def _start_proxy(home: Path) -> subprocess.Popen[bytes]:
 
 
 def _wait_for_state(home: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> ProxyState:
-    from addons.proxy_env import read_state
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

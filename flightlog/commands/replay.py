@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from addons.proxy_env import read_state
 from flightlog.commands.options import (
     ActionOpt,
     BlobsOpt,
@@ -35,6 +36,7 @@ from flightlog.settings import load_settings
 if TYPE_CHECKING:
     from mitmproxy.master import Master
 
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.serve_replay import ServeReplay
 
 SecretsOpt = Annotated[
@@ -67,6 +69,7 @@ def replay(
     as_json: JsonOpt = False,
 ) -> None:
     """Send a recorded request again, record the new exchange, and diff the answers."""
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.replay import replay as run_replay
 
     settings = load_settings()
@@ -122,6 +125,7 @@ def serve_replay(
     """A hermetic proxy that answers from the Ledger and refuses everything else."""
     import asyncio
 
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.recorded import iter_exchanges, select_action_ids
     from addons.serve_replay import (
         Matcher,
@@ -203,8 +207,6 @@ async def _serve(
 
 def _running_proxy(home: Path) -> tuple[str, Path]:
     """The forward listener URL and CA of the flightlog proxy running for this FLIGHTLOG_HOME."""
-    from addons.proxy_env import read_state
-
     state = read_state(home)
     if state is None or state.forward is None:
         raise CommandError(

@@ -15,6 +15,8 @@ from flightlog.commands.options import JsonOpt
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
+# TOKENS_DEFERRED: catalog.tokens and catalog.caveats (hmac, hashlib, base64) are imported inside the
+# commands, not here, so that every other `flightlog` command starts without them.
 token_app = typer.Typer(help="Mint, attenuate and inspect scoped tokens.", no_args_is_help=True)
 
 ToolsOpt = Annotated[list[str] | None, typer.Option("--tool", help="Allow this tool (repeat for more).")]
@@ -32,7 +34,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def expiry(text: str, now: datetime | None = None) -> str:
     """`30m`/`1h`/`7d` from now, or an ISO instant, as the caveat's instant text."""
-    from catalog.caveats import CaveatError, format_instant, parse_instant
+    from catalog.caveats import CaveatError, format_instant, parse_instant  # deferred: see TOKENS_DEFERRED
 
     now = now or datetime.now(UTC)
     if text[:-1].isdigit() and text[-1:] in _UNITS:
@@ -75,7 +77,8 @@ def caveats_from(
 
 
 def _describe(text: str, as_json: bool) -> None:
-    from catalog import tokens
+    """Print a token and its limits, as text or JSON."""
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
     token = tokens.decode(text)
     limits = token.limits()
@@ -110,7 +113,7 @@ def mint(
     as_json: JsonOpt = False,
 ) -> None:
     """Mint a scoped token from the root key in FLIGHTLOG_HOME (created on first use)."""
-    from catalog import tokens
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
     wanted = caveats_from(tool, door, uses, expires, task, bundle, agent, caveat)
     made = tokens.mint(tokens.root_key(load_settings().home), wanted)
@@ -131,7 +134,7 @@ def attenuate(
     as_json: JsonOpt = False,
 ) -> None:
     """Narrow a token without the root key (a caveat that would not narrow it is refused)."""
-    from catalog import tokens
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
     wanted = caveats_from(tool, door, uses, expires, task, bundle, agent, caveat)
     if not wanted:
@@ -148,7 +151,7 @@ def inspect(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a token's limits (readable by anyone); --verify checks it against the root key."""
-    from catalog import tokens
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
     if verify:
         tokens.verify(tokens.decode(token), tokens.root_key(load_settings().home))

@@ -3,6 +3,9 @@ as spans with the GenAI conventions (model, tokens) and the HTTP ones, and read 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,8 +36,9 @@ def _spans(base: str, count: int, timeout: float = 20.0) -> list[dict[str, Any]]
 
 
 def test_recorded_exchanges_reach_phoenix_as_genai_and_http_spans(home: Path, tmp_path: Path) -> None:
-    """An AI call becomes `chat MODEL` with gen_ai.* model and token counts; a plain GET an HTTP span
-    with its status; each span carries the action id that leads back to its Ledger rows."""
+    """`flightlog export --format otlp --endpoint URL`: an AI call becomes `chat MODEL` with gen_ai.*
+    model and token counts, a plain GET an HTTP span with its status; each span carries the action id
+    that leads back to its Ledger rows."""
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     with upstream() as up:
         proxy = start_proxy(home, ledger_url)
@@ -52,8 +56,12 @@ def test_recorded_exchanges_reach_phoenix_as_genai_and_http_spans(home: Path, tm
     try:
         ids = plan(ledger, Selection(), "otlp")
         assert len(ids) == 2
+        env = {**os.environ, "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": (home / "blobs").as_uri()}
+        command = [sys.executable, "-m", "flightlog", "export", "--format", "otlp", "--no-progress"]
         with phoenix(tmp_path / "phoenix") as base:
-            assert export_otlp(ledger, ids, base) == 2
+            done = subprocess.run([*command, "--endpoint", base], capture_output=True, text=True, env=env)
+            assert done.returncode == 0, done.stderr
+            assert f"exported 2 exchanges as otlp spans to {base}" in done.stderr
             spans = _spans(base, 2)
     finally:
         ledger.close()
@@ -83,3 +91,14 @@ def test_traces_url_takes_a_base_or_the_full_path() -> None:
     """`--endpoint http://host:4318` and `.../v1/traces` name the same URL, as the OTel SDKs read it."""
     assert traces_url("http://h:4318") == "http://h:4318/v1/traces"
     assert traces_url("http://h:4318/v1/traces") == "http://h:4318/v1/traces"
+
+
+def test_endpoint_and_format_go_together(sqlite_ledger: Ledger, tmp_path: Path) -> None:
+    """`--endpoint` without `--format otlp` (or otlp without it) is one clear line and exit 1."""
+    env = {**os.environ, "FLIGHTLOG_LEDGER": sqlite_ledger.url, "FLIGHTLOG_BLOBS": (tmp_path / "b").as_uri()}
+    for args in (["--format", "otlp"], ["--format", "har", "--endpoint", "http://127.0.0.1:9"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "flightlog", "export", *args], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 1
+        assert done.stderr.strip().endswith("--endpoint URL goes with --format otlp (and only with it)")

@@ -1,0 +1,57 @@
+"""Every event kind written to the Ledger, in one place so readers and writers agree.
+
+Storage is the lowest room both sides see: capture and the door (addons) write these kinds; the join
+(catalog), readback and the browser read them. Capture's kinds:
+
+- `http.request`: what a client sent through the proxy (head + body).
+- `http.response`: the answer to it, or the upstream failure (refused, TLS, timeout, reset) in `error`.
+- `websocket.client` / `websocket.server`: one message of an upgraded connection, from that side
+  (the 101 answer is the exchange's `http.response`; all share its `action_id`).
+- `websocket.close`: how the connection ended: the close code in `status`, the reason as payload.
+- `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
+
+The dispatch door's kinds (one dispatch is one action; `addons.door.dispatch_record` says what each
+event holds): `dispatch.call`, `dispatch.dry_run`, `dispatch.upstream.request`,
+`dispatch.upstream.response`, `dispatch.reply` and `dispatch.refused`.
+
+MCP messages (one event per JSON-RPC message; rules in `addons.recording.mcp_jsonrpc`):
+`mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen), from a stdio session
+(`flightlog mcp-record`, `addons.recording.mcp_stdio_events`) or from an exchange through the proxy
+(`addons.recording.mcp_messages`); `mcp.invalid`: a stdio line that is not JSON-RPC; `mcp.start` /
+`mcp.exit`: a stdio session's start and end (the exit code in `status`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+HTTP_REQUEST: Final = "http.request"
+HTTP_RESPONSE: Final = "http.response"
+CAPTURE_OVERFLOW: Final = "capture.overflow"
+WEBSOCKET_KINDS: Final = {
+    "client": "websocket.client",
+    "server": "websocket.server",
+    "close": "websocket.close",
+}
+
+DISPATCH_CALL: Final = "dispatch.call"
+DISPATCH_DRY_RUN: Final = "dispatch.dry_run"
+DISPATCH_UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
+DISPATCH_UPSTREAM_RESPONSE: Final = "dispatch.upstream.response"
+DISPATCH_REPLY: Final = "dispatch.reply"
+DISPATCH_REFUSED: Final = "dispatch.refused"
+
+MCP_PREFIX: Final = "mcp."
+MCP_TOOL_CALL: Final = "mcp.tools/call"
+MCP_TOOL_RESULT: Final = "mcp.tools/call.result"
+MCP_INITIALIZE_RESULT: Final = "mcp.initialize.result"
+MCP_START: Final = "mcp.start"
+MCP_EXIT: Final = "mcp.exit"
+
+REQUEST_ROLE: Final = "request"
+RESPONSE_ROLE: Final = "response"
+
+
+def event_id(flow_id: str, role: str) -> str:
+    """A stable event id from mitmproxy's flow id and the event's role: a retried write is the same write."""
+    return f"{flow_id}:{role}"
