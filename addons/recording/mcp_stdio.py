@@ -233,8 +233,6 @@ class Recording:
         loop = asyncio.get_running_loop()
         spec = WriterSpec(self.opts.ledger_url, self.opts.blobs_url, f"mcp-record:{self.session}")
         self.writer = WriterProcess(spec, self.opts.processing, _opener(self.opts))
-        await self.writer.start()
-        _lower_priority(self.writer.pid)
         try:
             self.proc = subprocess.Popen(
                 list(self.opts.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -242,6 +240,7 @@ class Recording:
         except OSError as e:
             self._edge("start", None, f"cannot start the server: {e.strerror or e}")
             self._edge("end", 127, "the server did not start")
+            await self._start_writer()
             await self._finish()
             raise
         self._edge("start", None, None, {"command": list(self.opts.command), "pid": self.proc.pid})
@@ -260,6 +259,9 @@ class Recording:
         )
         up.start()
         down.start()
+        # The server and the relay run before the writer process is up: the client never waits for
+        # the Ledger, not even at start. What arrives meanwhile waits in the inbox.
+        await self._start_writer()
         exited = loop.run_in_executor(None, self.proc.wait)
         while not exited.done():
             busy = self.take_inbox()
@@ -275,6 +277,11 @@ class Recording:
         self._edge("end", code, self._end_note(code))
         await self._finish()
         return code
+
+    async def _start_writer(self) -> None:
+        assert self.writer is not None
+        await self.writer.start()
+        _lower_priority(self.writer.pid)
 
     def _end_note(self, code: int) -> str | None:
         notes = []
