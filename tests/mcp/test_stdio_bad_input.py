@@ -140,3 +140,15 @@ def test_secrets_in_stdio_messages_are_replaced_by_their_names(
     stored = db.payload(call.payload_sha256 or "")
     assert b"tok-9f8e7d6c5b4a" not in stored and b"[DEMO_TOKEN]" in stored
     assert call.redacted == ("DEMO_TOKEN",)
+
+
+def test_a_server_that_cannot_start_is_one_clear_line_and_recorded(ledger: tuple[Ledger, list[str]]) -> None:
+    """An unknown server command: one line on stderr, exit 1, and the session's start and end are in
+    the Ledger saying why."""
+    db, opts = ledger
+    done = subprocess.run(recorded(["no-such-server-xyz"], *opts), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == ["flightlog: command not found: no-such-server-xyz"]
+    events = _one_session(db)
+    assert [e.kind for e in events] == ["mcp.start", "mcp.exit"]
+    assert "cannot start the server" in (events[0].error or "") and events[1].status == 127
