@@ -8,15 +8,15 @@ SQLite Ledger, alternating for R rounds. Startup and initialize are outside the 
 Prints, per configuration, the best and the median time of the N calls and the ratio recorded/bare
 (goal: at most 1.05; on a shared, loaded machine the best of R is the figure least disturbed by
 others), then the CPU the recording adds per call, which another process's load does not change:
-the CPU of the server's process tree (the wrapper, the server, the writer process), a run of N
-calls minus a run of none, recorded minus bare, over N. Then the messages recorded against the
-messages sent and the Ledger's size on disk per recorded call.
+the CPU the server's process tree (the wrapper and its relay threads, the server, the writer
+process; read from /proc) used during the N calls, recorded minus bare, over N. Then the messages
+recorded against the messages sent and the Ledger's size on disk per recorded call.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import statistics
 import sys
 import tempfile
@@ -32,28 +32,41 @@ from storage.ledger import open_ledger
 from tests.mcp.support import SDK_SERVER, recorded, session_events
 
 
-async def _calls(command: list[str], calls: int) -> float:
+def _tree_cpu() -> float:
+    """CPU seconds (user + system) used so far by this process's descendants that are alive."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    mine: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - mine
+        mine |= frontier
+    return sum(cpu[pid] for pid in mine)
+
+
+async def _calls(command: list[str], calls: int) -> tuple[float, float]:
+    """Wall time of N calls, and the CPU the server's process tree used meanwhile."""
     params = StdioServerParameters(command=command[0], args=command[1:])
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         await s.call_tool("echo", {"text": "warm"})
-        start = time.perf_counter()
+        await anyio.sleep(1.0)  # the writer process is up and idle
+        cpu, start = _tree_cpu(), time.perf_counter()
         for i in range(calls):
             await s.call_tool("echo", {"text": f"call {i}"})
-        return time.perf_counter() - start
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _run(command: list[str], calls: int) -> tuple[float, float]:
-    """Wall time of the calls, and the CPU of the server's process tree for the whole session."""
-    before = _children_cpu()
-    wall = anyio.run(_calls, command, calls)
-    time.sleep(2.0)  # the wrapper waits for its writer process; both are reaped by now
-    return wall, _children_cpu() - before
+        wall = time.perf_counter() - start
+        await anyio.sleep(0.3)  # the last batches are committed (the writer flushes every 50 ms)
+        return wall, _tree_cpu() - cpu
 
 
 def _size(path: Path) -> int:
@@ -71,10 +84,9 @@ def main(argv: list[str] | None = None) -> None:
         through = recorded(SDK_SERVER, "--ledger", ledger_url, "--blobs", blobs)
         walls: dict[str, list[float]] = {"bare": [], "recorded": []}
         cpus: dict[str, list[float]] = {"bare": [], "recorded": []}
-        idle = {"bare": _run(SDK_SERVER, 0)[1], "recorded": _run(through, 0)[1]}
         for _ in range(args.rounds):
             for name, command in (("bare", SDK_SERVER), ("recorded", through)):
-                wall, cpu = _run(command, args.calls)
+                wall, cpu = anyio.run(_calls, command, args.calls)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         ledger = open_ledger(ledger_url, blobs)
@@ -86,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         ledger.close()
         # per session: initialize (+ result) + initialized, the tools/list (+ result) the SDK client
         # makes before its first call, (1 warm-up + N) calls and their results
-        sent = 3 + 2 + 2 * 1 + (args.rounds * (3 + 2 + 2 * (args.calls + 1)))
+        sent = args.rounds * (3 + 2 + 2 * (args.calls + 1))
         disk = _size(root)
     print(f"calls per run            {args.calls} (rounds: {args.rounds})")
     for name in walls:
@@ -94,10 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     ratios = [r / b for r, b in zip(walls["recorded"], walls["bare"], strict=True)]
     best = min(walls["recorded"]) / min(walls["bare"])
     print(f"ratio recorded/bare      best {best:.3f}, per round {[round(r, 3) for r in ratios]}")
-    extra = (statistics.median(cpus["recorded"]) - idle["recorded"]) - (
-        statistics.median(cpus["bare"]) - idle["bare"]
-    )
-    server = statistics.median(cpus["bare"]) - idle["bare"]
+    extra = statistics.median(cpus["recorded"]) - statistics.median(cpus["bare"])
+    server = statistics.median(cpus["bare"])
     print(
         f"CPU added per call       {extra / args.calls * 1e6:.0f} us (the bare server: "
         f"{server / args.calls * 1e6:.0f} us per call)"

@@ -27,6 +27,9 @@ def mcp_record(
     blobs: BlobsOpt = None,
     secrets: Annotated[str | None, typer.Option(help="File of NAME=value secrets to redact.")] = None,
     secret_env: SecretEnvOpt = None,
+    drain_wait: Annotated[
+        float, typer.Option(help="Seconds to wait at the end for the Ledger to commit (it goes on after).")
+    ] = 1.5,
 ) -> None:
     """Run a stdio MCP server, relaying its bytes unchanged and recording every message.
 
@@ -52,6 +55,7 @@ def mcp_record(
         blobs_url=blobs or settings.blobs_url,
         processing=Processing(redactor=Redactor(found)),
         identity=Identity(agent=agent, session=session, task=task, turn=turn),
+        drain_wait=drain_wait,
     )
     try:
         code = record(opts)
