@@ -1,10 +1,8 @@
 """The recording addon: every exchange through the proxy becomes two Ledger events.
 
-A thin mitmproxy shell. Hooks copy immutable values (bytes, strings) into records and hand them to
-the `WriterProcess`; redaction, hashing, usage and the Ledger happen in the writer process, so they
-never hold the GIL the event loop needs.
-Streamed answers are teed (the client gets every chunk as it arrives); requests that look like
-streams go through the in-process `Relay`, which keeps reading after a client leaves.
+A thin mitmproxy shell: hooks copy immutable values into records (addons/wire/flow_records.py) for
+the `WriterProcess`, where redaction, usage and the Ledger run off the event loop's GIL. Streamed
+answers are teed; stream-looking requests go through the `Relay`, which reads on after a client leaves.
 
 Options are declared in `load()` and checked in `configure()`; with plain `mitmdump -s
 addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME / FLIGHTLOG_LEDGER / FLIGHTLOG_BLOBS.
@@ -12,14 +10,12 @@ addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME / FLIGHTLOG_
 
 from __future__ import annotations
 
+import asyncio
 import gc
-import logging
-import socket
-import time
 import weakref
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from addons.errors import AddonError
 from addons.recording import identity as ident
@@ -29,28 +25,33 @@ from addons.recording.capture_setup import (
     processing,
     storage_hosts,
     upstream_tls,
+    writer_spec,
 )
+from addons.recording.collector import default_collector
 from addons.recording.events import Processing
-from addons.recording.records import (
-    Exchange,
-    Record,
-    RequestRecord,
-    ResponseRecord,
-    StreamChunk,
-    WebSocketRecord,
+from addons.recording.records import Exchange, Record, RequestRecord, WebSocketRecord
+from addons.recording.writer_process import WriterProcess
+from addons.wire.flow_records import (
+    answer_record,
+    close_record,
+    direction,
+    is_reverse,
+    scan_fields,
+    take_identity,
+    tee,
 )
-from addons.recording.writer_process import WriterProcess, WriterSpec
-from addons.wire.heads import pretty_target, request_head, response_head
-from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob
+from addons.wire.heads import pretty_target, request_head
+from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob, trailer_error
 from addons.wire.streaming import looks_like_stream, should_tee
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from mitmproxy import connection, http
     from mitmproxy.addonmanager import Loader
 
     from storage.ledger import Ledger
 
-log = logging.getLogger("flightlog.capture")
 
 LOCAL_HOST = "flightlog.local"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -62,8 +63,9 @@ META_COMMITTED = "flightlog.committed"
 META_RELAY = "flightlog.relay"
 META_TEED = "flightlog.teed"
 META_WS_INDEX = "flightlog.ws_index"
+META_FIRST_CHUNK = "flightlog.first_chunk"
+META_TRAILERS = "flightlog.trailers"
 DEFAULT_OUTBOUND = ("api.openai.com", "api.anthropic.com")
-IDENTITY_PREFIX = ident.HEADER_PREFIX.encode()
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
 
 
@@ -89,6 +91,8 @@ class Capture:
         self._max_request_body = 8 * 1024 * 1024
         self._processing: Processing | None = None
         self._own_ports: frozenset[int] = frozenset()
+        self._started: asyncio.Event | None = None
+        self._collector_lock: IO[bytes] | None = None
 
     # -- options -----------------------------------------------------------------------------------
 
@@ -180,33 +184,45 @@ class Capture:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    async def running(self) -> None:
+    async def start(self) -> None:
+        """Start the writer process and the relay. `flightlog proxy` calls this before mitmproxy
+        listens; under `mitmdump -s` it runs on the first hook that can wait for it (connections
+        are held in `client_connected` until it is done), so no stream meets a missing relay."""
+        if self._started is not None:
+            await self._started.wait()
+            return
+        self._started = asyncio.Event()
         from mitmproxy import ctx
 
         opts = ctx.options
-        ledger_url, blobs_url = default_urls()
-        ledger_url = opts.flightlog_ledger or ledger_url
-        blobs_url = opts.flightlog_blobs or blobs_url
-        collector = opts.flightlog_collector or f"proxy@{socket.gethostname()}"
-        spec = WriterSpec(
-            ledger_url=ledger_url,
-            blobs_url=blobs_url,
-            collector=collector,
-            drain_timeout=float(opts.flightlog_drain_timeout),
-            stats_file=opts.flightlog_stats_file,
-        )
-        self.writer = WriterProcess(
-            spec,
-            self._processing or Processing(),
-            partial(_open_ledger, ledger_url, blobs_url),
-        )
-        await self.writer.start()
+        collector = opts.flightlog_collector
+        if not collector:
+            collector, self._collector_lock = default_collector(Path(opts.confdir))
+        spec = writer_spec(opts, collector)
+        try:
+            self.writer = WriterProcess(
+                spec, self._processing or Processing(), partial(_open_ledger, spec.ledger_url, spec.blobs_url)
+            )
+            await self.writer.start()
+            self.relay = Relay(
+                self._sink, grace=opts.flightlog_stream_grace, tls=lambda: upstream_tls(ctx.options)
+            )
+            await self.relay.start()
+        finally:
+            self._started.set()  # a failed start (logged by mitmproxy) must not hold connections forever
+
+    def client_connected(self, client: connection.Client) -> Awaitable[None] | None:
+        """Hold a connection that arrives before the writer and relay run (mitmdump -s only)."""
+        if self._started is not None and self._started.is_set():
+            return None
+        return self.start()
+
+    async def running(self) -> None:
+        from mitmproxy import ctx
+
+        await self.start()
         server = ctx.master.addons.get("proxyserver")
         self._own_ports = frozenset(port for _, port, *_ in server.listen_addrs()) if server else frozenset()
-        self.relay = Relay(
-            self._sink, grace=opts.flightlog_stream_grace, tls=lambda: upstream_tls(ctx.options)
-        )
-        await self.relay.start()
         # Everything alive now (mitmproxy, SQLAlchemy, the parsed options) lives as long as the proxy:
         # moved out of the collector's generations, full collections stop walking it on every pass
         # (measured: p99 latency halved, +4% requests/s at 1 KiB).
@@ -245,30 +261,17 @@ class Capture:
             flow.metadata[META_SKIP] = True
             return
         head = request_head(request)  # as the client sent it, before our headers are stripped
-        fields = request.headers.fields
         who = self._identities.get(flow.client_conn, ident.EMPTY) if self._identities else ident.EMPTY
-        if request.data.path.startswith(IDENTITY_PATH) and self._reverse(flow):
+        if request.data.path.startswith(IDENTITY_PATH) and is_reverse(flow):
             from_path, request.path = ident.from_path(request.path)  # forwarded without the prefix
             who = from_path.over(who)
             url, host = pretty_target(request)
-        length: bytes | None = None
-        identified = False
-        for key, value in fields:  # one pass: mitmproxy's header lookups lower-case every name each time
-            lkey = key.lower()
-            if lkey == b"content-length" and length is None:
-                length = value
-            elif lkey.startswith(IDENTITY_PREFIX) or lkey == b"proxy-authorization":
-                identified = True
+        length, identified = scan_fields(request.headers.fields)
         if identified:
-            from_auth = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
-            from_headers = ident.from_headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in fields)
-            who = from_headers.over(from_auth.over(who))
-            for name in {k.decode("latin-1").lower() for k, _ in fields}:
-                if ident.is_identity_header(name):
-                    del request.headers[name]
+            who = take_identity(request, who)
         flow.metadata[META_EXCHANGE] = Exchange(
             flow_id=flow.id,
-            direction=self._direction(flow),
+            direction=direction(flow, self._outbound),
             method=request.method,
             url=url,
             host=host,
@@ -277,20 +280,6 @@ class Capture:
         flow.metadata[META_HEAD] = head
         if length is not None and length.isdigit() and int(length) > self._max_request_body:
             request.stream = True  # stated exception: not read, recorded as missing
-
-    def _direction(self, flow: http.HTTPFlow) -> str:
-        from mitmproxy.proxy.mode_specs import ReverseMode
-
-        mode = flow.client_conn.proxy_mode
-        if isinstance(mode, ReverseMode) and mode.address[0] not in self._outbound:
-            return "in"
-        return "out"
-
-    @staticmethod
-    def _reverse(flow: http.HTTPFlow) -> bool:
-        from mitmproxy.proxy.mode_specs import ReverseMode
-
-        return isinstance(flow.client_conn.proxy_mode, ReverseMode)
 
     def request(self, flow: http.HTTPFlow) -> None:
         exchange = flow.metadata.get(META_EXCHANGE)
@@ -321,7 +310,11 @@ class Capture:
         from mitmproxy.proxy.mode_specs import RegularMode, ReverseMode
 
         assert self.relay is not None
-        if not isinstance(flow.client_conn.proxy_mode, RegularMode | ReverseMode):
+        # The relay speaks HTTP/1.1 upstream: an HTTP/2 upstream stays with mitmproxy, as with mitmdump.
+        if (
+            not isinstance(flow.client_conn.proxy_mode, RegularMode | ReverseMode)
+            or flow.server_conn.alpn == b"h2"
+        ):
             return
         request = flow.request
         job = RelayJob(
@@ -332,6 +325,7 @@ class Capture:
             sni=flow.server_conn.sni or request.host,
             method=request.data.method,
             request_body=body,
+            started=request.timestamp_start,
         )
         token = self.relay.register(job)
         flow.metadata[META_RELAY] = token
@@ -348,16 +342,16 @@ class Capture:
             response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
         headers = response.headers
+        if (
+            "trailer" in headers
+        ):  # mitmproxy cannot relay trailers: a clear failure, not a client left waiting
+            flow.metadata[META_TRAILERS] = headers["trailer"]
+            return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
         if response.stream or should_tee(headers.get("content-type", ""), headers.get("content-length")):
-            flow_id, put, coding = flow.id, self._sink, headers.get("content-encoding", "")
-
-            def tee(chunk: bytes) -> bytes:
-                if chunk:
-                    put(StreamChunk(flow_id, chunk, coding))
-                return chunk
-
-            response.stream = tee
+            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(
+                flow.id, self._sink, headers.get("content-encoding", "")
+            )
             flow.metadata[META_TEED] = True
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -369,13 +363,12 @@ class Capture:
         if META_EXCHANGE not in flow.metadata or META_RELAY in flow.metadata:
             return
         message = flow.error.msg if flow.error else "error"
+        if META_TRAILERS in flow.metadata:
+            message = trailer_error([], f"announced: Trailer: {flow.metadata[META_TRAILERS]}")
         if not flow.metadata.get(META_RECORDED):  # failed before the request was complete: body not read
             self._sink(
                 RequestRecord(
-                    exchange=flow.metadata[META_EXCHANGE],
-                    at=flow.request.timestamp_start,
-                    head=flow.metadata[META_HEAD],
-                    body=None,
+                    flow.metadata[META_EXCHANGE], flow.request.timestamp_start, flow.metadata[META_HEAD], None
                 )
             )
         self._answer(flow, error=message)
@@ -386,8 +379,7 @@ class Capture:
         if exchange is None or flow.websocket is None or not flow.websocket.messages:
             return
         message = flow.websocket.messages[-1]
-        index = flow.metadata.get(META_WS_INDEX, 0) + 1
-        flow.metadata[META_WS_INDEX] = index
+        index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
         origin = "client" if message.from_client else "server"
         self._sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
 
@@ -397,28 +389,10 @@ class Capture:
         ws = flow.websocket
         if exchange is None or ws is None:
             return
-        reason = (ws.close_reason or "").encode()
-        at = ws.timestamp_end or time.time()
-        code = int(ws.close_code) if ws.close_code is not None else None  # wsproto's IntEnum, as a number
-        index = flow.metadata.get(META_WS_INDEX, 0)
-        self._sink(WebSocketRecord(exchange, at, index, "close", reason, code))
+        self._sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
 
     def _answer(self, flow: http.HTTPFlow, error: str | None) -> None:
-        response = flow.response
+        first = flow.metadata.get(META_FIRST_CHUNK)
         teed = bool(flow.metadata.get(META_TEED))
-        headers = response.headers if response is not None else None
-        self._sink(
-            ResponseRecord(
-                exchange=flow.metadata[META_EXCHANGE],
-                at=time.time(),
-                status=response.status_code if response is not None else None,
-                head=response_head(response) if response is not None else b"",
-                body=None if teed or response is None else response.raw_content,
-                content_type=headers.get("content-type", "") if headers is not None else "",
-                content_encoding=headers.get("content-encoding", "") if headers is not None else "",
-                error=error,
-                streamed=teed,
-                partial=teed and error is not None,
-                request_body=flow.request.raw_content if not flow.request.stream else None,
-            )
-        )
+        exchange = flow.metadata[META_EXCHANGE]
+        self._sink(answer_record(flow, exchange, error, teed, first[0] if first else None))

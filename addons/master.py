@@ -25,9 +25,10 @@ from addons.errors import AddonError
 from addons.local_routes import LocalRoutes
 from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
+from storage.locations import private_home
 
 if TYPE_CHECKING:
-    from mitmproxy import http
+    from mitmproxy import connection, http, tls
     from mitmproxy.addonmanager import Loader
 
 CA_FILE = "mitmproxy-ca-cert.pem"
@@ -52,6 +53,10 @@ class ProxyConfig:
     collector: str = ""
     stats_file: str = ""
     directory: str = ""
+    open_mode: bool = False
+    """Calls through the door need no token (local development only; the start line says so)."""
+    local_commands: bool = False
+    """The door may run rows whose contract runs a command here, with a token naming the tool."""
     extra: tuple[str, ...] = ()
     """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
 
@@ -65,7 +70,9 @@ HOOKS = (
     "configure",
     "running",
     "done",
+    "client_connected",
     "http_connect",
+    "tls_clienthello",
     "requestheaders",
     "request",
     "responseheaders",
@@ -125,8 +132,21 @@ class Flightlog:
     def done(self) -> Awaitable[None] | None:
         return self._call("done")
 
+    def client_connected(self, client: connection.Client) -> Awaitable[None] | None:
+        return self._call("client_connected", client)
+
+    async def start(self) -> None:
+        """Start every part that has work to bring up before the proxy listens (the writer, the relay)."""
+        for part in self.parts:
+            start = getattr(part, "start", None)
+            if callable(start):
+                await start()
+
     def http_connect(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("http_connect", flow)
+
+    def tls_clienthello(self, data: tls.ClientHelloData) -> Awaitable[None] | None:
+        return self._call("tls_clienthello", data)
 
     def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("requestheaders", flow)
@@ -178,6 +198,16 @@ class _Ready:
         self.announce(
             f"flightlog proxy: listening {where}; recording to {redact_url(self.config.ledger_url)} "
             f"(blobs {self.config.blobs_url}); trust the CA at {ca} (or run `flightlog env`)"
+            + (
+                "; OPEN MODE: calls need no token, anyone who reaches this port can run rows"
+                if self.config.open_mode
+                else ""
+            )
+            + (
+                "; local commands enabled (only with a token naming the tool)"
+                if self.config.local_commands
+                else ""
+            )
         )
 
     def done(self) -> None:
@@ -215,7 +245,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
-    config.home.mkdir(parents=True, exist_ok=True)
+    private_home(config.home)
     config.confdir.mkdir(parents=True, exist_ok=True)
     _log_to_stderr()
     opts = options.Options(
@@ -225,10 +255,10 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         confdir=str(config.confdir),
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-    master.addons.add(*addons(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)))))
+    flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr))))
+    master.addons.add(flightlog)
     try:
         master.options.update(
-            connection_strategy="lazy",
             stream_large_bodies=config.max_request_body,
             flightlog_ledger=config.ledger_url,
             flightlog_blobs=config.blobs_url,
@@ -241,6 +271,8 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
             flightlog_collector=config.collector,
             flightlog_stats_file=config.stats_file,
             flightlog_directory=config.directory,
+            flightlog_open=config.open_mode,
+            flightlog_local_commands=config.local_commands,
         )
         master.options.set(*config.extra)
     except (exceptions.OptionsError, KeyError) as e:
@@ -250,6 +282,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         loop.add_signal_handler(sig, master.shutdown)
     if check := master.addons.get("errorcheck"):
         check.shutdown_if_errored = _one_line_startup_errors(check)
+    await flightlog.start()  # the writer and the relay run before the port accepts a connection
     await master.run()
 
 

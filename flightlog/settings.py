@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
 
 if TYPE_CHECKING:
-    # deferred: SQLAlchemy loads slowly; other commands start without them
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ledger import Ledger
 
 
@@ -35,7 +35,7 @@ class Settings:
 
     def open_ledger(self, ledger_url: str | None = None, blobs_url: str | None = None) -> Ledger:
         """Open (creating or migrating) the configured Ledger, or the one named by options."""
-        # deferred: SQLAlchemy loads slowly; other commands start without them
+        # deferred: SQLAlchemy loads slowly; other commands start without it
         from storage.ledger import open_ledger
 
         return open_ledger(ledger_url or self.ledger_url, blobs_url or self.blobs_url)

@@ -22,11 +22,8 @@ from pathlib import Path
 import grimp
 
 PACKAGES = ("storage", "catalog", "addons", "tui", "flightlog")
-KNOWN: frozenset[str] = frozenset(
-    {"addons.door.dispatch", "addons.door.http_face", "addons.door.local_transport", "addons.door.routes"}
-)
-"""Modules of the one circle issue 12's settings work removes (dispatch <-> http_face, in addons/door):
-a cycle among only these is reported but does not fail. Empty this set once that work is merged."""
+KNOWN: frozenset[str] = frozenset()
+"""Cycles reported but tolerated: none (issue 12's dispatch <-> http_face circle is gone)."""
 
 
 def cycles(graph: grimp.ImportGraph) -> list[list[str]]:

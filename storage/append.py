@@ -24,7 +24,7 @@ from storage.schema import EventRow
 PG_TYPES: Final = (
     "text", "text", "text", "int8", "timestamptz", "text", "text", "text", "text", "text", "int4",
     "text", "text", "text", "text", "text", "text", "int8", "int8", "float8", "bytea", "text", "text",
-    "int8", "bool", "text", "text", "text",
+    "int8", "bool", "text", "text", "text", "bool", "float8", "float8", "float8",
 )  # fmt: skip
 _COLS: Final = ", ".join(COLUMNS)
 _MARKS: Final = ", ".join("?" for _ in COLUMNS)

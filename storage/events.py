@@ -67,6 +67,14 @@ class Event:
     error: str | None = None
     parent: str | None = None
     """Another action this one refers to (a replay's original, a dispatch's call)."""
+    escaped: bool = False
+    """The text columns hold `storage.escaped`'s lossless form (the exact bytes are in `head`)."""
+    first_byte_ms: float | None = None
+    """An answer's first byte, in milliseconds after its request started (None: unknown)."""
+    last_byte_ms: float | None = None
+    """An answer's last byte, in milliseconds after its request started (None: unknown)."""
+    first_token_ms: float | None = None
+    """A streamed AI answer's first token, in milliseconds after its request started."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +109,10 @@ class StoredEvent:
     redacted: tuple[str, ...]
     error: str | None
     parent: str | None
+    escaped: bool
+    first_byte_ms: float | None
+    last_byte_ms: float | None
+    first_token_ms: float | None
     fingerprint: str
 
     def to_json(self) -> dict[str, Any]:

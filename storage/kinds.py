@@ -9,6 +9,8 @@ Storage is the lowest room both sides see: capture and the door (addons) write t
   (the 101 answer is the exchange's `http.response`; all share its `action_id`).
 - `websocket.close`: how the connection ended: the close code in `status`, the reason as payload.
 - `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
+- `capture.unrecordable`: a record the Ledger refused (or that could not become an event): its head
+  and body bytes, the error in `error`, the refused event's id in `parent`.
 
 The dispatch door's kinds (one dispatch is one action; `addons.door.dispatch_record` says what each
 event holds): `dispatch.call`, `dispatch.dry_run`, `dispatch.upstream.request`,
@@ -28,6 +30,7 @@ from typing import Final
 HTTP_REQUEST: Final = "http.request"
 HTTP_RESPONSE: Final = "http.response"
 CAPTURE_OVERFLOW: Final = "capture.overflow"
+CAPTURE_UNRECORDABLE: Final = "capture.unrecordable"
 WEBSOCKET_KINDS: Final = {
     "client": "websocket.client",
     "server": "websocket.server",

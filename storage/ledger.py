@@ -17,20 +17,19 @@ from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from storage import codec
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
 from storage.engine import WRITE, make_engine
 from storage.errors import (
-    AppendOnlyViolation,
     BadLedgerUrl,
     BlobStoreUnavailable,
-    DiskFull,
     LedgerUnavailable,
     MissingPayload,
     StorageError,
+    from_library,
 )
 from storage.events import INLINE_MAX, AppendResult, Batch, Event, PayloadRef, StoredEvent
 from storage.migrate import migrate
@@ -44,30 +43,20 @@ EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 BLOBS = BlobRow.__table__  # type: ignore[attr-defined]
 
 
-def translate(e: DBAPIError, url: str) -> StorageError:
-    """One clear line for a database error."""
-    text = str(e.orig) if e.orig is not None else str(e)
-    first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
-    if "append-only" in text:
-        return AppendOnlyViolation(first.removeprefix("flightlog: "))
-    if "disk is full" in text or "No space left" in text or "disk full" in text:
-        return DiskFull(f"the disk holding {url} is full ({first}); the batch was rolled back")
-    if isinstance(e, OperationalError):
-        return LedgerUnavailable(f"cannot reach the ledger at {url}: {first}")
-    return StorageError(f"ledger {url}: {first}")
+def translate(e: BaseException, url: str) -> StorageError:
+    """The Ledger's error for a library error (by type, `storage.errors.from_library`); an error
+    that table does not know is re-raised as it is, never reported as an outage."""
+    mapped = from_library(e, url)
+    if mapped is None:
+        raise e
+    return mapped
 
 
-def _retryable(e: Exception) -> bool:
-    """A lost connection or a deadlock: the same batch can be sent again safely."""
-    if isinstance(e, BlobStoreUnavailable):
-        return True
-    if not isinstance(e, DBAPIError) or isinstance(e, IntegrityError):
-        return False
-    text = str(e.orig)
-    if "disk is full" in text or "append-only" in text:
-        return False
-    code = getattr(e.orig, "sqlstate", None)
-    return bool(e.connection_invalidated) or isinstance(e, OperationalError) or code == "40P01"
+def _retryable(e: StorageError) -> bool:
+    """A lost connection, a lock wait, a deadlock, an unreachable blob store: the same batch can be
+    sent again safely (it is idempotent). A full disk is not retried here (it lasts; the writer
+    waits it out), nor is anything the database refused."""
+    return isinstance(e, LedgerUnavailable | BlobStoreUnavailable)
 
 
 class Ledger:
@@ -145,12 +134,15 @@ class Ledger:
         while True:
             try:
                 return attempt()
-            except (DBAPIError, BlobStoreUnavailable) as e:
-                if not _retryable(e) or time.monotonic() + delay > deadline:
-                    if isinstance(e, DBAPIError):
-                        raise translate(e, self.url) from e
-                    raise
-                log.warning("ledger write failed (%s); retrying in %.1fs", str(e).splitlines()[0], delay)
+            except Exception as e:
+                mapped = from_library(e, self.url)
+                if mapped is None:
+                    raise  # not a storage condition: a bug, shown as it is
+                if not _retryable(mapped) or time.monotonic() + delay > deadline:
+                    if mapped is e:
+                        raise
+                    raise mapped from e
+                log.warning("ledger write failed (%s); retrying in %.1fs", str(mapped).splitlines()[0], delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
@@ -164,7 +156,9 @@ class Ledger:
         try:
             with self.engine.connect() as conn:
                 return attempt(conn)
-        except DBAPIError as e:
+        except StorageError:
+            raise
+        except Exception as e:
             raise translate(e, self.url) from e
 
     def event(self, event_id: str) -> StoredEvent | None:

@@ -70,6 +70,8 @@ class Filter:
     since: datetime | None = None
     until: datetime | None = None
     url: tuple[str, ...] = ()
+    slower_than_ms: float | None = None
+    """Answers whose last byte came this many milliseconds or more after their request started."""
 
     def __post_init__(self) -> None:
         if self.direction is not None and self.direction not in ("in", "out"):
@@ -117,6 +119,8 @@ class Filter:
                 if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
                     raise QueryError("url is a word or a list of words")
                 values[name] = tuple(w for w in words if w)
+            elif name == "slower_than_ms" and isinstance(value, int | float) and not isinstance(value, bool):
+                values[name] = float(value)
             elif name == "status" and isinstance(value, int):
                 values[name] = str(value)
             elif isinstance(value, str):
@@ -190,15 +194,18 @@ def _conditions(t: Table, flt: Filter) -> list[ColumnElement[bool]]:
         out.append(c.url.icontains(word, autoescape=True))
     if flt.status is not None:
         out.append(_status_condition(t, flt.status))
+    if flt.slower_than_ms is not None:
+        out.append(c.last_byte_ms >= flt.slower_than_ms)
     return out
 
 
 def _status_condition(t: Table, status: str) -> ColumnElement[bool]:
     c = t.c
+    # HTTP statuses are below 1000; a WebSocket close code (1000 and up) is judged by its `error`.
     if status == "errors":
-        return or_(c.status >= 400, c.error.is_not(None))
+        return or_(and_(c.status >= 400, c.status < 1000), c.error.is_not(None))
     if status == "ok":
-        return and_(c.status < 400, c.error.is_(None))
+        return and_(or_(c.status < 400, c.status >= 1000), c.error.is_(None))
     if status.endswith("xx"):
         low = int(status[0]) * 100
         return and_(c.status >= low, c.status < low + 100)
@@ -214,6 +221,20 @@ def _bind_time(t: Table, when: datetime) -> datetime:
 def _where(t: Table, flt: Filter) -> ColumnElement[bool]:
     conds = _conditions(t, flt)
     return and_(*conds) if conds else true()
+
+
+def slowest_events(engine: Engine, flt: Filter, *, limit: int = 20) -> list[StoredEvent]:
+    """Up to `limit` matching answers, slowest (last byte latest after the request) first; events
+    without a timing (requests, older recordings) are left out."""
+    t = EVENTS
+    stmt = select(t).where(_where(t, flt), t.c.last_byte_ms.is_not(None))
+    stmt = stmt.order_by(t.c.last_byte_ms.desc(), t.c.event_id).limit(max(0, limit))
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(stmt).mappings().all()
+    except SQLAlchemyError as e:
+        raise QueryError(f"cannot read events: {e}".splitlines()[0]) from e
+    return [from_mapping(r) for r in rows]
 
 
 def select_events(

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from storage.errors import InvalidEvent
+from storage.escaped import needs_escape
 from storage.events import PAYLOAD_STATES, STATES_WITH_BYTES, Event, PayloadRef, StoredEvent
 
 COLUMNS: Final = (
@@ -45,7 +46,12 @@ COLUMNS: Final = (
     "redacted",
     "error",
     "parent",
+    "escaped",
+    "first_byte_ms",
+    "last_byte_ms",
+    "first_token_ms",
 )
+TIMING_FIELDS: Final = ("first_byte_ms", "last_byte_ms", "first_token_ms")
 TEXT_FIELDS: Final = (
     "event_id",
     "action_id",
@@ -127,13 +133,15 @@ def validate(event: Event) -> None:
         joined = "".join([t for t in _text_fields(event) if t is not None])
     except TypeError:
         joined = "\x00"
-    if "\x00" in joined:
+    if "\x00" in joined or needs_escape(joined):
         for name in TEXT_FIELDS:
             value = getattr(event, name)
             if value is not None and not isinstance(value, str):
                 raise bad(f"{name} must be text, got {type(value).__name__}")
             if value is not None and "\x00" in value:
                 raise bad(f"{name} contains a NUL character (raw bytes belong in head or payload)")
+            if value is not None and needs_escape(value):
+                raise bad(f"{name} contains a lone surrogate (store storage.escaped's form, flagged escaped)")
     for name, value in (
         ("status", event.status),
         ("tokens_in", event.tokens_in),
@@ -144,6 +152,16 @@ def validate(event: Event) -> None:
     cost = event.cost_usd
     if cost is not None and (type(cost) not in (int, float) or cost < 0):
         raise bad(f"cost_usd must be a non-negative number, got {cost!r}")
+    for name in TIMING_FIELDS:
+        value = getattr(event, name)
+        if value is not None and type(value) not in (int, float):
+            raise bad(f"{name} must be a number of milliseconds, got {value!r}")
+
+
+_NORMALIZED: Final = frozenset(
+    {"at", "head", "payload_text", "cost_usd", "redacted", "escaped", *TIMING_FIELDS}
+)
+"""Columns whose stored form differs by dialect (or did not exist in older rows): normalized first."""
 
 
 def content_fingerprint(values: Mapping[str, Any]) -> str:
@@ -157,12 +175,14 @@ def content_fingerprint(values: Mapping[str, Any]) -> str:
         at = datetime.fromisoformat(at)
     text = values["payload_text"]
     cost = values["cost_usd"]
-    meta = [values[c] for c in COLUMNS if c not in ("at", "head", "payload_text", "cost_usd", "redacted")]
+    meta = [values[c] for c in COLUMNS if c not in _NORMALIZED]
     meta += [
         utc(at).isoformat(),
         None if text is None else bool(text),
         None if cost is None else float(cost),
         sorted(json.loads(values["redacted"] or "[]")),
+        bool(values.get("escaped")),
+        *(None if values.get(c) is None else float(values[c]) for c in TIMING_FIELDS),
     ]
     h = hashlib.sha256(json.dumps(meta, separators=(",", ":"), ensure_ascii=False).encode())
     h.update(b"\x00")
@@ -211,6 +231,11 @@ def to_row(event: Event, address: Address | None) -> tuple[Any, ...]:
         json.dumps(sorted(set(event.redacted))) if event.redacted else "[]",
         event.error,
         event.parent,
+        bool(event.escaped),
+        *(
+            None if v is None else float(v)
+            for v in (event.first_byte_ms, event.last_byte_ms, event.first_token_ms)
+        ),
     )
 
 
@@ -249,5 +274,9 @@ def from_mapping(row: Any) -> StoredEvent:
         redacted=tuple(json.loads(row["redacted"] or "[]")),
         error=row["error"],
         parent=row["parent"],
+        escaped=bool(row.get("escaped")),
+        first_byte_ms=row.get("first_byte_ms"),
+        last_byte_ms=row.get("last_byte_ms"),
+        first_token_ms=row.get("first_token_ms"),
         fingerprint=content_fingerprint(dict(row)),
     )

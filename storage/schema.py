@@ -23,6 +23,7 @@ from sqlalchemy import (
     MetaData,
     Text,
 )
+from sqlalchemy import false as sa_false
 from sqlmodel import Field, SQLModel
 
 NAMING = {
@@ -64,6 +65,7 @@ class EventRow(SQLModel, table=True):
         Index("ix_events_at", "at", "event_id"),
         *(Index(f"ix_events_{c}", c) for c in QUERY_INDEXES),
         *(Index(f"ix_events_{c}_at", c, "at", "event_id") for c in TIMELINE_INDEXES),
+        Index("ix_events_last_byte_ms", "last_byte_ms"),
     )
 
     event_id: str = Field(sa_column=Column(Text, primary_key=True))
@@ -97,6 +99,14 @@ class EventRow(SQLModel, table=True):
     """The secret names replaced in this event, as a JSON array (readable with plain SQL tools)."""
     error: str | None = Field(default=None, sa_column=Column(Text))
     parent: str | None = Field(default=None, sa_column=Column(Text))
+    escaped: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=sa_false()))
+    """The text columns hold `storage.escaped`'s lossless form; the exact bytes are in `head`."""
+    first_byte_ms: float | None = Field(default=None, sa_column=Column(Float))
+    """An answer's first byte, milliseconds after its request started."""
+    last_byte_ms: float | None = Field(default=None, sa_column=Column(Float))
+    """An answer's last byte, milliseconds after its request started."""
+    first_token_ms: float | None = Field(default=None, sa_column=Column(Float))
+    """A streamed AI answer's first token, milliseconds after its request started."""
 
 
 class BlobRow(SQLModel, table=True):

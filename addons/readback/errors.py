@@ -18,3 +18,7 @@ class ReplayError(ReadbackError):
 
 class ExportError(ReadbackError):
     """An export that cannot be written as asked."""
+
+
+class OtlpError(ReadbackError):
+    """The receiver refused the spans or could not be reached."""

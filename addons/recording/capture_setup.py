@@ -16,10 +16,11 @@ from addons.recording.prices import PriceTable
 from addons.recording.redact import Redactor
 from addons.recording.secrets import load_secrets
 from addons.recording.usage import extract_usage
-from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
+from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 if TYPE_CHECKING:
     from addons.recording.writer import Writer
+    from addons.recording.writer_process import WriterSpec
 
 
 def default_urls(env: Mapping[str, str] = os.environ) -> tuple[str, str]:
@@ -34,11 +35,10 @@ PROCESSING_OPTIONS = frozenset(
 
 def processing(opts: Any) -> Processing:
     """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
-    found = load_secrets(
-        Path(opts.flightlog_secrets) if opts.flightlog_secrets else None, list(opts.flightlog_secret_env)
-    )
-    redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
     home = flightlog_home()
+    named = Path(opts.flightlog_secrets) if opts.flightlog_secrets else default_secrets_file(home)
+    found = load_secrets(named, list(opts.flightlog_secret_env))
+    redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
     prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else home / "prices.toml")
     return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
 
@@ -86,9 +86,25 @@ def write_stats(path: Path, writer: Writer) -> None:
             {
                 "written": writer.stats.written,
                 "dropped": writer.stats.dropped,
+                "unrecordable": writer.stats.unrecordable,
+                "rejected": writer.stats.rejected,
                 "batches": writer.stats.batches,
                 "delay_p50": pct(0.50),
                 "delay_p99": pct(0.99),
             }
         )
+    )
+
+
+def writer_spec(options: Any, collector: str) -> WriterSpec:
+    """What the writer process needs, from the proxy's options (empty ones: the environment's)."""
+    from addons.recording.writer_process import WriterSpec
+
+    ledger_url, blobs_url = default_urls()
+    return WriterSpec(
+        ledger_url=options.flightlog_ledger or ledger_url,
+        blobs_url=options.flightlog_blobs or blobs_url,
+        collector=collector,
+        drain_timeout=float(options.flightlog_drain_timeout),
+        stats_file=options.flightlog_stats_file,
     )

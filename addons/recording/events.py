@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from addons.recording.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
 from storage import kinds
+from storage.escaped import escape_event
 from storage.events import Event, PayloadRef, PayloadState
 
 if TYPE_CHECKING:
@@ -62,23 +63,28 @@ def redact_body(proc: Processing, body: bytes, content_encoding: str) -> tuple[b
 def _exchange_event(
     ex: Exchange, role: str, kind: str, at: float, url: str, *, collector: str, seq: int, **fields: Any
 ) -> Event:
-    """An event of one exchange: what every event of it shares (ids, where, who), plus `fields`."""
-    return Event(
-        event_id=kinds.event_id(ex.flow_id, role),
-        action_id=ex.flow_id,
-        kind=kind,
-        direction="in" if ex.direction == "in" else "out",
-        at=when(at),
-        collector=collector,
-        seq=seq,
-        method=ex.method,
-        url=url,
-        host=ex.host,
-        agent=ex.identity.agent,
-        session=ex.identity.session,
-        task=ex.identity.task,
-        turn=ex.identity.turn,
-        **fields,
+    """An event of one exchange: what every event of it shares (ids, where, who), plus `fields`.
+
+    Text a client or upstream sent that the databases cannot hold (invalid UTF-8, NUL) is stored in
+    its lossless escaped form and the event flagged `escaped`; the exact bytes stay in `head`."""
+    return escape_event(
+        Event(
+            event_id=kinds.event_id(ex.flow_id, role),
+            action_id=ex.flow_id,
+            kind=kind,
+            direction="in" if ex.direction == "in" else "out",
+            at=when(at),
+            collector=collector,
+            seq=seq,
+            method=ex.method,
+            url=url,
+            host=ex.host,
+            agent=ex.identity.agent,
+            session=ex.identity.session,
+            task=ex.identity.task,
+            turn=ex.identity.turn,
+            **fields,
+        )
     )
 
 
@@ -135,6 +141,18 @@ def usage_of(
     return usage.model, usage.tokens_in, usage.tokens_out, cost
 
 
+def offsets_ms(
+    timing: tuple[float | None, float | None, float | None, float | None],
+) -> tuple[float | None, float | None, float | None]:
+    """(first byte, last byte, first chunk) in milliseconds after the request started; None where
+    a time is unknown. A streamed AI answer's first body chunk is its first token's arrival."""
+    started, *points = timing
+    if started is None:
+        return None, None, None
+    first, last, chunk = (None if t is None else round(max(0.0, t - started) * 1000, 3) for t in points)
+    return first, last, chunk
+
+
 def response_event(
     proc: Processing,
     rec: ResponseRecord,
@@ -154,6 +172,7 @@ def response_event(
     else:
         state = "partial" if rec.partial else "complete"
     model, tokens_in, tokens_out, cost = usage
+    first_byte, last_byte, first_chunk = offsets_ms(rec.timing)
     return _exchange_event(
         ex,
         kinds.RESPONSE_ROLE,
@@ -172,7 +191,23 @@ def response_event(
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_usd=cost,
+        first_byte_ms=first_byte,
+        last_byte_ms=last_byte,
+        first_token_ms=first_chunk if rec.streamed and model is not None else None,
     )
+
+
+NORMAL_CLOSES = frozenset({1000, 1001, 1005})
+"""Normal closure, going away, and a close frame without a code (RFC 6455 7.4.1): not errors."""
+
+
+def close_error(code: int | None) -> str | None:
+    """What went wrong, for a WebSocket close code that is not a normal end (None when it is)."""
+    if code in NORMAL_CLOSES:
+        return None
+    if code is None or code == 1006:
+        return "WebSocket closed without a close frame (1006: connection lost)"
+    return f"WebSocket closed with code {code}"
 
 
 def websocket_event(proc: Processing, rec: WebSocketRecord, *, collector: str, seq: int) -> Event:
@@ -192,6 +227,7 @@ def websocket_event(proc: Processing, rec: WebSocketRecord, *, collector: str, s
         status=rec.code,
         payload=payload or None,
         payload_state="complete" if payload else "none",
+        error=close_error(rec.code) if rec.origin == "close" else None,
         redacted=_names(frozenset(url_names), names),
     )
 
@@ -206,4 +242,59 @@ def overflow_event(collector: str, number: int, dropped: int, at: float) -> Even
         at=when(at),
         collector=collector,
         error=f"{dropped} captured items dropped: the writer queue was full",
+    )
+
+
+def _error_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"[:500]
+
+
+def unrecordable_event(event: Event, error: BaseException) -> Event:
+    """What is filed instead of an event the Ledger refused: its bytes (head and payload), where it
+    went, and the error, as a `capture.unrecordable` event with an id derived from the original's
+    (a re-delivery is the same record). Only the columns a database cannot refuse are kept."""
+    payload = event.payload
+    return escape_event(
+        Event(
+            event_id=f"unrecordable:{event.event_id}",
+            action_id=event.action_id,
+            kind=kinds.CAPTURE_UNRECORDABLE,
+            direction=event.direction,
+            at=event.at,
+            collector=event.collector,
+            seq=event.seq,
+            method=event.method,
+            url=event.url,
+            host=event.host,
+            head=bytes(event.head),
+            payload=payload or None,
+            payload_state="complete" if payload else "none",
+            error=f"{event.kind} {event.event_id} not recordable: {_error_line(error)}",
+            parent=event.event_id,
+        )
+    )
+
+
+def unrecordable_record(
+    rec: RequestRecord | ResponseRecord | WebSocketRecord, error: BaseException, *, collector: str, seq: int
+) -> Event:
+    """A record that could not even become an event (a bug in redaction or usage reading, say):
+    its head and body as they arrived, filed as `capture.unrecordable` with the error."""
+    ex = rec.exchange
+    body = rec.content if isinstance(rec, WebSocketRecord) else rec.body
+    head = b"" if isinstance(rec, WebSocketRecord) else rec.head
+    role = f"record:{type(rec).__name__}:{rec.index if isinstance(rec, WebSocketRecord) else ''}"
+    return _exchange_event(
+        ex,
+        f"unrecordable:{role}",
+        kinds.CAPTURE_UNRECORDABLE,
+        rec.at,
+        ex.url,
+        collector=collector,
+        seq=seq,
+        head=head,
+        payload=body or None,
+        payload_state="complete" if body else "none",
+        error=f"record not recordable: {_error_line(error)}",
     )

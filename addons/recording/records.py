@@ -65,6 +65,9 @@ class ResponseRecord:
     streamed: bool = False
     partial: bool = False
     request_body: bytes | None = None
+    timing: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
+    """(request started, first answer byte, last answer byte, first body chunk of a stream), epoch
+    seconds, None where unknown: the writer turns them into the event's millisecond offsets."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +205,7 @@ def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
         item.streamed,
         item.partial,
         _body(item.request_body, buffers),
+        item.timing,
     )
 
 
@@ -215,10 +219,10 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
         _, ex, at, head, body, coding = wire
         return RequestRecord(_exchange(ex), at, head, _resolve(body, buffers), coding)
     if kind == _RESPONSE:
-        _, ex, at, status, head, body, ctype, coding, error, streamed, partial, request_body = wire
+        _, ex, at, status, head, body, ctype, coding, error, streamed, partial, request_body, timing = wire
         return ResponseRecord(
             _exchange(ex), at, status, head, _resolve(body, buffers), ctype, coding, error, streamed, partial,
-            _resolve(request_body, buffers),
+            _resolve(request_body, buffers), tuple(timing),
         )  # fmt: skip
     if kind == _WEBSOCKET:
         _, ex, at, index, origin, content, code = wire

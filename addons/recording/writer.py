@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons.recording import events as ev
-from addons.recording import mcp_messages, mcp_stdio_events
+from addons.recording import mcp_messages, mcp_stdio_events, refusals
+from addons.recording.acks import FrameAcks
 from addons.recording.records import (
     RequestRecord,
     ResponseRecord,
@@ -31,8 +32,9 @@ from addons.recording.records import (
     chunks_lost,
     size_of,
 )
+from addons.recording.refusals import line as _line
+from addons.recording.refusals import one_by_one
 from addons.recording.stream_body import Deferred, StreamBody
-from storage.errors import BlobStoreUnavailable, DiskFull, LedgerUnavailable, StorageError
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
 
@@ -50,23 +52,12 @@ class WriterStats:
     written: int = 0
     dropped: int = 0
     rejected: int = 0
+    unrecordable: int = 0
     batches: int = 0
     delays: list[float] = field(default_factory=list)
 
 
 _STOP = object()
-
-
-def _refused(error: Exception) -> bool:
-    """Whether the Ledger refused the content (retrying cannot help), as opposed to being unreachable."""
-    return isinstance(error, StorageError) and not isinstance(
-        error, LedgerUnavailable | BlobStoreUnavailable | DiskFull
-    )
-
-
-def _line(error: Exception) -> str:
-    text = str(error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:200]
 
 
 def _name_os_thread(name: bytes) -> None:
@@ -112,6 +103,10 @@ class Writer:
         self._position: int | None = None
         self._seq = 0
         self._pending: list[Event | Deferred] = []
+        self._pending_frames: list[int | None] = []
+        """The frame of each record behind the pending events (a streamed answer: one per chunk)."""
+        self._stream_frames: dict[str, list[int | None]] = {}
+        self.acks: FrameAcks | None = None
         self._pending_since = 0.0
         self._pending_bytes = 0
         self._streams: dict[str, StreamBody] = {}
@@ -125,8 +120,9 @@ class Writer:
 
     # -- producer side (mitmproxy's event loop) ---------------------------------------------------
 
-    def put(self, item: Item) -> bool:
-        """Queue an item without blocking; when the bound is reached, count it as dropped."""
+    def put(self, item: Item, frame: int | None = None) -> bool:
+        """Queue an item (of the proxy's `frame`) without blocking; when the bound is reached, count it
+        as dropped (the overflow event records the count, which settles it)."""
         size = size_of(item)
         if (
             self._queue.qsize() >= self.max_items
@@ -135,9 +131,11 @@ class Writer:
             self.stats.dropped += 1
             if isinstance(item, StreamChunk):
                 self._lost_streams.add(item.flow_id)
+            if self.acks is not None:
+                self.acks.settle((frame,))
             return False
         self._produced_bytes += size
-        self._queue.put(item)
+        self._queue.put((item, frame))
         return True
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -199,7 +197,7 @@ class Writer:
                 if item is _STOP:
                     stopping = True
                 elif item is not None:
-                    self._handle(item)
+                    self._handle(*item)
                     while len(self._pending) < self.batch_size:  # take what is already waiting
                         try:
                             more = self._queue.get_nowait()
@@ -208,7 +206,7 @@ class Writer:
                         if more is _STOP:
                             stopping = True
                             break
-                        self._handle(more)
+                        self._handle(*more)
             now = time.monotonic()
             due = self._pending and (
                 stopping
@@ -235,16 +233,36 @@ class Writer:
         self._seq += 1
         return self._seq
 
-    def _add(self, event: Event | Deferred) -> None:
+    def _add(self, event: Event | Deferred, frames: list[int | None]) -> None:
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.append(event)
+        self._pending_frames.extend(frames)
         payload = event.payload if isinstance(event, Event) else None
         self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
         self._pending.extend(mcp_messages.derived_from(event, self._next_seq))  # MCP over HTTP
 
-    def _handle(self, item: Any) -> None:
+    def _handle(self, item: Any, frame: int | None = None) -> None:
+        """One record into the pending batch; one that cannot become an event (a bug in redaction
+        or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on."""
         self._consumed_bytes += size_of(item)
+        if isinstance(item, StreamChunk):
+            self._stream_frames.setdefault(item.flow_id, []).append(frame)
+        frames = [frame]
+        if isinstance(item, ResponseRecord):
+            frames += self._stream_frames.pop(item.exchange.flow_id, [])
+        try:
+            self._handle_one(item, frames)
+        except Exception as e:
+            if isinstance(item, StreamChunk):
+                self._lost_streams.add(item.flow_id)
+                return
+            log.warning("flightlog: a %s could not become an event: %s", type(item).__name__, _line(e))
+            self.stats.unrecordable += 1
+            event = ev.unrecordable_record(item, e, collector=self.collector, seq=self._next_seq())
+            self._add(event, frames)
+
+    def _handle_one(self, item: Any, frames: list[int | None]) -> None:
         proc = self.processing
         if isinstance(item, StreamChunk):
             stream = self._streams.get(item.flow_id)
@@ -252,15 +270,14 @@ class Writer:
                 stream = self._streams[item.flow_id] = self._new_stream(item.content_encoding)
             stream.write(item.data)
         elif isinstance(item, RequestRecord):
-            self._add(ev.request_event(proc, item, collector=self.collector, seq=self._next_seq()))
+            self._add(ev.request_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
         elif isinstance(item, ResponseRecord):
-            self._add(self._response(item))
+            self._add(self._response(item), frames)
         elif isinstance(item, WebSocketRecord):
-            self._add(ev.websocket_event(proc, item, collector=self.collector, seq=self._next_seq()))
+            self._add(ev.websocket_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
         elif isinstance(item, StdioRecord):
-            self._add(
-                mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
-            )
+            event = mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
+            self._add(event, frames)
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor
@@ -324,10 +341,10 @@ class Writer:
                     Batch(collector=self.collector, position=self._position + 1, events=tuple(events))
                 )
             except Exception as e:
-                if not _refused(e):
+                if refusals.outage(e):
                     raise
                 events = self._one_by_one(ledger, events, e)
-        except Exception as e:
+        except Exception as e:  # an outage, or a failure outside the Ledger's own (opening, spooling)
             self._went_down(e)
             return
         self._position += 1
@@ -344,6 +361,9 @@ class Writer:
                 item.body.file.close()
         self._pending = []
         self._pending_bytes = 0
+        settled, self._pending_frames = self._pending_frames, []
+        if self.acks is not None:
+            self.acks.settle(settled)
         if self._down_since is not None:
             log.warning(
                 "flightlog: ledger is back after %.1f s; recording resumed",
@@ -353,33 +373,21 @@ class Writer:
             self._backoff = 0.25
 
     def _one_by_one(self, ledger: Ledger, events: list[Event], error: Exception) -> list[Event]:
-        """The Ledger refused the batch itself (not a lost connection): keep every event it accepts.
-
-        Each refused event is dropped with one log line, so one bad event never blocks the rest.
-        """
-        log.warning("flightlog: ledger refused a batch (%s); writing its events one by one", _line(error))
-        kept = []
-        position = self._position or 0
-        for event in events:
-            position += 1
-            self._position = position
-            try:
-                ledger.append(Batch(collector=self.collector, position=position, events=(event,)))
-            except Exception as e:
-                if not _refused(e):
-                    raise
-                self.stats.rejected += 1
-                log.warning("flightlog: event %s refused by the ledger: %s", event.event_id, _line(e))
-                continue
-            kept.append(event)
-        self._position = position - 1  # the caller counts the batch's own position
+        """The batch failed for something other than an outage: see `refusals.one_by_one`."""
+        kept, self._position = one_by_one(
+            ledger, self.collector, self._position or 0, events, error, self.stats
+        )
         return kept
 
     def _went_down(self, error: Exception) -> None:
         now = time.monotonic()
         if self._down_since is None:
             self._down_since = now
-            log.warning("flightlog: ledger unavailable (%s); traffic keeps flowing, retrying", _line(error))
+            log.warning(
+                "flightlog: ledger unavailable (%s: %s); traffic keeps flowing, retrying",
+                type(error).__name__,
+                _line(error),
+            )
             with self._ledger_lock:
                 if self._ledger is not None:
                     with contextlib.suppress(Exception):

@@ -8,10 +8,12 @@ sending `stop` and closing the pipe, or by dying (end of file). Either way what 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -33,11 +35,29 @@ def _log_to_stderr() -> None:
     logger.propagate = False
 
 
+def _ack_writer() -> Callable[[int], None]:
+    """Acknowledgements to the proxy on stdout (`ACK`: the frame number through which all is settled),
+    from whichever thread settles last; a proxy that is gone (EPIPE) needs none."""
+    import os
+    import threading
+
+    from addons.recording.writer_process import ACK
+
+    lock = threading.Lock()
+
+    def ack(number: int) -> None:
+        with lock, contextlib.suppress(OSError):
+            os.write(1, ACK.pack(number))
+
+    return ack
+
+
 def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
     _name_process()
     _log_to_stderr()
     # deferred until the process is named: these load SQLAlchemy, which takes a while
+    from addons.recording.acks import FrameAcks
     from addons.recording.capture_setup import write_stats
     from addons.recording.records import from_wire
     from addons.recording.writer import Writer
@@ -56,6 +76,7 @@ def main() -> int:
         first[2],
         collector=spec.collector,
     )
+    writer.acks = FrameAcks(_ack_writer())
     writer.start()
     gc.freeze()  # the imported modules live as long as we do: full collections need not walk them
     sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
@@ -65,8 +86,11 @@ def main() -> int:
         message, buffers = framed
         kind = message[0]
         if kind == "items":
-            for wire in message[1]:
-                writer.put(from_wire(wire, buffers))
+            _, wires, number, dropped = message
+            writer.stats.dropped += int(dropped)  # at the proxy's bound: the overflow event records them
+            writer.acks.open(number, len(wires))
+            for wire in wires:
+                writer.put(from_wire(wire, buffers), number)
         elif kind == "processing":
             writer.processing = message[1]
         elif kind == "dropped":

@@ -21,6 +21,7 @@ thread runs in a child process (`addons.recording.writer_child`) and the proxy k
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import pickle
@@ -28,6 +29,7 @@ import struct
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,8 @@ SEND_DELAY = 0.005
 few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
 CHILD_MODULE = "addons.recording.writer_child"
 READY = b"R"
+ACK = struct.Struct("!Q")
+"""The child's acknowledgement on its stdout: every record of every frame up to this number is settled."""
 READY_TIMEOUT = 15.0
 """A child still importing after this long (a cold disk) is waited for by records, not by the start."""
 
@@ -148,6 +152,14 @@ class WriterProcess:
         self._proc: asyncio.subprocess.Process | None = None
         self._pipe: PipeWriter | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._acks: asyncio.Task[None] | None = None
+        self._frame_number = 0
+        self._unacked: deque[tuple[int, list[bytes], int, int]] = deque()
+        """Frames sent and not yet acknowledged: (number, pieces, body bytes, records), in order."""
+        self._retained = 0
+        self.unprotected = 0
+        """Records released unacknowledged because the retained frames passed `max_bytes` (they were
+        sent; only a writer dying now would lose them)."""
 
     # -- configuration -----------------------------------------------------------------------------
 
@@ -196,13 +208,31 @@ class WriterProcess:
         assert self._proc.stdout is not None
         self._pipe = PipeWriter(asyncio.get_running_loop(), write_end)
         self._write(("start", self.spec, self._processing))
+        if self._unacked:  # a restarted child: what the last one did not acknowledge, in order, again
+            log.warning("flightlog: sending %d unacknowledged frames to the new writer", len(self._unacked))
+            for _, pieces, _, _ in self._unacked:
+                self._write_pieces(pieces)
         self._flush()
+        ready = asyncio.ensure_future(self._proc.stdout.readexactly(len(READY)))
         try:  # the child says READY once it reads: the proxy announces itself only then
-            await asyncio.wait_for(self._proc.stdout.readexactly(len(READY)), READY_TIMEOUT)
+            await asyncio.wait_for(asyncio.shield(ready), READY_TIMEOUT)
         except (TimeoutError, asyncio.IncompleteReadError):
             log.warning(
                 "flightlog: the writer process is not ready after %.0f s; records wait for it", READY_TIMEOUT
             )
+        self._acks = asyncio.create_task(self._read_acks(self._proc.stdout, ready))
+
+    async def _read_acks(self, stdout: asyncio.StreamReader, ready: asyncio.Future[bytes]) -> None:
+        """Release each frame the child acknowledges (until its stdout ends)."""
+        try:
+            await ready
+            while True:
+                (number,) = ACK.unpack(await stdout.readexactly(ACK.size))
+                while self._unacked and self._unacked[0][0] <= number:
+                    _, _, size, _ = self._unacked.popleft()
+                    self._retained -= size
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
 
     async def _watch_child(self) -> None:
         delay = RESTART_DELAY
@@ -243,6 +273,14 @@ class WriterProcess:
             log.warning("flightlog: the writer process did not finish draining; stopping it")
             proc.kill()
             await proc.wait()
+        if self._acks is not None:  # the last acknowledgements, so `unacknowledged` is exact
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(self._acks, 1)
+
+    @property
+    def unacknowledged(self) -> int:
+        """Records sent and not (yet) acknowledged as settled by the writer process."""
+        return sum(records for *_, records in self._unacked)
 
     # -- the producer side (mitmproxy's event loop) ------------------------------------------------
 
@@ -276,18 +314,33 @@ class WriterProcess:
         self._scheduled = False
         if self._pipe is None:
             return
-        if self.dropped > self._reported_dropped:
-            self._write(("dropped", self.dropped - self._reported_dropped))
-            self._reported_dropped = self.dropped
-        if self._batch:
-            batch, self._batch, self._batch_bytes = self._batch, [], 0
+        dropped, self._reported_dropped = self.dropped - self._reported_dropped, self.dropped
+        if self._batch or dropped:
+            batch, size, self._batch, self._batch_bytes = self._batch, self._batch_bytes, [], 0
             buffers: Buffers = {}
             wires = [to_wire(item, buffers) for item in batch]
-            self._write(("items", wires), [body for _, body in buffers.values()])  # in index order
+            self._frame_number += 1
+            message = ("items", wires, self._frame_number, dropped)
+            pieces = frame(message, [body for _, body in buffers.values()])  # in index order
+            self._write_pieces(pieces)
+            self._retain(self._frame_number, pieces, size, len(batch))
 
     def _write(self, message: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> None:
+        self._write_pieces(frame(message, buffers))
+
+    def _write_pieces(self, pieces: list[bytes]) -> None:
         if self._pipe is not None and not self._pipe.closed:
-            self._pipe.write(*frame(message, buffers))
+            self._pipe.write(*pieces)
+
+    def _retain(self, number: int, pieces: list[bytes], size: int, records: int) -> None:
+        """Keep a sent frame until it is acknowledged; past `max_bytes` of them the oldest go unkept
+        (counted in `unprotected`): the bound holds whatever the writer's pace."""
+        self._unacked.append((number, pieces, size, records))
+        self._retained += size
+        while self._retained > self.max_bytes and len(self._unacked) > 1:
+            _, _, old_size, old_records = self._unacked.popleft()
+            self._retained -= old_size
+            self.unprotected += old_records
 
     # -- the synchronous path ----------------------------------------------------------------------
 

@@ -56,6 +56,8 @@ class Chunked(Body):
         self.buf = b""
         self.remaining = 0
         self.state = "size"  # size | data | data_crlf | trailer
+        self.trailers: list[bytes] = []
+        """The trailer fields after the last chunk, as received (mitmproxy cannot relay them)."""
 
     def feed(self, data: bytes) -> tuple[bytes, bytes]:
         self.buf += data
@@ -91,6 +93,8 @@ class Chunked(Body):
                 self.buf = rest
                 if not line:
                     self.done = True
+                else:
+                    self.trailers.append(line)
         rest, self.buf = (self.buf, b"") if self.done else (b"", self.buf)
         return bytes(out), rest
 

@@ -6,7 +6,8 @@ upstream hop at this relay (plain HTTP on loopback, a one-use token header namin
 The relay opens the real upstream connection itself (TLS verified like mitmproxy's own upstream
 connections), pipes bytes both ways untouched, records the answer as it arrives, and when
 mitmproxy's side closes it keeps reading upstream for up to `grace` seconds and records what
-arrived as `partial`.
+arrived: `complete` when the whole answer was read (whether or not the client stayed for the last
+byte), `partial` with an error saying why when bytes are missing.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class RelayJob:
     sni: str | None
     method: bytes
     request_body: bytes | None
+    started: float | None = None
+    """When the client's request started (epoch seconds): the answer's timing is relative to it."""
 
 
 class _Gone(Exception):
@@ -69,6 +72,13 @@ def _split(framing: Body, data: bytes) -> tuple[bytes, bytes, bytes]:
     """Feed `data`: (body bytes, the raw wire bytes that belong to this message, the rest)."""
     body, rest = framing.feed(data)
     return body, data[: len(data) - len(rest)], rest
+
+
+def trailer_error(trailers: list[bytes], error: str | None) -> str:
+    """What the answer's trailers were (recorded honestly) and what the client got instead."""
+    fields = "; ".join(t.decode("latin-1") for t in trailers) or "none arrived"
+    said = "HTTP trailers, which mitmproxy cannot relay: the client was sent an error instead"
+    return f"The answer has {said} (trailers: {fields})" + (f"; {error}" if error else "")
 
 
 class Relay:
@@ -205,17 +215,23 @@ class Relay:
         complete = False
         error: str | None = None
         deadline: float | None = None
+        times: list[float | None] = [None, None, None]  # first byte, last byte, first body chunk
         gone: asyncio.Task[bytes] = asyncio.ensure_future(down_r.read(1))
         reading: asyncio.Task[bytes] | None = None
         try:
             while True:  # skip interim (1xx) answers, forwarding them
                 head_raw, rest = await _read_head(up_r, b"")
+                times[0] = times[0] or time.time()
                 if head_raw is None:
                     error = "Server disconnected before answering."
                     self.sink(self._record(job, None, b"", error=error, partial=False))
                     return False
                 parsed = parse_wire_head(head_raw)
-                down_w.write(head_raw)
+                if parsed.get(b"trailer") is not None:  # mitmproxy cannot relay trailers: the client
+                    down_alive, deadline = False, loop.time() + self.grace  # would wait for ever
+                    down_w.close()  # so it gets an error now, and the answer is read to its end
+                elif down_alive:
+                    down_w.write(head_raw)
                 if not parsed.start[1].startswith(b"1") or parsed.start[1] == b"101":
                     break
             head, status = head_raw, int(parsed.start[1])
@@ -226,6 +242,7 @@ class Relay:
                 if data:
                     body, wire, _ = _split(framing, data)
                     if body:
+                        times[2] = times[2] or time.time()
                         self.sink(StreamChunk(job.exchange.flow_id, body, coding))
                     if down_alive:
                         try:
@@ -234,7 +251,7 @@ class Relay:
                         except ConnectionError:
                             down_alive, deadline = False, loop.time() + self.grace
                 if framing.done:
-                    complete = True
+                    complete, times[1] = True, time.time()
                     break
                 timeout = None if deadline is None else deadline - loop.time()
                 if timeout is not None and timeout <= 0:
@@ -252,6 +269,7 @@ class Relay:
                     data, reading = reading.result(), None
                     if not data:
                         complete = isinstance(framing, UntilClose)
+                        times[1] = time.time() if complete else None
                         if not complete:
                             error = "Server closed the connection before the answer was complete."
                         break
@@ -266,14 +284,26 @@ class Relay:
             for pending in (gone, reading):
                 if pending is not None and not pending.done():
                     pending.cancel()
+            trailers = getattr(framing, "trailers", None) if status is not None else None
+            if trailers or (parsed is not None and parsed.get(b"trailer") is not None and status is not None):
+                error = trailer_error(trailers or [], error)
             if status is not None:
-                if not down_alive and error is None:
-                    error = "Client disconnected."
-                self.sink(self._record(job, status, head, error=error, partial=not (complete and down_alive)))
+                # `complete` is about the answer, not the client: an SDK that stops at `[DONE]` and
+                # closes before the last chunk's terminator still had the whole answer read for it.
+                if not complete and error is None:
+                    error = "Client disconnected." if not down_alive else "The answer was cut short."
+                self.sink(self._record(job, status, head, error=error, partial=not complete, times=times))
         return down_alive and complete and framing.consumed_all
 
     def _record(
-        self, job: RelayJob, status: int | None, head: bytes, *, error: str | None, partial: bool
+        self,
+        job: RelayJob,
+        status: int | None,
+        head: bytes,
+        *,
+        error: str | None,
+        partial: bool,
+        times: list[float | None] | None = None,
     ) -> ResponseRecord:
         parsed = parse_wire_head(head) if head else None
         return ResponseRecord(
@@ -288,4 +318,5 @@ class Relay:
             streamed=status is not None,
             partial=partial,
             request_body=job.request_body,
+            timing=(job.started, *(times or (None, None, None))),
         )

@@ -20,7 +20,7 @@ from flightlog.settings import load_settings
 from tui.errors import TuiError
 
 if TYPE_CHECKING:
-    # deferred: SQLAlchemy loads slowly; other commands start without them
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ledger import Ledger
 
 
@@ -82,7 +82,7 @@ def browse(
     blobs_url: BlobsOpt = None,
 ) -> None:
     """Browse the Ledger in the terminal: newest first, following new events."""
-    # deferred: Textual loads slowly; other commands start without them
+    # deferred: Textual loads slowly; other commands start without it
     from tui.app import BrowseApp
     from tui.source import LedgerSource
 

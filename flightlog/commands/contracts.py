@@ -20,7 +20,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.tool import Tool
 
 
@@ -39,7 +39,7 @@ def contracts(
     token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
 ) -> None:
     """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.contracts import (
         FORM_NAMES,
         FORM_NOTES,
@@ -71,7 +71,7 @@ def contracts(
 
 
 def _find_tool(name: str, directory: Path | None) -> Tool:
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.tool import Tool
 
     opened = open_from_settings(directory)

@@ -30,7 +30,7 @@ def uses(
 ) -> None:
     """Every Ledger event that used a tool, oldest first; for an MCP row, every recorded MCP call of
     it too (stdio or through the proxy), with its result, flagged when its arguments do not fit."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
     opened = load_settings().open_ledger(ledger)
@@ -49,7 +49,7 @@ def task(
     as_json: JsonOpt = False,
 ) -> None:
     """Everything done under a task, oldest first."""
-    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without them
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
     _events(join.task_events(load_settings().open_ledger(ledger).engine, name), as_json)
@@ -63,7 +63,7 @@ def trace(
 ) -> None:
     """From an event to its tool's contract, checking the recorded request against it."""
     # deferred: mitmproxy/httpx, the Directory (SQLAlchemy) load slowly; other commands start without them
-    from addons.door.http_face import find_in
+    from addons.door.assembly import find_in
     from catalog import join
     from catalog.contracts import render_upstream
 
@@ -147,7 +147,7 @@ def _all_tools(directory: Path | None, ledger: str | None) -> list[Tool]:
 def mcp_row(name: str, directory: Path | None, ledger: str | None) -> Tool | None:
     """The row called `name` when its upstream is an MCP call (None otherwise or when unknown)."""
     # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
-    from addons.door.http_face import find_in
+    from addons.door.assembly import find_in
     from catalog.mcp_join import is_mcp_row
 
     rows = open_from_settings(directory, ledger)

@@ -18,9 +18,10 @@ import typer
 
 from addons.proxy_env import read_state
 from flightlog.commands.options import (
+    NONE_GIVEN,
     ActionOpt,
     BlobsOpt,
-    FilterOptions,
+    Given,
     JsonOpt,
     LedgerOpt,
     SecretEnvOpt,
@@ -105,7 +106,7 @@ def serve_replay(
         typer.Option("--mode", help="regular (default) or reverse:URL[@PORT]; repeatable."),
     ] = None,
     words: WordsArg = None,
-    filters: FilterOptions = FilterOptions(),
+    filters: Given = NONE_GIVEN,
     action: ActionOpt = None,
     secrets: Annotated[
         Path | None,

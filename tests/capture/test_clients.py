@@ -141,10 +141,36 @@ def test_openai_sdk_streamed_usage_and_cost(
     events = wait_for(ledger, "session = :s", {"s": session}, 2)
     response = events[-1]
     assert response.kind == "http.response" and response.payload_state == "complete"
+    assert response.error is None  # the SDK left at [DONE], before the last chunk's terminator
     assert (response.model, response.tokens_in, response.tokens_out) == ("gpt-4o-mini", 12, 3)
     assert response.cost_usd == pytest.approx((12 * 0.15 + 3 * 0.60) / 1_000_000)
     assert b"authorization: bearer [redacted]" in events[0].head.lower()
     assert b"sk-test-not-a-key" not in events[0].head
+
+
+def test_anthropic_sdk_stream_is_complete_with_usage(
+    world: tuple[LiveProxy, Upstream, Upstream, Ledger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The anthropic SDK over HTTPS, streamed: the SDK stops reading at `message_stop`; the answer is
+    `complete` with no error, its model and tokens read from the stream."""
+    import anthropic
+
+    proxy, _, tls, ledger = world
+    session = uuid.uuid4().hex
+    for name, value in proxy.client_env(Identity(agent="tester", session=session)).items():
+        monkeypatch.setenv(name, value)
+    client = anthropic.Anthropic(base_url=tls.base, api_key="sk-ant-test-not-a-key", max_retries=0)
+    with client.messages.stream(
+        model="claude-3-5-haiku-latest", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        text = "".join(stream.text_stream)
+    assert text == "Hello!"
+    events = wait_for(ledger, "session = :s", {"s": session}, 2)
+    response = events[-1]
+    assert response.kind == "http.response" and response.payload_state == "complete"
+    assert response.error is None
+    assert (response.model, response.tokens_in, response.tokens_out) == ("claude-3-5-haiku-latest", 9, 4)
+    assert response.first_token_ms is not None
 
 
 def test_flightlog_local_is_answered_by_the_proxy_and_never_recorded(

@@ -7,9 +7,11 @@ silent upstream is given up on within the test's time.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +28,8 @@ from tests.support.proxy import LiveProxy, live_proxy
 @contextmanager
 def misbehaving(behaviour: str) -> Iterator[tuple[int, list[bytes]]]:
     """A TCP server that reads one request head, then: `reset` (RST), `cut` (half an answer, then
-    close) or `silent` (holds the connection open, answering nothing). Yields (port, heads read)."""
+    close), `trailers` (a chunked answer with HTTP trailers) or `silent` (holds the connection open,
+    answering nothing). Yields (port, heads read)."""
     server = socket.create_server(("127.0.0.1", 0))
     heads: list[bytes] = []
     held: list[socket.socket] = []
@@ -48,6 +51,12 @@ def misbehaving(behaviour: str) -> Iterator[tuple[int, list[bytes]]]:
             heads.append(data)
             if behaviour == "reset":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+            elif behaviour == "trailers":
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+                    b"Trailer: X-Checksum\r\n\r\n5\r\nhello\r\n0\r\nX-Checksum: abc123\r\n\r\n"
+                )
                 conn.close()
             elif behaviour == "cut":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
@@ -138,3 +147,48 @@ def test_client_giving_up_on_a_slow_upstream_is_recorded(
         assert _fetch(running, port, session, timeout=0.5) is None
         response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
     assert response.status is None and response.error and "disconnect" in response.error.lower()
+
+
+def test_a_streamed_answer_cut_short_keeps_the_bytes_that_arrived(proxy: tuple[LiveProxy, Ledger]) -> None:
+    """A stream (relayed) whose upstream promises 1,000 bytes, sends 10 and closes: the answer is
+    `partial`, its 10 bytes kept, and the error says the upstream cut it short."""
+    running, ledger = proxy
+    session = uuid.uuid4().hex
+    # The client sees the cut as plain mitmdump would show it (an error); the record is what counts.
+    with misbehaving("cut") as (port, _), contextlib.suppress(httpx.HTTPError):
+        httpx.get(
+            f"http://127.0.0.1:{port}/thing",
+            proxy=running.url,
+            headers={"X-Flightlog-Session": session, "Accept": "text/event-stream"},
+            timeout=15,
+        )
+    response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert response.payload_state == "partial" and response.status == 200
+    assert ledger.payload(response.payload_sha256 or "") == b"x" * 10
+    assert response.error and "before the answer was complete" in response.error
+
+
+def test_an_answer_with_trailers_fails_clearly_and_is_recorded_honestly(
+    proxy: tuple[LiveProxy, Ledger],
+) -> None:
+    """mitmproxy cannot relay HTTP trailers (plain mitmdump leaves the client waiting): through
+    flightlog the client gets an error at once, not a hang. Buffered or relayed, the answer event
+    says it had trailers; the relayed one keeps its body and names the trailer fields received."""
+    running, ledger = proxy
+    for accept in ("*/*", "text/event-stream"):  # mitmproxy reads the first, the relay the second
+        session = uuid.uuid4().hex
+        started = time.monotonic()
+        with misbehaving("trailers") as (port, _), contextlib.suppress(httpx.HTTPError):
+            answer = httpx.get(
+                f"http://127.0.0.1:{port}/thing",
+                proxy=running.url,
+                headers={"X-Flightlog-Session": session, "Accept": accept},
+                timeout=15,
+            )
+            assert answer.status_code >= 500, answer
+        assert time.monotonic() - started < 10, "the client is not left waiting"
+        response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+        assert response.error and "trailers" in response.error, response.error
+        if accept == "text/event-stream":
+            assert "X-Checksum: abc123" in response.error
+            assert ledger.payload(response.payload_sha256 or "") == b"hello"

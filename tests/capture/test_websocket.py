@@ -140,7 +140,25 @@ def test_every_message_and_the_close_are_events_under_the_upgrade(
     assert by_id[f"{action}:ws:3"][1] == b"\x00\x01\xff"
     assert by_id[f"{action}:ws:4"][1] == b"\xff\x01\x00"
     close = by_id[f"{action}:ws:close"][0]
-    assert close.status == 1000
+    assert close.status == 1000 and close.error is None
+
+
+def test_a_normally_closed_websocket_is_not_an_error(
+    recorded: tuple[Path, list[Event], list[object]],
+) -> None:
+    """Closed with 1000: no event of the connection has an error, and asking for errors finds none
+    of them (the close code in `status` is not an HTTP status)."""
+    from storage.engine import make_engine
+    from storage.queries import Filter, select_events
+
+    base, _, pairs = recorded
+    session = pairs[0][0].session  # type: ignore[attr-defined]
+    assert all(e.error is None for e, _ in pairs)  # type: ignore[attr-defined]
+    engine = make_engine(f"sqlite:///{base / 'ledger.db'}")
+    assert select_events(engine, Filter(session=session, status="errors")) == []
+    ok = select_events(engine, Filter(session=session, status="ok"))
+    assert sorted(e.kind for e in ok) == ["http.response", "websocket.close"]  # the 101 and the close
+    engine.dispose()
 
 
 def test_secrets_in_messages_are_replaced_and_named(recorded: tuple[Path, list[Event], list[object]]) -> None:

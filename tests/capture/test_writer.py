@@ -91,7 +91,8 @@ def test_ledger_down_then_back_overflow_is_counted_and_recorded(
 
 
 def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> None:
-    """A batch the Ledger refuses (bad content, not a lost connection) is written event by event."""
+    """A batch the Ledger refuses (bad content, not a lost connection) is written event by event, and
+    the refused event is filed in its place as `capture.unrecordable` naming it and the error."""
     from datetime import UTC, datetime
 
     from storage.events import Batch, Event
@@ -109,6 +110,48 @@ def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> 
         raise AssertionError("the Ledger accepted a complete event without a payload")
     writer._position = 0
     kept = writer._one_by_one(ledger, [good, bad], refused)
-    assert [e.event_id for e in kept] == ["good:request"] and writer.stats.rejected == 1
+    assert [e.event_id for e in kept] == ["good:request", "unrecordable:bad:request"]
+    assert writer.stats.rejected == 0 and writer.stats.unrecordable == 1
     assert ledger.event("good:request") is not None and ledger.event("bad:request") is None
+    filed = ledger.event("unrecordable:bad:request")
+    assert filed is not None and filed.kind == "capture.unrecordable" and filed.parent == "bad:request"
+    assert filed.error is not None and "InvalidEvent" in filed.error and "needs a payload" in filed.error
+    ledger.close()
+
+
+def test_a_record_that_cannot_become_an_event_is_filed_with_its_bytes(tmp_path: Path) -> None:
+    """A bug on the way to an event (here a price table that raises for one model) files that one
+    record as `capture.unrecordable` with its head and body; the records around it are written."""
+    from types import SimpleNamespace
+
+    class Boom(Exception):
+        pass
+
+    class Prices:
+        def cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
+            if model == "m-1":
+                raise Boom("bug")
+            return 0.0
+
+    def usage(url: str, *_: object) -> SimpleNamespace:
+        return SimpleNamespace(model=f"m-{url.rsplit('/', 1)[1]}", tokens_in=1, tokens_out=1)
+
+    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
+    processing = Processing(extract_usage=usage, prices=Prices())  # type: ignore[arg-type]
+    writer = Writer(lambda retry: open_ledger(url, blobs, retry_seconds=retry), processing, collector="t")
+    writer.start()
+    for n in range(3):
+        writer.put(request(n))
+        writer.put(ResponseRecord(exchange(n), time.time(), 200, b"HTTP/1.1 200 OK\r\n\r\n", b"body %d" % n))
+    writer.stop(timeout=10)
+    ledger = open_ledger(url, blobs)
+    assert count(ledger, "kind = 'http.request'") == 3 and count(ledger, "kind = 'http.response'") == 2
+    with ledger.engine.connect() as c:
+        row = c.execute(
+            text("SELECT event_id, error, head FROM events WHERE kind = 'capture.unrecordable'")
+        ).one()
+    filed = ledger.event(row[0])
+    assert filed is not None and filed.action_id == "flow-1" and filed.head == b"HTTP/1.1 200 OK\r\n\r\n"
+    assert "Boom: bug" in (filed.error or "")
+    assert ledger.payload(filed.payload_sha256 or "") == b"body 1"
     ledger.close()

@@ -7,6 +7,7 @@ Routes (any method):
   /gzip          200, a gzip-encoded JSON body (Content-Encoding: gzip)
   /sse/N         200, text/event-stream, N events 30 ms apart (chunked)
   /v1/chat/completions   an OpenAI-shaped answer; streamed (SSE, with usage) when the body asks
+  /v1/messages   an Anthropic-shaped streamed answer (message_start ... message_stop)
   anything else  404
 `server.received` lists (method, path, head_bytes, body_bytes) of every request, in order.
 """
@@ -90,6 +91,28 @@ def _chat_chunks(request: dict[str, object]) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
+def _message_events(request: dict[str, object]) -> Iterator[bytes]:
+    """Anthropic's Messages API stream, event by event, as the SDK reads it."""
+    model = request.get("model", "claude-3-5-haiku-latest")
+    events: list[tuple[str, dict[str, object]]] = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_test", "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "Hel"}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "lo!"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 4},
+                           "delta": {"stop_reason": "end_turn", "stop_sequence": None}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+    for name, data in events:
+        yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
 def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -162,6 +185,9 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
                 n = int(path.rsplit("/", 1)[1])
                 events = (f"id: {i}\ndata: event {i}\n\n".encode() for i in range(n))
                 self._chunked(200, events, {"Content-Type": "text/event-stream"}, 0.03)
+            elif path == "/v1/messages":
+                request = json.loads(body or b"{}")
+                self._chunked(200, _message_events(request), {"Content-Type": "text/event-stream"}, 0.0)
             elif path == "/v1/chat/completions":
                 request = json.loads(body or b"{}")
                 if request.get("stream"):

@@ -1,0 +1,103 @@
+"""Start-up: the writer and the relay run before the port takes a connection, and each proxy on a
+host records under its own collector id, the same one again after a restart."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from tests.capture.ledger_view import ledger_of, wait_for
+from tests.support.proxy import live_proxy
+from tests.support.upstream import Upstream
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_stream_on_the_first_connection_is_relayed(tmp_path: Path, http_upstream: Upstream) -> None:
+    """A client that connects the moment the port opens and leaves after the first event of an SSE
+    answer: the relay is already running, so it reads the answer to its end (complete, all 5 events)
+    instead of mitmproxy cutting it when the client left."""
+    port = _free_port()
+    home = tmp_path / "home"
+    env = {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": f"sqlite:///{tmp_path / 'l.db'}"}
+    env["FLIGHTLOG_BLOBS"] = (tmp_path / "blobs").as_uri()
+    import os
+
+    log = (tmp_path / "proxy.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flightlog", "proxy", "--listen", f"127.0.0.1:{port}"],
+        env={**{k: v for k, v in os.environ.items() if "proxy" not in k.lower()}, **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    session = uuid.uuid4().hex
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # connect the moment the port opens
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, (
+                    tmp_path / "proxy.log"
+                ).read_text()
+                time.sleep(0.005)
+        with sock:
+            sock.sendall(
+                f"GET {http_upstream.base}/sse/5 HTTP/1.1\r\nHost: 127.0.0.1:{http_upstream.port}\r\n"
+                f"Accept: text/event-stream\r\nX-Flightlog-Session: {session}\r\n\r\n".encode()
+            )
+            got = b""
+            while b"data: event 0" not in got:
+                got += sock.recv(4096)
+        time.sleep(0.5)  # the upstream sends the other four while the relay reads on
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    ledger = ledger_of(env["FLIGHTLOG_LEDGER"], env["FLIGHTLOG_BLOBS"])
+    answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert answer.payload_state == "complete" and answer.error is None
+    assert ledger.payload(answer.payload_sha256 or "").count(b"data: event") == 5
+    ledger.close()
+
+
+def test_two_proxies_on_one_home_have_different_collectors_and_keep_them(
+    tmp_path: Path, http_upstream: Upstream
+) -> None:
+    """Two proxies running side by side on one FLIGHTLOG_HOME record under two collector ids; the
+    first, restarted alone, records under the id it had."""
+    import httpx
+
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    home = tmp_path / "home"
+
+    def one_request(proxy_url: str, session: str) -> None:
+        httpx.get(
+            f"{http_upstream.base}/fixed",
+            proxy=proxy_url,
+            headers={"X-Flightlog-Session": session},
+            timeout=10,
+        )
+
+    with live_proxy(home, url) as first, live_proxy(home, url) as second:
+        one_request(first.url, "first")
+        one_request(second.url, "second")
+    with live_proxy(home, url) as again:
+        one_request(again.url, "again")
+    ledger = ledger_of(url, first.blobs_url)
+    collectors = {
+        s: {e.collector for e in wait_for(ledger, "session = :s", {"s": s}, 2)}
+        for s in ("first", "second", "again")
+    }
+    ledger.close()
+    assert all(len(c) == 1 for c in collectors.values()), collectors
+    assert collectors["first"] != collectors["second"]
+    assert collectors["again"] == collectors["first"]
