@@ -15,7 +15,9 @@ its dry run, python, python_mcp, javascript, webhook, mcp_stdio, mcp_http, mcp_j
 client configurations (Claude Code's line and .mcp.json, Cursor, VS Code, generic mcpServers), the
 tool definitions models take (OpenAI chat and Responses, Anthropic), with a scoped token its three
 credential-free link forms (link, link_curl, link_markdown), and upstream (the service's own call,
-only for a tool with an upstream contract).
+only for a tool with an upstream contract). A tool whose upstream is a stdio MCP
+server adds `RECORDED_FORM_NAMES`: its configuration for Claude Code, Cursor and VS Code behind
+`flightlog mcp-record` (`catalog.forms.recorded_mcp`).
 
 The dispatch door uses two functions of this module: `render_upstream(tool, args)` gives the exact
 upstream request with the arguments substituted and secrets still as `[NAME]` (what a dry run shows),
@@ -53,6 +55,7 @@ from catalog.forms.door import (
 from catalog.forms.door import (
     FORM_NOTES as _NOTES,
 )
+from catalog.forms.recorded_mcp import RECORDED_FORM_NAMES, RECORDED_FORM_NOTES, mcp_upstream, recorded_forms
 from catalog.forms.upstream import Request, bind, canonical_json, render, secret_names
 from catalog.refused import RefusedHosts
 from catalog.tool import Tool
@@ -65,6 +68,8 @@ __all__ = [
     "FORM_NOTES",
     "MCP_CALL_TOOL",
     "MCP_HTTP_PATH",
+    "RECORDED_FORM_NAMES",
+    "RECORDED_FORM_NOTES",
     "bind_secrets",
     "canonical_call",
     "canonical_json",
@@ -193,6 +198,8 @@ def forms(
     out = {name: out[name] for name in FORM_NAMES if name in out}
     if tool.upstream is not None:
         out["upstream"] = render_upstream(tool, checked, refused=hosts, check_args=False)
+        if (mcp := mcp_upstream(tool.upstream)) is not None:  # a stdio server's config behind mcp-record
+            out |= recorded_forms(mcp.get("server") or {})
     hosts.check(out, f"the {tool.name} forms")
     return out
 

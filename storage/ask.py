@@ -19,6 +19,7 @@ The reading rules, in the order they are tried for each word:
 - status: errors/failed, ok, server/client errors, not found, rate limited, 4xx, a code (404, 404s);
   refused/denied/blocked (the door's refusals);
 - HTTP methods (GET only in capitals, since "get" is an everyday word), inbound/outbound;
+- MCP: `MCP calls` are the `mcp.tools/call` events, `MCP tools` the same counted by tool;
 - a bare model name (gpt-4o, claude-..., o3-mini), a host (a word with a dot, localhost, an IP), a path
   (`/v1/chat`) or a whole URL;
 - filler words (requests, calls, show, the, ...) are understood and change nothing.
@@ -56,6 +57,7 @@ from storage.ask_words import (
     duration,
     tokens,
 )
+from storage.kinds import MCP_TOOL_CALL as MCP_CALL
 from storage.queries import GROUP_BYS, Filter, QueryError
 
 __all__ = ["Question", "QuestionError", "ask"]
@@ -180,6 +182,11 @@ class _Reader(TimeWords):
             self.set("kind", REFUSED_KIND)
         elif word.upper() in METHODS and (word.isupper() or low != "get"):
             self.set("method", word.upper())
+        elif low == "mcp":  # "MCP calls": tool calls over MCP; "MCP tools": counted by tool
+            self.set("kind", MCP_CALL)
+            if (self.peek() or "").lower() in ("tool", "tools"):
+                self.i += 1
+                self.group("tool")
         elif low in ("inbound", "incoming"):
             self.set("direction", "in")
         elif low in ("outbound", "outgoing"):

@@ -15,6 +15,12 @@ Storage is the lowest room both sides see: capture and the door (addons) write t
 The dispatch door's kinds (one dispatch is one action; `addons.door.dispatch_record` says what each
 event holds): `dispatch.call`, `dispatch.dry_run`, `dispatch.upstream.request`,
 `dispatch.upstream.response`, `dispatch.reply` and `dispatch.refused`.
+
+MCP messages (one event per JSON-RPC message; rules in `addons.recording.mcp_jsonrpc`):
+`mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen), from a stdio session
+(`flightlog mcp-record`, `addons.recording.mcp_stdio_events`) or from an exchange through the proxy
+(`addons.recording.mcp_messages`); `mcp.invalid`: a stdio line that is not JSON-RPC; `mcp.start` /
+`mcp.exit`: a stdio session's start and end (the exit code in `status`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,13 @@ DISPATCH_UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
 DISPATCH_UPSTREAM_RESPONSE: Final = "dispatch.upstream.response"
 DISPATCH_REPLY: Final = "dispatch.reply"
 DISPATCH_REFUSED: Final = "dispatch.refused"
+
+MCP_PREFIX: Final = "mcp."
+MCP_TOOL_CALL: Final = "mcp.tools/call"
+MCP_TOOL_RESULT: Final = "mcp.tools/call.result"
+MCP_INITIALIZE_RESULT: Final = "mcp.initialize.result"
+MCP_START: Final = "mcp.start"
+MCP_EXIT: Final = "mcp.exit"
 
 REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"

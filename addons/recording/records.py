@@ -83,7 +83,32 @@ class WebSocketRecord:
     code: int | None = None
 
 
-Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord
+@dataclass(frozen=True, slots=True)
+class StdioRecord:
+    """One line of a stdio MCP session relayed by `flightlog mcp-record` (`origin` client or server),
+    or the session's `start` and `end`. `data` is the line without its newline, or only its first bytes
+    when it was over the size limit (relayed, not kept: `size` says how large). `index` numbers each
+    origin's lines;
+    `code` is the server's exit code at the end; `note` says what went wrong, if anything."""
+
+    session: str
+    server: str
+    identity: Identity
+    origin: str
+    index: int
+    at: float
+    data: bytes
+    size: int = 0
+    code: int | None = None
+    note: str | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Whether `data` is the entire line (not the start of one over the limit)."""
+        return len(self.data) == self.size
+
+
+Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
 
 
 def chunks_lost(rec: ResponseRecord) -> ResponseRecord:
@@ -97,6 +122,8 @@ def size_of(item: Record) -> int:
         return len(item.data)
     if isinstance(item, WebSocketRecord):
         return len(item.content)
+    if isinstance(item, StdioRecord):
+        return len(item.data) if item.data else 0
     return len(item.body) if item.body else 0
 
 
@@ -105,7 +132,7 @@ def size_of(item: Record) -> int:
 # tuples of bytes, strings and numbers pickle in C (0.7 us). Every field is listed: a new field must be
 # added to both functions, and tests/capture/test_units.py round-trips each record type.
 
-_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET = 0, 1, 2, 3
+_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO = 0, 1, 2, 3, 4
 
 
 def _exchange_wire(ex: Exchange) -> tuple[Any, ...]:
@@ -150,6 +177,12 @@ def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
     if isinstance(item, WebSocketRecord):
         wire = _exchange_wire(item.exchange)
         return (_WEBSOCKET, wire, item.at, item.index, item.origin, _body(item.content, buffers), item.code)
+    if isinstance(item, StdioRecord):
+        who = item.identity
+        identity = None if who is EMPTY else (who.agent, who.session, who.task, who.turn)
+        data = _body(item.data, buffers)
+        return (_STDIO, item.session, item.server, identity, item.origin, item.index, item.at, data,
+                item.size, item.code, item.note)  # fmt: skip
     if isinstance(item, RequestRecord):
         return (
             _REQUEST,
@@ -194,4 +227,9 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
     if kind == _WEBSOCKET:
         _, ex, at, index, origin, content, code = wire
         return WebSocketRecord(_exchange(ex), at, index, origin, _resolve(content, buffers) or b"", code)
+    if kind == _STDIO:
+        _, session, server, identity, origin, index, at, data, size, code, note = wire
+        who = EMPTY if identity is None else Identity(*identity)
+        data = _resolve(data, buffers) or b""
+        return StdioRecord(session, server, who, origin, index, at, data, size, code, note)
     raise ValueError(f"not a wire record: kind {kind!r}")

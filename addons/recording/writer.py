@@ -21,11 +21,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons.recording import events as ev
-from addons.recording import refusals
+from addons.recording import mcp_messages, mcp_stdio_events, refusals
 from addons.recording.acks import FrameAcks
 from addons.recording.records import (
     RequestRecord,
     ResponseRecord,
+    StdioRecord,
     StreamChunk,
     WebSocketRecord,
     chunks_lost,
@@ -39,7 +40,7 @@ from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord
+Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
 USAGE_MAX = 4 * 1024 * 1024
 """Streamed answers up to this size are read back for model and token usage."""
 
@@ -239,6 +240,7 @@ class Writer:
         self._pending_frames.extend(frames)
         payload = event.payload if isinstance(event, Event) else None
         self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
+        self._pending.extend(mcp_messages.derived_from(event, self._next_seq))  # MCP over HTTP
 
     def _handle(self, item: Any, frame: int | None = None) -> None:
         """One record into the pending batch; one that cannot become an event (a bug in redaction
@@ -273,6 +275,9 @@ class Writer:
             self._add(self._response(item), frames)
         elif isinstance(item, WebSocketRecord):
             self._add(ev.websocket_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
+        elif isinstance(item, StdioRecord):
+            event = mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
+            self._add(event, frames)
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor

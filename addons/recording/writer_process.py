@@ -164,6 +164,11 @@ class WriterProcess:
     # -- configuration -----------------------------------------------------------------------------
 
     @property
+    def pid(self) -> int | None:
+        """The writer process's id while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def processing(self) -> ev.Processing:
         return self._processing
 

@@ -2,7 +2,8 @@
 
 The server is started as a subprocess and asked through the official client (`mcp.client.stdio`),
 following `next_cursor` until the listing is complete. Each tool becomes a row with its input schema
-as `args` and the contract `{method: "MCP", server: {command, args}, tool, arguments}`, where
+as `args` and the contract `{method: "MCP", server: {command, args, name, version}, tool, arguments}`
+(`name` and `version`: the identity the server announced, which joins recorded calls to the row), where
 `arguments` maps each declared argument to its `{placeholder}` (absent optional ones drop out) or is
 left out, meaning "the call's arguments unchanged", when a name cannot be a placeholder.
 
@@ -36,13 +37,21 @@ def tools_from_mcp(
     command: Sequence[str], *, prefix: str = "", bundle: str = "tool", timeout: float = TIMEOUT
 ) -> list[Tool]:
     """One tool per entry of the server's `tools/list`, in the server's order."""
-    listed = list_server_tools(command, timeout=timeout)
-    server = {"command": command[0], "args": list(command[1:])}
+    listed, info = list_server(command, timeout=timeout)
+    server: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
+    server |= {key: info[key] for key in ("name", "version") if isinstance(info.get(key), str) and info[key]}
     return [_tool(entry, server, prefix, bundle) for entry in listed]
 
 
 def list_server_tools(command: Sequence[str], *, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
     """The server's tools as plain dicts (`name`, `description`, `inputSchema`)."""
+    return list_server(command, timeout=timeout)[0]
+
+
+def list_server(
+    command: Sequence[str], *, timeout: float = TIMEOUT
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The server's tools as plain dicts, and the identity it announced (its `serverInfo`)."""
     if not command:
         raise ImporterError("no MCP server command given")
     if shutil.which(command[0]) is None:
@@ -61,7 +70,9 @@ def list_server_tools(command: Sequence[str], *, timeout: float = TIMEOUT) -> li
             raise ImporterError(f"the MCP server {command[0]} failed: {detail}") from e
 
 
-async def _list(command: list[str], timeout: float, errlog: Any) -> list[dict[str, Any]]:
+async def _list(
+    command: list[str], timeout: float, errlog: Any
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     import anyio
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -74,7 +85,8 @@ async def _list(command: list[str], timeout: float, errlog: Any) -> list[dict[st
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.initialize()
+            started = await session.initialize()
+            info = started.server_info.model_dump(by_alias=True, exclude_none=True)
             cursor: str | None = None
             while True:
                 page = await session.list_tools(
@@ -83,7 +95,7 @@ async def _list(command: list[str], timeout: float, errlog: Any) -> list[dict[st
                 tools += [t.model_dump(by_alias=True, exclude_none=True) for t in page.tools]
                 cursor = page.next_cursor
                 if not cursor:
-                    return tools
+                    return tools, info
 
 
 def _first_line(error: BaseException) -> str:

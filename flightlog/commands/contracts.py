@@ -42,7 +42,14 @@ def contracts(
 ) -> None:
     """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
-    from catalog.contracts import FORM_NAMES, FORM_NOTES, example_args, forms
+    from catalog.contracts import (
+        FORM_NAMES,
+        FORM_NOTES,
+        RECORDED_FORM_NAMES,
+        RECORDED_FORM_NOTES,
+        example_args,
+        forms,
+    )
 
     row = _find_tool(tool, directory)
     call_args = _parse_args(args) if args is not None else example_args(row)
@@ -60,7 +67,7 @@ def contracts(
     )
     if form is not None:
         if form not in rendered:
-            names = ", ".join(n for n in FORM_NAMES if n in rendered)
+            names = ", ".join(n for n in (*FORM_NAMES, *RECORDED_FORM_NAMES) if n in rendered)
             raise CommandError(f'{tool} has no form "{form}"; its forms are: {names}')
         rendered = {form: rendered[form]}
     if as_json:
@@ -69,7 +76,8 @@ def contracts(
         typer.echo(_pasteable(rendered[form]))
     else:
         for name, value in rendered.items():
-            typer.echo(f"{name}: {FORM_NOTES.get(name, '')}\n{_indent(_pasteable(value))}\n")
+            note = FORM_NOTES.get(name) or RECORDED_FORM_NOTES.get(name, "")
+            typer.echo(f"{name}: {note}\n{_indent(_pasteable(value))}\n")
 
 
 def running_proxy(home: Path) -> str:

@@ -113,9 +113,16 @@ def import_mcp(
 ) -> None:
     """An MCP server's tools/list becomes rows with MCP contracts: `import mcp -- python server.py`."""
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
-    from catalog.importers.mcp import import_mcp as run
+    from catalog.forms.recorded_mcp import RECORDED_FORM_NOTES, mcp_upstream, recorded_forms
+    from catalog.importers import documents
+    from catalog.importers.mcp import tools_from_mcp
 
-    _write(run(command, prefix=prefix), directory, replace, as_json, f"mcp {shlex.join(command)}")
+    tools = tools_from_mcp(command, prefix=prefix)
+    _write(documents(tools), directory, replace, as_json, f"mcp {shlex.join(command)}")
+    contract = mcp_upstream(tools[0].upstream) if tools and not as_json else None
+    server = (contract or {}).get("server") or {}
+    for name, form in recorded_forms(server).items():  # how to run it recorded, for each client
+        typer.echo(f"\n{name}: {RECORDED_FORM_NOTES[name]}\n{form.get('command') or form['code']}")
 
 
 @import_app.command("sheet")

@@ -152,7 +152,8 @@ def test_a_base_url_replaces_the_documents_servers(tmp_path: Path) -> None:
 
 
 def test_an_mcp_servers_tools_become_rows_with_mcp_contracts() -> None:
-    """The server, started as a subprocess and asked with the official client, gives one row per tool."""
+    """The server, started as a subprocess and asked with the official client, gives one row per tool;
+    the server's contract keeps the name it announced (`serverInfo`), which joins recorded calls to it."""
     command = [sys.executable, str(MCP_SERVER)]
     docs = import_mcp(command)
     assert [(bundle, path) for bundle, path, _ in docs] == [
@@ -165,13 +166,13 @@ def test_an_mcp_servers_tools_become_rows_with_mcp_contracts() -> None:
     assert forecast.args_schema["required"] == ["city"]
     assert forecast.upstream == {
         "method": "MCP",
-        "server": {"command": sys.executable, "args": [str(MCP_SERVER)]},
+        "server": {"command": sys.executable, "args": [str(MCP_SERVER)], "name": "weather-fixture"},
         "tool": "forecast",
         "arguments": {"city": "{city}", "days": "{days}"},
     }
     assert render_upstream(forecast, {"city": "Oslo"}) == {
         "method": "MCP",
-        "server": {"command": sys.executable, "args": [str(MCP_SERVER)]},
+        "server": {"command": sys.executable, "args": [str(MCP_SERVER)], "name": "weather-fixture"},
         "headers": {},
         "tool": "forecast",
         "arguments": {"city": "Oslo"},

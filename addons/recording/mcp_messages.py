@@ -1,0 +1,251 @@
+"""MCP over HTTP through the proxy: each JSON-RPC message of an exchange becomes an event of its own.
+
+The writer calls `derived()` for every event it makes; for an `http.request` or `http.response` that
+carries MCP (streamable HTTP with a JSON or an SSE answer, or the older HTTP+SSE transport: a GET
+event stream that announces an `endpoint`, and POSTs to it) it returns one event per message, after
+the exchange's own. They follow the stdio rules (`addons.recording.mcp_jsonrpc`): `kind`
+`mcp.<method>` or `mcp.<method>.result`, `tool` from a `tools/call`, `method` the JSON-RPC method,
+a JSON-RPC error or a tool's `isError` result in `error`. Beyond that:
+
+- `action_id` is the exchange's (its flow id); `parent` is the call's key `mcp:SESSION:call:c:ID`
+  (`:s:` for a request the server made), shared by the call and its answer even when the answer
+  arrives on another stream (a GET stream, the old transport's SSE channel). SESSION is the
+  `Mcp-Session-Id` header, the old transport's `session_id`/`sessionId` query parameter (or the
+  one its `endpoint` event announced), else the exchange's flow id.
+- No payload is stored twice: a message event is `payload_state` `artifact`, recorded by reference.
+  Its id `EXCHANGE_EVENT:mcp:N` names where its bytes are: the Nth JSON-RPC message (in order: the
+  body's object, each element of a batch array, each SSE `data` event) of the payload of the event
+  `EXCHANGE_EVENT` — the stored bytes, so secrets are already replaced (content-encoding removed
+  first). `message_at()` reads it back. `redacted` names the secrets replaced inside that message.
+- The writer remembers each exchange's session and calls, bounded (`MEMORY`), so an answer knows its
+  call's method; an answer to a call it never saw (another proxy worker's) is `mcp.result`.
+- A long-lived event stream is read when it ends (that is when its record reaches the writer).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+from addons.recording import mcp_jsonrpc as rpc
+from addons.recording.encodings import decode
+from addons.recording.stream_body import Deferred
+from storage import kinds
+from storage.events import Event
+
+MEMORY: Final = 20_000
+READ_MAX: Final = 16 * 1024 * 1024
+"""Payloads up to this size are read for messages (a larger one is not MCP traffic worth parsing)."""
+MCP_HEADERS: Final = (b"\nmcp-session-id:", b"\nmcp-protocol-version:", b"\nmcp-method:")
+_SESSION_HEADER = re.compile(rb"\r\nmcp-session-id:[ \t]*([^\r\n]+)", re.IGNORECASE)
+_TYPE_HEADER = re.compile(rb"\r\ncontent-type:[ \t]*([^\r\n]+)", re.IGNORECASE)
+_CODING_HEADER = re.compile(rb"\r\ncontent-encoding:[ \t]*([^\r\n]+)", re.IGNORECASE)
+_NAME = re.compile(r"\[([A-Za-z0-9_]+)\]")
+
+
+@dataclass
+class _Flow:
+    session: str
+    calls: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+
+@dataclass
+class Memory:
+    """What the writer remembers between an exchange's request and its answer, and across streams."""
+
+    flows: OrderedDict[str, _Flow] = field(default_factory=OrderedDict)
+    calls: OrderedDict[str, tuple[str, str | None]] = field(default_factory=OrderedDict)
+
+    def keep(self, memo: OrderedDict[str, Any], key: str, value: Any) -> None:
+        memo[key] = value
+        while len(memo) > MEMORY:
+            memo.popitem(last=False)
+
+
+MEMO = Memory()
+
+
+def _header(pattern: re.Pattern[bytes], head: bytes) -> str:
+    found = pattern.search(head)
+    return found.group(1).decode("latin-1").strip() if found else ""
+
+
+def _query_session(url: str | None) -> str:
+    query = parse_qs(urlsplit(url or "").query)
+    for name in ("session_id", "sessionId"):
+        if query.get(name):
+            return query[name][0]
+    return ""
+
+
+def _sse_events(body: bytes) -> Iterator[tuple[str, bytes]]:
+    """(event type, data) of each event of an SSE body (data lines joined by newlines)."""
+    for block in re.split(rb"\r\n\r\n|\n\n|\r\r", body):
+        kind, data = "message", []
+        for line in re.split(rb"\r\n|\n|\r", block):
+            name, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                kind = value.decode("utf-8", "replace")
+        if data:
+            yield kind, b"\n".join(data)
+
+
+def messages(body: bytes, content_type: str) -> Iterator[tuple[str, bytes, Any]]:
+    """Each JSON-RPC message of a body as (where, its bytes, its decoded value); `where` is `json` or
+    an SSE event type (an `endpoint` event is yielded too, as `endpoint`, with its value None)."""
+    if "text/event-stream" in content_type:
+        for kind, data in _sse_events(body):
+            if kind == "endpoint":
+                yield "endpoint", data, None
+                continue
+            try:
+                value = json.loads(data)
+            except ValueError:
+                continue
+            for part in value if isinstance(value, list) else [value]:
+                yield kind, json.dumps(part).encode() if isinstance(value, list) else data, part
+        return
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return
+    for part in value if isinstance(value, list) else [value]:
+        yield "json", body if not isinstance(value, list) else json.dumps(part).encode(), part
+
+
+def message_at(payload: bytes, head: bytes, n: int) -> bytes:
+    """The bytes of the Nth message of an exchange event's stored payload (the reader's side of the
+    `artifact` reference); a batch element is re-serialized from its decoded value."""
+    body = decode(payload, _header(_CODING_HEADER, head) or None)
+    found = [m for m in messages(body, _header(_TYPE_HEADER, head).lower()) if m[0] != "endpoint"]
+    return found[n - 1][1]
+
+
+def _looks_mcp(event: Event, body: bytes) -> bool:
+    lowered = event.head.lower()
+    if any(h in lowered for h in MCP_HEADERS):
+        return True
+    return b'"jsonrpc"' in body and b'"method"' in body
+
+
+def _session_of(event: Event) -> str:
+    return _header(_SESSION_HEADER, event.head) or _query_session(event.url) or event.action_id
+
+
+def derived(
+    event: Event, read: Callable[[], bytes | None], next_seq: Callable[[], int], memo: Memory = MEMO
+) -> list[Event]:
+    """The message events of one exchange event (none for anything that is not MCP).
+
+    `read()` gives the event's stored payload bytes (None when too large to read)."""
+    if event.kind not in (kinds.HTTP_REQUEST, kinds.HTTP_RESPONSE):
+        return []
+    request = event.kind == kinds.HTTP_REQUEST
+    flow = memo.flows.get(event.action_id)
+    if not request and flow is None and b"text/event-stream" not in event.head.lower():
+        return []
+    if event.payload_state not in ("complete", "partial"):
+        if request and any(h in event.head.lower() for h in MCP_HEADERS):  # a GET stream's request
+            memo.keep(memo.flows, event.action_id, _Flow(_session_of(event)))
+        return []
+    raw = read()
+    if raw is None:
+        return []
+    try:
+        body = decode(raw, _header(_CODING_HEADER, event.head) or None)
+    except Exception:  # a body that does not decode as it claims is not read for messages
+        return []
+    if request:
+        if not _looks_mcp(event, body):
+            return []
+        flow = _Flow(_session_of(event))
+        memo.keep(memo.flows, event.action_id, flow)
+    known = flow is not None
+    if flow is None:
+        if b'"jsonrpc"' not in body and b"event: endpoint" not in body:
+            return []  # an event stream of something else (an AI API's answer): not parsed
+        flow = _Flow(event.action_id)
+    elif not request:
+        memo.flows.pop(event.action_id, None)
+    content_type = _header(_TYPE_HEADER, event.head).lower()
+    origin = "client" if request else "server"
+    found: list[tuple[rpc.Message, bytes]] = []
+    for where, data, value in messages(body, content_type):
+        if where == "endpoint":
+            flow.session = _query_session(data.decode("utf-8", "replace")) or flow.session
+            known = True
+            continue
+        message = rpc.classify(value)
+        if message.shape == "invalid":
+            continue  # not a JSON-RPC message (over HTTP there is no line to account for)
+        if message.method and not rpc.looks_like_mcp_method(message.method):
+            return []  # another JSON-RPC API, not MCP
+        known = known or message.method is not None
+        found.append((message, data))
+    if not known:
+        return []
+    return [
+        _message_event(event, flow, origin, message, data, n, next_seq(), memo)
+        for n, (message, data) in enumerate(found, 1)
+    ]
+
+
+def _message_event(
+    event: Event, flow: _Flow, origin: str, message: rpc.Message, data: bytes, n: int, seq: int, memo: Memory
+) -> Event:
+    side, other = ("c", "s") if origin == "client" else ("s", "c")
+    parent, method, tool = None, message.method, message.tool
+    if message.shape == "request" and message.id is not None and message.method:
+        parent = f"mcp:{flow.session}:call:{side}:{message.id}"
+        flow.calls[message.id] = (message.method, message.tool)
+        memo.keep(memo.calls, parent, (message.method, message.tool))
+    elif message.shape == "answer" and message.id is not None:
+        parent = f"mcp:{flow.session}:call:{other}:{message.id}"
+        known = flow.calls.get(message.id) or memo.calls.pop(parent, None)
+        method, tool = known if known is not None else (None, None)
+    text = data.decode("utf-8", "replace")
+    names = tuple(n for n in event.redacted if f"[{n}]" in text)
+    return replace(
+        event,
+        event_id=f"{event.event_id}:mcp:{n}",
+        kind=rpc.kind_of(message, method),
+        seq=seq,
+        method=method,
+        tool=tool,
+        status=None,
+        head=b"",
+        payload=None,
+        payload_state="artifact",
+        redacted=names,
+        error=message.error,
+        parent=parent,
+        model=None,
+        tokens_in=None,
+        tokens_out=None,
+        cost_usd=None,
+    )
+
+
+def derived_from(item: Event | Deferred, next_seq: Callable[[], int]) -> list[Event]:
+    """`derived()` for what the writer queues: an event, or one whose large body waits in a spool."""
+    if isinstance(item, Event):
+        payload = item.payload
+        return derived(item, lambda: payload if isinstance(payload, bytes) else None, next_seq)
+
+    def spooled() -> bytes | None:
+        if item.body.size > READ_MAX:
+            return None
+        item.body.file.seek(0)
+        data = item.body.file.read()
+        item.body.file.seek(0)
+        return bytes(data)
+
+    return derived(item.event, spooled, next_seq)

@@ -1,0 +1,375 @@
+"""`flightlog mcp-record`: a stdio MCP server run as a child, relayed byte for byte, every line recorded.
+
+Two threads relay, one per direction, with blocking `read`/`write` on the raw file descriptors and
+nothing else in between: the client's stdin goes to the server's stdin and the server's stdout to our
+stdout unchanged (stderr is the server's own, inherited). Each chunk read is also appended to an
+in-memory inbox (O(1), no wake-up); the event loop takes the inbox every few milliseconds, splits it
+into lines (MCP's stdio framing) and hands them to the same `WriterProcess` the proxy uses, so the
+Ledger's speed or absence never reaches the relay. Lines become events in the writer process
+(`addons.recording.mcp_stdio_events`).
+
+What the client would see without flightlog, it sees with it:
+- a line that is not JSON is relayed as it is and recorded as `mcp.invalid`;
+- a line over `MAX_MESSAGE` (8 MiB, as request bodies through the proxy) is relayed whole and recorded
+  without its bytes (`missing`, its size in the error; its first `PEEK` bytes still pair it with its
+  call) — memory stays bounded;
+- a server that dies mid-call: its stdout ends, the wrapper exits with the server's exit code (or dies
+  of the same signal), and the `mcp.exit` event names the calls left unanswered;
+- a client that closes stdin: the server's stdin is closed; a client that stops reading: the server's
+  stdout is closed, so the server gets EPIPE as it would;
+- SIGTERM, SIGINT and SIGHUP are passed on to the server; the wrapper ends when the server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import select
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from addons.recording.events import Processing
+from addons.recording.identity import EMPTY, Identity
+from addons.recording.records import StdioRecord
+from addons.recording.writer_process import WriterProcess, WriterSpec
+
+if TYPE_CHECKING:
+    from storage.ledger import Ledger
+
+log = logging.getLogger("flightlog.capture")
+
+MAX_MESSAGE = 8 * 1024 * 1024
+READ_SIZE = 65536
+PEEK = 4096
+TICK = 0.005
+"""How often the loop takes the inbox while lines arrive (idle: `IDLE_TICK`)."""
+IDLE_TICK = 0.05
+STDOUT_LINGER = 2.0
+"""After the server exits, its stdout is read this much longer (a grandchild may still hold it)."""
+DRAIN_WAIT = 1.5
+"""The wrapper waits this long for the writer to commit at the end; the writer process (its own
+session) keeps draining after that, so a client that kills the wrapper soon after loses nothing."""
+SWITCH_INTERVAL = 0.0005
+"""A relay thread woken by a read waits at most this long for the GIL (Python's default is 5 ms)."""
+WRITER_NICE = 10
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    """What one `mcp-record` run needs."""
+
+    command: Sequence[str]
+    ledger_url: str
+    blobs_url: str
+    processing: Processing = field(default_factory=Processing)
+    identity: Identity = EMPTY
+    session: str = ""
+    """The recording session's id (default: a fresh random one); event ids derive from it."""
+    max_message: int = MAX_MESSAGE
+    drain_wait: float = DRAIN_WAIT
+
+
+class Lines:
+    """One direction's byte stream cut into lines, holding at most `limit` bytes of a partial one."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.index = 0
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._over = False
+
+    def feed(self, chunk: bytes) -> list[tuple[int, bytes, int]]:
+        """The lines `chunk` completes, as (index, bytes — only the first `PEEK` over the limit —, size)."""
+        out = []
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:nl])
+            out.append(self._finish())
+            start = nl + 1
+        if start < len(chunk):
+            self._add(chunk[start:] if start else chunk)
+        return out
+
+    def rest(self) -> tuple[int, bytes, int] | None:
+        """What is left without a newline when the stream ended, if anything."""
+        return self._finish() if self._size or self._over else None
+
+    def _add(self, piece: bytes) -> None:
+        self._size += len(piece)
+        if self._over:
+            return
+        if self._size > self.limit:
+            self._over, self._parts = True, [(b"".join(self._parts) + piece[:PEEK])[:PEEK]]
+        elif piece:
+            self._parts.append(piece)
+
+    def _finish(self) -> tuple[int, bytes, int]:
+        self.index += 1
+        data = b"".join(self._parts)
+        found = (self.index, data, self._size)
+        self._parts, self._size, self._over = [], 0, False
+        return found
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        view = view[written:]
+
+
+@dataclass
+class _Ends:
+    """How each side ended (set by the relay threads, read at the end)."""
+
+    client_closed: bool = False
+    client_gone: bool = False
+    server_stdin_broken: bool = False
+
+
+def _pump(
+    src: int, dst: int, origin: str, inbox: deque[tuple[str, float, bytes]], on_end: Callable[[str], None]
+) -> None:
+    """Relay `src` to `dst` until end of file or a broken side; every chunk also goes to the inbox.
+
+    `dst` is watched while waiting for `src`: when its reader goes away (POLLERR on a pipe) we stop
+    reading before the next chunk, so `src`'s reader closes and its writer gets EPIPE on its next
+    write, as it would have written straight to the departed reader.
+    """
+    poller = select.poll()
+    poller.register(src, select.POLLIN)
+    poller.register(dst, 0)  # errors and hang-ups are always reported
+    how = "eof"
+    while True:
+        ready = dict(poller.poll())
+        if ready.get(dst, 0) & (select.POLLERR | select.POLLNVAL):
+            how = "write-error"
+            break
+        if not ready.get(src):
+            continue
+        try:
+            chunk = os.read(src, READ_SIZE)
+        except OSError:
+            how = "read-error"
+            break
+        if not chunk:
+            break
+        inbox.append((origin, time.time(), chunk))
+        try:
+            _write_all(dst, chunk)
+        except OSError:
+            how = "write-error"
+            break
+    on_end(how)
+
+
+class Recording:
+    """One run: the server child, the relay threads, the writer, and the lines handed to it."""
+
+    def __init__(self, opts: RecordOptions, stdin: int = 0, stdout: int = 1) -> None:
+        self.opts = opts
+        self.session = opts.session or uuid.uuid4().hex[:16]
+        self.server = shlex.join(opts.command)
+        self.stdin, self.stdout = stdin, stdout
+        self.inbox: deque[tuple[str, float, bytes]] = deque()
+        self.lines = {"client": Lines(opts.max_message), "server": Lines(opts.max_message)}
+        self.ends = _Ends()
+        self.writer: WriterProcess | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sent = 0
+
+    def _record(self, origin: str, index: int, data: bytes, size: int, note: str | None = None) -> None:
+        assert self.writer is not None
+        if len(data) < size:
+            note = (
+                f"a message of {size} bytes, over the {self.opts.max_message} byte limit: relayed, not kept"
+            )
+        self.sent += 1
+        self.writer.put(
+            StdioRecord(
+                self.session,
+                self.server,
+                self.opts.identity,
+                origin,
+                index,
+                time.time(),
+                data,
+                size,
+                None,
+                note,
+            )
+        )
+
+    def take_inbox(self) -> int:
+        """Cut what arrived into lines and record them; returns how many chunks were taken."""
+        taken = 0
+        while self.inbox:
+            origin, _, chunk = self.inbox.popleft()
+            taken += 1
+            for index, data, size in self.lines[origin].feed(chunk):
+                self._record(origin, index, data, size)
+        return taken
+
+    async def run(self) -> int:
+        """Run the server to its end; the server's exit code (negative: killed by that signal)."""
+        loop = asyncio.get_running_loop()
+        spec = WriterSpec(self.opts.ledger_url, self.opts.blobs_url, f"mcp-record:{self.session}")
+        self.writer = WriterProcess(spec, self.opts.processing, _opener(self.opts))
+        try:
+            self.proc = subprocess.Popen(
+                list(self.opts.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+        except OSError as e:
+            self._edge("start", None, f"cannot start the server: {e.strerror or e}")
+            self._edge("end", 127, "the server did not start")
+            await self._start_writer()
+            await self._finish()
+            raise
+        self._edge("start", None, None, {"command": list(self.opts.command), "pid": self.proc.pid})
+        for sig in FORWARDED:
+            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                loop.add_signal_handler(sig, self._forward, sig)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        to_server, from_server = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        up = threading.Thread(
+            target=_pump, args=(self.stdin, to_server, "client", self.inbox, self._client_ended), daemon=True
+        )
+        down = threading.Thread(
+            target=_pump,
+            args=(from_server, self.stdout, "server", self.inbox, self._server_ended),
+            daemon=True,
+        )
+        up.start()
+        down.start()
+        # The server and the relay run before the writer process is up: the client never waits for
+        # the Ledger, not even at start. What arrives meanwhile waits in the inbox.
+        await self._start_writer()
+        exited = loop.run_in_executor(None, self.proc.wait)
+        while not exited.done():
+            busy = self.take_inbox()
+            await asyncio.wait({exited}, timeout=TICK if busy else IDLE_TICK)
+        code = exited.result()
+        await loop.run_in_executor(None, down.join, STDOUT_LINGER)
+        self.take_inbox()
+        for origin, lines in self.lines.items():
+            if (rest := lines.rest()) is not None:
+                index, data, size = rest
+                note = "cut short: the stream ended without a newline"
+                self._record(origin, index, data, size, note if len(data) == size else None)
+        self._edge("end", code, self._end_note(code))
+        await self._finish()
+        return code
+
+    async def _start_writer(self) -> None:
+        assert self.writer is not None
+        await self.writer.start()
+        _lower_priority(self.writer.pid)
+
+    def _end_note(self, code: int) -> str | None:
+        notes = []
+        if code < 0:
+            notes.append(f"the server was killed by signal {-code}")
+        elif code:
+            notes.append(f"the server exited with code {code}")
+        if self.ends.client_gone:
+            notes.append("the client stopped reading the server's output")
+        if self.ends.server_stdin_broken:
+            notes.append("the server stopped reading its input")
+        return "; ".join(notes) or None
+
+    def _edge(self, origin: str, code: int | None, note: str | None, what: object = None) -> None:
+        assert self.writer is not None
+        data = json.dumps(what, ensure_ascii=False).encode() if what is not None else b""
+        self.writer.put(
+            StdioRecord(
+                self.session,
+                self.server,
+                self.opts.identity,
+                origin,
+                0,
+                time.time(),
+                data,
+                len(data),
+                code,
+                note,
+            )
+        )
+
+    async def _finish(self) -> None:
+        if self.writer is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.writer.stop()), self.opts.drain_wait)
+
+    def _forward(self, sig: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+
+    def _client_ended(self, how: str) -> None:
+        """Our stdin ended (the client closed it) or the server's stdin broke: close the server's."""
+        if how == "write-error":
+            self.ends.server_stdin_broken = True
+        else:
+            self.ends.client_closed = True
+        if self.proc is not None and self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def _server_ended(self, how: str) -> None:
+        """The server's stdout ended, or our stdout broke (the client left): close the server's stdout."""
+        if how == "write-error":
+            self.ends.client_gone = True
+            if self.proc is not None and self.proc.stdout is not None:
+                with contextlib.suppress(OSError):
+                    self.proc.stdout.close()
+
+
+def _lower_priority(pid: int | None) -> None:
+    """The writer process yields the CPU to the client and the server: on a busy machine its work
+    (hashing, compressing, committing) waits for idle time instead of slowing the session."""
+    if pid is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, pid, WRITER_NICE)
+
+
+def _opener(opts: RecordOptions) -> Callable[[float], Ledger]:
+    def open_it(retry: float) -> Ledger:
+        # deferred: SQLAlchemy loads in the writer process, not here (no sync path is ever used)
+        from storage.ledger import open_ledger
+
+        return open_ledger(opts.ledger_url, opts.blobs_url, retry_seconds=retry)
+
+    return open_it
+
+
+def record(opts: RecordOptions) -> int:
+    """Run one recorded session; the process exit code to use (the server's, 128+N for a signal N)."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    recording = Recording(opts)
+    code = asyncio.run(recording.run())
+    if code < 0:
+        sig = -code
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)  # die as the server did, so the client sees the same end
+        return 128 + sig
+    return code

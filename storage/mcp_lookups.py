@@ -1,0 +1,53 @@
+"""The reads of recorded MCP messages the join (catalog) and readback (addons) need, as plain rows.
+
+Beside `storage.lookups` (all SQL over the Ledger's tables lives in storage): a tool's recorded MCP
+calls and results, the stdio sessions' initialize results (the server's announced name), and the
+events that share a call's key (`action_id` on stdio, `parent` over HTTP).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from storage.kinds import MCP_INITIALIZE_RESULT, MCP_TOOL_CALL, MCP_TOOL_RESULT
+from storage.queries import QueryError
+
+MCP_COLUMNS: Final = (
+    "event_id, action_id, parent, kind, direction, at, url, tool, session, agent, error, seq, status,"
+    " payload_sha256"
+)
+
+
+def _rows(engine: Engine, sql: str, **params: Any) -> list[dict[str, Any]]:
+    try:
+        with engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(text(sql), params)]
+    except SQLAlchemyError as e:
+        raise QueryError(f"cannot read the Ledger's events: {e}".splitlines()[0]) from e
+
+
+def mcp_tool_rows(engine: Engine, tool: str, limit: int) -> list[dict[str, Any]]:
+    """The `mcp.tools/call` events naming `tool` and their results, oldest first."""
+    sql = (
+        f"SELECT {MCP_COLUMNS} FROM events WHERE tool = :tool AND kind IN (:call, :result)"
+        " ORDER BY at, seq, event_id LIMIT :n"
+    )
+    return _rows(engine, sql, tool=tool, call=MCP_TOOL_CALL, result=MCP_TOOL_RESULT, n=limit)
+
+
+def stdio_initialize_results(engine: Engine) -> list[dict[str, Any]]:
+    """Each recorded stdio session's initialize result: its event id and payload address."""
+    sql = "SELECT event_id, payload_sha256 FROM events WHERE kind = :k AND url LIKE 'stdio:%'"
+    return _rows(engine, sql, k=MCP_INITIALIZE_RESULT)
+
+
+def sharing_call(engine: Engine, key: str, over_http: bool) -> list[str]:
+    """The ids of the events of one MCP call: those whose `parent` (HTTP) or `action_id` (stdio) is
+    `key`, in recorded order."""
+    column = "parent" if over_http else "action_id"
+    sql = f"SELECT event_id FROM events WHERE {column} = :v ORDER BY at, seq, event_id"
+    return [r["event_id"] for r in _rows(engine, sql, v=key)]

@@ -1,0 +1,48 @@
+"""Helpers for the MCP tests: the `mcp-record` command line, reading what it recorded, the SDK client."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sqlalchemy import text
+
+from storage.events import StoredEvent
+from storage.ledger import Ledger
+
+HERE = Path(__file__).resolve().parent
+SDK_SERVER = [sys.executable, str(HERE / "sdk_server.py")]
+TAP = [sys.executable, str(HERE / "tap.py")]
+FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
+
+
+def recorded(command: Sequence[str], *options: str) -> list[str]:
+    """`flightlog mcp-record [options] -- command`."""
+    return [FLIGHTLOG, "mcp-record", *options, "--", *command]
+
+
+def session_events(ledger: Ledger, timeout: float = 20.0) -> dict[str, list[StoredEvent]]:
+    """Every stdio session's events by session id, once each session's `mcp.exit` is committed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with ledger.engine.connect() as c:
+            ids = [r[0] for r in c.execute(text("SELECT event_id FROM events WHERE event_id LIKE 'mcp:%'"))]
+            ends = c.execute(text("SELECT count(*) FROM events WHERE kind = 'mcp.exit'")).scalar() or 0
+            starts = c.execute(text("SELECT count(*) FROM events WHERE kind = 'mcp.start'")).scalar() or 0
+        if (starts and ends >= starts) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    out: dict[str, list[StoredEvent]] = {}
+    for event in ledger.events(ids):
+        out.setdefault(event.event_id.split(":")[1], []).append(event)
+    for events in out.values():
+        events.sort(key=lambda e: e.seq)
+    return out
+
+
+def lines_of(events: Sequence[StoredEvent], side: str) -> list[StoredEvent]:
+    """One side's line events (`c` client, `s` server) in the order they were sent."""
+    found = [e for e in events if e.event_id.split(":")[2] == side]
+    return sorted(found, key=lambda e: int(e.event_id.rsplit(":", 1)[1]))
