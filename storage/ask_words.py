@@ -20,7 +20,7 @@ FILLER: Final = frozenset(
     have how in list many me much of on requests responses show the there to total traffic was went were
     what which with cost costs spend spent tokens usage made sent get please used called seen hit took
     taking take takes use call that most top ever my our been is it by per they them those these one
-    ones""".split()
+    ones counts""".split()
 )
 """Words that are understood and change nothing ("show me the requests")."""
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
