@@ -19,13 +19,15 @@ import json
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from addons.errors import AddonError
+from addons.readback.match_book import Book, ReplayReport
 from addons.readback.recorded import Exchange, Fields, Head, PayloadReader, body, canonical_url
-from addons.readback.replay_player import TOKEN, Playback, Player, sse_chunks
+from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration, sse_chunks
+from addons.recording.identity import PATH_PREFIX, from_path
 from addons.recording.redact import Redactor
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ MARK: Final = b"X-Flightlog-Replay"
 FRAMING: Final = frozenset({b"content-length", b"transfer-encoding"})
 NOT_HTTP2: Final = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"upgrade", b"te"})
 Conceal = Callable[[str, bytes, str | None], tuple[str, bytes]]
+GoLive = Callable[["http.Request"], Awaitable["http.Response | None"]]
 """Turns a live request's URL and body into their recorded spelling (secret values -> names)."""
 
 
@@ -134,7 +137,7 @@ class Matcher:
                 return i
         return None
 
-    def match(self, method: str, url: str, body_bytes: bytes) -> Exchange | None:
+    def match(self, method: str, url: str, body_bytes: bytes, fields: Fields = ()) -> Exchange | None:
         """The recorded exchange that answers this request, consumed; None (and noted) when none does."""
         method, url = method.upper(), canonical_url(url)
         label = f"{method} {url}"
@@ -148,6 +151,8 @@ class Matcher:
             return self.exchanges[i]
         self.report.refused.append(label)
         return None
+
+    last_miss: str | None = None
 
     def finish(self) -> Report:
         """The report, with every recorded exchange nobody asked for named."""
@@ -191,25 +196,44 @@ def is_stream(head: Head) -> bool:
     return (head.get("content-type") or "").split(";")[0].strip().lower() == "text/event-stream"
 
 
-def refusal(method: str, url: str) -> tuple[bytes, Fields]:
-    """The body and fields of a refused request: an OpenAI-shaped error most SDKs show as is."""
+def refusal(method: str, url: str, detail: str | None = None) -> tuple[bytes, Fields]:
+    """The body and fields of a refused request: an OpenAI-shaped error most SDKs show as is.
+
+    `detail` (the closest recorded request and how it differs) goes in the message and, ASCII-safe, in
+    an `X-Flightlog-Replay-Miss` header, so a client that swallows bodies still carries it.
+    """
     message = (
         f"flightlog serve-replay has no recorded answer for {method} {url}; nothing was sent to the network"
     )
+    if detail:
+        message += f". {detail}"
     doc = {"error": {"type": "flightlog_replay_unmatched", "message": message, "code": "unmatched"}}
-    return json.dumps(doc).encode(), ((b"Content-Type", b"application/json"), (MARK, b"unmatched"))
+    fields: Fields = ((b"Content-Type", b"application/json"), (MARK, b"unmatched"))
+    if detail:
+        fields += ((MARK + b"-Miss", detail.encode("ascii", "backslashreplace")[:2000]),)
+    return json.dumps(doc).encode(), fields
 
 
 class ServeReplay:
     """The mitmproxy addon: answers each request from the `Matcher`, or refuses it."""
 
-    def __init__(self, matcher: Matcher, read: PayloadReader, conceal: Conceal | None = None) -> None:
+    def __init__(
+        self,
+        matcher: Matcher | Book,
+        read: PayloadReader,
+        conceal: Conceal | None = None,
+        live: GoLive | None = None,
+        timing: str = "fixed",
+    ) -> None:
         self.matcher = matcher
         self.read = read
         self.conceal = conceal
+        self.live = live  # --record-missing: how a miss is sent live (through the recording proxy)
+        self.timing = timing  # "fixed" (serve_replay_chunk_delay) or "recorded" (the recorded duration)
         self.listening: list[tuple[str, int]] = []
+        self.listeners: list[tuple[str, str, int]] = []  # (mode spec, host, port)
         self.ready = threading.Event()
-        self.report: Report | None = None
+        self.report: Report | ReplayReport | None = None
         self.player = Player()
 
     def load(self, loader: Loader) -> None:
@@ -245,19 +269,35 @@ class ServeReplay:
         await self.player.start()
         server = ctx.master.addons.get("proxyserver")
         self.listening = [(a[0], a[1]) for a in server.listen_addrs()]
+        self.listeners = [
+            (i.mode.full_spec, i.listen_addrs[0][0], i.listen_addrs[0][1])
+            for i in server.servers
+            if i.listen_addrs
+        ]
         self.ready.set()
 
     async def request(self, flow: http.HTTPFlow) -> None:
         from mitmproxy import ctx, http
 
         req = flow.request
+        if req.path.startswith(PATH_PREFIX):  # the identity prefix `run` puts in base URLs
+            req.path = from_path(req.path)[1]
         url, raw = req.url, req.raw_content or b""
         if self.conceal is not None:
             url, raw = self.conceal(url, raw, req.headers.get("content-encoding"))
-        exchange = self.matcher.match(req.method, url, raw)
+        exchange = self.matcher.match(req.method, url, raw, tuple(req.headers.fields))
         http2 = req.http_version.startswith("HTTP/2")
         if exchange is None:
-            content, fields = refusal(req.method, req.pretty_url)
+            detail = getattr(self.matcher, "last_miss", None)
+            if self.live is not None and isinstance(self.matcher, Book):
+                answer = await self.live(req)
+                if answer is not None:
+                    self.matcher.went_live()
+                    flow.response = answer
+                    return
+            if detail:
+                log.warning("flightlog replay: %s", detail)
+            content, fields = refusal(req.method, req.pretty_url, detail)
             status = ctx.options.serve_replay_refuse_status
             flow.response = http.Response.make(status, content, fields)
             return
@@ -268,9 +308,13 @@ class ServeReplay:
             flow.response = http.Response.make(502, content, ((MARK, b"recorded-error"),))
             return
         content = await asyncio.to_thread(body, response, self.read)
+        took = recorded_duration(exchange) if self.timing == "recorded" else 0.0
         if not http2 and is_stream(head) and self.player.address is not None:
-            self.play(flow, Playback(response.status, head.start[2], head.fields, tuple(sse_chunks(content))))
+            chunks = tuple(sse_chunks(content))
+            self.play(flow, Playback(response.status, head.start[2], head.fields, chunks), took)
             return
+        if took:
+            await asyncio.sleep(took)
         flow.response = http.Response(
             http_version=req.http_version.encode(),
             status_code=response.status,
@@ -282,12 +326,17 @@ class ServeReplay:
             timestamp_end=None,
         )
 
-    def play(self, flow: http.HTTPFlow, playback: Playback) -> None:
-        """Send the flow to the in-process player, which streams the recorded chunks back."""
+    def play(self, flow: http.HTTPFlow, playback: Playback, took: float = 0.0) -> None:
+        """Send the flow to the in-process player, which streams the recorded chunks back.
+
+        With recorded timing the chunks are spread evenly over the answer's recorded duration.
+        """
         from mitmproxy import ctx
 
         assert self.player.address is not None
         delay = ctx.options.serve_replay_chunk_delay
+        if took and playback.chunks:
+            delay = took / len(playback.chunks)
         token = self.player.put(
             Playback(playback.status, playback.reason, playback.fields, playback.chunks, delay)
         )

@@ -16,7 +16,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from addons.readback.recorded import Fields
+from addons.readback.recorded import Exchange, Fields
+
+LONGEST_PACE: Final = 60.0
 
 TOKEN: Final = "X-Flightlog-Replay-Token"
 SSE_EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
@@ -32,6 +34,18 @@ def sse_chunks(body: bytes) -> list[bytes]:
     if start < len(body):
         chunks.append(body[start:])
     return chunks
+
+
+def recorded_duration(exchange: Exchange) -> float:
+    """Seconds from the request to the end of its recorded answer (0 when unknown), at most a minute.
+
+    The Ledger keeps when a request started and when its answer ended, not when each chunk came, so
+    "recorded timing" spreads a stream's chunks evenly over that span.
+    """
+    if exchange.response is None:
+        return 0.0
+    took = (exchange.response.at - exchange.request.at).total_seconds()
+    return min(max(took, 0.0), LONGEST_PACE)
 
 
 @dataclass(frozen=True, slots=True)

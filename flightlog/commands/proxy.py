@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flightlog.commands.options import BlobsOpt, LedgerOpt, parse_listen
+from flightlog.commands.replay_options import ReplayOpt, ReplayOptions, run_with_replay, with_replay_options
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
@@ -104,17 +105,21 @@ def proxy(
     run_proxy(config)
 
 
+@with_replay_options
 def run(
     ctx: typer.Context,
     agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
     session: Annotated[str | None, typer.Option(help="Session id.")] = None,
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
     turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
+    replay: ReplayOpt = None,
+    replaying: ReplayOptions = ReplayOptions(),
 ) -> None:
     """Run COMMAND through the recording proxy: flightlog run [--agent A] -- COMMAND ...
 
     Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime.
-    The exit code is COMMAND's.
+    The exit code is COMMAND's. With --replay SELECTION, COMMAND runs against a hermetic serve-back of
+    that recording instead (nothing goes live; a miss makes the exit code 3 if COMMAND's was 0).
     """
     from addons.proxy_env import proxy_env, read_state
     from addons.recording.identity import Identity
@@ -126,6 +131,8 @@ def run(
         raise CommandError("run needs a command: flightlog run -- COMMAND ...")
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task, turn=turn)
+    if replay is not None:
+        raise typer.Exit(run_with_replay(command, replay, replaying, who))
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is None:
