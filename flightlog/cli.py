@@ -22,6 +22,7 @@ from flightlog.commands import (
     call,
     contracts,
     directory,
+    drift,
     export,
     join,
     ledger,
@@ -48,6 +49,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None], dict[str, Any]], ...] = (
     ("trace", join.trace, {}),
     ("replay", replay.replay, {}),
     ("serve-replay", replay.serve_replay, {}),
+    ("diff", drift.diff, {}),
     ("export", export.export, {}),
     ("browse", browse.browse, {}),
 )
