@@ -167,7 +167,8 @@ class Book:
                 outcome = Outcome(n, method, url, strategy, self.exchanges[i].action_id, occurrence, rules)
                 self.report.outcomes.append(outcome)
                 return self.exchanges[i]
-        self.last_miss = miss_line(live, self.requests, self.labels, self.rules)
+        forgiving = self.rules if "normalized" in self.strategies else Rules(headers=self.rules.headers)
+        self.last_miss = miss_line(live, self.requests, self.labels, forgiving, self.used)
         self.report.outcomes.append(Outcome(n, method, url, None, miss=self.last_miss))
         return None
 

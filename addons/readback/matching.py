@@ -325,14 +325,27 @@ def closest(live: Request, recorded: Sequence[Request], rules: Rules) -> tuple[i
     return None if best is None else (best[1], best[2])
 
 
-def miss_line(live: Request, recorded: Sequence[Request], labels: Sequence[str], rules: Rules) -> str:
-    """One line for a request with no recorded answer: the closest recorded request and how it differs."""
+def miss_line(
+    live: Request,
+    recorded: Sequence[Request],
+    labels: Sequence[str],
+    rules: Rules,
+    used: Sequence[bool] = (),
+) -> str:
+    """One line for a request with no recorded answer: the closest recorded request and how it differs.
+
+    `rules` are the ones the run matched by (no rules when it matched by exact bytes only), so a
+    difference the run did not forgive is named, not normalized away.
+    """
     found = closest(live, recorded, rules)
     if found is None:
         return f"no recorded answer for {live.method} {live.url}: the recording is empty"
     i, diffs = found
-    if not diffs:
+    if not diffs and i < len(used) and used[i]:
         how = "it is the same request, but every recorded answer to it was already used"
+    elif not diffs:
+        how = "they differ only in byte layout (JSON key order or spacing, an encoding)"
     else:
-        how = diffs[0] + (f" (and {len(diffs) - 1} more differences)" if len(diffs) > 1 else "")
+        more = len(diffs) - 1
+        how = diffs[0] + (f" (and {more} more difference{'s' if more > 1 else ''})" if more else "")
     return f"no recorded answer for {live.method} {live.url}; closest recorded: {labels[i]}: {how}"
