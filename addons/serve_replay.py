@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from addons.errors import AddonError
 from addons.readback.match_book import Book, ReplayReport
-from addons.readback.recorded import Exchange, Fields, Head, PayloadReader, body, canonical_url
+from addons.readback.recorded import Exchange, Fields, PayloadReader, body, canonical_url
+from addons.readback.replay_answers import MARK, answer_fields, is_stream, refusal
 from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration, sse_chunks
+from addons.readback.ws_player import Conversation
 from addons.recording.identity import PATH_PREFIX, from_path
 from addons.recording.redact import Redactor
 
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
     from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
 log = logging.getLogger("flightlog.serve_replay")
-MARK: Final = b"X-Flightlog-Replay"
-FRAMING: Final = frozenset({b"content-length", b"transfer-encoding"})
-NOT_HTTP2: Final = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"upgrade", b"te"})
 Conceal = Callable[[str, bytes, str | None], tuple[str, bytes]]
 GoLive = Callable[["http.Request"], Awaitable["http.Response | None"]]
 """Turns a live request's URL and body into their recorded spelling (secret values -> names)."""
@@ -164,56 +162,6 @@ class Matcher:
         return self.report
 
 
-def answer_fields(fields: Fields, size: int, http2: bool) -> Fields:
-    """The recorded header fields fit for the body actually served and the client's protocol.
-
-    The framing is rewritten (a partial body no longer has its recorded length): chunked stays chunked
-    for an HTTP/1 client, anything else gets a Content-Length at the place the framing stood.
-    """
-    chunked = any(n.lower() == b"transfer-encoding" and b"chunked" in v.lower() for n, v in fields)
-    framing = (
-        (b"Transfer-Encoding", b"chunked") if chunked and not http2 else (b"Content-Length", b"%d" % size)
-    )
-    out: list[tuple[bytes, bytes]] = []
-    placed = False
-    for n, v in fields:
-        low = n.lower()
-        if low in FRAMING:
-            if not placed:
-                out.append(framing)
-                placed = True
-            continue
-        if http2 and low in NOT_HTTP2:
-            continue
-        out.append((n, v))
-    if not placed:
-        out.append(framing)
-    return tuple(out)
-
-
-def is_stream(head: Head) -> bool:
-    """A recorded answer that was streamed: server-sent events."""
-    return (head.get("content-type") or "").split(";")[0].strip().lower() == "text/event-stream"
-
-
-def refusal(method: str, url: str, detail: str | None = None) -> tuple[bytes, Fields]:
-    """The body and fields of a refused request: an OpenAI-shaped error most SDKs show as is.
-
-    `detail` (the closest recorded request and how it differs) goes in the message and, ASCII-safe, in
-    an `X-Flightlog-Replay-Miss` header, so a client that swallows bodies still carries it.
-    """
-    message = (
-        f"flightlog serve-replay has no recorded answer for {method} {url}; nothing was sent to the network"
-    )
-    if detail:
-        message += f". {detail}"
-    doc = {"error": {"type": "flightlog_replay_unmatched", "message": message, "code": "unmatched"}}
-    fields: Fields = ((b"Content-Type", b"application/json"), (MARK, b"unmatched"))
-    if detail:
-        fields += ((MARK + b"-Miss", detail.encode("ascii", "backslashreplace")[:2000]),)
-    return json.dumps(doc).encode(), fields
-
-
 class ServeReplay:
     """The mitmproxy addon: answers each request from the `Matcher`, or refuses it."""
 
@@ -224,12 +172,14 @@ class ServeReplay:
         conceal: Conceal | None = None,
         live: GoLive | None = None,
         timing: str = "fixed",
+        conversations: dict[str, Conversation] | None = None,
     ) -> None:
         self.matcher = matcher
         self.read = read
         self.conceal = conceal
         self.live = live  # --record-missing: how a miss is sent live (through the recording proxy)
         self.timing = timing  # "fixed" (serve_replay_chunk_delay) or "recorded" (the recorded duration)
+        self.conversations = conversations or {}  # WebSocket messages by upgrade action
         self.listening: list[tuple[str, int]] = []
         self.listeners: list[tuple[str, str, int]] = []  # (mode spec, host, port)
         self.ready = threading.Event()
@@ -307,6 +257,10 @@ class ServeReplay:
             content = f"recorded without an answer: {error}".encode()
             flow.response = http.Response.make(502, content, ((MARK, b"recorded-error"),))
             return
+        played = self.conversations.get(exchange.action_id)
+        if response.status == 101 and played is not None and not http2 and self.player.address is not None:
+            self._redirect(flow, self.player.put(played))
+            return
         content = await asyncio.to_thread(body, response, self.read)
         took = recorded_duration(exchange) if self.timing == "recorded" else 0.0
         if not http2 and is_stream(head) and self.player.address is not None:
@@ -340,6 +294,10 @@ class ServeReplay:
         token = self.player.put(
             Playback(playback.status, playback.reason, playback.fields, playback.chunks, delay)
         )
+        self._redirect(flow, token)
+
+    def _redirect(self, flow: http.HTTPFlow, token: str) -> None:
+        assert self.player.address is not None
         req = flow.request
         req.scheme = "http"
         req.data.host, req.port = self.player.address
@@ -360,6 +318,8 @@ class ServeReplay:
     async def done(self) -> None:
         await self.player.stop()
         self.report = self.matcher.finish()
+        if isinstance(self.report, ReplayReport):
+            self.report.websocket = [d for c in self.conversations.values() for d in c.diverged]
         log.info(self.report.render())
 
 

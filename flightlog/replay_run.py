@@ -30,6 +30,7 @@ from addons.proxy_env import STATE_FILE, Listener, ProxyState, proxy_env
 from addons.readback.match_book import Book, ReplayReport
 from addons.readback.matching import DEFAULT_STRATEGIES, Rules
 from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
+from addons.readback.ws_player import conversation
 from addons.recording.identity import EMPTY, Identity
 from flightlog.errors import CommandError
 
@@ -90,7 +91,14 @@ def serving(plan: Plan, confdir: Path, live: GoLive | None = None) -> Iterator[R
         ids = select_action_ids(ledger.engine, plan.selection)
         exchanges = list(iter_exchanges(ledger.engine, ledger.events, ids))
         book = Book(exchanges, ledger.payload, plan.strategies, plan.rules)
-        addon = ServeReplay(book, ledger.payload, live=live, timing=plan.timing)
+        talks = {
+            x.action_id: c
+            for x in exchanges
+            if x.response is not None
+            and x.response.status == 101
+            and (c := conversation(ledger.action(x.action_id), ledger.payload)) is not None
+        }
+        addon = ServeReplay(book, ledger.payload, live=live, timing=plan.timing, conversations=talks)
         holder: dict[str, Any] = {}
         failed: list[BaseException] = []
 

@@ -61,6 +61,7 @@ class ReplayReport:
     outcomes: list[Outcome] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     upstream_blocked: int = 0
+    websocket: list[str] = field(default_factory=list)  # client messages unlike the recorded ones
 
     @property
     def misses(self) -> list[Outcome]:
@@ -72,7 +73,7 @@ class ReplayReport:
 
     @property
     def divergences(self) -> int:
-        return len(self.misses) + self.upstream_blocked
+        return len(self.misses) + self.upstream_blocked + len(self.websocket)
 
     def to_json(self) -> dict[str, Any]:
         by: dict[str, int] = {}
@@ -88,6 +89,7 @@ class ReplayReport:
             "requests": [o.to_json() for o in self.outcomes],
             "not_requested": self.unused,
             "upstream_connections_blocked": self.upstream_blocked,
+            "websocket_diverged": self.websocket,
             "divergences": self.divergences,
         }
 
@@ -100,6 +102,7 @@ class ReplayReport:
         ]
         lines += [o.render() for o in self.outcomes]
         lines += [f"  not requested: {x}" for x in self.unused]
+        lines += [f"  websocket: {x}" for x in self.websocket]
         return "\n".join(lines)
 
 

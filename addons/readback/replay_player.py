@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from addons.readback.recorded import Exchange, Fields
+from addons.readback.ws_player import Conversation, converse
 
 LONGEST_PACE: Final = 60.0
 
@@ -73,7 +74,7 @@ class Player:
     """The loopback server; `put` a playback, send the flow to `address` with the token header."""
 
     def __init__(self) -> None:
-        self.pending: dict[str, Playback] = {}
+        self.pending: dict[str, Playback | Conversation] = {}
         self.address: tuple[str, int] | None = None
         self._server: asyncio.Server | None = None
 
@@ -89,7 +90,7 @@ class Player:
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
 
-    def put(self, playback: Playback) -> str:
+    def put(self, playback: Playback | Conversation) -> str:
         token = uuid.uuid4().hex
         self.pending[token] = playback
         return token
@@ -115,6 +116,9 @@ class Player:
         if playback is None:
             writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             await writer.drain()
+            return False
+        if isinstance(playback, Conversation):
+            await converse(head, reader, writer, playback)
             return False
         writer.write(playback.head())
         await writer.drain()
