@@ -230,6 +230,7 @@ class ServeReplay:
         from mitmproxy import ctx, http
 
         req = flow.request
+        self._through_own_listener(req)
         if req.path.startswith(PATH_PREFIX):  # the identity prefix `run` puts in base URLs
             req.path = from_path(req.path)[1]
         url, raw = req.url, req.raw_content or b""
@@ -279,6 +280,19 @@ class ServeReplay:
             timestamp_start=flow.request.timestamp_start,
             timestamp_end=None,
         )
+
+    def _through_own_listener(self, req: http.Request) -> None:
+        """A request the forward listener got for one of our reverse listeners (a client that follows
+        both HTTP_PROXY and OPENAI_BASE_URL) is the request that listener stands for, as when recording."""
+        from mitmproxy.proxy.mode_specs import ProxyMode, ReverseMode
+
+        if req.host not in ("127.0.0.1", "localhost", "::1"):
+            return
+        for spec, _, port in self.listeners:
+            mode = ProxyMode.parse(spec) if spec.startswith("reverse:") and port == req.port else None
+            if isinstance(mode, ReverseMode):
+                req.scheme, (req.host, req.port) = mode.scheme, mode.address
+                return
 
     def play(self, flow: http.HTTPFlow, playback: Playback, took: float = 0.0) -> None:
         """Send the flow to the in-process player, which streams the recorded chunks back.

@@ -62,3 +62,39 @@ def test_record_missing_goes_live_for_misses_and_records_them(home: Path) -> Non
     assert again.code == 0, again.err
     assert again.out == grown.out
     assert again.report is not None and again.report["live_calls"] == 0 and again.report["misses"] == []
+
+
+SDK_CHILD = """
+import openai
+client = openai.OpenAI(api_key="sk-test", max_retries=0)  # OPENAI_BASE_URL from the environment
+stream = client.chat.completions.create(
+    model="gpt-4o-mini", messages=[{"role": "user", "content": "Say hello"}],
+    stream=True, stream_options={"include_usage": True},
+)
+print("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+"""
+
+
+def test_base_url_variable_with_the_identity_prefix_is_served_like_the_recording(home: Path) -> None:
+    """A client that ignores proxy variables follows OPENAI_BASE_URL to the reverse listener `run`
+    points it at (with the identity path prefix, as when recording): the recorded api.openai.com
+    exchange answers it, streamed, matched exactly."""
+    import sys
+
+    from storage.ledger import open_ledger
+    from tests.browse.test_serve_replay import WORDS, recorded_chat
+
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    try:
+        recorded_chat(ledger)
+    finally:
+        ledger.close()
+    report = str(home.parent / "report.json")
+    ran = flightlog(
+        home, "run", "--session", "s9", "--replay", "all", "--report-json", report,
+        "--", sys.executable, "-c", SDK_CHILD,
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    assert ran.out.strip() == "".join(WORDS)
+    assert ran.report is not None and [r["strategy"] for r in ran.report["requests"]] == ["exact"]
+    assert ran.report["requests"][0]["url"] == "https://api.openai.com/v1/chat/completions"
