@@ -303,8 +303,8 @@ class ServeReplay:
 
         assert self.player.address is not None
         delay = ctx.options.serve_replay_chunk_delay
-        if took and playback.chunks:
-            delay = took / len(playback.chunks)
+        if took and len(playback.chunks) > 1:  # the first chunk at once, the last at the recorded end
+            delay = took / (len(playback.chunks) - 1)
         token = self.player.put(
             Playback(playback.status, playback.reason, playback.fields, playback.chunks, delay)
         )
