@@ -41,6 +41,7 @@ typecheck: $(STAMP)
 
 imports: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_cycles.py
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q $(PYTEST_ARGS)

@@ -1,5 +1,13 @@
-"""Errors of the proxy's addons."""
+"""Errors of the proxy's addons: the base every wing's errors derive from, and the hook classes' own.
+
+Each wing keeps its errors in its package's `errors.py` (`recording`, `wire`, `readback`); the
+command line and the proxy catch `AddonError` and show one line.
+"""
 
 
 class AddonError(Exception):
     """Base of every error the addons raise."""
+
+
+class ServeReplayError(AddonError):
+    """serve-replay was asked for something it cannot do (a mode it cannot parse, a busy port)."""

@@ -1,43 +1,213 @@
 """The proxy's own routes: requests to `flightlog.local` are answered here and never recorded.
 
-The table is `addons.door.routes.Routes`, filled here directly: the Directory (`catalog.http_api`),
-the Ledger's read routes, the dispatch door and the MCP route, each built on its first request.
+`configure()` resolves the proxy's settings once (`addons.door.proxy_settings.resolve`: options,
+then the environment, then FLIGHTLOG_HOME's defaults) and fills the route table
+(`addons.door.routes.Routes`) with parts built from that one value: the Directory
+(`catalog.http_api`), the Ledger's read routes, the dispatch door and the MCP route, each opened on
+its first request. Every request first passes `addons.door.authority`: a browser-shaped request
+from another origin, another Host or with a non-JSON body is refused on every route, and a route
+that reads the Ledger or changes the Directory needs a scoped token granting exactly that.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from addons.door.authority import bearer, browser_refusal, route_right
 from addons.door.mcp_route import mcp_route
-from addons.door.routes import HOST, Routes, directory_route, dispatch_route, json_answer, ledger_route
+from addons.door.proxy_settings import ProxySettings, resolve
+from addons.door.routes import (
+    HOST,
+    Answer,
+    Handler,
+    Headers,
+    Query,
+    Routes,
+    directory_handler,
+    json_answer,
+    lazy_route,
+)
 
 if TYPE_CHECKING:
     from mitmproxy import http
     from mitmproxy.addonmanager import Loader
 
+    from addons.door.http_face import Door
+
+log = logging.getLogger("flightlog.routes")
+
+OPTIONS = frozenset(
+    {
+        "flightlog_directory",
+        "flightlog_open",
+        "flightlog_local_commands",
+        "flightlog_ledger",
+        "flightlog_blobs",
+        "flightlog_secrets",
+        "flightlog_secret_env",
+    }
+)
+"""The options the routes are built from; changing one rebuilds them."""
+OPEN_MODE_WARNING = (
+    "flightlog: OPEN MODE: calls through flightlog.local/api/dispatch need no token; "
+    "anyone who reaches this proxy can run Directory rows (local development only)"
+)
+
+
+class _Parts:
+    """The parts built from one settings value, each opened on first use and shared (the door and
+    the MCP route run over the same Directory and Ledger)."""
+
+    def __init__(self, settings: ProxySettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._door: Door | None = None
+
+    def door(self) -> Door:
+        from addons.door.assembly import proxy_door  # deferred: the door loads on the first request
+
+        with self._lock:
+            if self._door is None:
+                self._door = proxy_door(self.settings)
+            return self._door
+
+    def close(self) -> None:
+        """Close what the door opened (its HTTP client, Ledger and Directory), if it was built."""
+        with self._lock:
+            door, self._door = self._door, None
+        if door is not None:
+            door.dispatcher.close()
+            door.dispatcher.ledger.close()
+            if door.directory is not None:
+                door.directory.close()
+
+    def directory_handler(self) -> Handler:
+        directory = self.door().directory
+        return directory_handler(directory)
+
+    def ledger_handler(self) -> Handler:
+        from addons.readback.ledger_routes import ledger_handler  # deferred: SQLAlchemy, first use
+
+        dispatcher = self.door().dispatcher
+        return ledger_handler(dispatcher.ledger, self.settings.home, self.holds("ledger"))
+
+    def dispatch_handler(self) -> Handler:
+        return self.door().handle
+
+    def record(
+        self, method: str, path: str, query: Query, headers: Headers, refusal: tuple[str, str]
+    ) -> None:
+        """File a route's refusal in the Ledger (`addons.door.http_face.record_refusal`)."""
+        from addons.door.http_face import record_refusal  # deferred: the door, first use
+
+        try:
+            dispatcher = self.door().dispatcher
+        except Exception:  # a Ledger that cannot be opened cannot record; the refusal stands
+            return
+        record_refusal(dispatcher, "http", method, path, query, headers, refusal)
+
+    def holds(self, right: str) -> Any:
+        """`headers -> bool`: whether a request's bearer token holds `right` (verified, unspent)."""
+
+        def check(headers: Headers) -> bool:
+            return self.refusal(right, headers, {}) is None
+
+        return check
+
+    def refusal(self, right: str, headers: Headers, query: Query) -> tuple[str, str] | None:
+        """Why a request may not exercise `right`; the Ledger's own bearer token (FLIGHTLOG_HOME/
+        api-token, the operator's) holds `ledger`."""
+        import hmac
+
+        # deferred: the Ledger and the catalog (SQLAlchemy) load on the first request
+        from addons.readback.ledger_routes import api_token
+        from catalog import join
+        from catalog.authority import right_refusal
+
+        given = bearer(headers, query)
+        if right == "ledger" and given and hmac.compare_digest(given, api_token(self.settings.home)):
+            return None
+        dispatcher = self.door().dispatcher
+        return right_refusal(
+            given,
+            dispatcher.root_key,
+            right,
+            lambda identifier: join.token_uses(dispatcher.ledger.engine, identifier),
+        )
+
+
+def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
+    """The route table over one settings value."""
+    parts = _Parts(settings)
+    routes = Routes()
+    routes.add("/api/directory/", lazy_route(parts.directory_handler))
+    routes.add("/api/ledger/", lazy_route(parts.ledger_handler))
+    routes.add("/api/dispatch", lazy_route(parts.dispatch_handler))
+    routes.add("/api/join/", lazy_route(parts.dispatch_handler))
+    routes.add("/api/mcp", mcp_route(parts.door))
+    return routes, parts
+
+
+def _refused(status: int, limit: str, message: str) -> Answer:
+    code, headers, body = json_answer(status, {"ok": False, "refused": {"limit": limit, "message": message}})
+    return code, {**headers, "www-authenticate": 'Bearer realm="flightlog"'}, body
+
 
 class LocalRoutes:
     """Answers `flightlog.local` itself; the capture addon sees the skip mark and records nothing."""
 
-    def __init__(self, routes: Routes | None = None) -> None:
-        self.routes = routes or Routes()
-        if "/api/directory/" not in self.routes.handlers:
-            self.routes.add("/api/directory/", directory_route(directory_settings))
-        if "/api/ledger/" not in self.routes.handlers:
-            self.routes.add("/api/ledger/", ledger_route(_ledger_settings))
-        self.routes.handlers.setdefault("/api/dispatch", dispatch_route())
-        self.routes.handlers.setdefault("/api/mcp", mcp_route(directory_settings))
+    def __init__(self, settings: ProxySettings | None = None) -> None:
+        self.settings: ProxySettings | None = None
+        self.routes = Routes()
+        self._parts: _Parts | None = None
+        if settings is not None:
+            self.use(settings)
+
+    def use(self, settings: ProxySettings) -> None:
+        """Build the routes over `settings` (what `configure()` does with the resolved options)."""
+        if self._parts is not None:
+            self._parts.close()
+        self.settings = settings
+        self.routes, self._parts = build_routes(settings)
 
     def load(self, loader: Loader) -> None:
         loader.add_option(
             "flightlog_directory",
             str,
             "",
-            "The Directory folder served at /api/directory/ (FLIGHTLOG_DIRECTORY).",
+            "The Directory folder served at /api/directory/ and dispatched from (FLIGHTLOG_DIRECTORY).",
         )
+        loader.add_option(
+            "flightlog_open",
+            bool,
+            False,
+            "Open mode for local development: calls through /api/dispatch need no token (said at start).",
+        )
+        loader.add_option(
+            "flightlog_local_commands",
+            bool,
+            False,
+            "Let the door run rows whose contract runs a command here, only with a token naming the tool.",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        from mitmproxy import ctx
+
+        if self.settings is not None and not (updated & OPTIONS):
+            return
+        self.use(resolve(ctx.options, os.environ))
+        if self.settings is not None and self.settings.open_mode and "flightlog_open" in updated:
+            log.warning(OPEN_MODE_WARNING)
+
+    def done(self) -> None:
+        if self._parts is not None:
+            self._parts.close()
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         if flow.request.pretty_host == HOST or flow.request.data.host == HOST:
@@ -50,6 +220,24 @@ class LocalRoutes:
             return None
         return self._answer(flow)
 
+    def answer(self, method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
+        """One request to a local route, after the authority checks (blocking: run off the loop)."""
+        if path.rstrip("/") == "/api/dispatch" or path.startswith("/api/mcp"):
+            return self.routes.answer(method, path, query, headers, body)  # they check and record
+        refusal = browser_refusal(method, headers, body)
+        status = 403
+        right = route_right(method, path)
+        if refusal is None and right is not None:
+            if self._parts is None:  # not configured yet: closed, never open
+                return _refused(503, "settings", "flightlog's routes are not configured yet")
+            refusal = self._parts.refusal(right, headers, query)
+            status = 401 if refusal is not None and refusal[0] in ("token", "signature") else 403
+        if refusal is None:
+            return self.routes.answer(method, path, query, headers, body)
+        if self._parts is not None:
+            self._parts.record(method, path, query, headers, refusal)
+        return _refused(status, *refusal)
+
     async def _answer(self, flow: http.HTTPFlow) -> None:
         from mitmproxy import http
 
@@ -59,31 +247,8 @@ class LocalRoutes:
         headers = dict(req.headers.items())
         try:
             status, out_headers, body = await asyncio.to_thread(
-                self.routes.answer, req.method, path, query, headers, req.raw_content or b""
+                self.answer, req.method, path, query, headers, req.raw_content or b""
             )
         except Exception as e:  # a failing handler answers 500; the proxy keeps running
             status, out_headers, body = json_answer(500, {"error": f"{type(e).__name__}: {e}"})
         flow.response = http.Response.make(status, body, dict(out_headers))
-
-
-def _ledger_settings() -> tuple[str, str]:
-    """The Ledger and blob URLs the proxy records to: its options, else the environment's defaults."""
-    from mitmproxy import ctx
-
-    from addons.recording.capture_setup import default_urls
-
-    ledger, blobs = default_urls()
-    return (
-        getattr(ctx.options, "flightlog_ledger", "") or ledger,
-        getattr(ctx.options, "flightlog_blobs", "") or blobs,
-    )
-
-
-def directory_settings() -> tuple[str, str | None]:
-    """The Ledger URL and the Directory folder (None: the native Directory) the proxy serves."""
-    import os
-
-    from mitmproxy import ctx
-
-    folder = ctx.options.flightlog_directory or os.environ.get("FLIGHTLOG_DIRECTORY") or None
-    return _ledger_settings()[0], folder

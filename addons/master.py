@@ -25,6 +25,7 @@ from addons.errors import AddonError
 from addons.local_routes import LocalRoutes
 from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
+from storage.locations import private_home
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -52,6 +53,10 @@ class ProxyConfig:
     collector: str = ""
     stats_file: str = ""
     directory: str = ""
+    open_mode: bool = False
+    """Calls through the door need no token (local development only; the start line says so)."""
+    local_commands: bool = False
+    """The door may run rows whose contract runs a command here, with a token naming the tool."""
     extra: tuple[str, ...] = ()
     """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
 
@@ -178,6 +183,16 @@ class _Ready:
         self.announce(
             f"flightlog proxy: listening {where}; recording to {redact_url(self.config.ledger_url)} "
             f"(blobs {self.config.blobs_url}); trust the CA at {ca} (or run `flightlog env`)"
+            + (
+                "; OPEN MODE: calls need no token, anyone who reaches this port can run rows"
+                if self.config.open_mode
+                else ""
+            )
+            + (
+                "; local commands enabled (only with a token naming the tool)"
+                if self.config.local_commands
+                else ""
+            )
         )
 
     def done(self) -> None:
@@ -215,7 +230,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
-    config.home.mkdir(parents=True, exist_ok=True)
+    private_home(config.home)
     config.confdir.mkdir(parents=True, exist_ok=True)
     _log_to_stderr()
     opts = options.Options(
@@ -241,6 +256,8 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
             flightlog_collector=config.collector,
             flightlog_stats_file=config.stats_file,
             flightlog_directory=config.directory,
+            flightlog_open=config.open_mode,
+            flightlog_local_commands=config.local_commands,
         )
         master.options.set(*config.extra)
     except (exceptions.OptionsError, KeyError) as e:

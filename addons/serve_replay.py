@@ -22,14 +22,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from addons.errors import AddonError
+from addons.errors import ServeReplayError
 from addons.readback.match_book import Book, ReplayReport
-from addons.readback.recorded import Exchange, Fields, PayloadReader, body, canonical_url
+from addons.readback.recorded import Exchange, PayloadReader, body, canonical_url
 from addons.readback.replay_answers import MARK, answer_fields, is_stream, refusal
 from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration, sse_chunks
 from addons.readback.ws_player import Conversation
 from addons.recording.identity import PATH_PREFIX, from_path
 from addons.recording.redact import Redactor
+from storage.heads import Fields
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -40,10 +41,6 @@ log = logging.getLogger("flightlog.serve_replay")
 Conceal = Callable[[str, bytes, str | None], tuple[str, bytes]]
 GoLive = Callable[["http.Request"], Awaitable["http.Response | None"]]
 """Turns a live request's URL and body into their recorded spelling (secret values -> names)."""
-
-
-class ServeReplayError(AddonError):
-    """serve-replay was asked for something it cannot do (a mode it cannot parse, a busy port)."""
 
 
 def check_modes(modes: Sequence[str]) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from catalog import manifest as manifest_text
 from catalog import slices
+from catalog.authority import LocalCommandRefused
 from catalog.changes import retry_line
 from catalog.directory import Committed, Directory
 from catalog.errors import BadAlias, BadPath, CatalogError, Indeterminate, Refused, UnknownRow
@@ -305,7 +306,9 @@ class AgentApi:
 
     def _with_retry(self, error: CatalogError, bundle: str, path: str) -> CatalogError:
         """Any failure of a write carries the hash to retry with, except those a retry cannot fix."""
-        if isinstance(error, Indeterminate | BadPath | BadAlias) or "retry with replaces" in str(error):
+        if isinstance(
+            error, Indeterminate | BadPath | BadAlias | LocalCommandRefused
+        ) or "retry with replaces" in str(error):
             return error
         try:
             current = self.directory.current_hash(bundle, path)

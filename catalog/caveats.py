@@ -10,7 +10,14 @@ expires < 2026-12-01T00:00:00Z  only before this instant (UTC)
 task = T42                    every call is filed under this task (one name)
 bundles = tool                only rows of these bundles
 for = alice                   on behalf of this agent (one name; a caller claiming another is refused)
+grants = call,ledger          only these rights: `call` (run calls), `ledger` (read the Ledger),
+                              `write` (change the Directory)
+contract = weather:9f2c...    only these rows, each with exactly this contract (`catalog.authority`
+                              .contract_hash): a rewritten row refuses the token (limit `contract`)
 ```
+
+A token with no `grants` caveat holds every right (the operator's full authority); `flightlog token
+mint` therefore always writes one (`grants = call` unless told otherwise).
 
 Caveats are conjunctive: a token allows a call only when every one of its caveats does, so appending
 a caveat can only narrow what the token allows (two `tools` caveats leave the intersection; two `uses`
@@ -30,9 +37,11 @@ from typing import Final
 
 from catalog.errors import CatalogError
 
-SET_KEYS: Final = ("tools", "doors", "task", "bundles", "for")
+SET_KEYS: Final = ("tools", "doors", "task", "bundles", "for", "grants", "contract")
 """Keys whose value is a comma-separated set; the token allows a member of every such caveat."""
 DOORS: Final = ("http", "mcp", "cli")
+GRANTS: Final = ("call", "ledger", "write")
+"""The rights a token can hold: run calls, read the Ledger, change the Directory."""
 LIMITS: Final = (*SET_KEYS, "uses", "expires")
 """Every limit a refusal can name, besides `signature` (a token that fails verification)."""
 
@@ -43,10 +52,13 @@ _OPS: Final = {
     "task": "=",
     "bundles": "=",
     "for": "=",
+    "grants": "=",
+    "contract": "=",
     "uses": "<=",
     "expires": "<",
 }
 _NAME = re.compile(r"^[A-Za-z0-9_.:@/-]+$")
+_BINDING = re.compile(r"^[A-Za-z0-9_.@/-]+:[0-9a-f]{8,64}$")
 
 
 class CaveatError(CatalogError):
@@ -95,6 +107,10 @@ def parse(line: str) -> Caveat:
             raise CaveatError(f"caveat {key!r} names exactly one {'task' if key == 'task' else 'agent'}")
         if key == "doors" and (bad := [d for d in members if d not in DOORS]):
             raise CaveatError(f"unknown door {bad[0]!r} (doors are {', '.join(DOORS)})")
+        if key == "grants" and (bad := [g for g in members if g not in GRANTS]):
+            raise CaveatError(f"unknown right {bad[0]!r} (rights are {', '.join(GRANTS)})")
+        if key == "contract" and (bad := [c for c in members if not _BINDING.match(c)]):
+            raise CaveatError(f"caveat 'contract' needs TOOL:HASH pairs, got {bad[0]!r}")
         return Caveat(key, op, ",".join(members))
     if key == "uses":
         if not value.isdigit():
@@ -130,6 +146,26 @@ class Limits:
     agent: frozenset[str] | None = None
     uses: int | None = None
     expires: datetime | None = None
+    grants: frozenset[str] | None = None
+    contracts: frozenset[str] | None = None
+
+    def names_tool(self, name: str) -> bool:
+        """Whether a `tools` caveat names `name` (row names are matched case-insensitively, as the
+        Directory finds them); False when the token names no tools at all."""
+        return self.tools is not None and name.casefold() in {t.casefold() for t in self.tools}
+
+    def binds(self, name: str, contract: str | None) -> bool:
+        """Whether a `contract` caveat allows `name` with this contract hash (no caveat: any)."""
+        if self.contracts is None:
+            return True
+        return any(
+            n.casefold() == name.casefold() and h == contract
+            for n, _, h in (c.rpartition(":") for c in self.contracts)
+        )
+
+    def grants_right(self, right: str) -> bool:
+        """Whether the token holds `right` (no `grants` caveat: every right)."""
+        return self.grants is None or right in self.grants
 
     def as_dict(self) -> dict[str, object]:
         """A stable JSON-ready view (sets sorted, the instant as text), for `token inspect --json`."""
@@ -145,6 +181,8 @@ class Limits:
             "task": members(self.task),
             "bundles": members(self.bundles),
             "for": members(self.agent),
+            "grants": members(self.grants),
+            "contract": members(self.contracts),
         }
 
     @property
@@ -180,6 +218,8 @@ def fold(caveats: Iterable[Caveat]) -> Limits:
         agent=sets["for"],
         uses=uses,
         expires=expires,
+        grants=sets["grants"],
+        contracts=sets["contract"],
     )
 
 
@@ -200,6 +240,8 @@ def fold_onto(limits: Limits, caveat: Caveat) -> Limits:
         agent=inter(limits.agent, extra.agent),
         uses=_least(limits.uses, extra.uses),
         expires=_least(limits.expires, extra.expires),
+        grants=inter(limits.grants, extra.grants),
+        contracts=inter(limits.contracts, extra.contracts),
     )
 
 
@@ -232,6 +274,8 @@ class CallContext:
     door: str
     at: datetime
     agent: str | None = None
+    contract: str | None = None
+    """The row's contract hash now (`catalog.authority.contract_hash`)."""
 
 
 def check(limits: Limits, call: CallContext, uses_so_far: int | None = None) -> Refusal | None:
@@ -242,7 +286,7 @@ def check(limits: Limits, call: CallContext, uses_so_far: int | None = None) -> 
     """
     if limits.expires is not None and call.at >= limits.expires:
         return Refusal("expires", f"the token expired at {format_instant(limits.expires)}")
-    if limits.tools is not None and call.tool not in limits.tools:
+    if limits.tools is not None and not limits.names_tool(call.tool):
         return Refusal("tools", f"the token does not allow the tool {call.tool!r}")
     if limits.bundles is not None and call.bundle not in limits.bundles:
         return Refusal("bundles", f"the token does not allow rows of the bundle {call.bundle!r}")
@@ -254,6 +298,18 @@ def check(limits: Limits, call: CallContext, uses_so_far: int | None = None) -> 
         return Refusal("for", "the token's 'for' caveats disagree, so it allows no call")
     if limits.agent is not None and call.agent is not None and call.agent not in limits.agent:
         return Refusal("for", f"the token is for {min(limits.agent)!r}, not {call.agent!r}")
+    if limits.grants is not None and "call" not in limits.grants:
+        return Refusal("grants", "the token does not grant running calls (grants = call)")
+    if not limits.binds(call.tool, call.contract):
+        assert limits.contracts is not None
+        bound = sorted(c for c in limits.contracts if c.rpartition(":")[0].casefold() == call.tool.casefold())
+        if bound:
+            return Refusal(
+                "contract",
+                f"the row {call.tool!r} was rewritten since the token was minted "
+                f"(token binds {bound[0].rpartition(':')[2]}, the row is now {call.contract})",
+            )
+        return Refusal("contract", f"the token binds no contract of the tool {call.tool!r}")
     if limits.uses is not None:
         if uses_so_far is None:
             raise ValueError("a token that limits uses needs the Ledger's count of its uses")

@@ -25,6 +25,7 @@ from storage.documents import (
     PreconditionFailed,
     Refusal,
     RevisionMismatch,
+    sha256_text,
 )
 
 MAX_CHANGES: Final = 1000
@@ -119,8 +120,6 @@ def _refused(refusals: Sequence[Refusal], single: bool) -> Refused:
 
 def hashes(changes: Sequence[Change]) -> dict[str, str | None]:
     """`bundle/path -> new hash` (None for a delete) of what was asked."""
-    from storage.documents import sha256_text
-
     return {
         (f"{c.bundle}/{c.path}" if c.bundle else c.path): (
             sha256_text(c.content) if c.content is not None else None

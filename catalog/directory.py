@@ -41,6 +41,7 @@ from typing import Any, Final
 
 from catalog import changes as changeset
 from catalog.aliases import ALIASES_PATH, Aliases, parse_aliases, resolve_aliases
+from catalog.authority import refuse_local_changes
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
@@ -107,6 +108,9 @@ class Directory:
         self.rebuilt: tuple[str, ...] = ()
         """The sections whose index the last load had to rebuild (for tests and the benchmark)."""
         self.warnings: tuple[str, ...] = ()
+        self.network = False
+        """True for a Directory a network door serves: its commits never touch a row that runs a
+        command or code here (`catalog.authority`); the operator's own opens leave it False."""
 
     # ---- loading -----------------------------------------------------------------------------
 
@@ -217,6 +221,10 @@ class Directory:
         """The current hash of the document at `bundle/path` (None when there is none)."""
         return self._guard(lambda: self._store.hash_of(bundle, path))
 
+    def _text_at(self, bundle: str, path: str) -> str | None:
+        sha = self.current_hash(bundle, path)
+        return None if sha is None else self._guard(lambda: self._store.contents([sha])).get(sha)
+
     def find(self, query: str, k: int = 10, bundle: str | None = None) -> list[Hit]:
         self.refresh()
         return self._resolver.find(query, k=k, bundle=bundle)
@@ -265,6 +273,8 @@ class Directory:
         self, changes: list[Change], expected: int | None, message: str, *, single: bool = False
     ) -> Committed:
         self.refresh()
+        if self.network:
+            refuse_local_changes(changes, self._text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)
         if self.folder is not None:

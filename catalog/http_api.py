@@ -24,6 +24,7 @@ from typing import Any, Final
 from weakref import WeakKeyDictionary
 
 from catalog.agent_api import AgentApi
+from catalog.authority import LocalCommandRefused
 from catalog.directory import Directory
 from catalog.errors import (
     BadAlias,
@@ -242,7 +243,9 @@ def _committed(done: Any, **extra: Any) -> Response:
 def _error(e: CatalogError) -> Response:
     status = 500
     payload: dict[str, Any] = {"ok": False, "error": str(e)}
-    if isinstance(e, Refused):
+    if isinstance(e, LocalCommandRefused):
+        status = 403
+    elif isinstance(e, Refused):
         status = 412
         if e.retry_hash:
             payload["retry_with"] = e.retry_hash

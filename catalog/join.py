@@ -1,4 +1,4 @@
-"""The join between the Directory and the Ledger: plain SQL over the `events` table.
+"""The join between the Directory and the Ledger: events read by key (`storage.lookups`), joined to rows.
 
 - `tool_uses(engine, tool)`: from a tool row to every event that used it.
 - `trace(ledger, find_tool, event_id, secret_names)`: from an event to its action, its tool row and
@@ -7,8 +7,8 @@
 - `task_events(engine, task)`: from a task to everything done under it.
 - `token_uses(engine, identifier)`: how many calls a token (and everything attenuated from it) made.
 
-The dispatch door's event kinds and its token locator are described in `addons.door.dispatch_record`;
-they are repeated here as text because catalog never imports addons.
+The dispatch door's event kinds are `storage.kinds` (shared with the door that writes them); its token
+locator is described in `addons.door.dispatch_record`.
 """
 
 from __future__ import annotations
@@ -16,30 +16,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
 from catalog.tool import Tool
 from catalog.wire import expected
-
-CALL: Final = "dispatch.call"
-UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
-REFUSED: Final = "dispatch.refused"
-COLUMNS: Final = (
-    "event_id, action_id, kind, direction, at, method, url, status, tool, session, task, agent, error"
-)
+from storage.kinds import DISPATCH_CALL, DISPATCH_UPSTREAM_REQUEST
+from storage.lookups import action_rows, event_row, like_literal, rows_of_task, rows_of_tool, unrefused_calls
 
 
 class JoinError(CatalogError):
     """A join that cannot be made (an unknown event, an action without a call)."""
-
-
-def _rows(engine: Engine, sql: str, **params: Any) -> list[dict[str, Any]]:
-    with engine.connect() as conn:
-        return [dict(r._mapping) for r in conn.execute(text(sql), params)]
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
@@ -51,37 +41,17 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 
 def token_uses(engine: Engine, identifier: str) -> int:
     """Calls made with a token identifier: its `dispatch.call` events whose action was not refused."""
-    sql = (
-        "SELECT count(*) FROM events c WHERE c.kind = :call AND c.url LIKE :url ESCAPE '!'"
-        " AND NOT EXISTS (SELECT 1 FROM events r WHERE r.action_id = c.action_id AND r.kind = :refused)"
-    )
-    with engine.connect() as conn:
-        found = conn.execute(
-            text(sql),
-            {"call": CALL, "refused": REFUSED, "url": f"flightlog:dispatch/%?token={_like(identifier)}"},
-        ).scalar()
-    return int(found or 0)
-
-
-def _like(text: str) -> str:
-    """`text` matched literally inside a LIKE pattern (identifiers hold `_`, a LIKE wildcard)."""
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return unrefused_calls(engine, f"flightlog:dispatch/%?token={like_literal(identifier)}")
 
 
 def tool_uses(engine: Engine, tool: str, limit: int = 1000) -> list[dict[str, Any]]:
     """Every event with this tool, oldest first (one row per event, metadata only)."""
-    sql = (
-        f"SELECT {COLUMNS} FROM events WHERE tool = :tool ORDER BY at, action_id, seq, event_id LIMIT :limit"
-    )
-    return [_plain(r) for r in _rows(engine, sql, tool=tool, limit=limit)]
+    return [_plain(r) for r in rows_of_tool(engine, tool, limit)]
 
 
 def task_events(engine: Engine, task: str, limit: int = 5000) -> list[dict[str, Any]]:
     """Everything done under a task, oldest first."""
-    sql = (
-        f"SELECT {COLUMNS} FROM events WHERE task = :task ORDER BY at, action_id, seq, event_id LIMIT :limit"
-    )
-    return [_plain(r) for r in _rows(engine, sql, task=task, limit=limit)]
+    return [_plain(r) for r in rows_of_task(engine, task, limit)]
 
 
 @dataclass(frozen=True)
@@ -137,14 +107,12 @@ def trace(
     contract (secrets as names). Secrets are bound to stand-in values and named again, as the door
     does, so the comparison is byte for byte except `Content-Length` (a real secret's length differs).
     """
-    found = _rows(engine, f"SELECT {COLUMNS}, payload_sha256 FROM events WHERE event_id = :e", e=event_id)
-    if not found:
+    event = event_row(engine, event_id)
+    if event is None:
         raise JoinError(f"no event {event_id!r} in the Ledger")
-    event = found[0]
-    sql = f"SELECT {COLUMNS}, payload_sha256, head FROM events WHERE action_id = :a ORDER BY seq, event_id"
-    action = _rows(engine, sql, a=event["action_id"])
+    action = action_rows(engine, event["action_id"])
     tool_name = event["tool"] or next((r["tool"] for r in action if r["tool"]), None)
-    calls = [r for r in action if r["kind"] == CALL and r["payload_sha256"]]
+    calls = [r for r in action if r["kind"] == DISPATCH_CALL and r["payload_sha256"]]
     listed = [_plain({k: v for k, v in r.items() if k != "head"}) for r in action]
     base = Trace(_plain({k: v for k, v in event.items()}), listed, tool_name, None)
     if tool_name is None:
@@ -156,7 +124,7 @@ def trace(
         return _with(base, contract=tool.upstream, note="the action has no recorded dispatch call")
     call = json.loads(payload(calls[0]["payload_sha256"]))
     args = call.get("args", {}) if isinstance(call, dict) else {}
-    recorded = [r for r in action if r["kind"] == UPSTREAM_REQUEST]
+    recorded = [r for r in action if r["kind"] == DISPATCH_UPSTREAM_REQUEST]
     try:
         named = render(tool, args)
     except CatalogError as e:
@@ -186,8 +154,6 @@ def _with(base: Trace, **changes: Any) -> Trace:
 
 def _expected(named: Any) -> list[tuple[bytes, bytes]]:
     """The (head, body) pairs the contract produces, secrets bound to stand-ins then named again."""
-    from catalog.contracts import bind_secrets
-
     stand_ins: dict[str, str] = {}
     while True:
         try:

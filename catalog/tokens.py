@@ -40,6 +40,7 @@ from typing import Final
 
 from catalog.caveats import Caveat, CaveatError, Limits, fold, fold_onto, narrows, parse
 from catalog.errors import CatalogError
+from storage.locations import private_home
 
 PREFIX: Final = "flt_"
 SIG_BYTES: Final = 32
@@ -175,7 +176,7 @@ def root_key(home: Path) -> bytes:
     """
     path = home / ROOT_KEY_FILE
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_home(home)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         pass

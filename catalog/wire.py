@@ -19,6 +19,8 @@ from typing import Any, Final
 
 import httpx
 
+from storage.heads import build_head
+
 MCP_PROTOCOL: Final = "2025-06-18"
 MCP_ACCEPT: Final = "application/json, text/event-stream"
 
@@ -55,10 +57,8 @@ def build(request: Mapping[str, Any]) -> httpx.Request:
 
 def head_of(request: httpx.Request) -> bytes:
     """The exact head h11 writes for `request`: start line and header fields, CRLF-separated."""
-    target = request.url.raw_path.decode("ascii")
-    lines = [f"{request.method} {target} HTTP/1.1".encode("ascii")]
-    lines += [k + b": " + v for k, v in request.headers.raw]
-    return b"\r\n".join(lines)
+    start = (request.method.encode("ascii"), request.url.raw_path, b"HTTP/1.1")
+    return build_head(start, request.headers.raw)
 
 
 def wire(request: Mapping[str, Any]) -> tuple[bytes, bytes]:

@@ -30,6 +30,7 @@ from flightlog.commands import (
     replay,
     token,
 )
+from flightlog.failures import known_errors
 
 PASS_THROUGH: dict[str, Any] = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -82,8 +83,6 @@ app = build_app()
 
 def main() -> None:
     """Console entry point: run the app, turning known errors into one clear line."""
-    from flightlog.failures import known_errors
-
     try:
         app()
     except known_errors() as e:

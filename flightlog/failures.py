@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from addons.errors import AddonError
+from catalog.errors import CatalogError
 from flightlog.errors import CommandError
+from storage.errors import StorageError
+from tui.errors import TuiError
 
 
 def known_errors() -> tuple[type[Exception], ...]:
-    """Every package's base error, imported lazily so `--help` does not pay for it."""
-    from addons.errors import AddonError
-    from catalog.errors import CatalogError
-    from storage.errors import StorageError
-    from tui.errors import TuiError
-
+    """Every package's base error (each errors module is cheap to import: no library behind it)."""
     return (CommandError, StorageError, CatalogError, AddonError, TuiError)

@@ -89,6 +89,7 @@ def flightlog_recording(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Recording]:
     """Record this test's traffic the first time (or with --flightlog-record), replay it afterwards."""
+    # deferred: every pytest run loads this plugin; only tests taking the fixture need these
     from addons.readback.matching import load_rules, parse_strategies
     from addons.recording.identity import Identity
     from flightlog.replay_run import Plan, recording_proxy, serving

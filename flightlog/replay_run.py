@@ -83,6 +83,7 @@ class ReplayServer:
 @contextmanager
 def serving(plan: Plan, confdir: Path, live: GoLive | None = None) -> Iterator[ReplayServer]:
     """Serve the plan's recording back until the block ends; the report is final afterwards."""
+    # deferred: mitmproxy (serve_replay) loads slowly; importing this module stays cheap
     from addons.serve_replay import ServeReplay, build_master
     from storage.ledger import open_ledger
 
@@ -246,6 +247,7 @@ def run_replayed(
     identity: Identity = EMPTY,
     record_missing: bool = False,
     report_json: Path | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> int:
     """Run COMMAND against the serve-back (misses live through a recording proxy when asked); report on
     stderr after it (its own output stays as it was); return its exit code, or MISSED_EXIT on a miss."""
@@ -263,7 +265,8 @@ def run_replayed(
             flush=True,
         )
         try:
-            code = subprocess.call(command, env={**os.environ, **server.env(identity)})
+            env = {**os.environ, **server.env(identity), **(extra_env or {})}
+            code = subprocess.call(command, env=env)
         except FileNotFoundError as e:
             raise CommandError(f"command not found: {command[0]}") from e
     report = server.report

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
+
 if TYPE_CHECKING:
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ledger import Ledger
 
 
@@ -32,6 +35,7 @@ class Settings:
 
     def open_ledger(self, ledger_url: str | None = None, blobs_url: str | None = None) -> Ledger:
         """Open (creating or migrating) the configured Ledger, or the one named by options."""
+        # deferred: SQLAlchemy loads slowly; other commands start without it
         from storage.ledger import open_ledger
 
         return open_ledger(ledger_url or self.ledger_url, blobs_url or self.blobs_url)
@@ -39,8 +43,6 @@ class Settings:
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Resolve FLIGHTLOG_HOME, FLIGHTLOG_LEDGER, FLIGHTLOG_BLOBS and FLIGHTLOG_DIRECTORY."""
-    from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
-
     env = os.environ if env is None else env
     directory = env.get("FLIGHTLOG_DIRECTORY")
     return Settings(

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from storage.events import AppendResult, Batch, Conflict
 from storage.rows import COLUMNS, content_fingerprint
+from storage.schema import EventRow
 
 PG_TYPES: Final = (
     "text", "text", "text", "int8", "timestamptz", "text", "text", "text", "text", "text", "int4",
@@ -109,8 +110,6 @@ def _insert_events_pg(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
 def _stored_fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
     """Content fingerprints of the stored versions of `ids` (only asked when some were not new)."""
     from sqlalchemy import select
-
-    from storage.schema import EventRow
 
     table = EventRow.__table__  # type: ignore[attr-defined]
     found: dict[str, str] = {}

@@ -54,6 +54,7 @@ from storage.document_tables import (
     sections_table,
     tree_table,
 )
+from storage.engine import make_engine
 from storage.migrate import migrate
 
 
@@ -250,8 +251,6 @@ def open_document_store(url: str, space: str) -> DocumentStore:
     A database already at the newest revision skips alembic entirely (importing it costs more
     than the rest of opening a Directory): `storage.migrate.migrate` checks `alembic_version` first.
     """
-    from storage.engine import make_engine
-
     engine = make_engine(url)
     try:
         migrate(engine)

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
 from storage.errors import BadLedgerUrl
+from storage.locations import private_file
 
 WRITE = {"flightlog_write": True}
 """Execution options for a connection that will write: SQLite takes its write lock up front."""
@@ -35,6 +36,7 @@ def _sqlite_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        private_file(Path(parsed.database).expanduser())  # 0600: the Ledger is the operator's
     engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")

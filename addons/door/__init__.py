@@ -4,6 +4,10 @@
 for its own exchanges, `upstream` the upstream calls it makes with their exact bytes, `http_face` its
 HTTP routes under `flightlog.local`, `mcp_route` the agent API over MCP streamable HTTP, and
 `local_transport` flightlog.local without the network (an httpx transport over the route table).
+Authority: `authority` the checks every flightlog.local request passes (browser-shaped requests,
+the right a route needs, the rights a contract spends), `checks` the door's refusals as plain
+functions, `proxy_settings` the proxy's one settings value, `assembly` the one way a `Dispatcher`
+and the proxy's `Door` are built, `live_config` refused hosts and secrets re-read when they change.
 The door may use recording (redaction, identity, secrets) and readback (the Ledger's read routes);
 nothing below it imports the door.
 """

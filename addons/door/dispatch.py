@@ -2,12 +2,18 @@
 
 `Dispatcher.dispatch({"tool": NAME, "args": {...}}, door=..., token=..., dry_run=...)`:
 
-1. reads the call, verifies the bearer token if one is given (no database needed);
+1. reads the call and verifies its bearer token (no database needed). At a network door (`http`,
+   `mcp`) a call without a valid token is refused (limit `token`) unless the proxy runs in its
+   explicit open mode; the operator's own `flightlog call` (door `cli`) may go without one;
 2. finds the row, checks the token's limits (uses counted in the Ledger), validates the arguments
    against the row's schema (the refusal names the bad argument);
 3. renders the upstream contract with the arguments (secrets still `[NAME]`), refuses a refused host
    anywhere in it (URL, headers, nested bodies, shell commands, relay URLs, encoded or not), refuses a
    command unless the row opted in with `cli: true`, binds the secrets (an unbound name refuses);
+   at a network door a row that runs a command or code here is refused unless the proxy was started
+   with local commands enabled and the token names the tool (limit `local_command`), and a contract
+   that calls flightlog's own routes needs the rights those routes need (`grants`: the door never
+   lends its own Ledger token to a caller who could not read the Ledger);
 4. makes the upstream call (HTTP, MCP over HTTP, CLI with a timeout) directly, not through the proxy,
    and records the call, each upstream request and answer, and the reply as events of one action
    (see `addons.door.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
@@ -17,7 +23,7 @@ the limit that refused it. A dry run goes through every check and answers with t
 would be sent (secrets as names); nothing is sent and it is never counted as a use.
 
 No mitmproxy object is involved: `addons.door.http_face` adapts HTTP requests to this, and `flightlog call`
-uses it in-process.
+uses it in-process; `addons.door.assembly` is the one place either is built.
 
 `uses <= N` is exact within one process (the count and the call's first event are made under one
 lock); two proxies sharing one Ledger could, at the same instant, each allow the last use once.
@@ -36,32 +42,31 @@ from typing import Any
 import httpx
 
 from addons.door import dispatch_record as rec
+from addons.door.checks import (
+    NETWORK_DOORS,
+    STATUS,
+    Refused,
+    check_local,
+    check_rights,
+    operator_token,
+    prepare,
+    read_call,
+    verify_token,
+)
+from addons.door.live_config import LiveConfig
+from addons.door.local_transport import local_mounts
 from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
 from addons.recording.identity import EMPTY, Identity
 from addons.recording.redact import Redactor
-from catalog import caveats, join, refused, tokens
-from catalog.contracts import bind_secrets, render_upstream, validate_args
-from catalog.errors import ArgumentError, CatalogError, RefusedHost, UnboundSecret
+from catalog import caveats, join, refused
+from catalog.authority import contract_hash
+from catalog.contracts import bind_secrets
+from catalog.errors import CatalogError, UnboundSecret
 from catalog.tool import Tool
-from catalog.wire import body_bytes, mcp_requests, wire
+from catalog.wire import body_bytes
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
-
-STATUS = {
-    "call": 400,
-    "args": 400,
-    "tool": 404,
-    "token": 401,
-    "signature": 401,
-    "caveat": 401,
-    "secret": 403,
-    "refused_host": 403,
-    "cli": 403,
-    "contract": 501,
-    "ledger": 503,
-}
-"""The door's HTTP status per refusing limit; a token limit (tools, uses, ...) answers 403."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +82,6 @@ class DispatchResult:
         return rec.reply_bytes(self.reply)
 
 
-class Refused(Exception):
-    """Internal: a check refused the call; `limit` names the check."""
-
-    def __init__(self, limit: str, message: str, **detail: Any) -> None:
-        super().__init__(message)
-        self.limit = limit
-        self.detail = detail
-
-
 @dataclass
 class Dispatcher:
     """The door's state: where rows come from, the Ledger, the secrets, the root key and the rules."""
@@ -95,16 +91,35 @@ class Dispatcher:
     secrets: Mapping[str, str]
     root_key: bytes
     refused_hosts: refused.RefusedHosts | Sequence[str] = ()
-    require_token: bool = False
+    open_mode: bool = False
+    local_commands: bool = False
+    live: LiveConfig | None = None
+    directory: Any = None
+    """The Directory rows come from, served to the door's own calls to flightlog.local."""
+    local_dispatch: Any = None
+    """The door's HTTP face, answering its own calls to flightlog.local/api/dispatch."""
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
     _uses_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _http: httpx.Client | None = field(default=None, repr=False)
+    _lent: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
+        self._redactors()
+
+    def _redactors(self) -> None:
         self._names = Redactor(self.secrets, redact_auth_headers=False)
         self._all = Redactor(self.secrets, redact_auth_headers=True)
+
+    def _refresh(self) -> None:
+        """Take up edited refused hosts and secrets files (one stat each when nothing changed)."""
+        if self.live is None:
+            return
+        hosts, secrets, changed = self.live.current()
+        if changed:
+            self.refused_hosts, self.secrets = hosts, secrets
+            self._redactors()
 
     # -- the one entry point -----------------------------------------------------------------
 
@@ -118,8 +133,14 @@ class Dispatcher:
         identity: Identity = EMPTY,
         head: bytes = b"",
         now: datetime | None = None,
+        refusal: tuple[str, str] | None = None,
     ) -> DispatchResult:
-        """Run one canonical call through every check and, unless refused or a dry run, upstream."""
+        """Run one canonical call through every check and, unless refused or a dry run, upstream.
+
+        `refusal` (limit, message): the door's HTTP face already refused the request (a browser
+        from another origin, a text/plain body); it is recorded like every other refusal.
+        """
+        self._refresh()
         at = now or datetime.now(UTC)
         action_id = rec.new_action_id()
         tool_name = call.get("tool") if isinstance(call, dict) and isinstance(call.get("tool"), str) else None
@@ -129,7 +150,9 @@ class Dispatcher:
         token_id: str | None = None
         call_bytes = self._redact_all(body_bytes(call))[0]
         try:
-            limits, token_id = self._token(token)
+            if refusal is not None:
+                raise Refused(refusal[0], refusal[1], status=403)
+            limits, token_id = verify_token(token, door, self.root_key, self.open_mode)
             if limits is not None:
                 filing = rec.Filing(
                     action_id,
@@ -140,7 +163,7 @@ class Dispatcher:
                     identity.turn,
                     limits.filed_agent or identity.agent,
                 )
-            name, args = self._read(call)
+            name, args = read_call(call)
             try:
                 tool = self.find_tool(name)
             except CatalogError as e:
@@ -150,7 +173,9 @@ class Dispatcher:
             with self._uses_lock if limits is not None and limits.uses is not None else nullcontext():
                 if limits is not None:
                     self._check_limits(limits, tool, door, identity, at, token_id)
-                named = self._prepare(tool, args)
+                check_local(tool, door, limits, self.local_commands)
+                named = prepare(tool, args, self.refused_hosts)
+                check_rights(named, limits)
                 bound = self._bind(named)
                 call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run)
                 if dry_run:
@@ -163,70 +188,34 @@ class Dispatcher:
                     ) from e
         except Refused as r:
             return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r)
-        return self._execute(filing, tool, bound)
+        # the caller's own authority, for the door's calls to its own routes: its token, or for the
+        # operator's own door (cli, no token) a short-lived token of the operator's full authority
+        self._lent.token = token or (
+            None if door in NETWORK_DOORS else operator_token(self.root_key, at, self.upstream_timeout + 5)
+        )
+        try:
+            return self._execute(filing, tool, bound)
+        finally:
+            self._lent.token = None
 
     # -- checks ---------------------------------------------------------------------------------
-
-    def _token(self, text: str | None) -> tuple[caveats.Limits | None, str | None]:
-        if not text:
-            if self.require_token:
-                raise Refused("token", "this door needs a scoped token (Authorization: Bearer flt_...)")
-            return None, None
-        try:
-            token = tokens.decode(text)
-        except tokens.TokenError as e:
-            raise Refused("token", str(e)) from e
-        try:
-            return tokens.verify(token, self.root_key), token.identifier
-        except tokens.TokenRefused as e:
-            raise Refused(e.limit, str(e)) from e
-
-    @staticmethod
-    def _read(call: Any) -> tuple[str, dict[str, Any]]:
-        if not isinstance(call, dict) or not isinstance(call.get("tool"), str) or not call["tool"]:
-            raise Refused("call", 'a call is {"tool": NAME, "args": {...}}')
-        args = call.get("args", {})
-        if not isinstance(args, dict):
-            raise Refused("call", '"args" must be a JSON object')
-        if extra := sorted(set(call) - {"tool", "args"}):
-            raise Refused("call", f"unknown key {extra[0]!r} in the call")
-        return call["tool"], args
 
     def _check_limits(
         self, limits: caveats.Limits, tool: Tool, door: str, who: Identity, at: datetime, token_id: str | None
     ) -> None:
         uses = join.token_uses(self.ledger.engine, token_id) if limits.uses is not None and token_id else None
-        context = caveats.CallContext(tool=tool.name, bundle=tool.bundle, door=door, at=at, agent=who.agent)
+        context = caveats.CallContext(
+            tool=tool.name,
+            bundle=tool.bundle,
+            door=door,
+            at=at,
+            agent=who.agent,
+            contract=contract_hash(tool),
+        )
         refusal = caveats.check(limits, context, uses_so_far=uses)
         if refusal is not None:
-            raise Refused(refusal.limit, refusal.message)
-
-    def _prepare(self, tool: Tool, args: dict[str, Any]) -> Any:
-        """Validate, render (secrets as names) and check a call's upstream request."""
-        try:
-            validate_args(tool, args)
-        except ArgumentError as e:
-            raise Refused("args", str(e), argument=e.argument) from e
-        if tool.upstream is None:
-            raise Refused("contract", f"the tool {tool.name!r} has no upstream contract to run")
-        try:
-            refused.check(args, self.refused_hosts, "the call's arguments")
-            named = render_upstream(tool, args, refused=self.refused_hosts)
-        except RefusedHost as e:
-            raise Refused("refused_host", str(e), host=e.host) from e
-        except CatalogError as e:
-            raise Refused("contract", str(e)) from e
-        for part in named if isinstance(named, list) else [named]:
-            method = str(part.get("method", "")).upper()
-            if method == "CLI" and not tool.cli_opt_in:
-                raise Refused(
-                    "cli", f"the tool {tool.name!r} runs a command and has not opted in (cli: true)"
-                )
-            if method == "CODE":
-                raise Refused("contract", "a CODE contract is for people to paste; the door does not run it")
-            if method == "MCP" and "url" not in (part.get("server") or {}):
-                raise Refused("contract", "the door runs MCP over HTTP only (this server is a command)")
-        return named
+            status = 403 if refusal.limit == "contract" else None
+            raise Refused(refusal.limit, refusal.message, status=status)
 
     def _bind(self, named: Any) -> Any:
         try:
@@ -262,7 +251,7 @@ class Dispatcher:
         dry_run: bool,
         r: Refused,
     ) -> DispatchResult:
-        status = STATUS.get(r.limit, 403)
+        status = r.status or STATUS.get(r.limit, 403)
         refusal = {"limit": r.limit, "message": str(r), **r.detail}
         reply = {"ok": False, "refused": refusal, "action_id": filing.action_id}
         events = (
@@ -285,7 +274,7 @@ class Dispatcher:
 
     def _dry_run(self, filing: rec.Filing, call_event: Event, named: Any, bound: Any) -> DispatchResult:
         parts = bound if isinstance(bound, list) else [bound]
-        requests = [self._shown(p) for p in parts]
+        requests = [rec.shown(p, self._names) for p in parts]
         reply = {
             "ok": True,
             "dry_run": True,
@@ -299,24 +288,6 @@ class Dispatcher:
         except StorageError as e:
             raise Refused("ledger", f"the Ledger cannot record this call: {e}") from e
         return DispatchResult(200, reply, filing.action_id)
-
-    def _shown(self, bound: Mapping[str, Any]) -> list[dict[str, str]] | dict[str, str] | None:
-        """The exact bytes a bound request is sent as, with secrets as names (the dry run's view)."""
-        method = str(bound.get("method", "")).upper()
-        if method == "MCP":
-            return [self._wire_text(r) for r in mcp_requests(bound)]
-        if method == "CLI":
-            return {"command": self._names.redact_url(json.dumps(bound.get("command")))[0]}
-        return self._wire_text(bound)
-
-    def _wire_text(self, request: Mapping[str, Any]) -> dict[str, str]:
-        head, body = wire(request)
-        named_head = self._names.redact_head(head)[0]
-        named_body = self._names.redact_body(body, None)[0]
-        return {
-            "head": named_head.decode("utf-8", "replace"),
-            "body": named_body.decode("utf-8", "replace"),
-        }
 
     def _execute(self, filing: rec.Filing, tool: Tool, bound: Any) -> DispatchResult:
         outcome = self._run(bound)
@@ -367,15 +338,29 @@ class Dispatcher:
         """
         with self._client_lock:
             if self._http is None:
-                from addons.door.local_transport import local_mounts
-
                 self._http = httpx.Client(
                     trust_env=False,
                     timeout=self.upstream_timeout,
                     follow_redirects=False,
-                    mounts=local_mounts(self.ledger, self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", "")),
+                    mounts=local_mounts(
+                        self.ledger,
+                        self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", ""),
+                        self.directory,
+                        self._own_dispatch if self.local_dispatch is not None else None,
+                    ),
                 )
             return self._http
+
+    def _own_dispatch(
+        self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """The door reached through flightlog.local (the DISPATCH row): the inner call carries the
+        outer caller's own token (never more authority than the caller brought) and is checked again."""
+        token = getattr(self._lent, "token", None)
+        if token and not any(k.lower() == "authorization" for k in headers):
+            headers = {**headers, "authorization": f"Bearer {token}"}
+        result: tuple[int, Mapping[str, str], bytes] = self.local_dispatch(method, path, query, headers, body)
+        return result
 
     def close(self) -> None:
         """Close the door's HTTP client (the Ledger belongs to whoever opened it)."""
@@ -401,12 +386,3 @@ class Dispatcher:
         if text is None:
             return None
         return self._all.redact_body(text.encode("utf-8"), None)[0].decode("utf-8", "replace")
-
-
-def handle(
-    method: str, path: str, query: Mapping[str, Any], headers: Mapping[str, str], body: bytes
-) -> tuple[int, dict[str, str], bytes]:
-    """The local route `/api/dispatch` (and the join under it), as the proxy's route registry calls it."""
-    from addons.door.http_face import configured
-
-    return configured().handle(method, path, query, headers, body)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -31,14 +32,16 @@ from urllib.parse import urlsplit
 
 from addons.door.upstream import Exchange
 from addons.recording.redact import Redactor
+from catalog.wire import mcp_requests, wire
+from storage import kinds
 from storage.events import Event
 
-CALL: Final = "dispatch.call"
-DRY_RUN: Final = "dispatch.dry_run"
-UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
-UPSTREAM_RESPONSE: Final = "dispatch.upstream.response"
-REPLY: Final = "dispatch.reply"
-REFUSED: Final = "dispatch.refused"
+CALL: Final = kinds.DISPATCH_CALL
+DRY_RUN: Final = kinds.DISPATCH_DRY_RUN
+UPSTREAM_REQUEST: Final = kinds.DISPATCH_UPSTREAM_REQUEST
+UPSTREAM_RESPONSE: Final = kinds.DISPATCH_UPSTREAM_RESPONSE
+REPLY: Final = kinds.DISPATCH_REPLY
+REFUSED: Final = kinds.DISPATCH_REFUSED
 COLLECTOR: Final = "dispatch"
 
 
@@ -162,3 +165,21 @@ def as_recorded(
         error,
     )
     return named, tuple(sorted(used | used_body)), tuple(sorted(seen | seen_body))
+
+
+def shown(bound: Mapping[str, Any], names: Redactor) -> list[dict[str, str]] | dict[str, str] | None:
+    """The exact bytes a bound request is sent as, with secrets as names (the dry run's view)."""
+    method = str(bound.get("method", "")).upper()
+    if method == "MCP":
+        return [_wire_text(r, names) for r in mcp_requests(bound)]
+    if method == "CLI":
+        return {"command": names.redact_url(json.dumps(bound.get("command")))[0]}
+    return _wire_text(bound, names)
+
+
+def _wire_text(request: Mapping[str, Any], names: Redactor) -> dict[str, str]:
+    head, body = wire(request)
+    return {
+        "head": names.redact_head(head)[0].decode("utf-8", "replace"),
+        "body": names.redact_body(body, None)[0].decode("utf-8", "replace"),
+    }

@@ -13,11 +13,10 @@ event loop). Routes:
   event, its action, its contract and the check; `GET /api/dispatch/task/TASK`: everything done under
   a task (also answered under `/api/join/...` where the proxy routes that prefix here).
 
-In the proxy the local routes import `addons.door.dispatch:handle`, which builds one `Door` on first use
-(`configured()`): the Ledger and secrets from the capture addon's options (`flightlog_ledger`,
-`flightlog_blobs`, `flightlog_secrets`, `flightlog_secret_env`) or the environment, the Directory from
-FLIGHTLOG_DIRECTORY (else the native one), the root key and refused hosts from FLIGHTLOG_HOME, and
-`FLIGHTLOG_REQUIRE_TOKEN=1` to refuse calls that bring no scoped token.
+In the proxy `addons.local_routes` builds one `Door` on the first call (`addons.door.assembly.
+proxy_door`) from the settings it resolved in `configure()`. A call needs a scoped token (deny by
+default); a browser-shaped request from another origin or with a non-JSON body is refused before
+the door looks at it, and recorded as a refusal naming the limit (`addons.door.authority`).
 
 The proxy never records these routes: the dispatcher records its own exchange (with the token
 replaced by its identifier), and the join routes are reads.
@@ -26,16 +25,15 @@ replaced by its identifier), and the join routes are reads.
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from addons.door.authority import bearer, browser_refusal
 from addons.door.dispatch import Dispatcher
 from addons.recording.identity import from_headers, from_proxy_authorization
 from catalog import join, tokens
+from catalog.directory import Directory
 from catalog.errors import CatalogError
 from catalog.tool import Tool
 from storage.errors import StorageError
@@ -71,12 +69,37 @@ def call_head(method: str, path: str, query: Mapping[str, list[str]], headers: M
     return "\r\n".join(lines).encode("utf-8", "replace")
 
 
+def record_refusal(
+    dispatcher: Dispatcher,
+    door: str,
+    method: str,
+    path: str,
+    query: Mapping[str, list[str]],
+    headers: Mapping[str, str],
+    refusal: tuple[str, str],
+) -> None:
+    """A refusal of one of flightlog's own routes, filed in the Ledger like the door's own (a call
+    event with the request's head, credentials redacted, and a `dispatch.refused` naming the limit),
+    so every attempt a route refused can be found afterwards. A failure to record changes nothing."""
+    try:
+        dispatcher.dispatch(None, door=door, refusal=refusal, head=call_head(method, path, query, headers))
+    except Exception:  # the answer is the refusal either way; the Ledger's own errors are logged there
+        return
+
+
 class Door:
     """The handler for the door's routes, bound to one dispatcher and one Directory."""
 
-    def __init__(self, dispatcher: Dispatcher, render: Callable[[Tool, Mapping[str, Any]], Any]) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        render: Callable[[Tool, Mapping[str, Any]], Any],
+        directory: Directory | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
         self.render = render
+        self.directory = directory
+        """The Directory the dispatcher finds rows in (the MCP route serves the same one)."""
 
     def handle(
         self,
@@ -103,6 +126,7 @@ class Door:
     def _dispatch(
         self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
     ) -> Answer:
+        refusal = browser_refusal(method, headers, body)
         if method == "GET" and "tool" in query:
             try:
                 args = json.loads(query.get("args", ["{}"])[-1])
@@ -111,10 +135,7 @@ class Door:
             body = json.dumps({"tool": query["tool"][-1], "args": args}).encode()
         elif method != "POST":
             return _error(405, 'POST a canonical call {"tool": NAME, "args": {...}} to /api/dispatch')
-        auth = _header(headers, "authorization")
-        token = auth if auth and auth.lower().startswith("bearer flt_") else None
-        if token is None and query.get("token"):
-            token = query["token"][-1]
+        token = bearer(headers, query)
         try:
             call = json.loads(body or b"null")
         except ValueError:
@@ -123,7 +144,13 @@ class Door:
         who = from_headers(headers.items()).over(credentials)
         head = call_head(method, path, query, headers)
         result = self.dispatcher.dispatch(
-            call, door="http", token=token, dry_run=_truthy(query, "dry_run"), identity=who, head=head
+            call,
+            door="http",
+            token=token,
+            dry_run=_truthy(query, "dry_run"),
+            identity=who,
+            head=head,
+            refusal=refusal,
         )
         return result.status, dict(JSON), result.body
 
@@ -148,90 +175,3 @@ class Door:
                 200, {"identifier": token.identifier, "uses": join.token_uses(engine, token.identifier)}
             )
         return _error(404, f"no join {what!r} (uses, trace, task)")
-
-
-_lock = threading.Lock()
-_door: Door | None = None
-
-
-def configured() -> Door:
-    """The proxy's one door, built on first use from the proxy's options and the environment."""
-    global _door
-    with _lock:
-        if _door is None:
-            _door = _build()
-        return _door
-
-
-def find_in(directory: Any) -> Callable[[str], Tool | None]:
-    """`name -> Tool | None` over an open Directory (`Directory.tool(name)` gives its document)."""
-
-    def find(name: str) -> Tool | None:
-        try:
-            doc = directory.tool(name)
-        except CatalogError as e:
-            if type(e).__name__ == "UnknownRow":
-                return None
-            raise
-        return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
-
-    return find
-
-
-def _option(name: str) -> Any:
-    """A mitmproxy option when running inside the proxy (set by the capture addon), else None."""
-    try:
-        from mitmproxy import ctx
-
-        return getattr(ctx.options, name, None)
-    except (ImportError, AttributeError):
-        return None
-
-
-def _build() -> Door:
-    from addons.door.dispatch import Dispatcher
-    from addons.recording.secrets import load_secrets
-    from catalog import refused
-    from catalog.contracts import render_upstream
-    from catalog.tokens import root_key
-    from storage.ledger import open_ledger
-    from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
-
-    home = flightlog_home()
-    ledger_url = _option("flightlog_ledger") or default_ledger_url()
-    blobs_url = _option("flightlog_blobs") or default_blobs_url()
-    secrets_file = _option("flightlog_secrets") or default_secrets(home)
-    secrets = own_secrets(home) | load_secrets(
-        Path(secrets_file) if secrets_file else None, list(_option("flightlog_secret_env") or ())
-    )
-    folder = os.environ.get("FLIGHTLOG_DIRECTORY")
-    dispatcher = Dispatcher(
-        find_in(open_rows(ledger_url, Path(folder).expanduser() if folder else None)),
-        open_ledger(ledger_url, blobs_url),
-        secrets,
-        root_key(home),
-        refused.load_refused_hosts(home),
-        require_token=os.environ.get("FLIGHTLOG_REQUIRE_TOKEN", "") in ("1", "true", "yes"),
-    )
-    return Door(dispatcher, render_upstream)
-
-
-def own_secrets(home: Path) -> dict[str, str]:
-    """The secrets flightlog itself holds: the bearer token of its Ledger routes, so the starter
-    rows (`Authorization: Bearer [FLIGHTLOG_LEDGER_TOKEN]`) can be called out of the box."""
-    from addons.readback.ledger_routes import api_token
-
-    return {"FLIGHTLOG_LEDGER_TOKEN": api_token(home)}
-
-
-def default_secrets(home: Path) -> str:
-    """`FLIGHTLOG_HOME/secrets.env` when it exists: the secrets file used when none is named."""
-    path = home / "secrets.env"
-    return str(path) if path.is_file() else ""
-
-
-def open_rows(ledger_url: str, folder: Path | None) -> Any:
-    """The Directory in the Ledger's database: the folder's space, or the native one."""
-    from catalog.directory import open_directory
-
-    return open_directory(ledger_url, folder)

@@ -8,12 +8,12 @@ upstreams directly), so this transport hands the request to the same `Routes` th
 from __future__ import annotations
 
 import functools
-import os
+from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
 
-from addons.door.routes import HOST, Routes, directory_route, dispatch_route
+from addons.door.routes import HOST, Handler, Routes, directory_handler
 from addons.readback import ledger_routes
 from storage.ledger import Ledger
 
@@ -33,12 +33,16 @@ class LocalTransport(httpx.BaseTransport):
         return httpx.Response(status, headers=dict(out), stream=httpx.ByteStream(body), request=request)
 
 
-def local_mounts(ledger: Ledger, ledger_token: str) -> dict[str, httpx.BaseTransport]:
+def local_mounts(
+    ledger: Ledger, ledger_token: str, directory: Any = None, dispatch: Handler | None = None
+) -> dict[str, httpx.BaseTransport]:
     """httpx `mounts` that send flightlog.local to the registry: the Ledger routes read `ledger` and
-    accept `ledger_token`; the Directory is read from the same database."""
+    accept `ledger_token`; the Directory's routes serve `directory` (the door's own, when given).
+    The door has checked the caller's rights before it calls here (`addons.door.checks`)."""
     routes = Routes()
-    folder = os.environ.get("FLIGHTLOG_DIRECTORY") or None
-    routes.add("/api/directory/", directory_route(lambda: (ledger.url, folder)))
+    if directory is not None:
+        routes.add("/api/directory/", directory_handler(directory))
     routes.add("/api/ledger/", functools.partial(ledger_routes.handle, ledger=ledger, token=ledger_token))
-    routes.add("/api/dispatch", dispatch_route())
+    if dispatch is not None:  # the door reached through flightlog.local (the DISPATCH row): it asks
+        routes.add("/api/dispatch", dispatch)  # for a token of its own, like any network call
     return {f"all://{HOST}": LocalTransport(routes)}

@@ -6,8 +6,11 @@ The SDK's Starlette app is stateless and answers in JSON; it runs on an event lo
 daemon thread, started on first use (the SDK's import costs ~0.7 s the proxy does not pay at start).
 Each request is one ASGI call handed to that loop; its answer is collected whole.
 
-Host and Origin are checked by the SDK: only `flightlog.local` (through the proxy) and no browser
-origin other than flightlog.local's, so a page a proxied browser opens cannot drive the Directory.
+Host and Origin are checked here (`addons.door.authority`) and again by the SDK: only
+`flightlog.local` and no browser origin other than its own, so a page a proxied browser opens
+cannot drive the Directory. Every request needs a scoped token (`Authorization: Bearer flt_...`):
+the write verbs one granting `write`; the `call` tool runs with the header's token unless the call
+names its own, through the door, which refuses and records what the token does not allow.
 """
 
 from __future__ import annotations
@@ -16,22 +19,18 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from addons.door.routes import HOST, Answer, Handler, Headers, Query, lazy_route
+from addons.door.authority import WRITES, bearer, browser_refusal
+from addons.door.routes import HOST, Answer, Handler, Headers, Query, json_answer, lazy_route
+
+if TYPE_CHECKING:
+    from addons.door.http_face import Door
 
 PATH = "/api/mcp"
 TIMEOUT = 120.0
 """A dispatched call can take a while (an upstream's own timeout is 30 s); past this, 504."""
-
-
-def _dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
-    """The `call` tool: a canonical call through the proxy's door, recorded like any other."""
-    from addons.door.http_face import configured
-
-    result = configured().dispatcher.dispatch(call, door="mcp", token=token)
-    return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
 
 
 class _Server:
@@ -108,21 +107,101 @@ class _Server:
         return status, out_headers, b"".join(chunks)
 
 
-def mcp_route(settings: Callable[[], tuple[str, str | None]]) -> Handler:
-    """`/api/mcp` over the Directory the proxy serves; `settings()` gives (ledger URL, folder or None)."""
-    return lazy_route(lambda: _Server(_app(*settings())).call)
+def mcp_route(door: Callable[[], Door]) -> Handler:
+    """`/api/mcp` over the Directory the proxy serves; `door()` gives the proxy's one door."""
+
+    def build() -> Handler:
+        server = _Server(_app(door))
+        return lambda method, path, query, headers, body: _guarded(
+            server.call, door, method, path, query, headers, body
+        )
+
+    return lazy_route(build)
 
 
-def _app(ledger_url: str, folder: str | None) -> Any:
-    from pathlib import Path
+def _guarded(
+    call: Handler,
+    door: Callable[[], Door],
+    method: str,
+    path: str,
+    query: Query,
+    headers: Headers,
+    body: bytes,
+) -> Answer:
+    """The token checks in front of the SDK (see the module docstring)."""
+    # deferred: the catalog's join brings SQLAlchemy, which the proxy loads on the first request
+    from catalog import join
+    from catalog.authority import right_refusal
 
+    refusal = browser_refusal(method, headers, body)
+    if refusal is not None:
+        return _recorded(door, method, path, query, headers, 403, refusal)
+    token = bearer(headers, query)
+    try:
+        message = json.loads(body) if body else None
+    except ValueError:
+        return _refused(400, "call", "an MCP request body is one JSON-RPC message")
+    if isinstance(message, list):
+        return _refused(400, "call", "JSON-RPC batches are not accepted; send one message per request")
+    params = message.get("params") if isinstance(message, dict) else None
+    is_call = isinstance(message, dict) and message.get("method") == "tools/call"
+    tool = params.get("name") if isinstance(params, dict) and is_call else None
+    dispatcher = door().dispatcher
+    if tool == "call" and isinstance(params, dict):
+        arguments = params.get("arguments")
+        if isinstance(arguments, dict) and token and not arguments.get("token"):
+            params["arguments"] = {**arguments, "token": token}
+            body = json.dumps(message).encode()
+        return call(method, path, query, headers, body)  # the door refuses and records
+    right = "write" if tool in WRITES else None
+
+    def uses(identifier: str) -> int:
+        return join.token_uses(dispatcher.ledger.engine, identifier)
+
+    refusal = right_refusal(token, dispatcher.root_key, right, uses)
+    if refusal is not None:
+        status = 401 if refusal[0] in ("token", "signature") else 403
+        return _recorded(door, method, path, query, headers, status, refusal)
+    return call(method, path, query, headers, body)
+
+
+def _recorded(
+    door: Callable[[], Door],
+    method: str,
+    path: str,
+    query: Query,
+    headers: Headers,
+    status: int,
+    refusal: tuple[str, str],
+) -> Answer:
+    """The refusal, filed in the Ledger like the door's own (door `mcp`)."""
+    # deferred: the door brings httpx and the catalog, loaded on the first request
+    from addons.door.http_face import record_refusal
+
+    record_refusal(door().dispatcher, "mcp", method, path, query, headers, refusal)
+    return _refused(status, *refusal)
+
+
+def _refused(status: int, limit: str, message: str) -> Answer:
+    code, headers, body = json_answer(
+        status, {"error": message, "refused": {"limit": limit, "message": message}}
+    )
+    return code, {**headers, "www-authenticate": 'Bearer realm="flightlog"'}, body
+
+
+def _app(door: Callable[[], Door]) -> Any:
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from addons.door.http_face import open_rows
     from catalog.mcp_server import build_server
 
-    directory = open_rows(ledger_url, Path(folder).expanduser() if folder else None)
-    server = build_server(directory, dispatch=_dispatch)
+    def dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
+        """The `call` tool: a canonical call through the proxy's door, recorded like any other."""
+        result = door().dispatcher.dispatch(call, door="mcp", token=token)
+        return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
+
+    directory = door().directory
+    assert directory is not None, "the proxy's door always carries its Directory"
+    server = build_server(directory, dispatch=dispatch)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[HOST, f"{HOST}:*"],

@@ -13,6 +13,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 HOST = "flightlog.local"
 
@@ -60,46 +61,11 @@ def lazy_route(build: Callable[[], Handler]) -> Handler:
     return handle
 
 
-def directory_route(settings: Callable[[], tuple[str, str | None]]) -> Handler:
-    """`/api/directory/`: the catalog's handler over the Directory, opened on first use.
+def directory_handler(directory: Any) -> Handler:
+    """`/api/directory/`: the catalog's handler over one open Directory."""
+    # deferred: the catalog loads on the first request, not at the proxy's start
+    from catalog.http_api import handle as directory_handle
 
-    `settings()` gives (ledger URL, Directory folder or None) when the first request arrives.
-    """
-
-    def build() -> Handler:
-        from catalog.directory import open_directory
-        from catalog.http_api import handle as directory_handle
-
-        directory = open_directory(*settings())
-        return lambda method, path, query, headers, body: directory_handle(
-            method, path, query, headers, body, directory
-        )
-
-    return lazy_route(build)
-
-
-def ledger_route(settings: Callable[[], tuple[str, str]]) -> Handler:
-    """`/api/ledger/`: the Ledger's read routes over the Ledger the proxy records to, opened on first
-    use; the bearer token is the one kept in FLIGHTLOG_HOME. `settings()` gives (ledger URL, blobs URL)."""
-
-    def build() -> Handler:
-        from addons.readback.ledger_routes import ledger_handler
-        from storage.ledger import open_ledger
-        from storage.locations import flightlog_home
-
-        return ledger_handler(open_ledger(*settings()), flightlog_home())
-
-    return lazy_route(build)
-
-
-def dispatch_route() -> Handler:
-    """`/api/dispatch`: the door, imported on the first dispatch. It brings SQLAlchemy and the catalog,
-    which the proxy process does not carry until a call needs them, and the door itself reaches
-    flightlog.local through this table (`local_transport`), so it cannot be imported here."""
-
-    def build() -> Handler:
-        from addons.door.dispatch import handle
-
-        return handle
-
-    return lazy_route(build)
+    return lambda method, path, query, headers, body: directory_handle(
+        method, path, query, headers, body, directory
+    )

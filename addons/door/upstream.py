@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from addons.wire.sender import send_raw
 from catalog.wire import body_bytes, build, cli_argv, cli_head, head_of, mcp_requests
 
 
@@ -47,35 +48,24 @@ class Outcome:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def response_head(response: httpx.Response) -> bytes:
-    """The answer's status line and header fields as received (case, order and duplicates kept)."""
-    version = response.http_version or "HTTP/1.1"
-    lines = [f"{version} {response.status_code} {response.reason_phrase}".encode("latin-1")]
-    lines += [k + b": " + v for k, v in response.headers.raw]
-    return b"\r\n".join(lines)
-
-
 def send(client: httpx.Client, request: Mapping[str, Any]) -> tuple[Exchange, httpx.Response | None]:
     """One HTTP round trip; the answer's body as received (content-encoding kept)."""
     built = build(request)
     head = head_of(built)
     base = Exchange(built.method, str(built.url), head, built.content)
     try:
-        response = client.send(built, stream=True)
-        try:
-            raw = b"".join(response.iter_raw())
-        finally:
-            response.close()
+        received = send_raw(client, built)
     except httpx.HTTPError as e:
         return _failed(base, f"{type(e).__name__}: {e}"), None
+    response = received.response
     answered = Exchange(
         base.method,
         base.url,
         head,
         built.content,
         status=response.status_code,
-        response_head=response_head(response),
-        response_body=raw,
+        response_head=received.head,
+        response_body=received.raw,
         content_encoding=response.headers.get("content-encoding"),
     )
     return answered, response

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from addons.readback.recorded import Fields
+from storage.heads import Fields
 
 
 @dataclass(frozen=True, slots=True)

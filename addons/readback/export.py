@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
-from addons.errors import AddonError
+from addons.readback.errors import ExportError
 from addons.readback.har import har_entry, har_preamble
 from addons.readback.recorded import (
     Exchange,
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
 Format = Literal["har", "mitmproxy", "jsonl", "otlp"]
 FORMATS: Final = ("har", "mitmproxy", "jsonl", "otlp")
 Progress = Callable[[], None]
-
-
-class ExportError(AddonError):
-    """An export that cannot be written as asked."""
 
 
 def _flightlog_version() -> str:

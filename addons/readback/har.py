@@ -14,7 +14,8 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 from addons.readback.answer_diff import decode_body
-from addons.readback.recorded import Exchange, Fields, Head, PayloadReader, body
+from addons.readback.recorded import Exchange, PayloadReader, body
+from storage.heads import Fields, Head
 
 VERSION: Final = "1.2"
 UNKNOWN_MIME: Final = "x-unknown"

@@ -5,7 +5,8 @@ imports nothing of mitmproxy, so it is tested with plain values. `ledger_handler
 the five-argument form bound to one Ledger and the token kept in `home`: `addons.local_routes`
 registers it for `/api/ledger/` over the Ledger the proxy records to (never recorded itself).
 
-Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token):
+Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token, or
+in the proxy a scoped token granting `ledger`):
 
     GET  /api/ledger/row/EVENT_ID      one event whole (JSON; the exact head also as head_base64)
     GET  /api/ledger/action/ACTION_ID  every event of one request
@@ -31,10 +32,11 @@ from typing import Any, Final, Protocol
 
 from sqlalchemy.engine import Engine
 
-from addons.errors import AddonError
+from addons.readback.errors import ReadbackError
 from storage.ask import ask
 from storage.errors import StorageError
 from storage.events import StoredEvent
+from storage.locations import private_home
 from storage.queries import (
     Filter,
     QueryError,
@@ -72,12 +74,12 @@ def api_token(home: Path) -> str:
     except FileNotFoundError:
         pass
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_home(home)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text().strip()
     except OSError as e:
-        raise AddonError(f"cannot create the API token at {path}: {e.strerror}") from e
+        raise ReadbackError(f"cannot create the API token at {path}: {e.strerror}") from e
     token = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")
@@ -234,13 +236,14 @@ def handle(
     *,
     ledger: LedgerReader,
     token: str,
+    also: Callable[[Mapping[str, str]], bool] | None = None,
 ) -> Response:
     """Answer one request to `/api/ledger/...`: 401 without the bearer token, JSON errors otherwise.
 
     The route registry calls it through `ledger_handler` (bound to the Ledger the proxy records to).
     """
     query = single_values(query)
-    if not authorized(headers, token):
+    if not authorized(headers, token) and not (also is not None and also(headers)):
         status, out, payload = _error(401, "the Ledger's routes need 'Authorization: Bearer <token>'")
         return status, {**out, "www-authenticate": 'Bearer realm="flightlog"'}, payload
     if not path.startswith(PREFIX):
@@ -268,6 +271,9 @@ def handle(
 Handler = Callable[[str, str, Mapping[str, Any], Mapping[str, str], bytes], Response]
 
 
-def ledger_handler(ledger: LedgerReader, home: Path) -> Handler:
-    """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers."""
-    return functools.partial(handle, ledger=ledger, token=api_token(home))
+def ledger_handler(
+    ledger: LedgerReader, home: Path, also: Callable[[Mapping[str, str]], bool] | None = None
+) -> Handler:
+    """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers.
+    `also(headers)` may accept other credentials (a scoped token granting `ledger`)."""
+    return functools.partial(handle, ledger=ledger, token=api_token(home), also=also)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from addons.readback.matching import Request, Rules, default_rules, fired, key, miss_line
-from addons.readback.recorded import Exchange, Fields, PayloadReader, body
+from addons.readback.recorded import Exchange, PayloadReader, body
+from storage.heads import Fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,8 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from addons.errors import AddonError
-from addons.readback.recorded import Fields, canonical_url
+from addons.readback.recorded import canonical_url
+from storage.heads import Fields
 
 STRATEGIES: Final = ("exact", "normalized", "url")
 DEFAULT_STRATEGIES: Final = ("exact", "normalized", "sequence")

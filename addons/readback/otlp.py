@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from addons.errors import AddonError
+from addons.readback.errors import OtlpError
 from addons.readback.recorded import Exchange
 
 SERVICE: Final = "flightlog"
@@ -36,10 +36,6 @@ _OPERATIONS: Final = (
     ("/completions", "text_completion"),
 )
 _PROVIDERS: Final = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
-
-
-class OtlpError(AddonError):
-    """The receiver refused the spans or could not be reached."""
 
 
 @dataclass(frozen=True, slots=True)

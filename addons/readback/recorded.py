@@ -13,72 +13,18 @@ from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
-from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
 
-from addons.errors import AddonError
-from addons.recording.kinds import HTTP_REQUEST, HTTP_RESPONSE
 from storage.events import StoredEvent
+from storage.heads import Head, parse_head
+from storage.kinds import HTTP_REQUEST, HTTP_RESPONSE
+from storage.lookups import event_ids_of_actions
 from storage.queries import Filter, cursor, select_events
 
 REQUEST_KIND: Final = HTTP_REQUEST
 RESPONSE_KIND: Final = HTTP_RESPONSE
 
-Fields = tuple[tuple[bytes, bytes], ...]
 PayloadReader = Callable[[str], bytes]
-
-
-class RecordedError(AddonError):
-    """A recorded exchange that cannot be read back (no such action, no request event)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    """A head split apart: the start line's three words and the header fields as recorded."""
-
-    start: tuple[bytes, bytes, bytes]
-    fields: Fields
-
-    def get(self, name: str) -> str | None:
-        """The first value of a header (case-insensitive), as text."""
-        key = name.lower().encode()
-        for n, v in self.fields:
-            if n.lower() == key:
-                return v.decode("latin-1")
-        return None
-
-    def has(self, name: str) -> bool:
-        return self.get(name) is not None
-
-
-def parse_head(head: bytes) -> Head:
-    """Split exact head bytes (start line + header fields, CRLF-separated) into a `Head`.
-
-    Tolerates a trailing blank line and bare LF separators; a header line without a colon is kept as
-    a name with an empty value rather than dropped, so nothing recorded silently disappears.
-    """
-    lines = [line.rstrip(b"\r") for line in head.split(b"\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    if not lines:
-        return Head((b"", b"", b""), ())
-    words = lines[0].split(b" ", 2)
-    words += [b""] * (3 - len(words))
-    fields: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
-        if not line:
-            break
-        name, _, value = line.partition(b":")
-        fields.append((name.strip(), value.strip()))
-    return Head((words[0], words[1], words[2]), tuple(fields))
-
-
-def build_head(start: tuple[bytes, bytes, bytes], fields: Sequence[tuple[bytes, bytes]]) -> bytes:
-    """The inverse of `parse_head`: start line and `Name: value` lines joined by CRLF."""
-    lines = [b" ".join(start).rstrip(b" ")]
-    lines += [name + b": " + value for name, value in fields]
-    return b"\r\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,24 +107,11 @@ def _selected(engine: Engine, flt: Filter, page: int = 2000) -> list[tuple[str, 
     return pairs
 
 
-def _of_actions(engine: Engine, actions: Sequence[str]) -> list[tuple[str, str]]:
-    """(event_id, action_id) of the events of these actions, oldest first."""
-    names = [f"a{i}" for i in range(len(actions))]
-    params: dict[str, object] = dict(zip(names, actions, strict=True))
-    where = f"action_id IN ({', '.join(':' + n for n in names)})"
-    sql = text(f"SELECT event_id, action_id FROM events WHERE {where} ORDER BY at, seq, event_id")
-    try:
-        with engine.connect() as conn:
-            return [(row[0], row[1]) for row in conn.execute(sql, params)]
-    except SQLAlchemyError as e:
-        raise RecordedError(f"cannot read the Ledger's events: {e}".splitlines()[0]) from e
-
-
 def _select(engine: Engine, selection: Selection) -> list[tuple[str, str]]:
     flt = selection.filter
     if not selection.actions:
         return _selected(engine, flt)
-    pairs = _of_actions(engine, selection.actions)
+    pairs = event_ids_of_actions(engine, selection.actions)
     if flt.is_empty():
         return pairs
     matching = {event_id for event_id, _ in _selected(engine, flt)}
@@ -212,18 +145,7 @@ def iter_exchanges(
     """
     for start in range(0, len(action_ids), chunk):
         part = list(action_ids[start : start + chunk])
-        names = [f"a{i}" for i in range(len(part))]
-        params: dict[str, object] = dict(zip(names, part, strict=True))
-        params.update(request=REQUEST_KIND, response=RESPONSE_KIND)
-        sql = text(
-            f"SELECT event_id FROM events WHERE action_id IN ({', '.join(':' + n for n in names)})"
-            " AND kind IN (:request, :response) ORDER BY at, seq, event_id"
-        )
-        try:
-            with engine.connect() as conn:
-                ids = [row[0] for row in conn.execute(sql, params)]
-        except SQLAlchemyError as e:
-            raise RecordedError(f"cannot read the Ledger's events: {e}".splitlines()[0]) from e
+        ids = [e for e, _ in event_ids_of_actions(engine, part, (REQUEST_KIND, RESPONSE_KIND))]
         grouped: dict[str, list[StoredEvent]] = {}
         for event in events(ids):
             grouped.setdefault(event.action_id, []).append(event)

@@ -18,21 +18,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from addons.errors import AddonError
 from addons.readback.answer_diff import Answer, AnswerDiff, decode_body, diff_answers
+from addons.readback.errors import ReplayError
 from addons.readback.recorded import (
     REQUEST_KIND,
     RESPONSE_KIND,
     Exchange,
-    Fields,
     PayloadReader,
     body,
-    build_head,
     exchange_from_events,
-    parse_head,
 )
 from addons.recording.redact import Redactor
+from addons.wire.sender import send_raw
 from storage.events import Batch, Event
+from storage.heads import END_OF_HEAD, Fields, build_head, parse_head
 
 if TYPE_CHECKING:
     from storage.ledger import Ledger
@@ -56,13 +55,7 @@ NOT_RESENT: Final = frozenset(
 """Header fields that describe one hop's framing; httpx writes its own for the new connection."""
 IDENTITY: Final = b"x-flightlog-"
 """Who-is-calling fields the proxy strips before forwarding (recorded, never sent upstream)."""
-END_OF_HEAD: Final = b"\r\n\r\n"
-"""Heads are kept as capture keeps them: ending in the blank line that closes them on the wire."""
 HTTPX_DEFAULTS: Final = ("accept", "accept-encoding", "connection", "user-agent")
-
-
-class ReplayError(AddonError):
-    """A recorded request that cannot be sent again as asked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,13 +194,10 @@ def send(
                 del request.headers[name]
         host_field = request.headers.get("host", "").encode()
         try:
-            response = client.send(request, stream=True)
-            try:
-                raw = b"".join(response.iter_raw())
-            finally:
-                response.close()
+            received = send_raw(client, request)
         except httpx.HTTPError as e:
             return Sent(start, time.time(), host_field, error=f"{type(e).__name__}: {e}".rstrip(": "))
+    response = received.response
     return Sent(
         start=start,
         end=time.time(),
@@ -216,7 +206,7 @@ def send(
         reason=response.reason_phrase.encode("latin-1", "replace"),
         http_version=response.http_version.encode(),
         fields=tuple(response.headers.raw),
-        raw=raw,
+        raw=received.raw,
     )
 
 

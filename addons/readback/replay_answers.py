@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from addons.readback.recorded import Fields, Head
+from storage.heads import Fields, Head
 
 MARK: Final = b"X-Flightlog-Replay"
 FRAMING: Final = frozenset({b"content-length", b"transfer-encoding"})

@@ -16,8 +16,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from addons.readback.recorded import Exchange, Fields
+from addons.readback.recorded import Exchange
 from addons.readback.ws_player import Conversation, converse
+from storage.heads import END_OF_HEAD, Fields, build_head
 
 LONGEST_PACE: Final = 60.0
 
@@ -60,14 +61,12 @@ class Playback:
     delay: float = 0.0
 
     def head(self) -> bytes:
-        lines = [b"HTTP/1.1 %d %s" % (self.status, self.reason)]
-        lines += [
-            n + b": " + v
-            for n, v in self.fields
-            if n.lower() not in (b"content-length", b"transfer-encoding")
+        """The status line and fields, framed anew: the chunks are sent chunked, whatever was recorded."""
+        fields = [
+            (n, v) for n, v in self.fields if n.lower() not in (b"content-length", b"transfer-encoding")
         ]
-        lines.append(b"Transfer-Encoding: chunked")
-        return b"\r\n".join(lines) + b"\r\n\r\n"
+        fields.append((b"Transfer-Encoding", b"chunked"))
+        return build_head((b"HTTP/1.1", b"%d" % self.status, self.reason), fields) + END_OF_HEAD
 
 
 class Player:

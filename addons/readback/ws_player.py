@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from addons.readback.recorded import PayloadReader, body
-from addons.recording.kinds import WEBSOCKET_KINDS
 from storage.events import StoredEvent
+from storage.kinds import WEBSOCKET_KINDS
 
 
 @dataclass(frozen=True, slots=True)

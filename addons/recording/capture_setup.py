@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from addons.recording.events import Processing
-from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
+from addons.recording.prices import PriceTable
+from addons.recording.redact import Redactor
+from addons.recording.secrets import load_secrets
+from addons.recording.usage import extract_usage
+from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 if TYPE_CHECKING:
     from addons.recording.writer import Writer
@@ -30,16 +34,10 @@ PROCESSING_OPTIONS = frozenset(
 
 def processing(opts: Any) -> Processing:
     """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
-    from addons.recording.prices import PriceTable
-    from addons.recording.redact import Redactor
-    from addons.recording.secrets import load_secrets
-    from addons.recording.usage import extract_usage
-
-    found = load_secrets(
-        Path(opts.flightlog_secrets) if opts.flightlog_secrets else None, list(opts.flightlog_secret_env)
-    )
-    redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
     home = flightlog_home()
+    named = Path(opts.flightlog_secrets) if opts.flightlog_secrets else default_secrets_file(home)
+    found = load_secrets(named, list(opts.flightlog_secret_env))
+    redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
     prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else home / "prices.toml")
     return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
 

@@ -14,7 +14,7 @@ from typing import Protocol
 import brotli
 import zstandard
 
-from addons.errors import AddonError
+from addons.recording.errors import EncodingError
 
 #: Largest piece of decoded output produced by one decoding step.
 STEP = 1 << 20
@@ -25,10 +25,6 @@ SLICE = 4 * 1024
 
 #: The codings this module can decode and encode (lower case, as in the header).
 SUPPORTED = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
-
-
-class EncodingError(AddonError):
-    """A body could not be decoded with the content coding its header names."""
 
 
 def parse_encodings(content_encoding: str | None) -> tuple[str, ...]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from addons.recording import kinds
 from addons.recording.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
+from storage import kinds
 from storage.events import Event, PayloadRef, PayloadState
 
 if TYPE_CHECKING:

@@ -15,14 +15,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from addons.errors import AddonError
+from addons.recording.errors import PriceError
 
 _DATED = re.compile(r"^(.+)-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 _MILLION = Decimal(1_000_000)
-
-
-class PriceError(AddonError):
-    """A price table file is unreadable or malformed."""
 
 
 @dataclass(frozen=True, slots=True)

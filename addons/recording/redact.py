@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from addons.errors import AddonError
 from addons.recording.encoded_forms import encoded_forms
-from addons.recording.encodings import Decoder, Encoder, EncodingError, parse_encodings
+from addons.recording.encodings import Decoder, Encoder, parse_encodings
+from addons.recording.errors import EncodingError, RedactError
 
 #: Compressed bytes of a content-encoded stream held back, hoping to record them exact (see StreamRedactor).
 HOLD_MAX = 8 * 1024 * 1024
@@ -46,10 +46,6 @@ AUTH_HEADERS = frozenset(
 )
 _SCHEMED = frozenset({"authorization", "proxy-authorization"})
 _HEADER = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(:[ \t]*)(.*?)([ \t]*)$", re.DOTALL)
-
-
-class RedactError(AddonError):
-    """Redaction was configured with something it cannot use."""
 
 
 class Redactor:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from addons.errors import AddonError
+from addons.recording.errors import SecretsError
 
 #: Values shorter than this are refused: replacing them would shred unrelated bytes.
 MIN_LENGTH = 4
@@ -18,10 +18,6 @@ MIN_LENGTH = 4
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 _DOUBLE_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "$": "$", "`": "`"}
-
-
-class SecretsError(AddonError):
-    """The secrets file or a named environment variable cannot be used."""
 
 
 def _unquote(raw: str) -> str | None:

@@ -30,6 +30,7 @@ from addons.recording.records import (
     size_of,
 )
 from addons.recording.stream_body import Deferred, StreamBody
+from storage.errors import BlobStoreUnavailable, DiskFull, LedgerUnavailable, StorageError
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
 
@@ -56,8 +57,6 @@ _STOP = object()
 
 def _refused(error: Exception) -> bool:
     """Whether the Ledger refused the content (retrying cannot help), as opposed to being unreachable."""
-    from storage.errors import BlobStoreUnavailable, DiskFull, LedgerUnavailable, StorageError
-
     return isinstance(error, StorageError) and not isinstance(
         error, LedgerUnavailable | BlobStoreUnavailable | DiskFull
     )

@@ -37,6 +37,7 @@ def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
     _name_process()
     _log_to_stderr()
+    # deferred until the process is named: these load SQLAlchemy, which takes a while
     from addons.recording.capture_setup import write_stats
     from addons.recording.records import from_wire
     from addons.recording.writer import Writer

@@ -7,11 +7,8 @@ content-encoding kept).
 
 from __future__ import annotations
 
-from addons.wire.heads import ParsedHead
-
-
-class FramingError(ValueError):
-    """A body whose framing cannot be followed."""
+from addons.wire.errors import FramingError
+from storage.heads import Head
 
 
 class Body:
@@ -98,7 +95,7 @@ class Chunked(Body):
         return bytes(out), rest
 
 
-def request_body(head: ParsedHead) -> Body:
+def request_body(head: Head) -> Body:
     """The framing of a request body from its head."""
     if b"chunked" in b",".join(head.get_all(b"transfer-encoding")).lower():
         return Chunked()
@@ -106,7 +103,7 @@ def request_body(head: ParsedHead) -> Body:
     return Sized(int(length)) if length else Empty()
 
 
-def response_body(head: ParsedHead, method: bytes) -> Body:
+def response_body(head: Head, method: bytes) -> Body:
     """The framing of a response body from its head and the request's method."""
     status = int(head.start[1])
     if method.upper() == b"HEAD" or 100 <= status < 200 or status in (204, 304):

@@ -1,4 +1,5 @@
-"""Exact head bytes (start line and header fields) of a request or response, and parsing them back.
+"""Exact head bytes (start line and header fields) of a mitmproxy request or response, and a head
+read off the wire. The head type and its parser are `storage.heads` (one for every room).
 
 mitmproxy keeps HTTP/1 header names with their case, order and duplicates; the head is assembled the
 way mitmproxy puts it on the wire: start line, fields, empty line, CRLF-separated. Stated exceptions:
@@ -8,9 +9,11 @@ origin-form mitmproxy forwards, and HTTP/2 heads are the decoded field list (no 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from addons.wire.errors import HeadError
+from storage.heads import Head, parse_head
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -56,48 +59,12 @@ def pretty_target(request: http.Request) -> tuple[str, str]:
     ), host
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedHead:
-    """A head read off the wire by the relay: its start line split, its fields in order."""
-
-    start: tuple[bytes, ...]
-    fields: tuple[tuple[bytes, bytes], ...]
-
-    def get(self, name: bytes) -> bytes | None:
-        """The first value of a field, by case-insensitive name."""
-        lname = name.lower()
-        for key, value in self.fields:
-            if key.lower() == lname:
-                return value
-        return None
-
-    def get_all(self, name: bytes) -> list[bytes]:
-        """Every value of a field, in order."""
-        lname = name.lower()
-        return [value for key, value in self.fields if key.lower() == lname]
-
-
-class HeadError(ValueError):
-    """Bytes that are not an HTTP/1 head."""
-
-
-def parse_head(raw: bytes) -> ParsedHead:
-    """Split an HTTP/1 head (ending in an empty line) into its start line and fields."""
-    lines = raw.split(b"\r\n")
-    while lines and lines[-1] == b"":
-        lines.pop()
-    if not lines:
-        raise HeadError("empty head")
-    start = tuple(lines[0].split(b" ", 2))
-    if len(start) < 2:
-        raise HeadError(f"bad start line {lines[0][:80]!r}")
-    fields = []
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or not name or name != name.strip():
-            raise HeadError(f"bad header field {line[:80]!r}")
-        fields.append((name, value.strip()))
-    return ParsedHead(start=start, fields=tuple(fields))
+def parse_wire_head(raw: bytes) -> Head:
+    """A head read off a socket by the relay, checked strictly: anything but HTTP/1 is a `HeadError`."""
+    try:
+        return parse_head(raw, strict=True)
+    except ValueError as e:
+        raise HeadError(str(e)) from e
 
 
 def remove_fields(raw: bytes, names: frozenset[bytes]) -> bytes:

@@ -21,8 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from addons.recording.records import Exchange, ResponseRecord, StreamChunk
-from addons.wire.framing import Body, FramingError, UntilClose, request_body, response_body
-from addons.wire.heads import HeadError, ParsedHead, parse_head, remove_fields
+from addons.wire.errors import FramingError, HeadError
+from addons.wire.framing import Body, UntilClose, request_body, response_body
+from addons.wire.heads import parse_wire_head, remove_fields
+from storage.heads import Head
 
 log = logging.getLogger("flightlog.capture")
 
@@ -127,7 +129,7 @@ class Relay:
                 head_raw, buf = await _read_head(down_r, buf)
                 if head_raw is None:
                     return
-                head = parse_head(head_raw)
+                head = parse_wire_head(head_raw)
                 token = head.get(TOKEN_HEADER.encode())
                 job = self._jobs.pop(token.decode("latin-1"), None) if token else None
                 if job is None:
@@ -198,7 +200,7 @@ class Relay:
         loop = asyncio.get_running_loop()
         status: int | None = None
         head = b""
-        parsed: ParsedHead | None = None
+        parsed: Head | None = None
         down_alive = True
         complete = False
         error: str | None = None
@@ -212,7 +214,7 @@ class Relay:
                     error = "Server disconnected before answering."
                     self.sink(self._record(job, None, b"", error=error, partial=False))
                     return False
-                parsed = parse_head(head_raw)
+                parsed = parse_wire_head(head_raw)
                 down_w.write(head_raw)
                 if not parsed.start[1].startswith(b"1") or parsed.start[1] == b"101":
                     break
@@ -273,7 +275,7 @@ class Relay:
     def _record(
         self, job: RelayJob, status: int | None, head: bytes, *, error: str | None, partial: bool
     ) -> ResponseRecord:
-        parsed = parse_head(head) if head else None
+        parsed = parse_wire_head(head) if head else None
         return ResponseRecord(
             exchange=job.exchange,
             at=time.time(),

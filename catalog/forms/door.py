@@ -27,6 +27,12 @@ MCP_CALL_TOOL: Final = "call"
 """The one MCP tool of flightlog's MCP server that takes a canonical call as its arguments."""
 MCP_SERVER_NAME: Final = "flightlog"
 JSON_HEADERS: Final = {"content-type": "application/json"}
+TOKEN_ENV: Final = "FLIGHTLOG_TOKEN"
+"""The environment variable a scoped token travels in: `flightlog run` sets it for its child and
+`flightlog mcp` reads it; a form rendered without a token reads it where it runs."""
+ENV_BEARER: Final = f"Bearer ${{{TOKEN_ENV}}}"
+"""The header value of a form rendered without a token: `${FLIGHTLOG_TOKEN}` filled where it runs
+(the shell expands it in curl; the snippets read the environment)."""
 
 
 FORM_NOTES: Final = {
@@ -53,15 +59,19 @@ def door_forms(
     """Every door form of one canonical call, in a fixed order.
 
     With a scoped `token`, each form that reaches the door over HTTP carries it (a bearer header,
-    or `token=` in the one-line URL) and the CLI forms pass `--token`; MCP over stdio runs as the
-    local user and takes none.
+    or `token=` in the one-line URL), the CLI forms pass `--token` and the MCP stdio configurations
+    set FLIGHTLOG_TOKEN for the server. Without one, the HTTP forms read FLIGHTLOG_TOKEN where they
+    run (what `flightlog run` sets for its child); `flightlog call` and `flightlog mcp` read it too.
     """
     call = {"tool": name, "args": dict(args)}
     body = canonical_json(call)
     door = base.rstrip("/") + DISPATCH_PATH
-    headers = dict(JSON_HEADERS) | ({"authorization": f"Bearer {token}"} if token else {})
+    headers = dict(JSON_HEADERS) | {"authorization": f"Bearer {token}" if token else ENV_BEARER}
     cli = ["flightlog", "call", name, "--args", _args(args)] + (["--token", token] if token else [])
-    mcp_stdio = {"command": "flightlog", "args": ["mcp"]}
+    mcp_stdio: dict[str, Any] = {"command": "flightlog", "args": ["mcp"]}
+    if token:
+        mcp_stdio["env"] = {TOKEN_ENV: token}
+    claude = ["claude", "mcp", "add", MCP_SERVER_NAME] + (["--env", f"{TOKEN_ENV}={token}"] if token else [])
     return {
         "dispatch": {"method": "POST", "url": door, "headers": headers, "body": call},
         "dispatch_dry_run": {
@@ -100,7 +110,7 @@ def door_forms(
         },
         "mcp_config_claude_code": {
             "method": "CLI",
-            "command": shlex.join(["claude", "mcp", "add", MCP_SERVER_NAME, "--", "flightlog", "mcp"]),
+            "command": shlex.join([*claude, "--", "flightlog", "mcp"]),
         },
         "mcp_config_json": {
             "method": "CODE",
@@ -123,20 +133,25 @@ def one_line_url(door: str, name: str, args: Mapping[str, Any], token: str | Non
 def curl_command(door: str, body: str, proxy: str, headers: Mapping[str, str] = JSON_HEADERS) -> str:
     """One shell line: curl through the proxy to the door with the canonical call as its body."""
     words = ["curl", "-sS", "--proxy", proxy, door]
+    env_header = ""
     for key, value in headers.items():
+        if value == ENV_BEARER:  # double-quoted, so the shell fills in the token where it runs
+            env_header = f' -H "{key}: Bearer ${TOKEN_ENV}"'
+            continue
         words += ["-H", f"{key}: {value}"]
-    return shlex.join([*words, "--data-binary", body])
+    return shlex.join(words) + env_header + " " + shlex.join(["--data-binary", body])
 
 
 def python_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] = JSON_HEADERS) -> str:
     """An httpx snippet that sends exactly the canonical call's bytes through the proxy."""
+    shown = repr(dict(headers)).replace(repr(ENV_BEARER), f'"Bearer " + os.environ["{TOKEN_ENV}"]')
     return (
-        "import httpx\n"
+        ("import os\n\n" if shown != repr(dict(headers)) else "") + "import httpx\n"
         "\n"
         "response = httpx.post(\n"
         f"    {door!r},\n"
         f"    content={body!r}.encode(),\n"
-        f"    headers={dict(headers)!r},\n"
+        f"    headers={shown},\n"
         f"    proxy={proxy!r},\n"
         ")\n"
         "print(response.json())\n"
@@ -155,9 +170,14 @@ def js_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] = JS
         "\n"
         f"const response = await fetch({json.dumps(door)}, {{\n"
         '  method: "POST",\n'
-        f"  headers: {json.dumps(dict(headers))},\n"
+        f"  headers: {_js_headers(headers)},\n"
         f"  body: {json.dumps(body)},\n"
         f"  dispatcher: new ProxyAgent({json.dumps(proxy)}),\n"
         "});\n"
         "console.log(await response.json());\n"
     )
+
+
+def _js_headers(headers: Mapping[str, str]) -> str:
+    shown = json.dumps(dict(headers))
+    return shown.replace(json.dumps(ENV_BEARER), f'"Bearer " + process.env.{TOKEN_ENV}')

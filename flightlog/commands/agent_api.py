@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from flightlog.commands.call import open_dispatcher
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt
 from flightlog.settings import load_settings
@@ -27,7 +28,7 @@ def find(
     directory: DirectoryOpt = None,
 ) -> None:
     """Rows matching WORDS, each with its score, layer and the words that matched."""
-    from catalog.resolver import no_match
+    from catalog.resolver import no_match  # deferred: the index and aliases are slow to import
 
     query = " ".join(words)
     d = open_from_settings(directory)
@@ -74,6 +75,7 @@ def get(
     directory: DirectoryOpt = None,
 ) -> None:
     """Bounded slices of rows, framed `@@ id [start..end of total]`."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.agent_api import AgentApi
 
     d = open_from_settings(directory)
@@ -93,6 +95,7 @@ def manifest(
     directory: DirectoryOpt = None,
 ) -> None:
     """The Directory as TSV, one row per capability."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.agent_api import AgentApi
 
     d = open_from_settings(directory)
@@ -117,12 +120,14 @@ def mcp(
     import importlib
     import threading
 
+    # deferred: the MCP SDK loads slowly; other commands start without it
     from catalog.mcp_server import serve
 
     # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
     preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
     preload.start()
     d = open_from_settings(directory)
+    d.network = True  # a network door: its writes never touch a row that runs a command here
     preload.join()
     try:
         serve(d, database_tools=database_tools, dispatch=mcp_dispatch(directory))
@@ -132,19 +137,26 @@ def mcp(
 
 def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:
     """The MCP `call` tool's runner: flightlog's door (door "mcp"), built on the first call so the
-    server starts without loading it."""
+    server starts without loading it. A call that names no token runs with FLIGHTLOG_TOKEN (what a
+    client configuration or `flightlog run` sets), else with a token minted from the operator's
+    policy in FLIGHTLOG_HOME (`catalog.policy`): never more than that policy grants."""
+    import os
     import threading
 
     lock = threading.Lock()
     built: list[Any] = []
 
     def dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
-        from flightlog.commands.call import open_dispatcher
+        # deferred: the policy reads the Directory (SQLAlchemy), loaded on the first call only
+        from catalog.policy import mint_policy_token
 
         with lock:
             if not built:
-                built.append(open_dispatcher(load_settings(), directory, None, None))
-        result = built[0].dispatch(call, door="mcp", token=token)
+                settings = load_settings()
+                door = open_dispatcher(settings, directory, None, None, network=True)
+                lent = os.environ.get("FLIGHTLOG_TOKEN") or mint_policy_token(settings.home, door.directory)
+                built.extend((door, lent))
+        result = built[0].dispatch(call, door="mcp", token=token or built[1])
         return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
 
     return dispatch

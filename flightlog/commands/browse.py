@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from catalog.errors import UnknownRow
 from flightlog.commands.options import BlobsOpt, LedgerOpt, WordsArg
+from flightlog.failures import known_errors
 from flightlog.settings import load_settings
+from tui.errors import TuiError
 
 if TYPE_CHECKING:
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ledger import Ledger
 
 
@@ -29,9 +33,8 @@ def replayer(ledger: Ledger) -> Callable[[str], str]:
     """
 
     def replay_action(action_id: str) -> str:
+        # deferred: mitmproxy/httpx load slowly; other commands start without them
         from addons.readback.replay import replay
-        from flightlog.failures import known_errors
-        from tui.errors import TuiError
 
         try:
             return replay(ledger, action_id, {}).render()
@@ -48,9 +51,9 @@ def directory_lookup(ledger_url: str, folder: Path | None) -> Any:
     The Directory is opened on the first lookup, in the browser's worker thread, so it never delays
     the first screen; a name with no tool row gives None (the browser says so).
     """
+    # deferred: the Directory (SQLAlchemy), Textual load slowly; other commands start without them
     from catalog.contracts import example_args, forms
     from catalog.directory import Directory, open_directory
-    from catalog.errors import UnknownRow
     from catalog.tool import Tool
     from tui.source import ToolInfo
 
@@ -79,6 +82,7 @@ def browse(
     blobs_url: BlobsOpt = None,
 ) -> None:
     """Browse the Ledger in the terminal: newest first, following new events."""
+    # deferred: Textual loads slowly; other commands start without it
     from tui.app import BrowseApp
     from tui.source import LedgerSource
 

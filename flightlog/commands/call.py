@@ -17,6 +17,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.door.dispatch import Dispatcher
 
 SecretsOpt = Annotated[
@@ -32,7 +33,9 @@ def call(
     tool: Annotated[str, typer.Argument(help="The Directory row to call.")],
     args: Annotated[str, typer.Option("--args", help="The arguments as a JSON object.")] = "{}",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the exact request; send nothing.")] = False,
-    token: Annotated[str | None, typer.Option("--token", help="A scoped token to call with.")] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="FLIGHTLOG_TOKEN", help="A scoped token to call with.")
+    ] = None,
     directory: DirectoryOpt = None,
     ledger: LedgerOpt = None,
     secrets: SecretsOpt = None,
@@ -54,24 +57,27 @@ def call(
 
 
 def open_dispatcher(
-    settings: Settings, directory: Path | None, ledger: str | None, secrets: Path | None
+    settings: Settings,
+    directory: Path | None,
+    ledger: str | None,
+    secrets: Path | None,
+    *,
+    network: bool = False,
 ) -> Dispatcher:
-    """The door as the CLI runs it: the Directory, the Ledger, the secrets and the root key."""
-    from addons.door.dispatch import Dispatcher
-    from addons.door.http_face import default_secrets, find_in, own_secrets
-    from addons.recording.secrets import load_secrets
-    from catalog import refused, tokens
-    from catalog.directory import open_directory
+    """The door as the CLI runs it, built the one way the proxy builds it (`addons.door.assembly`):
+    the same secrets by default (FLIGHTLOG_HOME/secrets.env), root key and refused hosts.
+    `network`: the Directory is served to a network door (`flightlog mcp`), so it refuses rows
+    that run commands."""
+    # deferred: the door (httpx), the Directory (SQLAlchemy) and the token keys load slowly
+    from addons.door.assembly import open_dispatcher as assemble
+    from addons.door.assembly import open_rows
+    from storage.locations import default_secrets_file
 
     ledger_url = ledger or settings.ledger_url
-    opened = open_directory(ledger_url, directory or settings.directory)
-    return Dispatcher(
-        find_in(opened),
+    opened = open_rows(ledger_url, directory or settings.directory, network=network)
+    return assemble(
+        settings.home,
         settings.open_ledger(ledger_url),
-        own_secrets(settings.home)
-        | load_secrets(
-            secrets or (Path(default_secrets(settings.home)) if default_secrets(settings.home) else None)
-        ),
-        tokens.root_key(settings.home),
-        refused.load_refused_hosts(settings.home),
+        opened,
+        secrets or default_secrets_file(settings.home),
     )

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from catalog.refused import load_refused_hosts
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.tool import Tool
 
 
@@ -37,8 +39,8 @@ def contracts(
     token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
 ) -> None:
     """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.contracts import FORM_NAMES, FORM_NOTES, example_args, forms
-    from catalog.refused import load_refused_hosts
 
     row = _find_tool(tool, directory)
     call_args = _parse_args(args) if args is not None else example_args(row)
@@ -61,6 +63,7 @@ def contracts(
 
 
 def _find_tool(name: str, directory: Path | None) -> Tool:
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.tool import Tool
 
     opened = open_from_settings(directory)

@@ -20,6 +20,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import Directory
     from catalog.importers import Document
 
@@ -35,6 +36,7 @@ MAX_CHANGES = 1000
 def open_from_settings(folder: Path | None, ledger_url: str | None = None) -> Directory:
     """The Directory named by `--directory`, FLIGHTLOG_DIRECTORY, or the native one (in `--ledger`'s
     database, else the configured Ledger's)."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import open_directory
 
     settings = load_settings()
@@ -66,6 +68,7 @@ def import_openapi(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Each operation of an OpenAPI document becomes a tool row."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.importers.openapi import import_openapi as run
 
     _write(run(file, base_url=base_url), directory, replace, as_json, f"openapi {file.name}")
@@ -83,6 +86,7 @@ def import_mcp(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """An MCP server's tools/list becomes rows with MCP contracts: `import mcp -- python server.py`."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.importers.mcp import import_mcp as run
 
     _write(run(command, prefix=prefix), directory, replace, as_json, f"mcp {shlex.join(command)}")
@@ -96,6 +100,7 @@ def import_sheet(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Rows from a TSV/CSV sheet, read by header label; an unknown header is an error."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.importers.sheet import import_sheet as run
 
     _write(run(file), directory, replace, as_json, f"sheet {file.name}")
@@ -127,6 +132,7 @@ def _write(docs: list[Document], directory: Path | None, replaces: bool, as_json
 def _changes(
     opened: Directory, docs: list[Document], replaces: bool
 ) -> tuple[list[dict[str, Any]], list[str]]:
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.documents import sha256_text
 
     changes: list[dict[str, Any]] = []

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flightlog.commands.options import BlobsOpt, FilterOptions, JsonOpt, LedgerOpt, filter_from_options
+from flightlog.commands.options import NONE_GIVEN, BlobsOpt, JsonOpt, LedgerOpt, filter_from_options
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
 
@@ -27,6 +27,7 @@ RecordingArg = Annotated[
 
 def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str | None) -> list[Step]:
     """The steps of one recording, in recorded order."""
+    # deferred: the readback modules load SQLAlchemy; `flightlog --help` starts without it
     from addons.readback.behaviour import steps
     from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 
@@ -37,7 +38,7 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
         path = Path(spec).resolve()
         url, blobs_url = f"sqlite:///{path}", path.with_suffix(".blobs").as_uri()
     else:
-        flt, question = filter_from_options(spec.split(), FilterOptions())
+        flt, question = filter_from_options(spec.split(), NONE_GIVEN)
         if question is not None and question.unknown:
             raise CommandError(f"{spec!r} is no Ledger file, URL or selection: {question.explain()}")
         url, blobs_url = ledger or settings.ledger_url, blobs or settings.blobs_url
@@ -68,6 +69,7 @@ def diff(
     as_json: JsonOpt = False,
 ) -> None:
     """Say what changed in the agent's behaviour from RECORDING_A to RECORDING_B."""
+    # deferred: the readback modules load SQLAlchemy; `flightlog --help` starts without it
     from addons.readback.drift import compare, failures, parse_fail_on
 
     rules = parse_fail_on(fail_on or [])

@@ -14,9 +14,10 @@ from typing import IO, Annotated
 import typer
 
 from flightlog.commands.options import (
+    NONE_GIVEN,
     ActionOpt,
     BlobsOpt,
-    FilterOptions,
+    Given,
     LedgerOpt,
     WordsArg,
     selection_from,
@@ -33,7 +34,7 @@ def export(
         Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")
     ] = None,
     words: WordsArg = None,
-    filters: FilterOptions = FilterOptions(),
+    filters: Given = NONE_GIVEN,
     action: ActionOpt = None,
     endpoint: Annotated[
         str | None,
@@ -49,6 +50,7 @@ def export(
     from rich.console import Console
     from rich.progress import Progress
 
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.export import export as run_export
     from addons.readback.export import export_otlp, plan
 

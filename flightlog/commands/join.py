@@ -22,6 +22,7 @@ def uses(
     as_json: JsonOpt = False,
 ) -> None:
     """Every Ledger event that used a tool, oldest first."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
     _events(join.tool_uses(load_settings().open_ledger(ledger).engine, tool), as_json)
@@ -33,6 +34,7 @@ def task(
     as_json: JsonOpt = False,
 ) -> None:
     """Everything done under a task, oldest first."""
+    # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
     _events(join.task_events(load_settings().open_ledger(ledger).engine, name), as_json)
@@ -45,7 +47,8 @@ def trace(
     as_json: JsonOpt = False,
 ) -> None:
     """From an event to its tool's contract, checking the recorded request against it."""
-    from addons.door.http_face import find_in
+    # deferred: mitmproxy/httpx, the Directory (SQLAlchemy) load slowly; other commands start without them
+    from addons.door.assembly import find_in
     from catalog import join
     from catalog.contracts import render_upstream
 

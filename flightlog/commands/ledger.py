@@ -14,8 +14,9 @@ from typing import Annotated, Any
 import typer
 
 from flightlog.commands.options import (
+    NONE_GIVEN,
     BlobsOpt,
-    FilterOptions,
+    Given,
     JsonOpt,
     LedgerOpt,
     WordsArg,
@@ -96,6 +97,7 @@ def verify(
     """Decompress and re-hash stored payloads; report corrupted, missing and orphaned ones."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.verify import verify as run_verify
 
     opened = load_settings().open_ledger(ledger, blobs)
@@ -172,12 +174,13 @@ def counts_command(
     by: Annotated[
         str | None, typer.Option("--by", help="hour, session, turn, kind, agent, model, tool or task.")
     ] = None,
-    filters: FilterOptions = FilterOptions(),
+    filters: Given = NONE_GIVEN,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Counted views by hour, session, turn, kind, agent, model, tool or task (totals without --by)."""
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.queries import counts, totals
 
     flt, question = filter_from_options(words, filters)
@@ -208,12 +211,13 @@ def counts_command(
 def query_command(
     words: WordsArg = None,
     limit: LimitOpt = 50,
-    filters: FilterOptions = FilterOptions(),
+    filters: Given = NONE_GIVEN,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Events matching a filter or a question in plain words, newest first."""
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.queries import event_json, select_events
 
     flt, question = filter_from_options(words, filters)
@@ -242,6 +246,7 @@ def ask_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ask import ask
     from storage.queries import counts, event_json, select_events
 

@@ -2,9 +2,9 @@
 
 A command declares `ledger: LedgerOpt = None` and gets the same `--ledger` as every other command.
 The Ledger's filter options (the `Filter`'s fields) are many, so a command takes them as one
-parameter, `filters: FilterOptions`, and `with_filters` spreads that parameter into the options on
-the command line (the way datasette stacks option decorators, in Typer's terms: the signature Typer
-reads is rewritten, the command body sees one value).
+parameter, `filters: Given`, and `with_filters` spreads that parameter into the options on the
+command line (the way datasette stacks option decorators, in Typer's terms: the signature Typer
+reads is rewritten, the command body sees one mapping).
 """
 
 from __future__ import annotations
@@ -12,16 +12,19 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from addons.recording.secrets import load_secrets
 from flightlog.errors import CommandError
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx, SQLAlchemy load slowly; other commands start without them
     from addons.readback.recorded import Selection
     from storage.ask import Question
     from storage.queries import Filter
@@ -74,64 +77,57 @@ FILTER_OPTIONS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class FilterOptions:
-    """The filter options as given on the command line; None (or no URL words) means not given."""
-
-    kind: str | None = None
-    direction: str | None = None
-    tool: str | None = None
-    session: str | None = None
-    task: str | None = None
-    turn: str | None = None
-    agent: str | None = None
-    model: str | None = None
-    status: str | None = None
-    host: str | None = None
-    method: str | None = None
-    since: str | None = None
-    until: str | None = None
-    url: list[str] | None = None
-
-    def given(self) -> dict[str, Any]:
-        """Only the options given, by field name (the shape `Filter.from_json` reads)."""
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) not in (None, [], ())}
+Given = Mapping[str, Any]
+"""Spread options as the command received them: option name -> value (None or empty: not given)."""
+NONE_GIVEN: Given = MappingProxyType({})
+"""The default of a spread parameter; the decorator always passes the real values."""
 
 
-def with_filters(command: Callable[..., None]) -> Callable[..., None]:
-    """Spread the command's `filters: FilterOptions` parameter into the filter options, in its place.
+Command = Callable[..., None]
 
-    Typer reads the returned function's signature; the command itself is called with one
-    `FilterOptions`. The options' order in `--help` is the parameter's position.
+
+def spread_options(param: str, options: Mapping[str, Any]) -> Callable[[Command], Command]:
+    """A decorator spreading the command's `param: Given` parameter into `options` (name -> annotated
+    type), in its place: Typer reads the returned function's signature, the command gets one mapping.
+
+    This is how options that several commands take are written once (the way datasette stacks click
+    option decorators); their order in `--help` is the parameter's position.
     """
-    hints = typing.get_type_hints(command, include_extras=True)
-    params: list[inspect.Parameter] = []
-    for p in inspect.signature(command).parameters.values():
-        if p.name == "filters":
-            params += [
-                inspect.Parameter(name, p.kind, default=None, annotation=kind)
-                for name, kind in FILTER_OPTIONS.items()
-            ]
-        else:
-            params.append(p.replace(annotation=hints[p.name]))
 
-    @functools.wraps(command)
-    def spread(**given: Any) -> None:
-        filters = FilterOptions(**{name: given.pop(name) for name in FILTER_OPTIONS})
-        command(filters=filters, **given)
+    def decorate(command: Command) -> Command:
+        hints = typing.get_type_hints(command, include_extras=True)
+        params: list[inspect.Parameter] = []
+        for p in inspect.signature(command).parameters.values():
+            if p.name == param:
+                params += [
+                    inspect.Parameter(n, p.kind, default=None, annotation=t) for n, t in options.items()
+                ]
+            else:
+                params.append(p.replace(annotation=hints[p.name]))
 
-    spread.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
-    spread.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
-    return spread
+        @functools.wraps(command)
+        def spread(**given: Any) -> None:
+            command(**{param: {name: given.pop(name) for name in options}}, **given)
+
+        spread.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        spread.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return spread
+
+    return decorate
 
 
-def filter_from_options(words: list[str] | None, filters: FilterOptions) -> tuple[Filter, Question | None]:
+with_filters = spread_options("filters", FILTER_OPTIONS)
+"""The Ledger's filter options, for a command with a `filters: Given` parameter."""
+
+
+def filter_from_options(words: list[str] | None, filters: Given) -> tuple[Filter, Question | None]:
     """(Filter, Question or None) from plain words and filter options; a field given twice must agree."""
+    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ask import ask
     from storage.queries import Filter
 
     question = ask(" ".join(words)) if words else None
-    data = filters.given()
+    data = {name: value for name, value in filters.items() if value not in (None, [], ())}
     flt = Filter.from_json(data)
     if question is None:
         return flt, None
@@ -157,13 +153,13 @@ def secrets_from(path: Path | None, env_names: list[str] | None) -> dict[str, st
     """The secret values named by `--secrets FILE` and `--secret-env NAME`s (none given: none)."""
     if path is None and not env_names:
         return {}
-    from addons.recording.secrets import load_secrets
 
     return load_secrets(path, env_names or ())
 
 
-def selection_from(words: list[str] | None, action: list[str] | None, filters: FilterOptions) -> Selection:
+def selection_from(words: list[str] | None, action: list[str] | None, filters: Given) -> Selection:
     """The exchanges to read back: the filter from plain words and options, narrowed to `--action`s."""
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.recorded import Selection
 
     flt, question = filter_from_options(words, filters)

@@ -16,14 +16,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flightlog.commands.options import BlobsOpt, LedgerOpt, parse_listen
-from flightlog.commands.replay_options import ReplayOpt, ReplayOptions, run_with_replay, with_replay_options
+from addons.proxy_env import export_lines, proxy_env, read_state
+from addons.recording.identity import Identity
+from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
+from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.proxy_env import ProxyState
 
+TOKEN_ENV = "FLIGHTLOG_TOKEN"
+"""The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
 PROVIDER_MODES = ("reverse:https://api.openai.com@0", "reverse:https://api.anthropic.com@0")
 
 
@@ -57,7 +62,13 @@ def proxy(
     ] = None,
     ledger: LedgerOpt = None,
     blobs: BlobsOpt = None,
-    secrets: Annotated[str | None, typer.Option(help="File of NAME=value secrets to redact.")] = None,
+    secrets: Annotated[
+        str | None,
+        typer.Option(
+            help="File of NAME=value secrets to redact and to bind in calls "
+            "(default: FLIGHTLOG_HOME/secrets.env, as for `flightlog call`)."
+        ),
+    ] = None,
     secret_env: Annotated[
         list[str] | None, typer.Option(help="Environment variable whose value is a secret; repeatable.")
     ] = None,
@@ -78,8 +89,25 @@ def proxy(
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="NAME=VALUE of a mitmproxy option; repeatable.")
     ] = None,
+    open_mode: Annotated[
+        bool,
+        typer.Option(
+            "--open",
+            help="Local development only: calls through flightlog.local/api/dispatch need no token "
+            "(the start line says so). Ledger reads and Directory writes still need one.",
+        ),
+    ] = False,
+    allow_local_commands: Annotated[
+        bool,
+        typer.Option(
+            "--allow-local-commands",
+            help="Let the door run rows whose contract runs a command here "
+            "(only with a token naming the tool).",
+        ),
+    ] = False,
 ) -> None:
     """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
 
     settings = load_settings()
@@ -100,9 +128,28 @@ def proxy(
         collector=collector,
         stats_file=os.environ.get("FLIGHTLOG_STATS_FILE", ""),
         directory=str(settings.directory) if settings.directory else "",
+        open_mode=open_mode,
+        local_commands=allow_local_commands,
         extra=parse_sets(set_),
     )
     run_proxy(config)
+
+
+def lent_token(task: str | None) -> dict[str, str]:
+    """FLIGHTLOG_TOKEN for a child: the one already set (never widened), else one minted from the
+    operator's policy in FLIGHTLOG_HOME over the Directory (`catalog.policy`)."""
+    # deferred: the Directory (SQLAlchemy) loads only for the commands that lend a token
+    from catalog.directory import open_directory
+    from catalog.policy import mint_policy_token
+
+    if os.environ.get(TOKEN_ENV):
+        return {}
+    settings = load_settings()
+    directory = open_directory(settings.ledger_url, settings.directory)
+    try:
+        return {TOKEN_ENV: mint_policy_token(settings.home, directory, task=task)}
+    finally:
+        directory.close()
 
 
 @with_replay_options
@@ -113,17 +160,16 @@ def run(
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
     turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
     replay: ReplayOpt = None,
-    replaying: ReplayOptions = ReplayOptions(),
+    replaying: Given = NONE_GIVEN,
 ) -> None:
     """Run COMMAND through the recording proxy: flightlog run [--agent A] -- COMMAND ...
 
     Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime.
-    The exit code is COMMAND's. With --replay SELECTION, COMMAND runs against a hermetic serve-back of
-    that recording instead (nothing goes live; a miss makes the exit code 3 if COMMAND's was 0).
+    The child gets a scoped token in FLIGHTLOG_TOKEN, minted from the policy in FLIGHTLOG_HOME
+    (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
+    SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
+    variables (nothing goes live; a miss makes the exit code 3 if COMMAND's was 0).
     """
-    from addons.proxy_env import proxy_env, read_state
-    from addons.recording.identity import Identity
-
     command = list(ctx.args)
     if command and command[0] == "--":
         command = command[1:]
@@ -132,7 +178,7 @@ def run(
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task, turn=turn)
     if replay is not None:
-        raise typer.Exit(run_with_replay(command, replay, replaying, who))
+        raise typer.Exit(run_with_replay(command, replay, replaying, who, lent_token(task)))
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is None:
@@ -143,6 +189,7 @@ def run(
         raise CommandError("the running proxy has no forward (regular) listener")
     reverse = tuple(x for x in state.listeners if x.mode.startswith("reverse"))
     env = {**os.environ, **proxy_env((forward.host, forward.port), state.ca, who, reverse)}
+    env.update(lent_token(task))
     try:
         code = subprocess.call(command, env=env)
     except FileNotFoundError as e:
@@ -158,10 +205,8 @@ def env(
     session: Annotated[str | None, typer.Option(help="Session id.")] = None,
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
 ) -> None:
-    """Print export lines that route a shell's programs through the proxy."""
-    from addons.proxy_env import export_lines, proxy_env, read_state
-    from addons.recording.identity import Identity
-
+    """Print export lines that route a shell's programs through the proxy (with FLIGHTLOG_TOKEN, a
+    token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child)."""
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task)
     state = read_state(settings.home)
@@ -170,6 +215,7 @@ def env(
         values = proxy_env((state.forward.host, state.forward.port), state.ca, who, reverse)
     else:
         values = proxy_env(("127.0.0.1", 8080), settings.confdir / "mitmproxy-ca-cert.pem", who)
+    values.update(lent_token(task))
     typer.echo(export_lines(values))
 
 
@@ -183,8 +229,6 @@ def _start_proxy(home: Path) -> subprocess.Popen[bytes]:
 
 
 def _wait_for_state(home: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> ProxyState:
-    from addons.proxy_env import read_state
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from addons.proxy_env import read_state
 from flightlog.commands.options import (
+    NONE_GIVEN,
     ActionOpt,
     BlobsOpt,
-    FilterOptions,
+    Given,
     JsonOpt,
     LedgerOpt,
     SecretEnvOpt,
@@ -35,6 +37,7 @@ from flightlog.settings import load_settings
 if TYPE_CHECKING:
     from mitmproxy.master import Master
 
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.serve_replay import ServeReplay
 
 SecretsOpt = Annotated[
@@ -67,6 +70,7 @@ def replay(
     as_json: JsonOpt = False,
 ) -> None:
     """Send a recorded request again, record the new exchange, and diff the answers."""
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.replay import replay as run_replay
 
     settings = load_settings()
@@ -102,7 +106,7 @@ def serve_replay(
         typer.Option("--mode", help="regular (default) or reverse:URL[@PORT]; repeatable."),
     ] = None,
     words: WordsArg = None,
-    filters: FilterOptions = FilterOptions(),
+    filters: Given = NONE_GIVEN,
     action: ActionOpt = None,
     secrets: Annotated[
         Path | None,
@@ -130,6 +134,7 @@ def serve_replay(
     """A hermetic proxy that answers from the Ledger and refuses everything else."""
     import asyncio
 
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.match_book import Book
     from addons.readback.matching import parse_strategies
     from addons.readback.recorded import iter_exchanges, select_action_ids
@@ -216,8 +221,6 @@ async def _serve(
 
 def _running_proxy(home: Path) -> tuple[str, Path]:
     """The forward listener URL and CA of the flightlog proxy running for this FLIGHTLOG_HOME."""
-    from addons.proxy_env import read_state
-
     state = read_state(home)
     if state is None or state.forward is None:
         raise CommandError(

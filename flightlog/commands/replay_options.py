@@ -7,17 +7,14 @@ how streams are paced, whether misses may go live and be recorded.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import typing
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from flightlog.commands.options import FilterOptions, filter_from_options
+from flightlog.commands.options import NONE_GIVEN, Given, filter_from_options, spread_options
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
@@ -44,7 +41,8 @@ REPLAY_OPTIONS: dict[str, Any] = {
         _Opt(
             "--match",
             help="With --replay: matching strategies tried in order (exact, normalized, url) and"
-            " sequence (repeated identical requests get the recorded answers in order).",
+            " sequence (repeated identical requests get the recorded answers in order);"
+            " default exact,normalized,sequence.",
         ),
     ],
     "match_rules": Annotated[
@@ -53,10 +51,13 @@ REPLAY_OPTIONS: dict[str, Any] = {
     ],
     "timing": Annotated[
         str,
-        _Opt("--timing", help="With --replay: fixed (--chunk-delay between chunks) or recorded."),
+        _Opt(
+            "--timing", help="With --replay: fixed (--chunk-delay between chunks, the default) or recorded."
+        ),
     ],
     "chunk_delay": Annotated[
-        float, _Opt("--chunk-delay", help="With --replay: seconds between the chunks of a stream.")
+        float,
+        _Opt("--chunk-delay", help="With --replay: seconds between the chunks of a stream (default 0)."),
     ],
     "record_missing": Annotated[
         bool,
@@ -70,7 +71,7 @@ REPLAY_OPTIONS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class ReplayOptions:
-    """The replay options as given (their defaults are the command line's)."""
+    """The replay options, those not given at their defaults."""
 
     ledger: str | None = None
     blobs: str | None = None
@@ -81,43 +82,32 @@ class ReplayOptions:
     record_missing: bool = False
     report_json: Path | None = None
 
+    @classmethod
+    def given(cls, values: Given) -> ReplayOptions:
+        return cls(**{name: value for name, value in values.items() if value is not None})
 
-def with_replay_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Spread the command's `replaying: ReplayOptions` parameter into the replay options."""
-    hints = typing.get_type_hints(command, include_extras=True)
-    defaults = ReplayOptions()
-    params: list[inspect.Parameter] = []
-    for p in inspect.signature(command).parameters.values():
-        if p.name == "replaying":
-            params += [
-                inspect.Parameter(name, p.kind, default=getattr(defaults, name), annotation=kind)
-                for name, kind in REPLAY_OPTIONS.items()
-            ]
-        else:
-            params.append(p.replace(annotation=hints[p.name]))
 
-    @functools.wraps(command)
-    def spread(**given: Any) -> None:
-        replaying = ReplayOptions(**{name: given.pop(name) for name in REPLAY_OPTIONS})
-        command(replaying=replaying, **given)
-
-    spread.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
-    spread.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
-    return spread
+with_replay_options = spread_options("replaying", REPLAY_OPTIONS)
+"""`run`'s replay options, for a command with a `replaying: Given` parameter."""
 
 
 def replay_selection(words: str) -> Selection:
     """The recording named in plain words; a word not understood is refused (it would select all)."""
+    # deferred: SQLAlchemy loads slowly; `run` without --replay never needs it
     from addons.readback.recorded import Selection
 
-    flt, question = filter_from_options(words.split(), FilterOptions())
+    flt, question = filter_from_options(words.split(), NONE_GIVEN)
     if question is not None and question.unknown:
         raise CommandError(f"--replay {words!r}: {question.explain()}")
     return Selection(flt)
 
 
-def run_with_replay(command: list[str], replay: str, options: ReplayOptions, who: Identity) -> int:
+def run_with_replay(
+    command: list[str], replay: str, given: Given, who: Identity, extra_env: dict[str, str]
+) -> int:
     """`run --replay`: check the options, select the recording, run COMMAND against it."""
+    options = ReplayOptions.given(given)
+    # deferred: mitmproxy and SQLAlchemy load slowly; only `run --replay` needs them
     from addons.readback.matching import load_rules, parse_strategies
     from flightlog.replay_run import Plan, run_replayed
 
@@ -138,4 +128,6 @@ def run_with_replay(command: list[str], replay: str, options: ReplayOptions, who
         timing=options.timing,
         chunk_delay=options.chunk_delay,
     )
-    return run_replayed(command, plan, settings.confdir, who, options.record_missing, options.report_json)
+    return run_replayed(
+        command, plan, settings.confdir, who, options.record_missing, options.report_json, extra_env
+    )

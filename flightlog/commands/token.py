@@ -11,10 +11,12 @@ from typing import Annotated
 
 import typer
 
-from flightlog.commands.options import JsonOpt
+from flightlog.commands.options import NONE_GIVEN, Given, JsonOpt, spread_options
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
+# TOKENS_DEFERRED: catalog.tokens and catalog.caveats (hmac, hashlib, base64) are imported inside the
+# commands, not here, so that every other `flightlog` command starts without them.
 token_app = typer.Typer(help="Mint, attenuate and inspect scoped tokens.", no_args_is_help=True)
 
 ToolsOpt = Annotated[list[str] | None, typer.Option("--tool", help="Allow this tool (repeat for more).")]
@@ -27,12 +29,34 @@ TaskOpt = Annotated[str | None, typer.Option("--task", help="File every call und
 BundlesOpt = Annotated[list[str] | None, typer.Option("--bundle", help="Allow rows of this bundle.")]
 ForOpt = Annotated[str | None, typer.Option("--for", help="The agent the token is lent to.")]
 CaveatOpt = Annotated[list[str] | None, typer.Option("--caveat", help="A caveat as text, e.g. 'uses <= 3'.")]
+GrantOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--grant",
+        help="A right the token holds: call (run calls; the default), ledger (read the Ledger), "
+        "write (change the Directory); repeat for more.",
+    ),
+]
+with_limits = spread_options(
+    "limits",
+    {
+        "tool": ToolsOpt,
+        "door": DoorsOpt,
+        "uses": UsesOpt,
+        "expires": ExpiresOpt,
+        "task": TaskOpt,
+        "bundle": BundlesOpt,
+        "agent": ForOpt,
+        "caveat": CaveatOpt,
+    },
+)
+"""The limits a token is minted or narrowed with, for a command with a `limits: Given` parameter."""
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def expiry(text: str, now: datetime | None = None) -> str:
     """`30m`/`1h`/`7d` from now, or an ISO instant, as the caveat's instant text."""
-    from catalog.caveats import CaveatError, format_instant, parse_instant
+    from catalog.caveats import CaveatError, format_instant, parse_instant  # deferred: see TOKENS_DEFERRED
 
     now = now or datetime.now(UTC)
     if text[:-1].isdigit() and text[-1:] in _UNITS:
@@ -46,36 +70,37 @@ def expiry(text: str, now: datetime | None = None) -> str:
 
 
 def caveats_from(
-    tools: list[str] | None,
-    doors: list[str] | None,
-    uses: int | None,
-    expires: str | None,
-    task: str | None,
-    bundles: list[str] | None,
-    agent: str | None,
-    extra: list[str] | None,
+    tool: list[str] | None = None,
+    door: list[str] | None = None,
+    uses: int | None = None,
+    expires: str | None = None,
+    task: str | None = None,
+    bundle: list[str] | None = None,
+    agent: str | None = None,
+    caveat: list[str] | None = None,
 ) -> list[str]:
     """The caveats the options ask for, in a fixed order."""
     out = []
-    if tools:
-        out.append(f"tools = {','.join(tools)}")
-    if doors:
-        out.append(f"doors = {','.join(doors)}")
+    if tool:
+        out.append(f"tools = {','.join(tool)}")
+    if door:
+        out.append(f"doors = {','.join(door)}")
     if uses is not None:
         out.append(f"uses <= {uses}")
     if expires:
         out.append(f"expires < {expiry(expires)}")
     if task:
         out.append(f"task = {task}")
-    if bundles:
-        out.append(f"bundles = {','.join(bundles)}")
+    if bundle:
+        out.append(f"bundles = {','.join(bundle)}")
     if agent:
         out.append(f"for = {agent}")
-    return out + list(extra or [])
+    return out + list(caveat or [])
 
 
 def _describe(text: str, as_json: bool) -> None:
-    from catalog import tokens
+    """Print a token and its limits, as text or JSON."""
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
     token = tokens.decode(text)
     limits = token.limits()
@@ -97,43 +122,79 @@ def _describe(text: str, as_json: bool) -> None:
         typer.echo("  (no caveats: the full authority of the root key)")
 
 
+def bindings(tools: list[str]) -> tuple[list[str], list[str]]:
+    """`contract = NAME:HASH` pairs for the named rows found in the Directory (so a row rewritten
+    later refuses the token), and the names not found (left unbound)."""
+    # deferred: the Directory (SQLAlchemy) loads only when a token binds a row's contract
+    from addons.door.assembly import find_in
+    from catalog.authority import contract_hash
+    from catalog.directory import open_directory
+    from catalog.errors import CatalogError
+
+    settings = load_settings()
+    directory = open_directory(settings.ledger_url, settings.directory)
+    bound, missing = [], []
+    try:
+        find = find_in(directory)
+        for name in tools:
+            try:
+                row = find(name)
+            except CatalogError:
+                row = None
+            if row is None:
+                missing.append(name)
+            else:
+                bound.append(f"{name}:{contract_hash(row)}")
+    finally:
+        directory.close()
+    return bound, missing
+
+
 @token_app.command()
+@with_limits
 def mint(
-    tool: ToolsOpt = None,
-    door: DoorsOpt = None,
-    uses: UsesOpt = None,
-    expires: ExpiresOpt = None,
-    task: TaskOpt = None,
-    bundle: BundlesOpt = None,
-    agent: ForOpt = None,
-    caveat: CaveatOpt = None,
+    limits: Given = NONE_GIVEN,
+    grant: GrantOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Mint a scoped token from the root key in FLIGHTLOG_HOME (created on first use)."""
-    from catalog import tokens
+    """Mint a scoped token from the root key in FLIGHTLOG_HOME (created on first use).
 
-    wanted = caveats_from(tool, door, uses, expires, task, bundle, agent, caveat)
+    It holds only the rights named by --grant (default: call); each --tool found in the Directory
+    is bound to its current contract, so a rewritten row refuses the token (limit `contract`).
+    """
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
+
+    wanted = caveats_from(**limits)
+    tool = limits.get("tool")
+    if not any(c.replace(" ", "").startswith("grants=") for c in wanted):
+        wanted.insert(0, f"grants = {','.join(grant or ['call'])}")
+    elif grant:
+        wanted.insert(0, f"grants = {','.join(grant)}")
+    if tool:
+        bound, missing = bindings(tool)
+        if bound and not missing:
+            wanted.append(f"contract = {','.join(bound)}")
+        elif missing:
+            typer.echo(
+                f"flightlog: no row named {', '.join(missing)} in the Directory: the token names "
+                "the tool(s) but binds no contract",
+                err=True,
+            )
     made = tokens.mint(tokens.root_key(load_settings().home), wanted)
     _describe(made.encode(), as_json)
 
 
 @token_app.command()
+@with_limits
 def attenuate(
     token: Annotated[str, typer.Argument(help="The token to narrow.")],
-    tool: ToolsOpt = None,
-    door: DoorsOpt = None,
-    uses: UsesOpt = None,
-    expires: ExpiresOpt = None,
-    task: TaskOpt = None,
-    bundle: BundlesOpt = None,
-    agent: ForOpt = None,
-    caveat: CaveatOpt = None,
+    limits: Given = NONE_GIVEN,
     as_json: JsonOpt = False,
 ) -> None:
     """Narrow a token without the root key (a caveat that would not narrow it is refused)."""
-    from catalog import tokens
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
-    wanted = caveats_from(tool, door, uses, expires, task, bundle, agent, caveat)
+    wanted = caveats_from(**limits)
     if not wanted:
         raise CommandError("attenuate needs at least one limit (--tool, --uses, --expires, --caveat, ...)")
     _describe(tokens.attenuate(tokens.decode(token), wanted).encode(), as_json)
@@ -148,7 +209,7 @@ def inspect(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a token's limits (readable by anyone); --verify checks it against the root key."""
-    from catalog import tokens
+    from catalog import tokens  # deferred: see TOKENS_DEFERRED
 
     if verify:
         tokens.verify(tokens.decode(token), tokens.root_key(load_settings().home))

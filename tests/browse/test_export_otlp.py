@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from addons.readback.errors import OtlpError
 from addons.readback.export import export_otlp, plan
-from addons.readback.otlp import OtlpError, traces_url
+from addons.readback.otlp import traces_url
 from addons.readback.recorded import Selection
 from storage.ledger import Ledger, open_ledger
 from tests.browse.recorded_exchanges import head, record

@@ -5,8 +5,9 @@ from __future__ import annotations
 import gzip
 
 from addons.readback.answer_diff import Answer, body_lines, decode_body, diff_answers
-from addons.readback.recorded import build_head, canonical_url, parse_head
+from addons.readback.recorded import canonical_url
 from addons.readback.replay_player import Playback, sse_chunks
+from storage.heads import build_head, parse_head
 
 
 def test_parse_head_keeps_case_order_and_duplicates_and_round_trips() -> None:

@@ -54,6 +54,7 @@ def test_run_uses_the_running_proxy_and_env_prints_exports(
         assert exports.returncode == 0
         assert f"export HTTPS_PROXY=http://agent=a1:flightlog@127.0.0.1:{proxy.port}" in exports.stdout
         assert f"export SSL_CERT_FILE={proxy.ca}" in exports.stdout
+        assert "export FLIGHTLOG_TOKEN=flt_" in exports.stdout
         result = flightlog(
             "run", "--task", "t-1", "--", "curl", "-s", "-o", "/dev/null", f"{http_upstream.base}/fixed"
         )

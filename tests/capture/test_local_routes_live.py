@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from catalog import tokens
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event
 from tests.support.proxy import LiveProxy, live_proxy
@@ -51,7 +52,10 @@ def test_ledger_routes_take_query_strings_through_the_proxy(proxy: tuple[LivePro
     assert {"http.request", "http.response"} <= keys
     asked = get(running, "/api/ledger/ask?q=errors", headers=auth)
     assert asked.status_code == 200, asked.text
-    assert [e["event_id"] for e in asked.json()["events"]] == ["ev-000001"]
+    found = asked.json()["events"]
+    assert [e["event_id"] for e in found if e["kind"] != "dispatch.refused"] == ["ev-000001"]
+    # the anonymous attempt above (token_of) is itself an event naming its limit
+    assert any(e["kind"] == "dispatch.refused" and e["error"].startswith("token: ") for e in found)
 
 
 def test_blob_route_gives_the_exact_bytes(proxy: tuple[LiveProxy, str]) -> None:
@@ -63,6 +67,12 @@ def test_blob_route_gives_the_exact_bytes(proxy: tuple[LiveProxy, str]) -> None:
     assert blob.content == b"boom"
 
 
+def ledger_tool_token(proxy: LiveProxy) -> dict[str, str]:
+    """A scoped token for the starter row ledger_row: a Ledger tool needs the right to read the Ledger."""
+    made = tokens.mint(tokens.root_key(proxy.home), ["grants = call,ledger", "tools = ledger_row"])
+    return {"Authorization": f"Bearer {made.encode()}"}
+
+
 def test_directory_and_dispatch_routes_answer(proxy: tuple[LiveProxy, str]) -> None:
     """The Directory's search and the door's dry run are served for flightlog.local."""
     running, _ = proxy
@@ -72,18 +82,21 @@ def test_directory_and_dispatch_routes_answer(proxy: tuple[LiveProxy, str]) -> N
         dry = client.post(
             "http://flightlog.local/api/dispatch?dry_run=1",
             json={"tool": "ledger_row", "args": {"event_id": "ev-000001"}},
+            headers=ledger_tool_token(running),
         )
     assert dry.status_code == 200, dry.text
     assert json.loads(dry.text)["ok"] is True
 
 
 def test_a_starter_tool_can_be_called_out_of_the_box(proxy: tuple[LiveProxy, str]) -> None:
-    """The door calls flightlog's own routes in-process, binding its own Ledger token itself."""
+    """The door calls flightlog's own routes in-process, binding its own Ledger token itself (for a
+    caller whose token grants reading the Ledger)."""
     running, _ = proxy
     with httpx.Client(proxy=running.url, trust_env=False, timeout=20) as client:
         answer = client.post(
             "http://flightlog.local/api/dispatch",
             json={"tool": "ledger_row", "args": {"event_id": "ev-000001"}},
+            headers=ledger_tool_token(running),
         )
     assert answer.status_code == 200, answer.text
     reply = answer.json()

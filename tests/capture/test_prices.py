@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from addons.recording.prices import PriceError, PriceTable
+from addons.recording.errors import PriceError
+from addons.recording.prices import PriceTable
 
 
 @pytest.fixture(scope="module")

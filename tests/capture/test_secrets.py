@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from addons.errors import AddonError
-from addons.recording.secrets import SecretsError, load_secrets
+from addons.recording.errors import SecretsError
+from addons.recording.secrets import load_secrets
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -10,7 +10,7 @@ from addons.proxy_env import Listener, proxy_env
 from addons.recording.identity import Identity, from_headers, from_proxy_authorization, parse_user
 from addons.sync_paths import matches
 from addons.wire.framing import Chunked, Sized, UntilClose, response_body
-from addons.wire.heads import parse_head, remove_fields
+from addons.wire.heads import parse_wire_head, remove_fields
 from addons.wire.streaming import looks_like_stream, should_tee
 
 
@@ -29,7 +29,7 @@ def test_identity_from_proxy_credentials_and_headers() -> None:
 def test_head_parsing_keeps_order_case_and_duplicates() -> None:
     """Relay heads are split without normalising; removing a field keeps every other byte."""
     raw = b"HTTP/1.1 200 OK\r\nX-B: 1\r\nx-a: 2\r\nX-B: 3\r\n\r\n"
-    head = parse_head(raw)
+    head = parse_wire_head(raw)
     assert head.start == (b"HTTP/1.1", b"200", b"OK")
     assert head.fields == ((b"X-B", b"1"), (b"x-a", b"2"), (b"X-B", b"3"))
     assert head.get_all(b"x-b") == [b"1", b"3"]
@@ -49,8 +49,8 @@ def test_chunked_framing_split_anywhere() -> None:
         assert decoder.done and body == b"hello world" and rest == b"NEXT"
     sized = Sized(3)
     assert sized.feed(b"abcdef") == (b"abc", b"def") and sized.done
-    assert isinstance(response_body(parse_head(b"HTTP/1.1 200 OK\r\n\r\n"), b"GET"), UntilClose)
-    assert response_body(parse_head(b"HTTP/1.1 204 No Content\r\n\r\n"), b"GET").done
+    assert isinstance(response_body(parse_wire_head(b"HTTP/1.1 200 OK\r\n\r\n"), b"GET"), UntilClose)
+    assert response_body(parse_wire_head(b"HTTP/1.1 204 No Content\r\n\r\n"), b"GET").done
 
 
 def test_stream_detection() -> None:

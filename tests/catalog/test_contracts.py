@@ -99,7 +99,7 @@ def test_every_form_is_rendered_from_the_canonical_call() -> None:
     assert out["dispatch"] == {
         "method": "POST",
         "url": "http://flightlog.local/api/dispatch",
-        "headers": {"content-type": "application/json"},
+        "headers": {"content-type": "application/json", "authorization": "Bearer ${FLIGHTLOG_TOKEN}"},
         "body": call,
     }
     assert out["dispatch_dry_run"] == {
@@ -393,4 +393,5 @@ def test_a_scoped_token_rides_in_every_form_that_reaches_the_door() -> None:
     assert f'"authorization": "{bearer}"' in out["javascript"]["code"]
     assert out["mcp_http"]["headers"] == {"authorization": bearer}
     assert out["mcp_stdio"]["headers"] == {}
-    assert "authorization" not in forms(tool(), ARGS)["dispatch"]["headers"]
+    assert out["mcp_stdio"]["server"]["env"] == {"FLIGHTLOG_TOKEN": token}
+    assert ["--env", f"FLIGHTLOG_TOKEN={token}"] == shlex.split(out["mcp_config_claude_code"]["command"])[4:6]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from addons.door.dispatch import Dispatcher
+from catalog import tokens
 from catalog.tool import Tool
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.upstreams import Received, raw_upstream
@@ -146,10 +147,33 @@ def upstream() -> Iterator[tuple[str, Received]]:
 Factory = Callable[..., Dispatcher]
 
 
+NO_TOKEN: Any = object()
+"""Passed as `token=`: the call carries no token at all (the default is one naming its tool)."""
+
+
+def token_for(*tools: str, caveats: tuple[str, ...] = ()) -> str:
+    """A token from the test root key naming `tools` (and further caveats)."""
+    return tokens.mint(ROOT, [f"tools = {','.join(tools)}", *caveats]).encode()
+
+
+class TokenedDispatcher(Dispatcher):
+    """The door as a caller holding a token that names the tool it calls (deny by default means a
+    network door refuses calls without one); `token=NO_TOKEN` sends none."""
+
+    def dispatch(self, call: Any, **kw: Any) -> Any:  # type: ignore[override]
+        given = kw.pop("token", None)
+        if given is NO_TOKEN:
+            given = None
+        elif given is None and isinstance(call, dict) and isinstance(call.get("tool"), str) and call["tool"]:
+            given = token_for(call["tool"])
+        return super().dispatch(call, token=given, **kw)
+
+
 @pytest.fixture
 def make_dispatcher(upstream: tuple[str, Received]) -> Factory:
     def make(ledger: Ledger, **extra: Any) -> Dispatcher:
         table = rows(upstream[0])
-        return Dispatcher(table.get, ledger, SECRETS, ROOT, REFUSED, **extra)
+        extra.setdefault("local_commands", True)
+        return TokenedDispatcher(table.get, ledger, SECRETS, ROOT, REFUSED, **extra)
 
     return make

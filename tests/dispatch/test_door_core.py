@@ -11,7 +11,7 @@ import pytest
 from addons.recording.identity import Identity
 from catalog import tokens
 from storage.ledger import Ledger, open_ledger
-from tests.dispatch.conftest import ROOT, SECRET, Factory
+from tests.dispatch.conftest import NO_TOKEN, ROOT, SECRET, Factory
 from tests.dispatch.upstreams import Received, mcp_upstream
 
 CALL = {"tool": "weather", "args": {"city": "Zürich & Bern", "days": 2}}
@@ -180,10 +180,15 @@ def test_tampered_token_is_refused_and_recorded(ledger: Ledger, make_dispatcher:
     assert forged not in json.dumps([e.head.decode() for e in ledger.action(result.action_id)])
 
 
-def test_door_that_requires_a_token_refuses_without_one(ledger: Ledger, make_dispatcher: Factory) -> None:
-    """With `require_token`, a call without a token is refused by the 'token' limit."""
-    result = make_dispatcher(ledger, require_token=True).dispatch(CALL)
-    assert result.status == 401 and refusal(ledger, result.action_id).startswith("token: ")
+def test_network_doors_refuse_a_call_without_a_token(ledger: Ledger, make_dispatcher: Factory) -> None:
+    """Deny by default: at the http and mcp doors a call without a token is refused by the 'token'
+    limit (and recorded); only the operator's own door (cli) or the explicit open mode go without."""
+    door = make_dispatcher(ledger)
+    for name in ("http", "mcp"):
+        result = door.dispatch(CALL, door=name, token=NO_TOKEN)
+        assert result.status == 401 and refusal(ledger, result.action_id).startswith("token: ")
+    assert door.dispatch(CALL, door="cli", token=NO_TOKEN).status == 200
+    assert make_dispatcher(ledger, open_mode=True).dispatch(CALL, token=NO_TOKEN).status == 200
 
 
 def test_unbound_secret_refuses(

@@ -12,6 +12,7 @@ from tests.dispatch.conftest import ROOT, SECRET, Factory
 from tests.dispatch.upstreams import Received
 
 CALL = json.dumps({"tool": "weather", "args": {"city": "Bern"}}).encode()
+JSON = {"content-type": "application/json"}
 
 
 def test_post_dispatch_with_bearer_token(
@@ -20,7 +21,12 @@ def test_post_dispatch_with_bearer_token(
     """POST /api/dispatch answers {ok, result, action_id}; the token is never recorded, its task is."""
     door = Door(make_dispatcher(ledger), render_upstream)
     token = tokens.mint(ROOT, ["task = T9"]).encode()
-    headers = {"Host": "flightlog.local", "Authorization": f"Bearer {token}", "X-Flightlog-Agent": "a1"}
+    headers = {
+        "Host": "flightlog.local",
+        "Authorization": f"Bearer {token}",
+        "X-Flightlog-Agent": "a1",
+        **JSON,
+    }
     status, out_headers, body = door.handle("POST", "/api/dispatch", {}, headers, CALL)
     reply = json.loads(body)
     assert status == 200 and reply["ok"] and out_headers["content-type"] == "application/json"
@@ -37,11 +43,12 @@ def test_token_in_the_query_and_dry_run(
     """A link-sized token works as ?token=; ?dry_run=1 sends nothing; the token never reaches the Ledger."""
     door = Door(make_dispatcher(ledger), render_upstream)
     token = tokens.mint(ROOT, ["tools = weather"]).encode()
-    status, _, body = door.handle("POST", "/api/dispatch", {"token": token, "dry_run": "1"}, {}, CALL)
+    status, _, body = door.handle("POST", "/api/dispatch", {"token": token, "dry_run": "1"}, JSON, CALL)
     reply = json.loads(body)
     assert status == 200 and reply["dry_run"] and upstream[1].requests == []
     call = ledger.action(reply["action_id"])[0]
-    assert call.head == b"POST /api/dispatch?dry_run=1 HTTP/1.1" and token not in (call.url or "")
+    assert call.head == b"POST /api/dispatch?dry_run=1 HTTP/1.1\r\ncontent-type: application/json"
+    assert token not in (call.url or "")
     assert call.url == f"flightlog:dispatch/http/weather?token={tokens.decode(token).identifier}"
 
 
@@ -49,9 +56,13 @@ def test_refusal_over_http_names_its_limit(ledger: Ledger, make_dispatcher: Fact
     """A refused call answers 403 with {ok: false, refused: {limit, message}}."""
     door = Door(make_dispatcher(ledger), render_upstream)
     token = tokens.mint(ROOT, ["tools = rpc"]).encode()
-    status, _, body = door.handle("POST", "/api/dispatch", {}, {"authorization": f"Bearer {token}"}, CALL)
+    status, _, body = door.handle(
+        "POST", "/api/dispatch", {}, {"authorization": f"Bearer {token}", **JSON}, CALL
+    )
     assert status == 403 and json.loads(body)["refused"]["limit"] == "tools"
-    status, _, body = door.handle("POST", "/api/dispatch", {}, {}, b"not json")
+    status, _, body = door.handle(
+        "POST", "/api/dispatch", {}, {"authorization": f"Bearer {token}", **JSON}, b"not json"
+    )
     assert status == 400 and json.loads(body)["refused"]["limit"] == "call"
     assert door.handle("GET", "/api/dispatch", {}, {}, b"")[0] == 405
 
@@ -60,7 +71,7 @@ def test_join_routes(ledger: Ledger, make_dispatcher: Factory, upstream: tuple[s
     """uses/TOOL, task/TASK and trace/EVENT answer JSON from the Ledger and the Directory."""
     door = Door(make_dispatcher(ledger), render_upstream)
     token = tokens.mint(ROOT, ["task = T3", "uses <= 5"]).encode()
-    _, _, body = door.handle("POST", "/api/dispatch", {"token": token}, {}, CALL)
+    _, _, body = door.handle("POST", "/api/dispatch", {"token": token}, JSON, CALL)
     action = json.loads(body)["action_id"]
     status, _, body = door.handle("GET", "/api/dispatch/uses/weather", {}, {}, b"")
     assert status == 200 and {e["action_id"] for e in json.loads(body)["events"]} == {action}

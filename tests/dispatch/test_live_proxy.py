@@ -52,6 +52,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveProxy,
             "FLIGHTLOG_BLOBS": (tmp / "blobs").as_uri(),
             "FLIGHTLOG_DIRECTORY": str(tmp / "dir"),
         }
+        # what `flightlog run` lends its child: a token in FLIGHTLOG_TOKEN (here one that may also read
+        # the Ledger, for the join routes)
+        env["FLIGHTLOG_TOKEN"] = tokens.mint(tokens.root_key(home), ["grants = call,ledger"]).encode()
         secrets = str(home / "secrets.env")
         with live_proxy(home, env["FLIGHTLOG_LEDGER"], env=env, args=["--secrets", secrets]) as proxy:
             yield proxy, received, env
@@ -70,6 +73,11 @@ def events(env: dict[str, str]) -> list[dict[str, object]]:
 
 def root(env: dict[str, str]) -> bytes:
     return tokens.root_key(Path(env["FLIGHTLOG_HOME"]))
+
+
+def lent(env: dict[str, str]) -> dict[str, str]:
+    """The bearer header of the token the world lends its clients (deny by default)."""
+    return {"Authorization": f"Bearer {env['FLIGHTLOG_TOKEN']}"}
 
 
 def test_call_through_the_proxy_end_to_end(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
@@ -101,20 +109,25 @@ def test_call_through_the_proxy_end_to_end(world: tuple[LiveProxy, Received, dic
 
 def test_contract_forms_run_as_written(world: tuple[LiveProxy, Received, dict[str, str]]) -> None:
     """The curl, one-line URL, `flightlog call`, Python snippet and MCP stdio forms of a row reach the
-    upstream with the identical request."""
+    upstream with the identical request; rendered without a token, they read FLIGHTLOG_TOKEN (as
+    `flightlog run` sets it), the link carries one."""
     proxy, received, env = world
     before = len(received.requests)
     shown = forms(weather("http://unused"), {"city": "Bern"}, proxy=proxy.url)
-    curl = subprocess.run(shown["curl"]["command"], shell=True, capture_output=True, text=True, timeout=30)
+    child = {**os.environ, "FLIGHTLOG_TOKEN": env["FLIGHTLOG_TOKEN"]}
+    curl = subprocess.run(
+        shown["curl"]["command"], shell=True, capture_output=True, text=True, timeout=30, env=child
+    )
     assert curl.returncode == 0 and json.loads(curl.stdout)["ok"], curl.stdout + curl.stderr
-    link = httpx.get(shown["url"]["url"], proxy=proxy.url, timeout=30)
+    linked = forms(weather("http://unused"), {"city": "Bern"}, proxy=proxy.url, token=env["FLIGHTLOG_TOKEN"])
+    link = httpx.get(linked["url"]["url"], proxy=proxy.url, timeout=30)
     assert link.status_code == 200 and link.json()["ok"], link.text
     argv = shlex.split(shown["cli"]["command"])
     assert argv[0] == "flightlog"
     cli = flightlog(env, *argv[1:])
     assert cli.returncode == 0 and json.loads(cli.stdout)["ok"], cli.stdout + cli.stderr
     snippet = subprocess.run(
-        [sys.executable, "-c", shown["python"]["code"]], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", shown["python"]["code"]], capture_output=True, text=True, timeout=60, env=child
     )
     assert snippet.returncode == 0 and "'ok': True" in snippet.stdout, snippet.stdout + snippet.stderr
     assert mcp_stdio(shown["mcp_stdio"], env)["ok"] is True
@@ -152,12 +165,12 @@ def test_dry_run_through_the_proxy_matches_the_real_call(
     world: tuple[LiveProxy, Received, dict[str, str]],
 ) -> None:
     """?dry_run=1 through the proxy shows, byte for byte with names, what the real call then sends."""
-    proxy, received, _ = world
+    proxy, received, env = world
     before = len(received.requests)
     call = {"tool": "weather", "args": {"city": "Zürich", "days": 1}}
-    dry = httpx.post(DOOR + "?dry_run=1", json=call, proxy=proxy.url, timeout=30).json()
+    dry = httpx.post(DOOR + "?dry_run=1", json=call, proxy=proxy.url, timeout=30, headers=lent(env)).json()
     assert len(received.requests) == before
-    assert httpx.post(DOOR, json=call, proxy=proxy.url, timeout=30).json()["ok"]
+    assert httpx.post(DOOR, json=call, proxy=proxy.url, timeout=30, headers=lent(env)).json()["ok"]
     [(head, body)] = received.requests[before:]
     [shown] = dry["wire"]
     assert shown["head"].encode() == head.replace(SECRET.encode(), b"[WEATHER_KEY]")
@@ -169,7 +182,7 @@ def test_refusals_through_the_proxy_are_recorded(world: tuple[LiveProxy, Receive
     proxy, received, env = world
     before = len(received.requests)
     hidden = {"tool": "rpc", "args": {"target": "https://relay.example/?u=https%3A%2F%2Fold.example%2F"}}
-    first = httpx.post(DOOR, json=hidden, proxy=proxy.url, timeout=30)
+    first = httpx.post(DOOR, json=hidden, proxy=proxy.url, timeout=30, headers=lent(env))
     assert first.status_code == 403 and first.json()["refused"]["limit"] == "refused_host"
     token = tokens.mint(root(env), ["uses <= 0"]).encode()
     call = {"tool": "weather", "args": {"city": "x"}}
@@ -195,9 +208,9 @@ def test_join_commands_on_the_cli(world: tuple[LiveProxy, Received, dict[str, st
     assert len(json.loads(task.stdout)) == 4
     trace = flightlog(env, "trace", f"{action}:upstream.0.request")
     assert trace.returncode == 0 and "matches the contract" in trace.stdout, trace.stdout + trace.stderr
-    routed = httpx.get(f"{DOOR}/trace/{action}:reply", proxy=proxy.url, timeout=30)
+    routed = httpx.get(f"{DOOR}/trace/{action}:reply", proxy=proxy.url, timeout=30, headers=lent(env))
     assert routed.status_code == 200 and routed.json()["mismatch"] is False, routed.text
-    in_task = httpx.get(f"{DOOR}/task/T8", proxy=proxy.url, timeout=30).json()["events"]
+    in_task = httpx.get(f"{DOOR}/task/T8", proxy=proxy.url, timeout=30, headers=lent(env)).json()["events"]
     assert {e["action_id"] for e in in_task} == {action}
 
 
@@ -208,7 +221,9 @@ def test_identity_from_the_proxy_url_files_the_call(
     proxy, _, env = world
     with_identity = proxy.url.replace("http://", "http://agent=alpha;session=s42@")
     call = {"tool": "weather", "args": {"city": "Bern"}}
-    action = httpx.post(DOOR, json=call, proxy=with_identity, timeout=30).json()["action_id"]
+    action = httpx.post(DOOR, json=call, proxy=with_identity, timeout=30, headers=lent(env)).json()[
+        "action_id"
+    ]
     engine = create_engine(env["FLIGHTLOG_LEDGER"])
     with engine.connect() as conn:
         rows = conn.execute(
@@ -229,9 +244,11 @@ def test_mcp_http_form_runs_through_the_proxy(world: tuple[LiveProxy, Received, 
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    proxy, received, _ = world
+    proxy, received, env = world
     before = len(received.requests)
-    form = forms(weather("http://unused"), {"city": "Bern"}, proxy=proxy.url)["mcp_http"]
+    form = forms(weather("http://unused"), {"city": "Bern"}, proxy=proxy.url, token=env["FLIGHTLOG_TOKEN"])[
+        "mcp_http"
+    ]
     server = form["server"]
     assert isinstance(server, dict) and server["url"] == "http://flightlog.local/api/mcp"
 

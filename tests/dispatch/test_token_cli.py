@@ -15,14 +15,17 @@ def flightlog(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_mint_attenuate_inspect(home: Path) -> None:
-    """Mint with limits, narrow without the key, inspect readable limits; the key is made 0600."""
+    """Mint with limits, narrow without the key, inspect readable limits; the key is made 0600. A
+    minted token holds only the right to call (`grants = call`) unless told otherwise, and stays
+    link-sized with four limits besides."""
     out = flightlog(
         "token", "mint", "--tool", "weather", "--uses", "3", "--expires", "1h", "--task", "T1", "--json"
     )
     assert out.returncode == 0, out.stderr
     minted = json.loads(out.stdout)
     assert minted["limits"]["tools"] == ["weather"] and minted["limits"]["uses"] == 3
-    assert minted["limits"]["task"] == ["T1"] and minted["length"] <= 160
+    assert minted["limits"]["task"] == ["T1"] and minted["length"] <= 180
+    assert minted["limits"]["grants"] == ["call"]
     assert (home / "token.key").stat().st_mode & 0o777 == 0o600
     out = flightlog("token", "attenuate", minted["token"], "--uses", "1", "--door", "cli", "--json")
     assert out.returncode == 0, out.stderr

@@ -1,4 +1,7 @@
-"""Every event kind the capture addons write, in one place so readers and writers agree.
+"""Every event kind written to the Ledger, in one place so readers and writers agree.
+
+Storage is the lowest room both sides see: capture and the door (addons) write these kinds; the join
+(catalog), readback and the browser read them. Capture's kinds:
 
 - `http.request`: what a client sent through the proxy (head + body).
 - `http.response`: the answer to it, or the upstream failure (refused, TLS, timeout, reset) in `error`.
@@ -6,6 +9,10 @@
   (the 101 answer is the exchange's `http.response`; all share its `action_id`).
 - `websocket.close`: how the connection ended: the close code in `status`, the reason as payload.
 - `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
+
+The dispatch door's kinds (one dispatch is one action; `addons.door.dispatch_record` says what each
+event holds): `dispatch.call`, `dispatch.dry_run`, `dispatch.upstream.request`,
+`dispatch.upstream.response`, `dispatch.reply` and `dispatch.refused`.
 """
 
 from __future__ import annotations
@@ -20,6 +27,13 @@ WEBSOCKET_KINDS: Final = {
     "server": "websocket.server",
     "close": "websocket.close",
 }
+
+DISPATCH_CALL: Final = "dispatch.call"
+DISPATCH_DRY_RUN: Final = "dispatch.dry_run"
+DISPATCH_UPSTREAM_REQUEST: Final = "dispatch.upstream.request"
+DISPATCH_UPSTREAM_RESPONSE: Final = "dispatch.upstream.response"
+DISPATCH_REPLY: Final = "dispatch.reply"
+DISPATCH_REFUSED: Final = "dispatch.refused"
 
 REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"

@@ -1,0 +1,28 @@
+"""Errors of the recording pipeline: configuration it cannot use, bodies it cannot decode.
+
+Each is an `AddonError`, so the command line and the proxy's `configure()` show it as one line.
+"""
+
+from __future__ import annotations
+
+from addons.errors import AddonError
+
+
+class RecordingError(AddonError):
+    """Base of the recording wing's errors."""
+
+
+class SecretsError(RecordingError):
+    """The secrets file or a named environment variable cannot be used."""
+
+
+class EncodingError(RecordingError):
+    """A body could not be decoded with the content coding its header names."""
+
+
+class PriceError(RecordingError):
+    """A price table file is unreadable or malformed."""
+
+
+class RedactError(RecordingError):
+    """Redaction was configured with something it cannot use."""

@@ -1,0 +1,179 @@
+"""The Directory's half of authority: rows that run commands, the rights a token holds, the contract
+it binds, and the policy flightlog mints its own tokens from."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from catalog import caveats, tokens
+from catalog.authority import (
+    LocalCommandRefused,
+    contract_hash,
+    frontmatter_runs_locally,
+    right_refusal,
+    text_runs_locally,
+)
+from catalog.contracts import forms
+from catalog.directory import open_directory
+from catalog.policy import Policy, PolicyError, load_policy, parse_policy, policy_caveats
+from catalog.tool import Tool
+
+ROOT = b"k" * 32
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def tool(name: str, upstream: object, cli: bool = False) -> Tool:
+    return Tool.from_frontmatter({"name": name, "description": "d", "upstream": upstream, "cli": cli})
+
+
+def doc(name: str, upstream: object, cli: bool = False) -> str:
+    return tool(name, upstream, cli).to_document()
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        {"upstream": {"method": "CLI", "command": ["sh", "-c", "id"]}},
+        {"upstream": {"method": "cli", "command": "id"}},
+        {"upstream": {"method": "CODE", "language": "python", "code": "print(1)"}},
+        {"upstream": {"method": "MCP", "server": {"command": "evil"}, "tool": "x"}},
+        {"upstream": [{"method": "GET", "url": "https://a.example"}, {"method": "CLI", "command": "id"}]},
+        {"upstream": {"method": "GET", "url": "https://a.example"}, "cli": True},
+    ],
+)
+def test_rows_that_run_something_here_are_recognised(frontmatter: dict[str, object]) -> None:
+    """A command, code, an MCP server started as a command, an array hiding one, or `cli: true`."""
+    assert frontmatter_runs_locally(frontmatter)
+
+
+def test_remote_rows_run_nothing_here() -> None:
+    """HTTP and MCP-over-HTTP rows, and documents without a contract, are not local commands."""
+    assert not frontmatter_runs_locally({"upstream": {"method": "POST", "url": "https://a.example"}})
+    assert not frontmatter_runs_locally({"upstream": {"method": "MCP", "server": {"url": "https://m"}}})
+    assert not text_runs_locally("---\nname: note\ndescription: x\n---\nplain text\n")
+
+
+def test_a_network_directory_refuses_command_rows_the_operator_may_write(tmp_path: Path) -> None:
+    """Opened for a network door, writing, overwriting, deleting or transacting a command row is
+    refused and nothing is committed; the operator's own open writes the same row."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "dir" / "tool").mkdir(parents=True)
+    operator = open_directory(url, tmp_path / "dir")
+    operator.write("tool", "local.md", doc("local", {"method": "CLI", "command": ["true"]}, cli=True))
+    network = open_directory(url, tmp_path / "dir")
+    network.network = True
+    head = network.revision
+    shell = doc("pwn", {"method": "CLI", "command": ["sh", "-c", "id"]}, cli=True)
+    remote = doc("weather", {"method": "GET", "url": "https://w.example"})
+    current = network.current_hash("tool", "local.md")
+    attempts = [
+        lambda: network.write("tool", "pwn.md", shell),
+        lambda: network.write("tool", "local.md", remote, current),
+        lambda: network.delete("tool", "local.md", current),
+        lambda: network.transact(
+            [{"operation": "write", "bundle": "tool", "path": "p.md", "content": shell}]
+        ),
+    ]
+    for attempt in attempts:
+        with pytest.raises(LocalCommandRefused):
+            attempt()
+    assert network.revision == head and network.current_hash("tool", "pwn.md") is None
+    with_local = network.write("tool", "weather.md", remote).revision
+    operator.delete("tool", "local.md", current)
+    with pytest.raises(LocalCommandRefused):  # restoring would bring the command row back
+        network.restore(with_local, network.revision)
+    operator.close()
+    network.close()
+
+
+def test_grants_and_contract_caveats_only_narrow() -> None:
+    """No `grants` caveat: every right; two caveats intersect; a contract caveat allows exactly the
+    named rows with exactly those contracts."""
+    full = caveats.fold([])
+    assert full.grants_right("write") and full.binds("weather", "abc")
+    narrowed = caveats.fold([caveats.parse("grants = call,ledger"), caveats.parse("grants = ledger")])
+    assert narrowed.grants_right("ledger") and not narrowed.grants_right("call")
+    bound = caveats.fold([caveats.parse("contract = weather:0123456789abcdef")])
+    assert bound.binds("WEATHER", "0123456789abcdef") and not bound.binds("weather", "fedcba9876543210")
+    assert not bound.binds("other", "0123456789abcdef")
+    with pytest.raises(caveats.CaveatError):
+        caveats.parse("grants = root")
+    with pytest.raises(tokens.TokenError):
+        tokens.attenuate(tokens.mint(ROOT, ["grants = call"]), ["grants = call,write"])
+
+
+def test_a_rewritten_row_refuses_a_token_bound_to_its_old_contract() -> None:
+    """The door's check names the limit `contract` when the row's hash moved."""
+    old = tool("weather", {"method": "GET", "url": "https://w.example/v1"})
+    new = tool("weather", {"method": "GET", "url": "https://w.example/v2"})
+    assert contract_hash(old) != contract_hash(new)
+    limits = tokens.mint(ROOT, [f"contract = weather:{contract_hash(old)}"]).limits()
+
+    def context(t: Tool) -> caveats.CallContext:
+        return caveats.CallContext("weather", "tool", "http", NOW, contract=contract_hash(t))
+
+    assert caveats.check(limits, context(old)) is None
+    refusal = caveats.check(limits, context(new))
+    assert refusal is not None and refusal.limit == "contract"
+
+
+def test_right_refusal_names_the_limit() -> None:
+    """No token, a bad one, a forged one, one without the right, an expired or spent one: each named."""
+
+    def uses(_: str) -> int:
+        return 1
+
+    good = tokens.mint(ROOT, ["grants = ledger"]).encode()
+    forged = tokens.mint(b"x" * 32, ["grants = ledger"]).encode()
+    assert right_refusal(good, ROOT, "ledger", uses) is None
+    assert right_refusal(None, ROOT, "ledger", uses)[0] == "token"  # type: ignore[index]
+    assert right_refusal("hello", ROOT, "ledger", uses)[0] == "token"  # type: ignore[index]
+    assert right_refusal(forged, ROOT, "ledger", uses)[0] == "signature"  # type: ignore[index]
+    assert right_refusal(good, ROOT, "write", uses)[0] == "grants"  # type: ignore[index]
+    spent = tokens.mint(ROOT, ["uses <= 1"]).encode()
+    assert right_refusal(spent, ROOT, "ledger", uses)[0] == "uses"  # type: ignore[index]
+    gone = tokens.mint(ROOT, ["expires < 2020-01-01T00:00:00Z"]).encode()
+    assert right_refusal(gone, ROOT, None, uses)[0] == "expires"  # type: ignore[index]
+
+
+def test_the_default_policy_lends_remote_rows_only(tmp_path: Path) -> None:
+    """By default a minted token may call every row that runs nothing here (each contract bound),
+    holds only `call`, and expires; a row that runs a command is lent only when the policy names it."""
+    rows = [
+        tool("weather", {"method": "GET", "url": "https://w.example"}),
+        tool("local", {"method": "CLI", "command": ["true"]}, cli=True),
+    ]
+    made = policy_caveats(load_policy(tmp_path), rows, now=NOW, task="T1")
+    limits = tokens.mint(ROOT, made).limits()
+    assert limits.grants == frozenset({"call"}) and limits.tools == frozenset({"weather"})
+    assert limits.binds("weather", contract_hash(rows[0])) and limits.task == frozenset({"T1"})
+    assert limits.expires == datetime(2026, 12, 2, tzinfo=UTC)
+    widened = policy_caveats(Policy(grants=("call", "ledger"), tools=("local",)), rows, now=NOW)
+    wide = tokens.mint(ROOT, widened).limits()
+    assert wide.tools == frozenset({"weather", "local"}) and wide.grants_right("ledger")
+
+
+def test_a_bad_policy_is_one_clear_error(tmp_path: Path) -> None:
+    """An unknown key or right in policy.toml is refused, naming it."""
+    with pytest.raises(PolicyError, match="unknown key 'admin'"):
+        parse_policy({"admin": True})
+    with pytest.raises(PolicyError, match="grants"):
+        parse_policy({"grants": ["root"]})
+    (tmp_path / "policy.toml").write_text('grants = ["call", "ledger"]\nexpires = "2h"\n')
+    assert load_policy(tmp_path).grants == ("call", "ledger")
+
+
+def test_forms_without_a_token_read_flightlog_token_where_they_run() -> None:
+    """Rendered without a token, the HTTP forms take it from FLIGHTLOG_TOKEN (what `flightlog run`
+    sets): `${FLIGHTLOG_TOKEN}` in JSON forms, `$FLIGHTLOG_TOKEN` expanded by the shell in curl, the
+    environment in the snippets; the link carries none."""
+    out = forms(tool("weather", {"method": "GET", "url": "https://w.example"}), {})
+    assert out["dispatch"]["headers"]["authorization"] == "Bearer ${FLIGHTLOG_TOKEN}"
+    assert out["mcp_http"]["headers"] == {"authorization": "Bearer ${FLIGHTLOG_TOKEN}"}
+    assert '-H "authorization: Bearer $FLIGHTLOG_TOKEN"' in out["curl"]["command"]
+    assert 'os.environ["FLIGHTLOG_TOKEN"]' in out["python"]["code"]
+    assert "process.env.FLIGHTLOG_TOKEN" in out["javascript"]["code"]
+    assert "token=" not in out["url"]["url"] and "env" not in out["mcp_stdio"]["server"]
