@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from addons.errors import ServeReplayError
+from addons.readback.match_book import Book, ReplayReport
 from addons.readback.recorded import Exchange, PayloadReader, body, canonical_url
-from addons.readback.replay_player import TOKEN, Playback, Player, sse_chunks
+from addons.readback.replay_answers import MARK, answer_fields, is_stream, refusal
+from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration, sse_chunks
+from addons.readback.ws_player import Conversation
+from addons.recording.identity import PATH_PREFIX, from_path
 from addons.recording.redact import Redactor
-from storage.heads import Fields, Head
+from storage.heads import Fields
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -35,10 +38,8 @@ if TYPE_CHECKING:
     from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
 log = logging.getLogger("flightlog.serve_replay")
-MARK: Final = b"X-Flightlog-Replay"
-FRAMING: Final = frozenset({b"content-length", b"transfer-encoding"})
-NOT_HTTP2: Final = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"upgrade", b"te"})
 Conceal = Callable[[str, bytes, str | None], tuple[str, bytes]]
+GoLive = Callable[["http.Request"], Awaitable["http.Response | None"]]
 """Turns a live request's URL and body into their recorded spelling (secret values -> names)."""
 
 
@@ -131,7 +132,7 @@ class Matcher:
                 return i
         return None
 
-    def match(self, method: str, url: str, body_bytes: bytes) -> Exchange | None:
+    def match(self, method: str, url: str, body_bytes: bytes, fields: Fields = ()) -> Exchange | None:
         """The recorded exchange that answers this request, consumed; None (and noted) when none does."""
         method, url = method.upper(), canonical_url(url)
         label = f"{method} {url}"
@@ -146,6 +147,8 @@ class Matcher:
         self.report.refused.append(label)
         return None
 
+    last_miss: str | None = None
+
     def finish(self) -> Report:
         """The report, with every recorded exchange nobody asked for named."""
         self.report.unused = [
@@ -156,57 +159,28 @@ class Matcher:
         return self.report
 
 
-def answer_fields(fields: Fields, size: int, http2: bool) -> Fields:
-    """The recorded header fields fit for the body actually served and the client's protocol.
-
-    The framing is rewritten (a partial body no longer has its recorded length): chunked stays chunked
-    for an HTTP/1 client, anything else gets a Content-Length at the place the framing stood.
-    """
-    chunked = any(n.lower() == b"transfer-encoding" and b"chunked" in v.lower() for n, v in fields)
-    framing = (
-        (b"Transfer-Encoding", b"chunked") if chunked and not http2 else (b"Content-Length", b"%d" % size)
-    )
-    out: list[tuple[bytes, bytes]] = []
-    placed = False
-    for n, v in fields:
-        low = n.lower()
-        if low in FRAMING:
-            if not placed:
-                out.append(framing)
-                placed = True
-            continue
-        if http2 and low in NOT_HTTP2:
-            continue
-        out.append((n, v))
-    if not placed:
-        out.append(framing)
-    return tuple(out)
-
-
-def is_stream(head: Head) -> bool:
-    """A recorded answer that was streamed: server-sent events."""
-    return (head.get("content-type") or "").split(";")[0].strip().lower() == "text/event-stream"
-
-
-def refusal(method: str, url: str) -> tuple[bytes, Fields]:
-    """The body and fields of a refused request: an OpenAI-shaped error most SDKs show as is."""
-    message = (
-        f"flightlog serve-replay has no recorded answer for {method} {url}; nothing was sent to the network"
-    )
-    doc = {"error": {"type": "flightlog_replay_unmatched", "message": message, "code": "unmatched"}}
-    return json.dumps(doc).encode(), ((b"Content-Type", b"application/json"), (MARK, b"unmatched"))
-
-
 class ServeReplay:
     """The mitmproxy addon: answers each request from the `Matcher`, or refuses it."""
 
-    def __init__(self, matcher: Matcher, read: PayloadReader, conceal: Conceal | None = None) -> None:
+    def __init__(
+        self,
+        matcher: Matcher | Book,
+        read: PayloadReader,
+        conceal: Conceal | None = None,
+        live: GoLive | None = None,
+        timing: str = "fixed",
+        conversations: dict[str, Conversation] | None = None,
+    ) -> None:
         self.matcher = matcher
         self.read = read
         self.conceal = conceal
+        self.live = live  # --record-missing: how a miss is sent live (through the recording proxy)
+        self.timing = timing  # "fixed" (serve_replay_chunk_delay) or "recorded" (the recorded duration)
+        self.conversations = conversations or {}  # WebSocket messages by upgrade action
         self.listening: list[tuple[str, int]] = []
+        self.listeners: list[tuple[str, str, int]] = []  # (mode spec, host, port)
         self.ready = threading.Event()
-        self.report: Report | None = None
+        self.report: Report | ReplayReport | None = None
         self.player = Player()
 
     def load(self, loader: Loader) -> None:
@@ -242,19 +216,36 @@ class ServeReplay:
         await self.player.start()
         server = ctx.master.addons.get("proxyserver")
         self.listening = [(a[0], a[1]) for a in server.listen_addrs()]
+        self.listeners = [
+            (i.mode.full_spec, i.listen_addrs[0][0], i.listen_addrs[0][1])
+            for i in server.servers
+            if i.listen_addrs
+        ]
         self.ready.set()
 
     async def request(self, flow: http.HTTPFlow) -> None:
         from mitmproxy import ctx, http
 
         req = flow.request
+        self._through_own_listener(req)
+        if req.path.startswith(PATH_PREFIX):  # the identity prefix `run` puts in base URLs
+            req.path = from_path(req.path)[1]
         url, raw = req.url, req.raw_content or b""
         if self.conceal is not None:
             url, raw = self.conceal(url, raw, req.headers.get("content-encoding"))
-        exchange = self.matcher.match(req.method, url, raw)
+        exchange = self.matcher.match(req.method, url, raw, tuple(req.headers.fields))
         http2 = req.http_version.startswith("HTTP/2")
         if exchange is None:
-            content, fields = refusal(req.method, req.pretty_url)
+            detail = getattr(self.matcher, "last_miss", None)
+            if self.live is not None and isinstance(self.matcher, Book):
+                answer = await self.live(req)
+                if answer is not None:
+                    self.matcher.went_live()
+                    flow.response = answer
+                    return
+            if detail:
+                log.warning("flightlog replay: %s", detail)
+            content, fields = refusal(req.method, req.pretty_url, detail)
             status = ctx.options.serve_replay_refuse_status
             flow.response = http.Response.make(status, content, fields)
             return
@@ -264,10 +255,18 @@ class ServeReplay:
             content = f"recorded without an answer: {error}".encode()
             flow.response = http.Response.make(502, content, ((MARK, b"recorded-error"),))
             return
-        content = await asyncio.to_thread(body, response, self.read)
-        if not http2 and is_stream(head) and self.player.address is not None:
-            self.play(flow, Playback(response.status, head.start[2], head.fields, tuple(sse_chunks(content))))
+        played = self.conversations.get(exchange.action_id)
+        if response.status == 101 and played is not None and not http2 and self.player.address is not None:
+            self._redirect(flow, self.player.put(played))
             return
+        content = await asyncio.to_thread(body, response, self.read)
+        took = recorded_duration(exchange) if self.timing == "recorded" else 0.0
+        if not http2 and is_stream(head) and self.player.address is not None:
+            chunks = tuple(sse_chunks(content))
+            self.play(flow, Playback(response.status, head.start[2], head.fields, chunks), took)
+            return
+        if took:
+            await asyncio.sleep(took)
         flow.response = http.Response(
             http_version=req.http_version.encode(),
             status_code=response.status,
@@ -279,15 +278,37 @@ class ServeReplay:
             timestamp_end=None,
         )
 
-    def play(self, flow: http.HTTPFlow, playback: Playback) -> None:
-        """Send the flow to the in-process player, which streams the recorded chunks back."""
+    def _through_own_listener(self, req: http.Request) -> None:
+        """A request the forward listener got for one of our reverse listeners (a client that follows
+        both HTTP_PROXY and OPENAI_BASE_URL) is the request that listener stands for, as when recording."""
+        from mitmproxy.proxy.mode_specs import ProxyMode, ReverseMode
+
+        if req.host not in ("127.0.0.1", "localhost", "::1"):
+            return
+        for spec, _, port in self.listeners:
+            mode = ProxyMode.parse(spec) if spec.startswith("reverse:") and port == req.port else None
+            if isinstance(mode, ReverseMode):
+                req.scheme, (req.host, req.port) = mode.scheme, mode.address
+                return
+
+    def play(self, flow: http.HTTPFlow, playback: Playback, took: float = 0.0) -> None:
+        """Send the flow to the in-process player, which streams the recorded chunks back.
+
+        With recorded timing the chunks are spread evenly over the answer's recorded duration.
+        """
         from mitmproxy import ctx
 
         assert self.player.address is not None
         delay = ctx.options.serve_replay_chunk_delay
+        if took and len(playback.chunks) > 1:  # the first chunk at once, the last at the recorded end
+            delay = took / (len(playback.chunks) - 1)
         token = self.player.put(
             Playback(playback.status, playback.reason, playback.fields, playback.chunks, delay)
         )
+        self._redirect(flow, token)
+
+    def _redirect(self, flow: http.HTTPFlow, token: str) -> None:
+        assert self.player.address is not None
         req = flow.request
         req.scheme = "http"
         req.data.host, req.port = self.player.address
@@ -308,6 +329,8 @@ class ServeReplay:
     async def done(self) -> None:
         await self.player.stop()
         self.report = self.matcher.finish()
+        if isinstance(self.report, ReplayReport):
+            self.report.websocket = [d for c in self.conversations.values() for d in c.diverged]
         log.info(self.report.render())
 
 

@@ -22,6 +22,7 @@ from flightlog.commands import (
     call,
     contracts,
     directory,
+    drift,
     export,
     join,
     ledger,
@@ -51,6 +52,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None], dict[str, Any]], ...] = (
     ("trace", join.trace, {}),
     ("replay", replay.replay, {}),
     ("serve-replay", replay.serve_replay, {}),
+    ("diff", drift.diff, {}),
     ("export", export.export, {}),
     ("browse", browse.browse, {}),
 )

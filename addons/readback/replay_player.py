@@ -16,7 +16,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
+from addons.readback.recorded import Exchange
+from addons.readback.ws_player import Conversation, converse
 from storage.heads import END_OF_HEAD, Fields, build_head
+
+LONGEST_PACE: Final = 60.0
 
 TOKEN: Final = "X-Flightlog-Replay-Token"
 SSE_EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
@@ -32,6 +36,18 @@ def sse_chunks(body: bytes) -> list[bytes]:
     if start < len(body):
         chunks.append(body[start:])
     return chunks
+
+
+def recorded_duration(exchange: Exchange) -> float:
+    """Seconds from the request to the end of its recorded answer (0 when unknown), at most a minute.
+
+    The Ledger keeps when a request started and when its answer ended, not when each chunk came, so
+    "recorded timing" spreads a stream's chunks evenly over that span.
+    """
+    if exchange.response is None:
+        return 0.0
+    took = (exchange.response.at - exchange.request.at).total_seconds()
+    return min(max(took, 0.0), LONGEST_PACE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +73,7 @@ class Player:
     """The loopback server; `put` a playback, send the flow to `address` with the token header."""
 
     def __init__(self) -> None:
-        self.pending: dict[str, Playback] = {}
+        self.pending: dict[str, Playback | Conversation] = {}
         self.address: tuple[str, int] | None = None
         self._server: asyncio.Server | None = None
 
@@ -73,7 +89,7 @@ class Player:
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
 
-    def put(self, playback: Playback) -> str:
+    def put(self, playback: Playback | Conversation) -> str:
         token = uuid.uuid4().hex
         self.pending[token] = playback
         return token
@@ -99,6 +115,9 @@ class Player:
         if playback is None:
             writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             await writer.drain()
+            return False
+        if isinstance(playback, Conversation):
+            await converse(head, reader, writer, playback)
             return False
         writer.write(playback.head())
         await writer.drain()

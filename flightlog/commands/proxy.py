@@ -18,7 +18,8 @@ import typer
 
 from addons.proxy_env import export_lines, proxy_env, read_state
 from addons.recording.identity import Identity
-from flightlog.commands.options import BlobsOpt, LedgerOpt, parse_listen
+from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
+from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
@@ -151,18 +152,23 @@ def lent_token(task: str | None) -> dict[str, str]:
         directory.close()
 
 
+@with_replay_options
 def run(
     ctx: typer.Context,
     agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
     session: Annotated[str | None, typer.Option(help="Session id.")] = None,
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
     turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
+    replay: ReplayOpt = None,
+    replaying: Given = NONE_GIVEN,
 ) -> None:
     """Run COMMAND through the recording proxy: flightlog run [--agent A] -- COMMAND ...
 
     Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime.
     The child gets a scoped token in FLIGHTLOG_TOKEN, minted from the policy in FLIGHTLOG_HOME
-    (by default: call the rows that run nothing here). The exit code is COMMAND's.
+    (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
+    SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
+    variables (nothing goes live; a miss makes the exit code 3 if COMMAND's was 0).
     """
     command = list(ctx.args)
     if command and command[0] == "--":
@@ -171,6 +177,8 @@ def run(
         raise CommandError("run needs a command: flightlog run -- COMMAND ...")
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task, turn=turn)
+    if replay is not None:
+        raise typer.Exit(run_with_replay(command, replay, replaying, who, lent_token(task)))
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is None:

@@ -119,6 +119,14 @@ def serve_replay(
     refuse_status: Annotated[
         int, typer.Option("--refuse-status", help="Status for requests with no recorded answer.")
     ] = 404,
+    match: Annotated[
+        str | None,
+        typer.Option(
+            "--match",
+            help="Match by these strategies (exact, normalized, url; sequence), reported per request"
+            " (default: exact bytes, then method and URL).",
+        ),
+    ] = None,
     ledger: LedgerOpt = None,
     blobs: BlobsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the closing report as JSON.")] = False,
@@ -127,6 +135,8 @@ def serve_replay(
     import asyncio
 
     # deferred: mitmproxy/httpx load slowly; other commands start without them
+    from addons.readback.match_book import Book
+    from addons.readback.matching import parse_strategies
     from addons.readback.recorded import iter_exchanges, select_action_ids
     from addons.serve_replay import (
         Matcher,
@@ -152,7 +162,10 @@ def serve_replay(
         iter_exchanges(opened.engine, opened.events, select_action_ids(opened.engine, selection))
     )
     values = secrets_from(secrets, secret_env)
-    addon = ServeReplay(Matcher(exchanges), opened.payload, concealer(values) if values else None)
+    matcher: Matcher | Book = Matcher(exchanges)
+    if match is not None:
+        matcher = Book(exchanges, opened.payload, parse_strategies(match))
+    addon = ServeReplay(matcher, opened.payload, concealer(values) if values else None)
 
     def announce(where: str) -> None:
         print(

@@ -6,7 +6,9 @@ Routes (any method):
   /fixed         200, the same 1 KiB JSON every time
   /gzip          200, a gzip-encoded JSON body (Content-Encoding: gzip)
   /sse/N         200, text/event-stream, N events 30 ms apart (chunked)
-  /v1/chat/completions   an OpenAI-shaped answer; streamed (SSE, with usage) when the body asks
+  /v1/chat/completions   an OpenAI-shaped answer; streamed (SSE, with usage) when the body asks; when
+                 the body offers `tools` (see `tool_turn`): a call of the first tool (a fresh `call_` id
+                 each time), or, after a tool result, an answer quoting it
   /v1/messages   an Anthropic-shaped streamed answer (message_start ... message_stop)
   anything else  404
 `server.received` lists (method, path, head_bytes, body_bytes) of every request, in order.
@@ -22,6 +24,7 @@ import json
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -113,6 +116,62 @@ def _message_events(request: dict[str, object]) -> Iterator[bytes]:
         yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
+def tool_turn(request: dict[str, object]) -> tuple[str | None, str, str]:
+    """(tool name or None, tool-call id, text) of an agent-shaped turn: the first offered tool is called
+    with the user's last word as `city`; once a tool result is in the messages, it is quoted back."""
+    messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]  # type: ignore[attr-defined]
+    tools = request.get("tools") or []
+    results = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+    if results:
+        return None, "", f"The tool said: {results[-1]}"
+    name = str(tools[0]["function"]["name"])  # type: ignore[index]
+    words = str(messages[-1].get("content", "")).rstrip("?.! ").split() if messages else []
+    return name, f"call_{uuid.uuid4().hex[:24]}", json.dumps({"city": words[-1] if words else ""})
+
+
+def _tool_chunks(request: dict[str, object]) -> Iterator[bytes]:
+    model = request.get("model", "gpt-4o-mini")
+    name, call_id, text = tool_turn(request)
+
+    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+        doc = {
+            "id": "chatcmpl-tools",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
+    if name is not None:
+        head = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        yield chunk({"role": "assistant", "content": None, "tool_calls": [head]})
+        for part in (text[: len(text) // 2], text[len(text) // 2 :]):
+            yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]})
+        yield chunk({}, "tool_calls")
+    else:
+        yield chunk({"role": "assistant", "content": ""})
+        for word in text.split(" "):
+            yield chunk({"content": word + " "})
+        yield chunk({}, "stop")
+    usage = {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}
+    doc = {"id": "chatcmpl-tools", "object": "chat.completion.chunk", "created": 1, "model": model}
+    yield b"data: " + json.dumps({**doc, "choices": [], "usage": usage}).encode() + b"\n\n"
+    yield b"data: [DONE]\n\n"
+
+
+def _tool_answer(request: dict[str, object]) -> dict[str, object]:
+    name, call_id, text = tool_turn(request)
+    message: dict[str, object] = {"role": "assistant", "content": text}
+    if name is not None:
+        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {
+        **_chat_answer(request),
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if name else "stop"}],
+    }
+
+
 def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -190,7 +249,13 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
                 self._chunked(200, _message_events(request), {"Content-Type": "text/event-stream"}, 0.0)
             elif path == "/v1/chat/completions":
                 request = json.loads(body or b"{}")
-                if request.get("stream"):
+                if request.get("tools") and request.get("stream"):
+                    self._chunked(200, _tool_chunks(request), {"Content-Type": "text/event-stream"}, 0.01)
+                elif request.get("tools"):
+                    self._send(
+                        200, json.dumps(_tool_answer(request)).encode(), {"Content-Type": "application/json"}
+                    )
+                elif request.get("stream"):
                     self._chunked(200, _chat_chunks(request), {"Content-Type": "text/event-stream"}, 0.0)
                 else:
                     self._send(
@@ -242,9 +307,10 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 
 
 @contextmanager
-def upstream(tls_dir: Path | None = None) -> Iterator[Upstream]:
-    """An upstream on a free loopback port; HTTPS with a self-signed cert when `tls_dir` is given."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+def upstream(tls_dir: Path | None = None, port: int = 0) -> Iterator[Upstream]:
+    """An upstream on a free loopback port (or `port`, to come back where a recording expects it);
+    HTTPS with a self-signed cert when `tls_dir` is given."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), BaseHTTPRequestHandler)
     server.daemon_threads = True
     up = Upstream(server, "https" if tls_dir else "http")
     server.RequestHandlerClass = _handler(up)

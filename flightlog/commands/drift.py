@@ -1,0 +1,89 @@
+"""`flightlog diff RECORDING_A RECORDING_B`: what changed in the agent's behaviour between two runs.
+
+A recording is a Ledger file (a pytest plugin recording, any SQLite Ledger), a Ledger URL (all of
+it), or a selection in the default (or `--ledger`) Ledger in plain words: `'session s1'`,
+`'task t2'`, any Ledger question. `--fail-on` rules make it a CI gate: exit 1 when one trips.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flightlog.commands.options import NONE_GIVEN, BlobsOpt, JsonOpt, LedgerOpt, filter_from_options
+from flightlog.errors import CommandError
+from flightlog.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from addons.readback.behaviour import Step
+
+RecordingArg = Annotated[
+    str, typer.Argument(help="A Ledger file, a Ledger URL, or a selection in plain words ('session s1').")
+]
+
+
+def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str | None) -> list[Step]:
+    """The steps of one recording, in recorded order."""
+    # deferred: the readback modules load SQLAlchemy; `flightlog --help` starts without it
+    from addons.readback.behaviour import steps
+    from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
+
+    selection = Selection()
+    if "://" in spec:
+        url, blobs_url = spec, blobs or settings.blobs_url
+    elif Path(spec).is_file():
+        path = Path(spec).resolve()
+        url, blobs_url = f"sqlite:///{path}", path.with_suffix(".blobs").as_uri()
+    else:
+        flt, question = filter_from_options(spec.split(), NONE_GIVEN)
+        if question is not None and question.unknown:
+            raise CommandError(f"{spec!r} is no Ledger file, URL or selection: {question.explain()}")
+        url, blobs_url = ledger or settings.ledger_url, blobs or settings.blobs_url
+        selection = Selection(flt)
+    opened = settings.open_ledger(url, blobs_url)
+    try:
+        exchanges = list(
+            iter_exchanges(opened.engine, opened.events, select_action_ids(opened.engine, selection))
+        )
+        return steps(exchanges, opened.payload)
+    finally:
+        opened.close()
+
+
+def diff(
+    recording_a: RecordingArg,
+    recording_b: RecordingArg,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when this changed: requests, order, model, tools, tool-calls, mcp, status,"
+            " tokens[:PCT], cost[:PCT], any (comma-separated or repeated).",
+        ),
+    ] = None,
+    ledger: LedgerOpt = None,
+    blobs: BlobsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Say what changed in the agent's behaviour from RECORDING_A to RECORDING_B."""
+    # deferred: the readback modules load SQLAlchemy; `flightlog --help` starts without it
+    from addons.readback.drift import compare, failures, parse_fail_on
+
+    rules = parse_fail_on(fail_on or [])
+    settings = load_settings()
+    drift = compare(
+        read_recording(recording_a, settings, ledger, blobs),
+        read_recording(recording_b, settings, ledger, blobs),
+    )
+    failed = failures(drift, rules)
+    if as_json:
+        typer.echo(json.dumps({**drift.to_json(), "failed": failed}, indent=2))
+    else:
+        typer.echo(drift.render())
+        for reason in failed:
+            typer.echo(f"FAIL (--fail-on): {reason}")
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,94 @@
+"""`flightlog diff`: what changed in an agent's behaviour between two recordings, and `--fail-on`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from addons.readback.behaviour import Step, called, mcp_called, offered
+from addons.readback.drift import DriftError, compare, failures, parse_fail_on
+from tests.replay.conftest import agent, flightlog
+from tests.support.upstream import upstream
+
+CHAT = "POST api.openai.com/v1/chat/completions"
+
+
+def test_a_changed_tool_list_is_reported_and_fails_on_tools(home: Path, tmp_path: Path) -> None:
+    """The same agent recorded twice, the second time offering one more tool: `diff` of the two
+    sessions names the added tool, `--fail-on tools` exits 1; two identical runs (as Ledger files)
+    pass `--fail-on any`."""
+    with upstream() as up:
+        env = {"AGENT_BASE_URL": f"{up.base}/v1"}
+        assert flightlog(home, "run", "--session", "a", *agent(), env=env).code == 0
+        assert (
+            flightlog(home, "run", "--session", "b", *agent(), env={**env, "AGENT_EXTRA_TOOL": "1"}).code == 0
+        )
+        for name in ("one", "two"):
+            ledger = {"FLIGHTLOG_LEDGER": f"sqlite:///{tmp_path / name}.db"}
+            assert flightlog(home, "run", *agent(), env={**env, **ledger}).code == 0
+
+    drift = flightlog(home, "diff", "session a", "session b", "--fail-on", "tools")
+    assert drift.code == 1, drift.err
+    assert "tools offered: get_weather -> get_time, get_weather" in drift.out
+    assert "FAIL (--fail-on): tools changed" in drift.out
+
+    as_json = flightlog(home, "diff", "session a", "session b", "--json")
+    assert as_json.code == 0  # no --fail-on: a report, not a gate
+    doc = json.loads(as_json.out)
+    assert doc["tools_offered"]["added"] == ["get_time"]
+    assert doc["tool_calls"] == {} and doc["requests"]["added"] == []
+    assert doc["totals"]["a"]["requests"] == 2 and doc["totals"]["a"]["tokens_in"] == 80
+
+    same = flightlog(home, "diff", str(tmp_path / "one.db"), str(tmp_path / "two.db"), "--fail-on", "any")
+    assert same.code == 0, same.out + same.err
+    assert "requests: 2 -> 2" in same.out
+
+    bad = flightlog(home, "diff", "session a", "session b", "--fail-on", "vibes")
+    assert bad.code == 1 and bad.err.strip().splitlines()[-1].startswith("flightlog: --fail-on 'vibes'")
+
+
+def test_steps_read_tool_calls_from_streams_and_answers_and_mcp_calls() -> None:
+    """Streamed OpenAI deltas name a call once; Anthropic `tool_use` blocks and MCP `tools/call` count."""
+    first = {"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": ""}}
+    rest = {"index": 0, "function": {"arguments": "{}"}}
+    sse = b"".join(
+        b"data: " + json.dumps({"choices": [{"delta": {"tool_calls": [call]}}]}).encode() + b"\n\n"
+        for call in (first, rest)
+    )
+    sse += b"data: [DONE]\n\n"
+    assert called(sse, streamed=True) == ("get_weather",)
+    anthropic = json.dumps({"content": [{"type": "text"}, {"type": "tool_use", "name": "search"}]}).encode()
+    assert called(anthropic, streamed=False) == ("search",)
+    assert offered({"tools": [{"name": "search"}, {"type": "function", "function": {"name": "f"}}]}) == (
+        "search",
+        "f",
+    )
+    assert mcp_called({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "lookup"}}) == ("lookup",)
+
+
+def test_compare_names_added_removed_reordered_and_totals() -> None:
+    """A moved request is `reordered`, not added plus removed; a new one is added; a model change and
+    token totals beyond a tolerance trip their rules."""
+    a = [Step("GET x/a", tokens_in=100), Step(CHAT, model="m1", tokens_in=100), Step("GET x/b")]
+    b = [
+        Step(CHAT, model="m2", tokens_in=105),
+        Step("GET x/a", tokens_in=100),
+        Step("GET x/b"),
+        Step("GET x/c"),
+    ]
+    drift = compare(a, b)
+    assert drift.added == ["#4 GET x/c"] and drift.removed == []
+    assert drift.reordered == [CHAT]
+    assert drift.models == {"a": ["m1"], "b": ["m2"], "added": ["m2"], "removed": ["m1"]}
+    assert failures(drift, parse_fail_on(["tokens:10%"])) == []
+    assert failures(drift, parse_fail_on(["tokens:1%,model"])) == [
+        "tokens 200 -> 205 (over 1%)",
+        "model changed",
+    ] or failures(drift, parse_fail_on(["tokens:1%,model"])) == [
+        "model changed",
+        "tokens 200 -> 205 (over 1%)",
+    ]
+    with pytest.raises(DriftError, match="only tokens and cost"):
+        parse_fail_on(["tools:5%"])
