@@ -1,4 +1,4 @@
-"""The pieces of an event both the detail and the action screens draw: its head and its body.
+"""The pieces of an event both the event and the exchange screens draw: its head and its body.
 
 One room for them, so that neither screen imports the other: screens reach each other only through
 the app (a message upward, or `push_screen` by whoever owns the stack).
@@ -12,7 +12,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from storage.events import StoredEvent
-from tui.body import Body
+from tui import cells
+from tui.body import Body, Mode, render
 
 
 def section(title: str, content: str | Text, *, classes: str = "section") -> Static:
@@ -46,3 +47,20 @@ def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None
 def head_text(event: StoredEvent) -> str:
     """The exact head, one character per byte (Latin-1), CRLFs as line breaks."""
     return event.head.decode("latin-1").rstrip("\r\n").replace("\r\n", "\n") or "(no head)"
+
+
+def event_widgets(
+    event: StoredEvent, data: bytes | None, error: str | None, mode: Mode = "auto"
+) -> list[Widget]:
+    """One event as its head (exact), the secret names replaced in it, and its body made readable."""
+    title = f"{event.kind} · {cells.when(event.at)}" + (f" · {event.status}" if event.status else "")
+    out: list[Widget] = [section(title, head_text(event))]
+    if event.redacted:
+        names = ", ".join(event.redacted)
+        out.append(
+            Static(f"redacted: {names} (each value replaced by its [NAME])", classes="note", markup=False)
+        )
+    body = render(data, event.head, mode) if data is not None else None
+    if event.payload_sha256 is None or data is not None or error:
+        out += body_widgets(event, body, error)
+    return out
