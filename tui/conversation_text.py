@@ -24,9 +24,11 @@ class Block:
 
 def _pretty(arguments: str) -> str:
     try:
-        return json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)
+        value = json.loads(arguments)
     except ValueError:
         return arguments
+    short = json.dumps(value, ensure_ascii=False)
+    return short if len(short) <= 80 else json.dumps(value, ensure_ascii=False, indent=2)
 
 
 def calls_text(calls: tuple[ToolCall, ...]) -> str:
@@ -45,7 +47,7 @@ def answer_text(answer: Answer) -> str:
 
 def blocks(
     conv: Conversation,
-    directory: Mapping[str, str | None],
+    directory: Mapping[str, str | None] | None,
     *,
     partial: bool,
     cost: float | None,
@@ -53,7 +55,8 @@ def blocks(
 ) -> list[Block]:
     """Everything the conversation tab shows, top to bottom.
 
-    `directory` maps an offered tool's name to its Directory row's one-line description (None: no row).
+    `directory` maps an offered tool's name to its Directory row's id (None: no row); no mapping at all
+    means no Directory is connected, and nothing is said about rows.
     `tokens` and `cost` are the Ledger's figures for the exchange; the answer's own usage fills tokens in
     where the Ledger has none.
     """
@@ -71,9 +74,11 @@ def blocks(
     if conv.tools:
         lines = []
         for name, description in conv.tools:
-            row = directory.get(name)
-            where = f"Directory: {row}" if row else "no Directory row"
-            lines.append(f"{name} — {description.splitlines()[0] if description else ''}  [{where}]")
+            line = f"{name} — {description.splitlines()[0]}" if description else name
+            if directory is not None:
+                row = directory.get(name)
+                line += f"  [Directory: {row}]" if row else "  [no Directory row]"
+            lines.append(line)
         out.append(Block(f"tools offered ({len(conv.tools)})", "\n".join(lines), "tools"))
     a = conv.answer
     tin = tokens[0] if tokens[0] is not None else a.tokens_in

@@ -156,19 +156,19 @@ class ExchangeScreen(ExchangeKeys):
             conv = conversation(
                 first.event.url, readable(first), readable(parts.answer[0] if parts.answer else None)
             )
-        rows = self._directory_rows(conv) if conv else {}
+        rows = self._directory_rows(conv) if conv else None
         self.app.call_from_thread(self._show, loaded, parts, conv, rows)
 
-    def _directory_rows(self, conv: Conversation) -> dict[str, str | None]:
-        """The Directory row of every tool offered (a name with no row gives None)."""
+    def _directory_rows(self, conv: Conversation) -> dict[str, str | None] | None:
+        """The Directory row of every tool offered (a name with no row gives None; no Directory, None)."""
         rows: dict[str, str | None] = {}
         for name, _ in conv.tools:
             try:
                 info = self.source.tool(name)
             except TuiError:
-                return {}
+                return None
             except Exception:  # the Directory is another package; its failure must not close this screen
-                return {}
+                return None
             rows[name] = None if info is None else str(info.row.get("id") or info.name)
         return rows
 
@@ -176,7 +176,11 @@ class ExchangeScreen(ExchangeKeys):
         self.query_one("#exchange-title", Static).update(f"cannot read action {self.action_id}: {message}")
 
     def _show(
-        self, loaded: list[Loaded], parts: Parts, conv: Conversation | None, rows: dict[str, str | None]
+        self,
+        loaded: list[Loaded],
+        parts: Parts,
+        conv: Conversation | None,
+        rows: dict[str, str | None] | None,
     ) -> None:
         self.loaded, self.parts, self.conversation = loaded, parts, conv
         title = self.query_one("#exchange-title", Static)
@@ -203,7 +207,7 @@ class ExchangeScreen(ExchangeKeys):
         hidden = {"conversation": self.conversation is None, "inner": not self.parts.inner}
         return [name for name in TABS if not hidden.get(name)]
 
-    def _conversation_widgets(self, conv: Conversation, rows: dict[str, str | None]) -> list[Widget]:
+    def _conversation_widgets(self, conv: Conversation, rows: dict[str, str | None] | None) -> list[Widget]:
         answer = self.parts.answer[0].event if self.parts.answer else None
         partial = answer is not None and answer.payload_state == "partial"
         cost = answer.cost_usd if answer else None
