@@ -58,6 +58,7 @@ class BrowseApp(App[None]):
         self.now = now or (lambda: datetime.now(UTC))
         self.question = question
         self.view: View = view
+        """Which list is the bottom of the stack."""
         self.group_by: str | None = None
         self.refused = self._read_question(question) if question.strip() else None
         """Why the first question could not be read (the list shows it under the filter bar)."""
@@ -72,7 +73,8 @@ class BrowseApp(App[None]):
 
     @property
     def list_screen(self) -> ListScreen[Any]:
-        for screen in self.screen_stack:
+        """The list on top (the other list may lie below it, after `v`)."""
+        for screen in reversed(self.screen_stack):
             if isinstance(screen, ListScreen):
                 return screen
         raise LookupError("no list is open")
@@ -108,11 +110,18 @@ class BrowseApp(App[None]):
         return True
 
     def action_switch_view(self) -> None:
-        """Exchanges ↔ events one by one, under the same filter."""
-        while len(self.screen_stack) > 2:
+        """Exchanges ↔ events one by one, under the same filter: the other list opens above the first
+        one, and `v` there comes back down to it (read again, in case the filter changed)."""
+        lists = [s for s in self.screen_stack if isinstance(s, ListScreen)]
+        while self.screen is not lists[-1]:
             self.pop_screen()
-        self.view = "events" if self.view == "exchanges" else "exchanges"
-        self.switch_screen(self.get_default_screen())
+        if len(lists) > 1:
+            self.pop_screen()
+            lists[0].show_understood()
+            lists[0].query_one("#filter", Input).value = self.question
+            lists[0].reload()
+            return
+        self.push_screen(EventsScreen() if isinstance(lists[0], ExchangesScreen) else ExchangesScreen())
 
     def action_counts(self) -> None:
         self.push_screen(CountsScreen(self.filter))

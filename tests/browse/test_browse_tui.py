@@ -270,7 +270,8 @@ async def test_action_from_the_detail_view_opens_above_it(sqlite_sample: Ledger)
 
 
 async def test_counts_sparkline_and_tables(sqlite_sample: Ledger) -> None:
-    """`c` shows events per hour as a sparkline and tables by model, tool and session."""
+    """`c` shows events per hour as a sparkline and tables by model, tool and session, each group with
+    a sparkline over the same hours for its events, tokens and cost."""
     app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(pilot)
@@ -280,7 +281,17 @@ async def test_counts_sparkline_and_tables(sqlite_sample: Ledger) -> None:
         assert isinstance(screen, CountsScreen)
         assert list(screen.query_one("#sparkline", Sparkline).data or []) == [4.0, 2.0, 2.0, 2.0]
         models = screen.query_one("#by-model", DataTable)
-        assert [str(c) for c in models.get_row_at(0)] == ["gpt-4o", "4", "100", "20", "$0.0015"]
+        # gpt-4o: a1 at 10:05 (request + answer with usage) and a4 at 12:05 (an error, no usage)
+        assert [str(c) for c in models.get_row_at(0)] == [
+            "gpt-4o",
+            "4",
+            "█ █ ",
+            "100",
+            "20",
+            "█   ",
+            "$0.0015",
+            "█   ",
+        ]
         sessions = screen.query_one("#by-session", DataTable)
         assert sessions.row_count == 3
         assert "busiest 2026-11-29T10:00Z with 4" in text_of(screen, "#hour-caption")
