@@ -88,7 +88,7 @@ class CountsScreen(Screen[None]):
         self.sub_title = "counts"
         for by in TABLES:
             self.query_one(f"#by-{by}", DataTable).add_columns(
-                by, "events", "events/time", "tokens in", "tokens out", "tokens/time", "cost", "cost/time"
+                by, "events", "trend", "tokens in→out", "trend", "cost", "trend"
             )
         self.read_counts(self.flt)
 
@@ -109,18 +109,18 @@ class CountsScreen(Screen[None]):
         series, caption = hourly(views["hour"])
         self.query_one("#hour-caption", Static).update(caption)
         self.query_one("#sparkline", Sparkline).data = series
+        spark = SPARK if self.app.size.width >= 110 else SPARK // 2
         for by in TABLES:
             table = self.query_one(f"#by-{by}", DataTable)
             table.clear()
             for g in views[by]:
-                series = lines[by].groups.get(g.key, NO_SERIES)
+                over = lines[by].groups.get(g.key, NO_SERIES)
                 table.add_row(
                     g.key if g.key is not None else "(none)",
                     f"{g.events:,}",
-                    figures.spark(series.events, SPARK),
-                    f"{g.tokens_in:,}",
-                    f"{g.tokens_out:,}",
-                    figures.spark(series.tokens, SPARK) if g.tokens_in or g.tokens_out else "",
+                    figures.spark(over.events, spark),
+                    cells.tokens(g.tokens_in, g.tokens_out) if g.tokens_in or g.tokens_out else "",
+                    figures.spark(over.tokens, spark) if g.tokens_in or g.tokens_out else "",
                     cells.cost(g.cost_usd) if g.cost_usd else "",
-                    figures.spark(series.cost, SPARK) if g.cost_usd else "",
+                    figures.spark(over.cost, spark) if g.cost_usd else "",
                 )

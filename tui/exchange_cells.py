@@ -49,7 +49,7 @@ COLUMNS: Final = (
     Column("cost", "cost", 14, right=True),
 )
 FLEX: Final = "target"
-FLEX_MIN: Final = 18
+FLEX_MIN: Final = 16
 DROP_ORDER: Final = ("ttfb", "size", "method", "who", "duration", "time", "tokens", "model")
 """Dropped in this order, first to last, until the line fits (status, target and cost always stay)."""
 PADDING: Final = 2

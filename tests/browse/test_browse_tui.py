@@ -18,10 +18,10 @@ from storage.queries import Cursor, Filter
 from tests.browse.sample import NOW, T0, sqlite_sample
 from tests.browse.tui_support import make_app, settle
 from tui.app import PAGE, EventsScreen
-from tui.listing import ListScreen
 from tui.counts import CountsScreen, hourly
 from tui.detail import DetailScreen, OutputScreen
 from tui.exchange_detail import ExchangeScreen
+from tui.listing import ListScreen
 from tui.source import LedgerSource, ToolInfo
 
 __all__ = ["sqlite_sample"]
@@ -286,8 +286,7 @@ async def test_counts_sparkline_and_tables(sqlite_sample: Ledger) -> None:
             "gpt-4o",
             "4",
             "█ █ ",
-            "100",
-            "20",
+            "100→20",
             "█   ",
             "$0.0015",
             "█   ",

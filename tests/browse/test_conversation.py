@@ -49,7 +49,7 @@ def test_streamed_answer_reads_as_the_whole_answer_anthropic() -> None:
 
 def test_streamed_answer_reads_as_the_whole_answer_openai_responses() -> None:
     """A responses stream reads as its completed response; without it, as the deltas it carried."""
-    events = [
+    events: list[dict[str, object]] = [
         {"type": "response.output_text.delta", "delta": "Hi"},
         {"type": "response.output_text.delta", "delta": "."},
         {"type": "response.completed", "response": c.RESPONSES_ANSWER},

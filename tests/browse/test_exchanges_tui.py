@@ -223,10 +223,13 @@ async def test_keys_from_the_open_exchange(conversation_ledger: Ledger) -> None:
     upstream request, and `d` opens the dispatched tool's Directory row."""
     info = ToolInfo("github.get_repo", {"name": "github.get_repo", "description": "Read a repository"})
     replayed: list[str] = []
+
+    def replayer(action_id: str) -> str:
+        replayed.append(action_id)
+        return "same"
+
     app = make_app(
-        conversation_ledger,
-        directory=lambda name: info if name == info.name else None,
-        replayer=lambda a: replayed.append(a) or "same",
+        conversation_ledger, directory=lambda name: info if name == info.name else None, replayer=replayer
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
