@@ -24,7 +24,7 @@ from storage.events import StoredEvent
 from storage.exchanges import ANSWER_KINDS, OPENING_KINDS, timing
 from tui import cells, figures
 from tui.body import MODES, Mode, decoded, header
-from tui.conversation import Conversation, conversation
+from tui.conversation import Conversation, api_of, conversation
 from tui.conversation_text import blocks
 from tui.errors import TuiError
 from tui.exchange_keys import ExchangeKeys
@@ -150,14 +150,17 @@ class ExchangeScreen(ExchangeKeys):
                     error = str(e)
             loaded.append(Loaded(event, data, error))
         parts = split(loaded)
+        self.app.call_from_thread(self._show, loaded, parts)
+        # The conversation is read after the heads and bodies are on screen: a big answer's JSON
+        # takes a while to parse, and nobody should wait for it to see the bytes.
         conv = None
-        if parts.request:
+        if parts.request and api_of(parts.request[0].event.url):
             first = parts.request[0]
             conv = conversation(
                 first.event.url, readable(first), readable(parts.answer[0] if parts.answer else None)
             )
         rows = self._directory_rows(conv) if conv else None
-        self.app.call_from_thread(self._show, loaded, parts, conv, rows)
+        self.app.call_from_thread(self._show_conversation, conv, rows)
 
     def _directory_rows(self, conv: Conversation) -> dict[str, str | None] | None:
         """The Directory row of every tool offered (a name with no row gives None; no Directory, None)."""
@@ -175,14 +178,8 @@ class ExchangeScreen(ExchangeKeys):
     def _failed(self, message: str) -> None:
         self.query_one("#exchange-title", Static).update(f"cannot read action {self.action_id}: {message}")
 
-    def _show(
-        self,
-        loaded: list[Loaded],
-        parts: Parts,
-        conv: Conversation | None,
-        rows: dict[str, str | None] | None,
-    ) -> None:
-        self.loaded, self.parts, self.conversation = loaded, parts, conv
+    def _show(self, loaded: list[Loaded], parts: Parts) -> None:
+        self.loaded, self.parts = loaded, parts
         title = self.query_one("#exchange-title", Static)
         if not loaded:
             title.update(f"no events in action {self.action_id}")
@@ -192,19 +189,30 @@ class ExchangeScreen(ExchangeKeys):
         status = f" → {answer.status}" if answer and answer.status else ""
         title.update(f"{first.method or first.kind} {first.url or ''}{status}  ({len(loaded)} events)")
         tabs = self.query_one("#tabs", TabbedContent)
-        if conv is None:
+        if not (parts.request and api_of(first.url)):
             tabs.hide_tab("tab-conversation")
         else:
-            self._fill("conversation", self._conversation_widgets(conv, rows))
+            self._fill("conversation", [Static("reading the conversation…")])
         if not parts.inner:
             tabs.hide_tab("tab-inner")
         self.show_bodies()
         self._fill("timing", [section("timing", timing_text(parts))])
         self._fill("row", [self._row_widget(x.event) for x in loaded])
-        tabs.active = f"tab-{self.first_tab}" if self.first_tab in self.visible_tabs() else "tab-request"
+        self.action_tab(self.first_tab)
+
+    def _show_conversation(self, conv: Conversation | None, rows: dict[str, str | None] | None) -> None:
+        self.conversation = conv
+        if conv is None:
+            if self.query_one("#tabs", TabbedContent).active == "tab-conversation":
+                self.action_tab("request")
+            self.query_one("#tabs", TabbedContent).hide_tab("tab-conversation")
+            return
+        self._fill("conversation", self._conversation_widgets(conv, rows))
 
     def visible_tabs(self) -> list[str]:
-        hidden = {"conversation": self.conversation is None, "inner": not self.parts.inner}
+        first = self.parts.request[0].event if self.parts.request else None
+        might_talk = first is not None and api_of(first.url) is not None
+        hidden = {"conversation": not might_talk, "inner": not self.parts.inner}
         return [name for name in TABS if not hidden.get(name)]
 
     def _conversation_widgets(self, conv: Conversation, rows: dict[str, str | None] | None) -> list[Widget]:

@@ -9,11 +9,14 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.text import Text
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from storage.events import StoredEvent
 from tui import cells
 from tui.body import Body, Mode, render
+
+LARGE = 32 * 1024
+"""Characters above which a body is drawn in a scrolling text area rather than laid out whole."""
 
 
 def section(title: str, content: str | Text, *, classes: str = "section") -> Static:
@@ -39,6 +42,12 @@ def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None
     if body.kind == "sse":
         for n, chunk in enumerate(body.chunks, 1):
             out.append(section(f"event {n} of {len(body.chunks)}", chunk, classes="chunk"))
+        return out
+    if len(body.text) > LARGE:
+        # A Static lays out every line before it draws; a read-only TextArea draws only what is visible.
+        area = TextArea(body.text, read_only=True, soft_wrap=False, classes="large-body")
+        area.border_title = f"body ({body.kind}, {len(body.text):,} characters shown; scroll sideways)"
+        out.append(area)
         return out
     out.append(section(f"body ({body.kind})", body.text or "(empty)"))
     return out
