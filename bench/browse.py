@@ -12,7 +12,8 @@ PostgreSQL) through the migrated schema and its indexes, with no payloads: 30 da
   counts/hour    counts by hour over every event, with tokens and cost (goal <= 500 ms)
   timeline/model the counts screen's per-model sparklines (events, tokens, cost per hour)
   open 5 MiB     open an exchange whose answer is a 5 MiB JSON body in the headless TUI, until its tabs
-                 are drawn (goal <= 500 ms)
+                 are drawn (goal <= 500 ms); `open a bodiless exchange` is the same screen with no payload,
+                 what opening costs before any body
 Each engine is measured with the indexes the migrations ship.
 
     python -m bench.browse [--events N] [--runs N] [--pg URL] [--only sqlite|postgres]
@@ -233,11 +234,19 @@ def open_exchange(url: str, blobs: str, action_id: str) -> float:
     return asyncio.run(run())
 
 
+class Figures(dict[str, float]):
+    """The figures so far, each printed as it is measured (a shared server may go away mid-run)."""
+
+    def __setitem__(self, name: str, seconds: float) -> None:
+        super().__setitem__(name, seconds)
+        print(f"  {name}: {seconds * 1000:,.1f} ms", flush=True)
+
+
 def reads(url: str, blobs: str, n: int, runs: int) -> dict[str, float]:
     """Every read figure of the module docstring, on the ledger at `url`."""
     ledger = open_ledger(url, blobs)
     engine = ledger.engine
-    out: dict[str, float] = {}
+    out: dict[str, float] = Figures()
     try:
         out["first screen"] = statistics.median(first_screen(url, blobs) for _ in range(runs))
         out["first screen/events"] = statistics.median(
@@ -265,6 +274,9 @@ def reads(url: str, blobs: str, n: int, runs: int) -> dict[str, float]:
         out["counts/model"], _ = timed(lambda: counts(engine, Filter(), "model"), runs)
         out["timeline/model"], _ = timed(lambda: timeline(engine, Filter(), "model"), runs)
         out["open 5 MiB answer"] = statistics.median(open_exchange(url, blobs, "big") for _ in range(runs))
+        out["open a bodiless exchange"] = statistics.median(
+            open_exchange(url, blobs, "a0") for _ in range(runs)
+        )
     finally:
         ledger.close()
     return out

@@ -19,6 +19,7 @@ FORMATS: Final = {"h": "har", "m": "mitmproxy", "j": "jsonl"}
 HELP: Final = (
     ("Lists (exchanges and events)", ""),
     ("enter", "open the exchange: request, answer, conversation, timing, Ledger row"),
+    ("status 200*", "the answer is partial: its stream ended before it was whole"),
     ("space / right", "expand an exchange: its WebSocket, door and MCP messages under it"),
     ("v", "switch between exchanges and events one by one"),
     ("/", "filter in the plain words of `ledger query` (escape clears it)"),

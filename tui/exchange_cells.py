@@ -104,7 +104,7 @@ def cells(x: Exchange, expanded: bool = False) -> dict[str, Cell]:
         "time": o.at.strftime("%m-%d %H:%M:%S"),
         "who": who(o.agent, o.session),
         "method": o.method or "",
-        "status": status_text(x.status, x.error),
+        "status": status_text(x.status, x.error) + ("*" if x.answer_state == "partial" else ""),
         "target": mark + target(o.url, o.host),
         "size": figures.size(x.answer_size),
         "duration": figures.duration(t.duration_ms),
