@@ -179,6 +179,10 @@ class ExchangeScreen(ExchangeKeys):
         self.query_one("#exchange-title", Static).update(f"cannot read action {self.action_id}: {message}")
 
     def _show(self, loaded: list[Loaded], parts: Parts) -> None:
+        with self.app.batch_update():  # one repaint for every tab filled, not one per tab
+            self._fill_tabs(loaded, parts)
+
+    def _fill_tabs(self, loaded: list[Loaded], parts: Parts) -> None:
         self.loaded, self.parts = loaded, parts
         title = self.query_one("#exchange-title", Static)
         if not loaded:
