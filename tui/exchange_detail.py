@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -106,6 +106,8 @@ class ExchangeScreen(ExchangeKeys):
         self.loaded: list[Loaded] = []
         self.parts = Parts([], [], [])
         self.conversation: Conversation | None = None
+        self.conversation_read = False
+        """The conversation tab has been shown once (its parse started)."""
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≡")
@@ -151,8 +153,17 @@ class ExchangeScreen(ExchangeKeys):
             loaded.append(Loaded(event, data, error))
         parts = split(loaded)
         self.app.call_from_thread(self._show, loaded, parts)
-        # The conversation is read after the heads and bodies are on screen: a big answer's JSON
-        # takes a while to parse, and nobody should wait for it to see the bytes.
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        """The conversation is read when its tab is first shown: a big answer's JSON takes a while to
+        parse, and nobody should wait for it to see the bytes."""
+        if event.pane.id == "tab-conversation" and self.loaded and not self.conversation_read:
+            self.conversation_read = True
+            self.read_conversation(self.parts)
+
+    @work(thread=True, exclusive=True, group="conversation")
+    def read_conversation(self, parts: Parts) -> None:
         conv = None
         if parts.request and api_of(parts.request[0].event.url):
             first = parts.request[0]
