@@ -23,7 +23,7 @@ SHOW_MAX: Final = 256 * 1024
 class Body:
     """A payload made readable: `kind` says how, `chunks` holds one string per SSE event."""
 
-    kind: Literal["json", "text", "sse", "hex", "empty"]
+    kind: Literal["json", "text", "sse", "hex", "image", "empty"]
     text: str
     note: str = ""
     chunks: tuple[str, ...] = ()
@@ -100,6 +100,27 @@ def sse_chunks(text: str) -> tuple[str, ...]:
     return tuple(chunks)
 
 
+MAGIC: Final = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"RIFF", "image/webp"),
+    (b"<svg", "image/svg+xml"),
+)
+
+
+def image_type(data: bytes, content_type: str | None) -> str | None:
+    """The image type a body is, by its content-type or its first bytes; None when it is not an image."""
+    declared = (content_type or "").split(";", 1)[0].strip().lower()
+    if declared.startswith("image/"):
+        return declared
+    for magic, kind in MAGIC:
+        if data.startswith(magic) and (kind != "image/webp" or data[8:12] == b"WEBP"):
+            return kind
+    return None
+
+
 def _is_sse(text: str, content_type: str | None) -> bool:
     if content_type and "text/event-stream" in content_type.lower():
         return True
@@ -117,6 +138,10 @@ def render(data: bytes | None, head: bytes = b"", mode: Mode = "auto", *, hex_wi
         body = body[:SHOW_MAX]
     if mode == "hex":
         return Body("hex", hexdump(body, hex_width), "; ".join(notes))
+    image = image_type(body, header(head, "content-type"))
+    if mode == "auto" and image and image != "image/svg+xml":
+        size = len(data) if not notes else len(body)
+        return Body("image", f"{image}, {size:,} bytes (m: text, then hex)", "; ".join(notes))
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from rich.text import Text
 
 from storage.events import StoredEvent
+from tui import figures
 
 COLUMNS: Final = (
     "time (UTC)",
@@ -30,14 +31,8 @@ def when(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.") + f"{at.microsecond // 1000:03d}"
 
 
-def cost(value: float | None) -> str:
-    return "" if value is None else f"${value:,.4f}"
-
-
-def tokens(tokens_in: int | None, tokens_out: int | None) -> str:
-    if tokens_in is None and tokens_out is None:
-        return ""
-    return f"{tokens_in or 0:,}→{tokens_out or 0:,}"
+cost = figures.cost
+tokens = figures.tokens
 
 
 def status(event: StoredEvent) -> Text:

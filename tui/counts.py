@@ -1,7 +1,9 @@
-"""Counts under the current filter: events per hour as a sparkline, and tables by model, tool, session.
+"""Counts under the current filter: events per hour as a sparkline, and tables by model, tool, session
+with a sparkline over time per group for events, tokens and cost, so a spike is seen before it is read.
 
-Each figure is summed from rows by the database (`storage.queries.counts`), read in a worker thread.
-Hours without events are drawn as zeros, so the sparkline's x axis is time, not just busy hours.
+Each figure is summed from rows by the database (`storage.queries.counts`, `storage.timeline`), read in
+a worker thread. Hours without events are drawn as zeros, so every x axis is time, not just busy hours,
+and every group's sparklines share the same stretch of time.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from textual.widgets import DataTable, Footer, Header, Sparkline, Static
 
 from storage.errors import StorageError
 from storage.queries import Filter, Group
-from tui import cells
+from storage.timeline import Series, Timeline
+from tui import cells, figures
 from tui.source import Source
 
 TABLES: Final = ("model", "tool", "session")
+SPARK: Final = 12
+"""Cells of each group's sparklines (the hours are summed into this many)."""
 MAX_HOURS: Final = 24 * 14
 """The sparkline shows at most the last two weeks of hours that have events."""
 
@@ -45,6 +50,9 @@ def hourly(groups: list[Group]) -> tuple[list[float], str]:
         f"{sum(int(v) for v in series):,} events · busiest {busiest[0]} with {busiest[1]:,}"
     )
     return series, caption
+
+
+NO_SERIES: Final = Series((), (), ())
 
 
 class CountsScreen(Screen[None]):
@@ -80,7 +88,7 @@ class CountsScreen(Screen[None]):
         self.sub_title = "counts"
         for by in TABLES:
             self.query_one(f"#by-{by}", DataTable).add_columns(
-                by, "events", "tokens in", "tokens out", "cost"
+                by, "events", "trend", "tokens in→out", "trend", "cost", "trend"
             )
         self.read_counts(self.flt)
 
@@ -91,23 +99,28 @@ class CountsScreen(Screen[None]):
     def read_counts(self, flt: Filter) -> None:
         try:
             views = {by: self.source.counts(flt, by) for by in ("hour", *TABLES)}
+            lines = {by: self.source.timeline(flt, by) for by in TABLES}
         except StorageError as e:
             self.app.call_from_thread(self.query_one("#hour-caption", Static).update, f"cannot count: {e}")
             return
-        self.app.call_from_thread(self._show, views)
+        self.app.call_from_thread(self._show, views, lines)
 
-    def _show(self, views: dict[str, list[Group]]) -> None:
+    def _show(self, views: dict[str, list[Group]], lines: dict[str, Timeline]) -> None:
         series, caption = hourly(views["hour"])
         self.query_one("#hour-caption", Static).update(caption)
         self.query_one("#sparkline", Sparkline).data = series
+        spark = SPARK if self.app.size.width >= 110 else SPARK // 2
         for by in TABLES:
             table = self.query_one(f"#by-{by}", DataTable)
             table.clear()
             for g in views[by]:
+                over = lines[by].groups.get(g.key, NO_SERIES)
                 table.add_row(
                     g.key if g.key is not None else "(none)",
                     f"{g.events:,}",
-                    f"{g.tokens_in:,}",
-                    f"{g.tokens_out:,}",
+                    figures.spark(over.events, spark),
+                    cells.tokens(g.tokens_in, g.tokens_out) if g.tokens_in or g.tokens_out else "",
+                    figures.spark(over.tokens, spark) if g.tokens_in or g.tokens_out else "",
                     cells.cost(g.cost_usd) if g.cost_usd else "",
+                    figures.spark(over.cost, spark) if g.cost_usd else "",
                 )

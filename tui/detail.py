@@ -7,7 +7,6 @@ screen, so nobody mistakes a redacted or partial body for the original.
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar
 
 from textual import work
@@ -22,42 +21,19 @@ from storage.errors import StorageError
 from storage.events import StoredEvent
 from tui import cells
 from tui.body import MODES, Mode, render
+from tui.dialogs import OutputScreen
 from tui.errors import TuiError
+from tui.exchange_keys import join_text
 from tui.sections import body_widgets, head_text, section
-from tui.source import Source, ToolInfo
+from tui.source import Source
 
-
-def join_text(tool: str, info: ToolInfo | None) -> str:
-    """The Directory row of the event's tool and every contract it lists."""
-    if info is None:
-        return f"tool {tool!r} has no row in the Directory"
-    lines = [f"{k}: {v}" for k, v in info.row.items() if isinstance(v, str | int | float)]
-    for name, contract in info.contracts.items():
-        lines.append(f"\n[{name}]\n{json.dumps(contract, indent=2, ensure_ascii=False)}")
-    return "\n".join(lines) or f"tool {tool}"
-
-
-class OutputScreen(Screen[None]):
-    """A scrollable page of text (what a replay printed)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
-
-    def __init__(self, title: str, text: str) -> None:
-        super().__init__()
-        self.title_text = title
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        yield Header(show_clock=False, icon="≡")
-        with VerticalScroll():
-            yield section(self.title_text, self.text)
-        yield Footer()
+__all__ = ["DetailScreen", "OutputScreen"]
 
 
 class DetailScreen(Screen[None]):
     """Everything about one event; `m` cycles the body between readable, text and hex.
 
-    `a` asks the app for the event's action (`ActionWanted`): the screen does not know the other
+    `a` asks the app for the event's exchange (`ActionWanted`): the screen does not know the other
     screens, the app that owns the stack opens it above this one.
     """
 

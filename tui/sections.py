@@ -1,4 +1,4 @@
-"""The pieces of an event both the detail and the action screens draw: its head and its body.
+"""The pieces of an event both the event and the exchange screens draw: its head and its body.
 
 One room for them, so that neither screen imports the other: screens reach each other only through
 the app (a message upward, or `push_screen` by whoever owns the stack).
@@ -9,10 +9,14 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.text import Text
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from storage.events import StoredEvent
-from tui.body import Body
+from tui import cells
+from tui.body import Body, Mode, render
+
+LARGE = 32 * 1024
+"""Characters above which a body is drawn in a scrolling text area rather than laid out whole."""
 
 
 def section(title: str, content: str | Text, *, classes: str = "section") -> Static:
@@ -39,6 +43,12 @@ def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None
         for n, chunk in enumerate(body.chunks, 1):
             out.append(section(f"event {n} of {len(body.chunks)}", chunk, classes="chunk"))
         return out
+    if len(body.text) > LARGE:
+        # A Static lays out every line before it draws; a read-only TextArea draws only what is visible.
+        area = TextArea(body.text, read_only=True, soft_wrap=False, classes="large-body")
+        area.border_title = f"body ({body.kind}, {len(body.text):,} characters shown; scroll sideways)"
+        out.append(area)
+        return out
     out.append(section(f"body ({body.kind})", body.text or "(empty)"))
     return out
 
@@ -46,3 +56,20 @@ def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None
 def head_text(event: StoredEvent) -> str:
     """The exact head, one character per byte (Latin-1), CRLFs as line breaks."""
     return event.head.decode("latin-1").rstrip("\r\n").replace("\r\n", "\n") or "(no head)"
+
+
+def event_widgets(
+    event: StoredEvent, data: bytes | None, error: str | None, mode: Mode = "auto"
+) -> list[Widget]:
+    """One event as its head (exact), the secret names replaced in it, and its body made readable."""
+    title = f"{event.kind} · {cells.when(event.at)}" + (f" · {event.status}" if event.status else "")
+    out: list[Widget] = [section(title, head_text(event))]
+    if event.redacted:
+        names = ", ".join(event.redacted)
+        out.append(
+            Static(f"redacted: {names} (each value replaced by its [NAME])", classes="note", markup=False)
+        )
+    body = render(data, event.head, mode) if data is not None else None
+    if event.payload_sha256 is None or data is not None or error:
+        out += body_widgets(event, body, error)
+    return out

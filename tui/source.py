@@ -2,8 +2,8 @@
 
 Screens talk to a `Source`, never to SQL or to other packages, so a test can hand the app a fixed
 source and the command line can inject what the browser must not import itself: the Directory
-lookup (the join from an event's tool to its row and contracts) and replay (which lives in `addons`,
-out of the browser's reach; `flightlog browse` passes a function that replays in process).
+lookup (the join from an event's tool to its row and contracts), replay and export (which live in
+`addons`, out of the browser's reach; `flightlog browse` passes functions that run them in process).
 Every method may block: screens call them from worker threads only.
 """
 
@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from storage.events import StoredEvent
+from storage.exchanges import Exchange, select_exchanges
 from storage.queries import Cursor, Filter, Group, counts, select_events
+from storage.timeline import Timeline, timeline
 from tui.errors import TuiError
 
 
@@ -31,6 +33,8 @@ DirectoryLookup = Callable[[str], ToolInfo | None]
 """Tool name -> its row, or None when the Directory has no such tool."""
 Replayer = Callable[[str], str]
 """Action id -> what replaying it printed (status, header and body diff)."""
+Exporter = Callable[[str, list[str]], str]
+"""(format: har, mitmproxy or jsonl; action ids) -> one line saying what was written where."""
 
 
 class Source(Protocol):
@@ -40,7 +44,13 @@ class Source(Protocol):
 
     def newer(self, flt: Filter, *, after: Cursor, limit: int) -> list[StoredEvent]: ...
 
+    def exchanges(
+        self, flt: Filter, *, limit: int, before: Cursor | None = None, after: Cursor | None = None
+    ) -> list[Exchange]: ...
+
     def counts(self, flt: Filter, by: str) -> list[Group]: ...
+
+    def timeline(self, flt: Filter, by: str) -> Timeline: ...
 
     def action(self, action_id: str) -> list[StoredEvent]: ...
 
@@ -52,6 +62,10 @@ class Source(Protocol):
 
     def replay(self, action_id: str) -> str:
         """Send the action again; raises `TuiError` when replay is not available."""
+        ...
+
+    def export(self, fmt: str, action_ids: list[str]) -> str:
+        """Write the actions in `fmt`; raises `TuiError` when export is not available."""
         ...
 
 
@@ -75,10 +89,12 @@ class LedgerSource:
         *,
         directory: DirectoryLookup | None = None,
         replayer: Replayer | None = None,
+        exporter: Exporter | None = None,
     ) -> None:
         self.ledger = ledger
         self.directory = directory
         self.replayer = replayer
+        self.exporter = exporter
 
     def page(self, flt: Filter, *, limit: int, before: Cursor | None = None) -> list[StoredEvent]:
         """A page newest first; a filter in another order ("slowest") is one top N, with no next page."""
@@ -92,8 +108,16 @@ class LedgerSource:
             return []
         return select_events(self.ledger.engine, flt, limit=limit, after=after)
 
+    def exchanges(
+        self, flt: Filter, *, limit: int, before: Cursor | None = None, after: Cursor | None = None
+    ) -> list[Exchange]:
+        return select_exchanges(self.ledger.engine, flt, limit=limit, before=before, after=after)
+
     def counts(self, flt: Filter, by: str) -> list[Group]:
         return counts(self.ledger.engine, flt, by)
+
+    def timeline(self, flt: Filter, by: str) -> Timeline:
+        return timeline(self.ledger.engine, flt, by)
 
     def action(self, action_id: str) -> list[StoredEvent]:
         return self.ledger.action(action_id)
@@ -110,6 +134,11 @@ class LedgerSource:
         if self.replayer is None:
             raise TuiError("replay is not available here")
         return self.replayer(action_id)
+
+    def export(self, fmt: str, action_ids: list[str]) -> str:
+        if self.exporter is None:
+            raise TuiError("export is not available here")
+        return self.exporter(fmt, action_ids)
 
 
 def _newest_first(flt: Filter) -> bool:

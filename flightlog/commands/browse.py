@@ -1,13 +1,14 @@
 """`flightlog browse`: the Ledger in the terminal (the Textual browser in `tui/`).
 
 The browser may import only storage and catalog, so this command hands it what needs more: the join
-to the Directory (`directory_lookup`) and the replay (`replayer`, which runs `addons.readback.replay`
-in process).
+to the Directory (`directory_lookup`), the replay (`replayer`, which runs `addons.readback.replay`
+in process) and the export of a selection (`exporter`, `addons.readback.export` into a file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -43,6 +44,41 @@ def replayer(ledger: Ledger) -> Callable[[str], str]:
             raise TuiError(lines[0] if lines else f"replay of {action_id} failed ({type(e).__name__})") from e
 
     return replay_action
+
+
+SUFFIXES = {"har": "har", "mitmproxy": "flows", "jsonl": "jsonl"}
+
+
+def exporter(ledger: Ledger, folder: Path) -> Callable[[str, list[str]], str]:
+    """The browser's export (a `tui.source.Exporter`): `flightlog export --action ...` into a new file.
+
+    The file goes in `folder` (the directory browse was started in), named by the time and format; the
+    line returned says how many exchanges went where.
+    """
+
+    def export_actions(fmt: str, action_ids: list[str]) -> str:
+        from addons.readback.export import export, plan
+        from addons.readback.recorded import Selection
+        from flightlog.failures import known_errors
+        from tui.errors import TuiError
+
+        if fmt not in SUFFIXES:
+            raise TuiError(f"export as {', '.join(SUFFIXES)}, not {fmt!r}")
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
+        path = folder / f"flightlog-{stamp}.{SUFFIXES[fmt]}"
+        try:
+            ids = plan(ledger, Selection(actions=tuple(action_ids)), fmt)
+            with path.open("wb") as out:
+                count = export(ledger, fmt, ids, out)
+        except OSError as e:
+            raise TuiError(f"cannot write {path}: {e.strerror}") from e
+        except known_errors() as e:
+            lines = str(e).strip().splitlines()
+            raise TuiError(lines[0] if lines else f"export failed ({type(e).__name__})") from e
+        what = "events" if fmt == "jsonl" else "exchanges"
+        return f"exported {count} {what} as {fmt} to {path}"
+
+    return export_actions
 
 
 def directory_lookup(ledger_url: str, folder: Path | None) -> Any:
@@ -90,7 +126,9 @@ def browse(
     ledger = settings.open_ledger(ledger_url, blobs_url)
     try:
         lookup = directory_lookup(ledger_url or settings.ledger_url, settings.directory)
-        source = LedgerSource(ledger, directory=lookup, replayer=replayer(ledger))
+        source = LedgerSource(
+            ledger, directory=lookup, replayer=replayer(ledger), exporter=exporter(ledger, Path.cwd())
+        )
         BrowseApp(source, question=" ".join(words or []), follow_seconds=follow or None).run()
     finally:
         ledger.close()

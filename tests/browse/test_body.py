@@ -56,3 +56,14 @@ def test_long_bodies_are_cut_in_the_view_only() -> None:
     body = render(b"x" * (SHOW_MAX + 10), b"")
     assert len(body.text) == SHOW_MAX
     assert f"showing the first {SHOW_MAX:,} of {SHOW_MAX + 10:,} bytes" in body.note
+
+
+def test_images_are_shown_as_type_and_size() -> None:
+    """An image reads as its type and size (by content-type or magic bytes); `hex` still shows its bytes."""
+    from tests.browse.conversations import PNG
+
+    shown = render(PNG, b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n\r\n")
+    assert (shown.kind, shown.text) == ("image", "image/png, 208 bytes (m: text, then hex)")
+    assert render(PNG).kind == "image"
+    assert render(b"\xff\xd8\xff\xe0" + bytes(10)).text.startswith("image/jpeg, 14 bytes")
+    assert render(PNG, mode="hex").text.startswith("00000000  89 50 4e 47")

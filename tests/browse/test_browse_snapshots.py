@@ -1,4 +1,6 @@
-"""SVG snapshots of the browser's main screens over the fixed sample (clock frozen, no following).
+"""SVG snapshots of the browser's screens at 80 and 120 columns over the fixed samples (clock frozen, no
+following): the exchange list, an exchange's tabs, conversations with a tool call and a streamed answer,
+the events list, counts and help.
 
 Update after an intended change of the look with `pytest tests/browse/test_browse_snapshots.py
 --snapshot-update`, and read the SVGs in the report before committing them.
@@ -9,16 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from storage.ledger import Ledger
+from tests.browse.conversations import conversation_ledger
 from tests.browse.sample import sqlite_sample
 from tests.browse.tui_support import make_app, settle
 
-__all__ = ["sqlite_sample"]
-SIZE = (150, 42)
+__all__ = ["conversation_ledger", "sqlite_sample"]
+WIDTHS = pytest.mark.parametrize("width", [80, 120])
 SnapCompare = Callable[..., bool]
+C1, C2, C3, C5 = 7, 6, 5, 3
+"""Rows of the conversation ledger's exchanges (newest first)."""
 
 
 def at_row(row: int, *keys: str) -> Callable[[Pilot[None]], Any]:
@@ -26,9 +32,10 @@ def at_row(row: int, *keys: str) -> Callable[[Pilot[None]], Any]:
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)
-        pilot.app.screen.query_one("#events", DataTable).move_cursor(row=row)
-        await pilot.press(*keys)
-        await settle(pilot)
+        pilot.app.screen.query_one(DataTable).move_cursor(row=row)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
         # The footer and scrollbars settle a few frames after the data: wait them out, then redraw.
         await pilot.pause(0.3)
         pilot.app.screen.refresh(layout=True)
@@ -37,27 +44,65 @@ def at_row(row: int, *keys: str) -> Callable[[Pilot[None]], Any]:
     return run_before
 
 
+@WIDTHS
+def test_exchanges(snap_compare: SnapCompare, sqlite_sample: Ledger, width: int) -> None:
+    """One line per exchange: status or error, path, size, duration, model, tokens, cost; fitted to width."""
+    assert snap_compare(make_app(sqlite_sample), terminal_size=(width, 20), run_before=at_row(2))
+
+
+@WIDTHS
+def test_exchanges_expanded(snap_compare: SnapCompare, conversation_ledger: Ledger, width: int) -> None:
+    """Model calls with small costs, a door call and a WebSocket exchange expanded to its messages."""
+    app = make_app(conversation_ledger)
+    assert snap_compare(app, terminal_size=(width, 24), run_before=at_row(C5, "space"))
+
+
+@WIDTHS
+def test_conversation_tool_call(snap_compare: SnapCompare, conversation_ledger: Ledger, width: int) -> None:
+    """A chat call whose answer is a tool call: system prompt, the user's message, tools offered."""
+    app = make_app(conversation_ledger)
+    assert snap_compare(app, terminal_size=(width, 40), run_before=at_row(C1, "enter", "3"))
+
+
+@WIDTHS
+def test_conversation_streamed(snap_compare: SnapCompare, conversation_ledger: Ledger, width: int) -> None:
+    """A streamed answer reassembled, after the tool call and its result, with tokens and cost."""
+    app = make_app(conversation_ledger)
+    assert snap_compare(app, terminal_size=(width, 44), run_before=at_row(C2, "enter", "3"))
+
+
+def test_conversation_partial_stream(snap_compare: SnapCompare, conversation_ledger: Ledger) -> None:
+    """An Anthropic stream cut inside a tool call says where it stopped."""
+    app = make_app(conversation_ledger)
+    assert snap_compare(app, terminal_size=(120, 36), run_before=at_row(C3, "enter", "3"))
+
+
+@WIDTHS
+def test_exchange_request_tab(snap_compare: SnapCompare, sqlite_sample: Ledger, width: int) -> None:
+    """The request tab: exact head, the redacted name, the JSON body pretty."""
+    assert snap_compare(make_app(sqlite_sample), terminal_size=(width, 30), run_before=at_row(4, "enter"))
+
+
 def test_events_screen(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
-    """The table of events, newest first, under a filter read from plain words."""
-    app = make_app(sqlite_sample, question="requests to api.openai.com from agent beta")
-    assert snap_compare(app, terminal_size=SIZE, run_before=at_row(0))
+    """The events one by one (`v`), under a filter read from plain words."""
+    app = make_app(sqlite_sample, question="requests to api.openai.com from agent beta", view="events")
+    assert snap_compare(app, terminal_size=(120, 20), run_before=at_row(0))
 
 
-def test_all_events_screen(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
-    """Every event, the cursor on the third row."""
-    assert snap_compare(make_app(sqlite_sample), terminal_size=SIZE, run_before=at_row(2))
+def test_event_detail_sse(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
+    """An SSE answer's event detail: metadata, exact head, one box per server-sent event."""
+    app = make_app(sqlite_sample, view="events")
+    assert snap_compare(app, terminal_size=(120, 42), run_before=at_row(8, "enter"))
 
 
-def test_detail_screen_sse(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
-    """An SSE answer's detail: metadata, exact head, one box per server-sent event."""
-    assert snap_compare(make_app(sqlite_sample), terminal_size=SIZE, run_before=at_row(8, "enter"))
+@WIDTHS
+def test_counts(snap_compare: SnapCompare, sqlite_sample: Ledger, width: int) -> None:
+    """Events per hour, and per model, tool and session sparklines of events, tokens and cost."""
+    assert snap_compare(make_app(sqlite_sample), terminal_size=(width, 50), run_before=at_row(0, "c"))
 
 
-def test_action_screen(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
-    """The request beside its answer."""
-    assert snap_compare(make_app(sqlite_sample), terminal_size=SIZE, run_before=at_row(4, "a"))
-
-
-def test_counts_screen(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
-    """Events per hour as a sparkline and the tables by model, tool and session."""
-    assert snap_compare(make_app(sqlite_sample), terminal_size=(150, 50), run_before=at_row(0, "c"))
+def test_help(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:
+    """Every key on one page."""
+    assert snap_compare(
+        make_app(sqlite_sample), terminal_size=(80, 36), run_before=at_row(0, "question_mark")
+    )

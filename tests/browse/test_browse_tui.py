@@ -6,8 +6,10 @@ import asyncio
 import threading
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Sparkline, Static
 
 from storage.events import Batch, Event, StoredEvent
@@ -15,10 +17,11 @@ from storage.ledger import Ledger, open_ledger
 from storage.queries import Cursor, Filter
 from tests.browse.sample import NOW, T0, sqlite_sample
 from tests.browse.tui_support import make_app, settle
-from tui.action import ActionScreen
 from tui.app import PAGE, EventsScreen
 from tui.counts import CountsScreen, hourly
 from tui.detail import DetailScreen, OutputScreen
+from tui.exchange_detail import ExchangeScreen
+from tui.listing import ListScreen
 from tui.source import LedgerSource, ToolInfo
 
 __all__ = ["sqlite_sample"]
@@ -35,14 +38,14 @@ def text_of(screen: object, selector: str) -> str:
     return str(screen.query_one(selector, Static).render())  # type: ignore[attr-defined]
 
 
-def table_keys(screen: EventsScreen) -> list[str]:
+def table_keys(screen: ListScreen[Any]) -> list[str]:
     table = screen.query_one("#events", DataTable)
-    return [str(table.coordinate_to_cell_key((i, 0)).row_key.value) for i in range(table.row_count)]
+    return [str(table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value) for i in range(table.row_count)]
 
 
 async def test_events_newest_first(sqlite_sample: Ledger) -> None:
     """The main screen lists every event newest first and says so in its status line."""
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         screen = app.events_screen
@@ -56,7 +59,7 @@ async def test_events_newest_first(sqlite_sample: Ledger) -> None:
 async def test_filter_bar_reads_plain_words(sqlite_sample: Ledger) -> None:
     """Plain words become the filter shown under the bar; a word not understood refuses the question
     naming it and keeps the filter shown; a refusal keeps it."""
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         screen = app.events_screen
@@ -81,7 +84,7 @@ async def test_filter_bar_reads_plain_words(sqlite_sample: Ledger) -> None:
 
 async def test_question_with_grouping_opens_counts(sqlite_sample: Ledger) -> None:
     """A question that counts ('cost by model') opens the counts screen on its filter."""
-    app = make_app(sqlite_sample, question="cost by model yesterday")
+    app = make_app(sqlite_sample, view="events", question="cost by model yesterday")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         assert isinstance(app.screen, CountsScreen)
@@ -103,16 +106,16 @@ async def test_pages_load_as_the_cursor_nears_the_end(tmp_path: Path) -> None:
         for i in range(total)
     )
     ledger.append(Batch("big", 1, events))
-    app = make_app(ledger)
+    app = make_app(ledger, view="events")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         screen = app.events_screen
-        assert len(screen.events) == PAGE
+        assert len(screen.items) == PAGE
         table = screen.query_one("#events", DataTable)
         for _ in range(3):
-            table.move_cursor(row=len(screen.events) - 1)
+            table.move_cursor(row=len(screen.items) - 1)
             await settle(pilot)
-        assert len(screen.events) == total
+        assert len(screen.items) == total
         assert screen.exhausted
         assert table_keys(screen)[-1] == "e00000"
         assert len(set(table_keys(screen))) == total
@@ -121,7 +124,7 @@ async def test_pages_load_as_the_cursor_nears_the_end(tmp_path: Path) -> None:
 
 async def test_follows_new_events(sqlite_sample: Ledger) -> None:
     """New events appear at the top without a key press while following; `f` pauses."""
-    app = make_app(sqlite_sample, follow=0.05)
+    app = make_app(sqlite_sample, view="events", follow=0.05)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         late = Event(event_id="late", action_id="a9", kind="http.request", direction="out", at=NOW)
@@ -137,7 +140,7 @@ async def test_follows_new_events(sqlite_sample: Ledger) -> None:
 
 async def test_new_events_wait_while_the_reader_is_below_the_top(sqlite_sample: Ledger) -> None:
     """Reading further down, new events do not move the table; they appear when the cursor is back on top."""
-    app = make_app(sqlite_sample, follow=0.05)
+    app = make_app(sqlite_sample, view="events", follow=0.05)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         screen = app.events_screen
@@ -176,7 +179,7 @@ async def test_reads_never_block_the_ui(sqlite_sample: Ledger) -> None:
     source = SlowSource(sqlite_sample)
     from tui.app import BrowseApp
 
-    app = BrowseApp(source, follow_seconds=None, now=lambda: NOW)
+    app = BrowseApp(source, follow_seconds=None, now=lambda: NOW, view="events")
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause(0.1)
         assert "reading…" in text_of(app.events_screen, "#status")
@@ -190,7 +193,7 @@ async def test_reads_never_block_the_ui(sqlite_sample: Ledger) -> None:
 
 async def test_detail_shows_sse_chunk_by_chunk(sqlite_sample: Ledger) -> None:
     """An SSE answer is shown one bordered chunk per event; the payload state is on screen."""
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 50)) as pilot:
         await settle(pilot)
         app.events_screen.query_one("#events", DataTable).move_cursor(row=8)  # a1-response
@@ -207,7 +210,7 @@ async def test_detail_shows_sse_chunk_by_chunk(sqlite_sample: Ledger) -> None:
 
 async def test_detail_head_redacted_hex_and_mode(sqlite_sample: Ledger) -> None:
     """The head is shown exactly; redacted names are listed; binary is hex; `m` cycles text → hex."""
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 50)) as pilot:
         await settle(pilot)
         table = app.events_screen.query_one("#events", DataTable)
@@ -233,27 +236,28 @@ async def test_detail_head_redacted_hex_and_mode(sqlite_sample: Ledger) -> None:
         assert "00000000  7b 22" in str(screen.query("#body .section").first().render())
 
 
-async def test_action_shows_request_beside_answer(sqlite_sample: Ledger) -> None:
-    """`a` opens the action: the request's head and body on the left, the answer's on the right."""
-    app = make_app(sqlite_sample)
+async def test_a_opens_the_exchange_of_an_event(sqlite_sample: Ledger) -> None:
+    """`a` on an event opens its exchange: the request tab holds the request's head and body, the answer
+    tab the answer's (no empty half-screen for a side with nothing)."""
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
         app.events_screen.query_one("#events", DataTable).move_cursor(row=4)  # a3-response
         await pilot.press("a")
         await settle(pilot)
         screen = app.screen
-        assert isinstance(screen, ActionScreen)
-        left = " ".join(str(w.render()) for w in screen.query("#request Static"))
-        right = " ".join(str(w.render()) for w in screen.query("#answer Static"))
-        assert "POST https://api.anthropic.com/v1/messages HTTP/1.1" in left and "claude-sonnet" in left
-        assert "HTTP/1.1 200" in right and '"text": "ok"' in right
-        assert "(2 events)" in text_of(screen, "#action-title")
+        assert isinstance(screen, ExchangeScreen)
+        request = " ".join(str(w.render()) for w in screen.query("#pane-request Static"))
+        answer = " ".join(str(w.render()) for w in screen.query("#pane-answer Static"))
+        assert "POST https://api.anthropic.com/v1/messages HTTP/1.1" in request and "claude-sonnet" in request
+        assert "HTTP/1.1 200" in answer and '"text": "ok"' in answer
+        assert "(2 events)" in text_of(screen, "#exchange-title")
 
 
 async def test_action_from_the_detail_view_opens_above_it(sqlite_sample: Ledger) -> None:
     """`a` on an event's detail asks the app (a message upward) for its action, which opens above the
     detail: escape goes back to the detail, not to the table."""
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
         app.events_screen.query_one("#events", DataTable).move_cursor(row=4)  # a3-response
@@ -263,16 +267,17 @@ async def test_action_from_the_detail_view_opens_above_it(sqlite_sample: Ledger)
         assert isinstance(detail, DetailScreen)
         await pilot.press("a")
         await settle(pilot)
-        assert isinstance(app.screen, ActionScreen) and app.screen.action_id == detail.event.action_id
-        assert "(2 events)" in text_of(app.screen, "#action-title")
+        assert isinstance(app.screen, ExchangeScreen) and app.screen.action_id == detail.event.action_id
+        assert "(2 events)" in text_of(app.screen, "#exchange-title")
         await pilot.press("escape")
         await settle(pilot)
         assert app.screen is detail
 
 
 async def test_counts_sparkline_and_tables(sqlite_sample: Ledger) -> None:
-    """`c` shows events per hour as a sparkline and tables by model, tool and session."""
-    app = make_app(sqlite_sample)
+    """`c` shows events per hour as a sparkline and tables by model, tool and session, each group with
+    a sparkline over the same hours for its events, tokens and cost."""
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(pilot)
         await pilot.press("c")
@@ -281,7 +286,16 @@ async def test_counts_sparkline_and_tables(sqlite_sample: Ledger) -> None:
         assert isinstance(screen, CountsScreen)
         assert list(screen.query_one("#sparkline", Sparkline).data or []) == [4.0, 2.0, 2.0, 2.0]
         models = screen.query_one("#by-model", DataTable)
-        assert [str(c) for c in models.get_row_at(0)] == ["gpt-4o", "4", "100", "20", "$0.0015"]
+        # gpt-4o: a1 at 10:05 (request + answer with usage) and a4 at 12:05 (an error, no usage)
+        assert [str(c) for c in models.get_row_at(0)] == [
+            "gpt-4o",
+            "4",
+            "█ █ ",
+            "100→20",
+            "█   ",
+            "$0.0015",
+            "█   ",
+        ]
         sessions = screen.query_one("#by-session", DataTable)
         assert sessions.row_count == 3
         assert "busiest 2026-11-29T10:00Z with 4" in text_of(screen, "#hour-caption")
@@ -306,7 +320,7 @@ async def test_join_shows_directory_row_and_contracts(sqlite_sample: Ledger) -> 
         {"name": "github.get_repo", "description": "Read a repository"},
         {"curl": {"method": "CLI", "command": "curl https://flightlog.local/api/dispatch"}},
     )
-    app = make_app(sqlite_sample, directory=lambda name: info if name == info.name else None)
+    app = make_app(sqlite_sample, view="events", directory=lambda name: info if name == info.name else None)
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(pilot)
         app.events_screen.query_one("#events", DataTable).move_cursor(row=6)  # a2-response
@@ -314,7 +328,7 @@ async def test_join_shows_directory_row_and_contracts(sqlite_sample: Ledger) -> 
         await settle(pilot)
         join = str(app.screen.query_one(".join", Static).render())
         assert "description: Read a repository" in join and '"method": "CLI"' in join
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 60)) as pilot:
         await settle(pilot)
         app.events_screen.query_one("#events", DataTable).move_cursor(row=6)
@@ -331,7 +345,7 @@ async def test_replay_from_the_detail_view(sqlite_sample: Ledger) -> None:
         asked.append(action_id)
         return "status: 200 -> 200\nbody: same"
 
-    app = make_app(sqlite_sample, replayer=replayer)
+    app = make_app(sqlite_sample, view="events", replayer=replayer)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         await pilot.press("enter", "r")
@@ -343,7 +357,7 @@ async def test_replay_from_the_detail_view(sqlite_sample: Ledger) -> None:
 
 async def test_command_palette_offers_browse_commands(sqlite_sample: Ledger) -> None:
     """The palette lists the browser's commands, and running one works."""
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         titles = [c.title for c in app.get_system_commands(app.screen)]
@@ -360,7 +374,7 @@ async def test_command_palette_offers_browse_commands(sqlite_sample: Ledger) -> 
 
 async def test_escape_pops_back_to_the_table(sqlite_sample: Ledger) -> None:
     """Every screen goes back to the table with escape."""
-    app = make_app(sqlite_sample)
+    app = make_app(sqlite_sample, view="events")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         for key in ("enter", "a", "c"):

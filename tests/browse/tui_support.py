@@ -9,8 +9,8 @@ from textual.worker import WorkerCancelled
 
 from storage.ledger import Ledger
 from tests.browse.sample import NOW
-from tui.app import BrowseApp
-from tui.source import DirectoryLookup, LedgerSource, Replayer
+from tui.app import BrowseApp, View
+from tui.source import DirectoryLookup, Exporter, LedgerSource, Replayer
 
 
 def make_app(
@@ -20,10 +20,12 @@ def make_app(
     follow: float | None = None,
     directory: DirectoryLookup | None = None,
     replayer: Replayer | None = None,
+    exporter: Exporter | None = None,
+    view: View = "exchanges",
 ) -> BrowseApp:
     """The browser over `ledger`, clock frozen at the sample's NOW, following off unless asked."""
-    source = LedgerSource(ledger, directory=directory, replayer=replayer)
-    return BrowseApp(source, question=question, follow_seconds=follow, now=lambda: NOW)
+    source = LedgerSource(ledger, directory=directory, replayer=replayer, exporter=exporter)
+    return BrowseApp(source, question=question, follow_seconds=follow, now=lambda: NOW, view=view)
 
 
 async def settle(pilot: Pilot[None]) -> None:
