@@ -30,6 +30,7 @@ from addons.recording.capture_setup import (
 )
 from addons.recording.collector import default_collector
 from addons.recording.events import Processing
+from addons.recording.processing_watch import watch as watch_processing
 from addons.recording.records import Exchange, Record, RequestRecord, WebSocketRecord
 from addons.recording.writer_process import WriterProcess
 from addons.wire.flow_records import (
@@ -90,6 +91,7 @@ class Capture:
         self._outbound: frozenset[str] = frozenset(DEFAULT_OUTBOUND)
         self._max_request_body = 8 * 1024 * 1024
         self._processing: Processing | None = None
+        self._watch: asyncio.Task[None] | None = None
         self._own_ports: frozenset[int] = frozenset()
         self._started: asyncio.Event | None = None
         self._collector_lock: IO[bytes] | None = None
@@ -169,6 +171,7 @@ class Capture:
         from mitmproxy import ctx
 
         await self.start()
+        self._watch = asyncio.create_task(watch_processing(ctx.options, self._use_processing))
         server = ctx.master.addons.get("proxyserver")
         self._own_ports = frozenset(port for _, port, *_ in server.listen_addrs()) if server else frozenset()
         # Everything alive now (mitmproxy, SQLAlchemy, the parsed options) lives as long as the proxy:
@@ -180,11 +183,19 @@ class Capture:
         """Stop: relays still reading are cut (recorded partial), then the queue is drained."""
         from mitmproxy import ctx
 
+        if self._watch is not None:
+            self._watch.cancel()
         if self.relay is not None:
             await self.relay.stop()
         if self.writer is not None:
             await self.writer.stop(timeout=ctx.options.flightlog_drain_timeout)
             self.writer = None
+
+    def _use_processing(self, fresh: Processing) -> None:
+        """New redaction and prices (a secrets file changed): the writer applies them from now on."""
+        self._processing = fresh
+        if self.writer is not None:
+            self.writer.processing = fresh
 
     def _sink(self, item: Record) -> bool:
         return self.writer.put(item) if self.writer is not None else False

@@ -33,13 +33,20 @@ PROCESSING_OPTIONS = frozenset(
 )
 
 
-def processing(opts: Any) -> Processing:
-    """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
+def processing_files(opts: Any) -> tuple[Path | None, Path]:
+    """The secrets file (the named one, else FLIGHTLOG_HOME/secrets.env when it exists) and the price
+    override file that `processing` reads: what the proxy watches for changes."""
     home = flightlog_home()
     named = Path(opts.flightlog_secrets) if opts.flightlog_secrets else default_secrets_file(home)
-    found = load_secrets(named, list(opts.flightlog_secret_env))
+    return named, Path(opts.flightlog_prices) if opts.flightlog_prices else home / "prices.toml"
+
+
+def processing(opts: Any) -> Processing:
+    """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
+    secrets_file, prices_file = processing_files(opts)
+    found = load_secrets(secrets_file, list(opts.flightlog_secret_env))
     redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
-    prices = PriceTable.load(Path(opts.flightlog_prices) if opts.flightlog_prices else home / "prices.toml")
+    prices = PriceTable.load(prices_file)
     return Processing(redactor=redactor, extract_usage=extract_usage, prices=prices)
 
 
