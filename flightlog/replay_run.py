@@ -14,32 +14,31 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from addons.proxy_env import STATE_FILE, Listener, ProxyState, proxy_env
+from addons.proxy_env import Listener, ProxyState, proxy_env
 from addons.readback.match_book import Book, ReplayReport
 from addons.readback.matching import DEFAULT_STRATEGIES, Rules
 from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.readback.ws_player import conversation
 from addons.recording.identity import EMPTY, Identity
+from flightlog import proxy_process
 from flightlog.errors import CommandError
+from flightlog.proxy_process import PROVIDER_MODES
 
 if TYPE_CHECKING:
     from mitmproxy import http
 
     from addons.serve_replay import GoLive, ServeReplay
 
-PROVIDER_MODES = ("reverse:https://api.openai.com@0", "reverse:https://api.anthropic.com@0")
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade"}
 )
@@ -165,47 +164,17 @@ def recording_proxy(
     home = Path(tempfile.mkdtemp(prefix="flightlog-record-"))
     if confdir is not None and (confdir / "mitmproxy-ca.pem").exists():
         shutil.copytree(confdir, home / "mitmproxy")
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-    env.update(FLIGHTLOG_HOME=str(home), FLIGHTLOG_LEDGER=ledger_url, FLIGHTLOG_BLOBS=blobs_url)
-    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0"]
-    for mode in PROVIDER_MODES:
-        args += ["--mode", mode]
+    env = proxy_process.child_env(
+        {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": blobs_url}
+    )
     log = home / "proxy.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = proxy_process.spawn(env, out)
     try:
-        yield Recorder(proc, _wait(home, proc, log, timeout), home)
+        yield Recorder(proc, proxy_process.wait_for_state(home, proc, timeout, log), home)
     finally:
-        _stop(proc)
+        proxy_process.stop(proc)
         shutil.rmtree(home, ignore_errors=True)
-
-
-def _wait(home: Path, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> ProxyState:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
-            raise CommandError(f"the recording proxy exited with code {proc.returncode}: {tail[0]}")
-        try:
-            state = ProxyState.from_json(json.loads((home / STATE_FILE).read_text()))
-        except (OSError, ValueError, KeyError, TypeError):
-            time.sleep(0.05)
-            continue
-        if state.pid == proc.pid:
-            return state
-        time.sleep(0.05)
-    raise CommandError(f"the recording proxy did not listen within {timeout:g} s")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (the proxy drains its queue into the Ledger), then wait; kill only if it hangs."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def go_live(recorder: Recorder, identity: Identity = EMPTY, timeout: float = 60.0) -> GoLive:

@@ -7,10 +7,7 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,6 +15,7 @@ import typer
 
 from addons.proxy_env import export_lines, proxy_env, read_state
 from addons.recording.identity import Identity
+from flightlog import proxy_process
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.errors import CommandError
@@ -25,11 +23,10 @@ from flightlog.settings import load_settings
 
 if TYPE_CHECKING:
     # deferred: mitmproxy/httpx load slowly; other commands start without them
-    from addons.proxy_env import ProxyState
+    pass
 
 TOKEN_ENV = "FLIGHTLOG_TOKEN"
 """The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
-PROVIDER_MODES = ("reverse:https://api.openai.com@0", "reverse:https://api.anthropic.com@0")
 
 
 def proxy_modes(modes: list[str] | None) -> tuple[str, ...]:
@@ -182,8 +179,8 @@ def run(
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is None:
-        started = _start_proxy(settings.home)
-        state = _wait_for_state(settings.home, started)
+        started = proxy_process.spawn(proxy_process.child_env())
+        state = proxy_process.wait_for_state(settings.home, started)
     forward = state.forward
     if forward is None:
         raise CommandError("the running proxy has no forward (regular) listener")
@@ -196,7 +193,7 @@ def run(
         raise CommandError(f"command not found: {command[0]}") from e
     finally:
         if started is not None:
-            _stop(started)
+            proxy_process.stop(started)
     raise typer.Exit(code)
 
 
@@ -217,36 +214,3 @@ def env(
         values = proxy_env(("127.0.0.1", 8080), settings.confdir / "mitmproxy-ca-cert.pem", who)
     values.update(lent_token(task))
     typer.echo(export_lines(values))
-
-
-def _start_proxy(home: Path) -> subprocess.Popen[bytes]:
-    """A proxy for this FLIGHTLOG_HOME on free ports, with reverse listeners for the model APIs."""
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0"]
-    for mode in PROVIDER_MODES:
-        args += ["--mode", mode]
-    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL)
-
-
-def _wait_for_state(home: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> ProxyState:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise CommandError(f"the proxy exited with code {proc.returncode} before listening")
-        state = read_state(home)
-        if state is not None and state.pid == proc.pid:
-            return state
-        time.sleep(0.05)
-    _stop(proc)
-    raise CommandError(f"the proxy did not start listening within {timeout:g} s")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (the proxy drains its queue), then wait; kill only if it hangs."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -1,0 +1,67 @@
+"""A `flightlog proxy` in a child process: started on free ports, waited for, stopped with a drain.
+
+`flightlog run` starts one when none is running, and `run --replay --record-missing` one of its own
+for the misses; both wait for the child's `proxy.json` (written once its writer reads) and stop it
+with SIGTERM, so it drains what it queued into the Ledger.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Final
+
+from addons.proxy_env import ProxyState, read_state
+from flightlog.errors import CommandError
+
+PROVIDER_MODES: Final = ("reverse:https://api.openai.com@0", "reverse:https://api.anthropic.com@0")
+"""Reverse listeners for the model APIs, for clients that ignore proxy variables (base URLs)."""
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This environment without proxy variables (the proxy must not proxy itself), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    return env | dict(extra or {})
+
+
+def spawn(env: Mapping[str, str], log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+    """`flightlog proxy` on a free port with the model APIs' reverse listeners."""
+    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0"]
+    for mode in PROVIDER_MODES:
+        args += ["--mode", mode]
+    out = log if log is not None else subprocess.DEVNULL
+    return subprocess.Popen(args, env=dict(env), stdout=out, stderr=subprocess.STDOUT if log else None)
+
+
+def wait_for_state(
+    home: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0, log: Path | None = None
+) -> ProxyState:
+    """The child's published state once it listens; one clear error (its last log line) if it exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log else []
+            said = f": {tail[0]}" if tail else " before listening"
+            raise CommandError(f"the proxy exited with code {proc.returncode}{said}")
+        state = read_state(home)
+        if state is not None and state.pid == proc.pid:
+            return state
+        time.sleep(0.05)
+    stop(proc)
+    raise CommandError(f"the proxy did not start listening within {timeout:g} s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the proxy drains its queue into the Ledger), then wait; kill only if it hangs."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
