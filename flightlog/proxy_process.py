@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
@@ -29,11 +29,15 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env | dict(extra or {})
 
 
-def spawn(env: Mapping[str, str], log: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
-    """`flightlog proxy` on a free port with the model APIs' reverse listeners."""
+def spawn(
+    env: Mapping[str, str], log: IO[bytes] | None = None, options: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """`flightlog proxy` on a free port with the model APIs' reverse listeners, and `options` (the
+    proxy options `flightlog run` was given)."""
     args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0"]
     for mode in PROVIDER_MODES:
         args += ["--mode", mode]
+    args += list(options)
     out = log if log is not None else subprocess.DEVNULL
     return subprocess.Popen(args, env=dict(env), stdout=out, stderr=subprocess.STDOUT if log else None)
 

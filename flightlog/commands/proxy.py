@@ -49,26 +49,51 @@ def parse_sets(values: list[str] | None) -> tuple[str, ...]:
     return tuple(values or ())
 
 
+SecretsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="File of NAME=value secrets to redact and to bind in calls "
+        "(default: FLIGHTLOG_HOME/secrets.env, as for `flightlog call`)."
+    ),
+]
+SecretEnvOpt = Annotated[
+    list[str] | None, typer.Option(help="Environment variable whose value is a secret; repeatable.")
+]
+ModeOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="reverse:URL[@PORT] adds a reverse listener for inbound traffic; repeatable."),
+]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="NAME=VALUE of a mitmproxy option; repeatable.")
+]
+UpstreamCaOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--upstream-ca",
+        help="PEM file of the CA that signs a private upstream's certificate (also trusted: the system's).",
+    ),
+]
+
+
+def upstream_ca_sets(upstream_ca: Path | None) -> tuple[str, ...]:
+    """`--upstream-ca FILE` as the mitmproxy option it sets; a missing file is one clear error."""
+    if upstream_ca is None:
+        return ()
+    path = upstream_ca.expanduser()
+    if not path.is_file():
+        raise CommandError(f"--upstream-ca {upstream_ca}: no such file")
+    return (f"ssl_verify_upstream_trusted_ca={path.resolve()}",)
+
+
 def proxy(
     listen: Annotated[str, typer.Option(help="HOST:PORT of the forward proxy (port 0: any free).")] = (
         "127.0.0.1:8080"
     ),
-    mode: Annotated[
-        list[str] | None,
-        typer.Option(help="reverse:URL[@PORT] adds a reverse listener for inbound traffic; repeatable."),
-    ] = None,
+    mode: ModeOpt = None,
     ledger: LedgerOpt = None,
     blobs: BlobsOpt = None,
-    secrets: Annotated[
-        str | None,
-        typer.Option(
-            help="File of NAME=value secrets to redact and to bind in calls "
-            "(default: FLIGHTLOG_HOME/secrets.env, as for `flightlog call`)."
-        ),
-    ] = None,
-    secret_env: Annotated[
-        list[str] | None, typer.Option(help="Environment variable whose value is a secret; repeatable.")
-    ] = None,
+    secrets: SecretsOpt = None,
+    secret_env: SecretEnvOpt = None,
     sync_path: Annotated[
         list[str] | None,
         typer.Option(help="Path glob of inbound requests committed before forwarding; repeatable."),
@@ -83,9 +108,8 @@ def proxy(
         bool, typer.Option("--no-redact-auth-headers", help="Keep Authorization/Cookie/... values.")
     ] = False,
     collector: Annotated[str, typer.Option(help="This proxy's collector id in the Ledger.")] = "",
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="NAME=VALUE of a mitmproxy option; repeatable.")
-    ] = None,
+    set_: SetOpt = None,
+    upstream_ca: UpstreamCaOpt = None,
     open_mode: Annotated[
         bool,
         typer.Option(
@@ -127,7 +151,7 @@ def proxy(
         directory=str(settings.directory) if settings.directory else "",
         open_mode=open_mode,
         local_commands=allow_local_commands,
-        extra=parse_sets(set_),
+        extra=parse_sets(set_) + upstream_ca_sets(upstream_ca),
     )
     run_proxy(config)
 
@@ -157,11 +181,18 @@ def run(
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
     turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
     replay: ReplayOpt = None,
+    mode: ModeOpt = None,
+    secrets: SecretsOpt = None,
+    secret_env: SecretEnvOpt = None,
+    set_: SetOpt = None,
+    upstream_ca: UpstreamCaOpt = None,
     replaying: Given = NONE_GIVEN,
 ) -> None:
-    """Run COMMAND through the recording proxy: flightlog run [--agent A] -- COMMAND ...
+    """Run COMMAND through the recording proxy: flightlog run [proxy options] -- COMMAND ...
 
-    Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime.
+    Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime
+    with the proxy options given (--mode, --secrets, --secret-env, --set, --upstream-ca; a running
+    proxy keeps its own, so giving them then is an error).
     The child gets a scoped token in FLIGHTLOG_TOKEN, minted from the policy in FLIGHTLOG_HOME
     (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
     SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
@@ -176,10 +207,16 @@ def run(
     who = Identity(agent=agent, session=session, task=task, turn=turn)
     if replay is not None:
         raise typer.Exit(run_with_replay(command, replay, replaying, who, lent_token(task)))
+    options = proxy_options(mode, secrets, secret_env, set_, upstream_ca)
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
+    if state is not None and options:
+        raise CommandError(
+            f"a proxy is already running for {settings.home} (pid {state.pid}) with its own options: "
+            f"stop it, or run without {options[0]}"
+        )
     if state is None:
-        started = proxy_process.spawn(proxy_process.child_env())
+        started = proxy_process.spawn(proxy_process.child_env(), options=options)
         state = proxy_process.wait_for_state(settings.home, started)
     forward = state.forward
     if forward is None:
@@ -195,6 +232,31 @@ def run(
         if started is not None:
             proxy_process.stop(started)
     raise typer.Exit(code)
+
+
+def proxy_options(
+    mode: list[str] | None,
+    secrets: str | None,
+    secret_env: list[str] | None,
+    set_: list[str] | None,
+    upstream_ca: Path | None,
+) -> list[str]:
+    """The proxy options `run` was given, as `flightlog proxy` arguments (checked here, so a bad one is
+    refused before any proxy starts)."""
+    out: list[str] = []
+    for given in (m for m in mode or [] if m):
+        proxy_modes([given])
+        out += ["--mode", given]
+    if secrets:
+        path = Path(secrets).expanduser()
+        if not path.is_file():
+            raise CommandError(f"--secrets {secrets}: no such file")
+        out += ["--secrets", str(path.resolve())]
+    for name in secret_env or []:
+        out += ["--secret-env", name]
+    for item in parse_sets(set_) + upstream_ca_sets(upstream_ca):
+        out += ["--set", item]
+    return out
 
 
 def env(
