@@ -116,10 +116,31 @@ def mitmproxy_flow(exchange: Exchange, read: PayloadReader) -> http.HTTPFlow:
     error = resp.error if resp is not None else None
     if error or flow.response is None:
         flow.error = Error(error or "no answer was recorded", end)
+    if exchange.websocket:
+        flow.websocket = websocket_data(exchange, read)
     flow.comment = f"flightlog action {exchange.action_id}"
     flow.metadata["flightlog_action"] = exchange.action_id
     flow.live = False
     return flow
+
+
+def websocket_data(exchange: Exchange, read: PayloadReader) -> Any:
+    """mitmproxy's `WebSocketData` of an upgraded exchange: every message (text when strict UTF-8: the
+    Ledger keeps bytes, not opcodes) and how it closed."""
+    from mitmproxy.websocket import WebSocketData, WebSocketMessage
+    from wsproto.frame_protocol import Opcode
+
+    data = WebSocketData()
+    for event in exchange.websocket:
+        content = body(event, read)
+        if event.kind.endswith(".close"):
+            data.close_code = event.status
+            data.close_reason = content.decode("utf-8", "replace")
+            continue
+        opcode = Opcode.TEXT if event.payload_text or not content else Opcode.BINARY
+        message = WebSocketMessage(opcode, event.kind.endswith(".client"), content, event.at.timestamp())
+        data.messages.append(message)
+    return data
 
 
 def write_har(exchanges: Iterator[Exchange], read: PayloadReader, out: IO[bytes], on_item: Progress) -> int:

@@ -157,7 +157,8 @@ def har_entry(x: Exchange, read: PayloadReader) -> dict[str, Any]:
         flightlog["response_payload_state"] = x.response.payload_state
     if x.request.parent:
         flightlog["parent"] = x.request.parent
-    return {
+    flightlog |= usage_and_timing(x)
+    entry = {
         "startedDateTime": iso(started),
         "time": wait,
         "request": har_request(x, read),
@@ -174,6 +175,47 @@ def har_entry(x: Exchange, read: PayloadReader) -> dict[str, Any]:
         },
         "_flightlog": flightlog,
     }
+    if x.websocket:
+        entry["_resourceType"] = "websocket"
+        entry["_webSocketMessages"] = websocket_messages(x, read)
+    return entry
+
+
+def usage_and_timing(x: Exchange) -> dict[str, Any]:
+    """Model, tokens and cost of an AI call, and the answer's byte timings, where recorded."""
+    out: dict[str, Any] = {}
+    for event in (x.request, x.response):
+        if event is None:
+            continue
+        for name in ("model", "tokens_in", "tokens_out", "cost_usd"):
+            if (value := getattr(event, name)) is not None:
+                out[name] = value
+    if x.response is not None:
+        for name in ("first_byte_ms", "last_byte_ms", "first_token_ms"):
+            if (value := getattr(x.response, name, None)) is not None:
+                out[name] = value
+    return out
+
+
+def websocket_messages(x: Exchange, read: PayloadReader) -> list[dict[str, Any]]:
+    """The messages of an upgraded exchange in the shape Chrome's devtools write (`_webSocketMessages`):
+    `send` from the client, `receive` from the server, epoch seconds, opcode 1 (text) or 2 (binary,
+    data in base64). The Ledger keeps bytes, not opcodes: a message that is strict UTF-8 is text."""
+    out: list[dict[str, Any]] = []
+    for event in x.websocket:
+        if event.kind.endswith(".close"):
+            continue
+        data = body(event, read)
+        text, encoding = text_or_base64(data)
+        out.append(
+            {
+                "type": "send" if event.kind.endswith(".client") else "receive",
+                "time": event.at.timestamp(),
+                "opcode": 2 if encoding else 1,
+                "data": text,
+            }
+        )
+    return out
 
 
 def har_preamble(creator_version: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.engine import Engine
 
+from storage import kinds
 from storage.events import StoredEvent
 from storage.heads import Head, parse_head
 from storage.kinds import HTTP_REQUEST, HTTP_RESPONSE
@@ -23,16 +24,19 @@ from storage.queries import Filter, cursor, select_events
 
 REQUEST_KIND: Final = HTTP_REQUEST
 RESPONSE_KIND: Final = HTTP_RESPONSE
+WEBSOCKET_KINDS: Final = tuple(kinds.WEBSOCKET_KINDS.values())
 
 PayloadReader = Callable[[str], bytes]
 
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One recorded action: its request event and its answer event (None when none was recorded)."""
+    """One recorded action: its request event and its answer event (None when none was recorded),
+    and after an upgrade its WebSocket messages and close, in recorded order."""
 
     request: StoredEvent
     response: StoredEvent | None
+    websocket: tuple[StoredEvent, ...] = ()
 
     @property
     def action_id(self) -> str:
@@ -53,7 +57,10 @@ def exchange_from_events(events: Sequence[StoredEvent]) -> Exchange | None:
     if request is None:
         return None
     response = next((e for e in events if e.kind == RESPONSE_KIND), None)
-    return Exchange(request, response)
+    messages = sorted(
+        (e for e in events if e.kind in WEBSOCKET_KINDS), key=lambda e: (e.at, e.seq, e.event_id)
+    )
+    return Exchange(request, response, tuple(messages))
 
 
 def body(event: StoredEvent | None, read: PayloadReader) -> bytes:
@@ -145,7 +152,8 @@ def iter_exchanges(
     """
     for start in range(0, len(action_ids), chunk):
         part = list(action_ids[start : start + chunk])
-        ids = [e for e, _ in event_ids_of_actions(engine, part, (REQUEST_KIND, RESPONSE_KIND))]
+        kinds = (REQUEST_KIND, RESPONSE_KIND, *WEBSOCKET_KINDS)
+        ids = [e for e, _ in event_ids_of_actions(engine, part, kinds)]
         grouped: dict[str, list[StoredEvent]] = {}
         for event in events(ids):
             grouped.setdefault(event.action_id, []).append(event)

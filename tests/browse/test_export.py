@@ -240,3 +240,18 @@ def test_export_command_writes_files_and_stdout(sqlite_ledger: Ledger, tmp_path:
     assert bad.returncode == 1 and bad.stderr.startswith(
         "flightlog: --format is one of har, mitmproxy, jsonl"
     )
+
+
+def test_har_flightlog_carries_model_tokens_cost_and_timing(sqlite_ledger: Ledger) -> None:
+    """An AI call's HAR entry says in `_flightlog` what the Ledger knows of it: model, tokens, cost,
+    and the answer's first/last byte offsets."""
+    from tests.storage.factory import batch, event
+
+    answer = {"model": "gpt-4o-mini", "tokens_in": 11, "tokens_out": 7, "cost_usd": 0.0000123}
+    timing = {"first_byte_ms": 12.5, "last_byte_ms": 80.0}
+    sqlite_ledger.append(batch([event(0, b"{}"), event(1, b"{}", **answer, **timing)]))
+    out = io.BytesIO()
+    export(sqlite_ledger, "har", plan(sqlite_ledger, Selection(), "har"), out)
+    (entry,) = json.loads(out.getvalue())["log"]["entries"]
+    assert {k: entry["_flightlog"].get(k) for k in (*answer, *timing)} == answer | timing
+    jsonschema.validate(json.loads(out.getvalue()), SCHEMA)

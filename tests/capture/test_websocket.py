@@ -172,3 +172,58 @@ def test_secrets_in_messages_are_replaced_and_named(recorded: tuple[Path, list[E
     for path in base.rglob("*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
+
+
+def test_exports_carry_the_messages(recorded: tuple[Path, list[Event], list[object]], tmp_path: Path) -> None:
+    """HAR has `_webSocketMessages` in Chrome's shape (send/receive, opcode 1 text, 2 binary in base64);
+    the mitmproxy flow file holds `flow.websocket` with every message and the close, read back by
+    mitmproxy's own reader and opened by `mitmdump -nr`."""
+    import base64
+    import io
+    import json
+    import subprocess
+    import sys
+
+    from mitmproxy.io import FlowReader
+
+    from addons.readback.export import export, plan
+    from addons.readback.recorded import Selection
+    from storage.queries import Filter
+
+    base, _, pairs = recorded
+    session = pairs[0][0].session  # type: ignore[attr-defined]
+    ledger = ledger_of(f"sqlite:///{base / 'ledger.db'}", (base / "home" / "blobs").as_uri())
+    try:
+        selection = Selection(filter=Filter(session=session))
+        har, flows = io.BytesIO(), io.BytesIO()
+        export(ledger, "har", plan(ledger, selection, "har"), har)
+        export(ledger, "mitmproxy", plan(ledger, selection, "mitmproxy"), flows)
+    finally:
+        ledger.close()
+    (entry,) = json.loads(har.getvalue())["log"]["entries"]
+    assert entry["_resourceType"] == "websocket"
+    messages = [(m["type"], m["opcode"], m["data"]) for m in entry["_webSocketMessages"]]
+    assert messages == [
+        ("send", 1, "hello, my key is [WS_CANARY]"),
+        ("receive", 1, "echo: hello, my key is [WS_CANARY]"),
+        ("send", 2, base64.b64encode(b"\x00\x01\xff").decode()),
+        ("receive", 2, base64.b64encode(b"\xff\x01\x00").decode()),
+    ]
+    (flow,) = list(FlowReader(io.BytesIO(flows.getvalue())).stream())
+    assert flow.websocket is not None  # type: ignore[attr-defined]
+    got = [(m.from_client, m.is_text, m.content) for m in flow.websocket.messages]  # type: ignore[attr-defined]
+    assert got == [
+        (True, True, b"hello, my key is [WS_CANARY]"),
+        (False, True, b"echo: hello, my key is [WS_CANARY]"),
+        (True, False, b"\x00\x01\xff"),
+        (False, False, b"\xff\x01\x00"),
+    ]
+    assert flow.websocket.close_code == 1000  # type: ignore[attr-defined]
+    path = tmp_path / "ws.flows"
+    path.write_bytes(flows.getvalue())
+    mitmdump = Path(sys.executable).with_name("mitmdump")
+    shown = subprocess.run(
+        [str(mitmdump), "-nr", str(path), "--flow-detail", "3"], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "echo: hello, my key is [WS_CANARY]" in shown.stdout
