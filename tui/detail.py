@@ -23,7 +23,7 @@ from tui import cells
 from tui.body import MODES, Mode, render
 from tui.dialogs import OutputScreen
 from tui.errors import TuiError
-from tui.exchange_keys import join_text
+from tui.exchange_keys import join_text, show_replay
 from tui.sections import body_widgets, head_text, section
 from tui.source import Source
 
@@ -132,9 +132,4 @@ class DetailScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="replay")
     def run_replay(self, action_id: str) -> None:
-        try:
-            text = self.source.replay(action_id)
-        except (TuiError, StorageError) as e:
-            self.app.call_from_thread(self.notify, str(e), severity="error", timeout=6)
-            return
-        self.app.call_from_thread(self.app.push_screen, OutputScreen(f"replay of {action_id}", text))
+        show_replay(self, self.source, action_id)

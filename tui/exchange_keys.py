@@ -43,6 +43,17 @@ def curl_event(events: list[StoredEvent]) -> StoredEvent | None:
     return found[0] if found else None
 
 
+def show_replay(screen: Screen[None], source: Source, action_id: str) -> None:
+    """Replay `action_id` (in the calling worker thread) and show its answer diff over `screen`; a
+    replay that cannot run is one notice. Both the exchange and the event screens replay this way."""
+    try:
+        text = source.replay(action_id)
+    except (TuiError, StorageError) as e:
+        screen.app.call_from_thread(screen.notify, str(e), severity="error", timeout=6)
+        return
+    screen.app.call_from_thread(screen.app.push_screen, OutputScreen(f"replay of {action_id}", text))
+
+
 class ExchangeKeys(Screen[None]):
     """Keys over the current exchange; subclasses say what is current."""
 
@@ -80,12 +91,7 @@ class ExchangeKeys(Screen[None]):
 
     @work(thread=True, exclusive=True, group="replay")
     def run_replay(self, action_id: str) -> None:
-        try:
-            text = self.source.replay(action_id)
-        except (TuiError, StorageError) as e:
-            self.app.call_from_thread(self.notify, str(e), severity="error", timeout=6)
-            return
-        self.app.call_from_thread(self.app.push_screen, OutputScreen(f"replay of {action_id}", text))
+        show_replay(self, self.source, action_id)
 
     # -- export -----------------------------------------------------------------------------------
 
