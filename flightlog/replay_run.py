@@ -96,7 +96,7 @@ def serving(plan: Plan, confdir: Path, live: GoLive | None = None) -> Iterator[R
             for x in exchanges
             if x.response is not None
             and x.response.status == 101
-            and (c := conversation(ledger.action(x.action_id), ledger.payload)) is not None
+            and (c := conversation(x.websocket, ledger.payload)) is not None
         }
         addon = ServeReplay(book, ledger.payload, live=live, timing=plan.timing, conversations=talks)
         holder: dict[str, Any] = {}
