@@ -1,6 +1,6 @@
 """The recording proxy against plain mitmdump: requests/s, p99 latency, peak RSS, commit delay.
 
-Run as `python -m bench.capture [--seconds S] [--rounds R] [--sizes 1024,102400] [--rss-seconds S]`.
+Run as `python -m bench.capture [--seconds S] [--rounds R] [--sizes 1024,102400] [--rss-requests N]`.
 Configurations, run interleaved (round after round, each size in turn) on loopback with 16
 connections (wrk, one thread) against a small asyncio upstream in its own process, every proxy in
 reverse mode in front of it:
@@ -14,7 +14,8 @@ Prints one row per configuration and size (medians over rounds) and the ratio to
 round's ratio to plain in that round (median and range: drift between rounds cancels). Peak RSS is
 the proxy's VmHWM plus its writer process's; the answer→committed-row delay (p50/p99) comes from
 the writer's own counters.
-With --rss-seconds, one longer flightlog (SQLite) run reports RSS after that many requests.
+"RSS after 100k requests" is one named figure: a long run of plain mitmdump and of flightlog (SQLite)
+each, until --rss-requests (default 100,000) have been answered; 0 skips it.
 """
 
 from __future__ import annotations
@@ -243,6 +244,34 @@ def wrk(port: int, size: int, seconds: float, connections: int = 16) -> tuple[fl
     return rps, float(value) * _UNITS[unit], total
 
 
+def rss_after(config: str, requests: int, size: int, upstream: int, work: Path) -> tuple[int, float]:
+    """(requests answered, peak RSS MiB) of one run of `config` kept under load until `requests`."""
+    run = start(config, upstream, work)
+    total = 0
+    try:
+        seconds = 5.0
+        while total < requests:
+            rps, _, answered = wrk(run.port, size, seconds)
+            total += answered
+            seconds = max(1.0, min(30.0, (requests - total) / max(rps, 1.0)))
+    finally:
+        end = stop(run)
+    return total, end["rss"] or 0.0
+
+
+def print_rss_after(requests: int, size: int, upstream: int, work: Path) -> None:
+    """The named figure: peak RSS after `requests` answered, flightlog (SQLite) beside plain mitmdump."""
+    plain_total, plain = rss_after("plain", requests, size, upstream, work)
+    fl_total, fl = rss_after("fl-sqlite", requests, size, upstream, work)
+    print(
+        f"\nRSS after {requests // 1000}k requests ({size} B): flightlog {fl:.0f} MiB "
+        f"(proxy + writer, {fl_total} requests), plain mitmdump {plain:.0f} MiB ({plain_total} requests), "
+        f"ratio {fl / plain:.2f}"
+        if plain
+        else ""
+    )
+
+
 def print_paired(
     results: dict[tuple[str, int], list[dict[str, float | None]]], configs: list[str], sizes: list[int]
 ) -> None:
@@ -268,7 +297,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
     parser.add_argument("--sizes", default="1024,102400", help="answer sizes in bytes")
     parser.add_argument("--configs", default=",".join(CONFIGS))
-    parser.add_argument("--rss-seconds", type=float, default=0.0, help="one long fl-sqlite run for RSS")
+    parser.add_argument(
+        "--rss-requests", type=int, default=100_000, help="requests of the long RSS runs (0: skip them)"
+    )
     opts = parser.parse_args()
     need("wrk")
     sizes = [int(s) for s in opts.sizes.split(",")]
@@ -344,12 +375,8 @@ def main() -> None:
                 )
                 print(ROW.format(config, size, *cells))
         print_paired(results, configs, sizes)
-        if opts.rss_seconds:
-            run = start("fl-sqlite", upstream_port, work)
-            rps, p99, total = wrk(run.port, sizes[-1], opts.rss_seconds)
-            end = stop(run)
-            print(f"\nlong fl-sqlite run, {sizes[-1]} B: {total} requests, {rps:.0f} req/s,")
-            print(f"peak RSS {end['rss']:.0f} MiB, {end['written']} events written")
+        if opts.rss_requests:
+            print_rss_after(opts.rss_requests, sizes[0], upstream_port, work)
     finally:
         upstream.terminate()
         upstream.wait()

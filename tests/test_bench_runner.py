@@ -30,3 +30,16 @@ def test_a_missing_tool_skips_that_benchmark_only(
 def test_a_tool_on_the_path_is_found() -> None:
     """`need` answers the tool's path when it is there (python is, wherever the tests run)."""
     assert needs.need("python3") == shutil.which("python3")
+
+
+def test_the_readme_names_every_benchmark() -> None:
+    """README's Benchmarks section lists every benchmark module in bench/ (a new one cannot go unlisted)."""
+    import pkgutil
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    section = (root / "README.md").read_text().split("## Benchmarks", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(\w+)`", section))
+    found = {m.name for m in pkgutil.iter_modules([str(root / "bench")]) if not m.name.startswith("_")}
+    assert found - listed == set(), f"benchmarks missing from the README: {sorted(found - listed)}"
