@@ -20,7 +20,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -41,9 +40,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port P whose next two (the model API listeners' P+1, P+2) are free too."""
+    from flightlog.ports import free_ports, is_free
+
+    while True:
+        (port,) = free_ports("127.0.0.1", 1)
+        if port < 65534 and is_free("127.0.0.1", port + 1) and is_free("127.0.0.1", port + 2):
+            return port
 
 
 def test_readme_starts_with_exactly_the_two_commands() -> None:
