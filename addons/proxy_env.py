@@ -5,9 +5,10 @@ FLIGHTLOG_HOME when it listens. Which client reads which variable (measured, see
 reference/mitmproxy.md): curl wants lowercase `http_proxy` for http URLs, requests reads
 `REQUESTS_CA_BUNDLE`/`CURL_CA_BUNDLE` and not `SSL_CERT_FILE`, httpx and urllib read `SSL_CERT_FILE`,
 and Node 20 ignores proxy variables, hence the model APIs' base URLs pointed at reverse listeners
-(tagged in `proxy.json` with the API they stand for, `addons.ai_listeners`). Node >= 22.21 and >= 24
-use the proxy variables for `fetch` and `http` when `NODE_USE_ENV_PROXY=1` (measured: 20.20 ignores
-it, 22.23 and 24.21 honour it), so that is set too.
+(tagged in `proxy.json` with the API they stand for, `addons.ai_listeners`). Newer Node uses the
+proxy variables when `NODE_USE_ENV_PROXY=1`, so that is set too. Measured under `flightlog run`:
+20.20.2 and 22.20.0 ignore it; 22.21.0 and 22.23.3 send `fetch` and `http` through the proxy; 24.0.0
+sends `fetch` only, 24.21.0 both.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from addons.recording.identity import EMPTY, PATH_PREFIX, Identity
 STATE_FILE = "proxy.json"
 PASSWORD = "flightlog"
 NODE_ENV_PROXY = {"NODE_USE_ENV_PROXY": "1"}
-"""Node >= 22.21 / >= 24: fetch and http use HTTP(S)_PROXY; older Node ignores it (harmless)."""
+"""Node >= 22.21 and 24.x: fetch (and http, 22.21+ / later 24.x) use HTTP(S)_PROXY; older Node ignores it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,18 @@ restarts, and `flightlog env` without a running proxy can print what the default
 that is taken is one clear error naming the listener, never a silent move elsewhere: a client still
 pointed at the old port would send its API key to whatever holds it now. `--listen HOST:0` picks
 free ports for all of them here, in the CLI, so several processes (`--workers`) can share the same
-concrete ports and `proxy.json` names them before the proxy runs.
+concrete ports and `proxy.json` names them before the proxy runs; they are drawn from below the
+kernel's ephemeral range, which nothing else on the machine takes by chance in the moment between
+the pick here and mitmproxy's bind.
 """
 
 from __future__ import annotations
 
+import random
 import socket
 from collections.abc import Sequence
 from contextlib import ExitStack
+from pathlib import Path
 
 from flightlog.errors import CommandError
 
@@ -30,11 +34,40 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel hands out for `bind(0)` and outgoing connections (Linux's default if unknown)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_ports(host: str, count: int) -> list[int]:
-    """`count` distinct ports free on `host` now (held together while picking, so none repeats)."""
+    """`count` distinct ports free on `host` now, held together while picking.
+
+    Picked at random below the kernel's ephemeral range: a port chosen here is released before
+    mitmproxy binds it, and in that window any outgoing connection on the machine could take an
+    ephemeral one; nothing takes a port below the range unless it asks for that very port.
+    """
+    low, _ = ephemeral_range()
+    first = 10000 if low > 10000 + 64 * count else 1024
+    picked: list[int] = []
     with ExitStack() as stack:
-        socks = [stack.enter_context(_bind(host, 0)) for _ in range(count)]
-        return [int(s.getsockname()[1]) for s in socks]
+        for _ in range(200 * count):
+            if len(picked) == count:
+                break
+            port = random.randrange(first, low)
+            if port in picked:
+                continue
+            try:
+                stack.enter_context(_bind(host, port))
+            except OSError:
+                continue
+            picked.append(port)
+        while len(picked) < count:  # a crowded range: let the kernel choose
+            picked.append(int(stack.enter_context(_bind(host, 0)).getsockname()[1]))
+    return picked
 
 
 def is_free(host: str, port: int) -> bool:

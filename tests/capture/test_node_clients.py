@@ -141,7 +141,7 @@ def test_node20_fetch_follows_the_base_urls_and_is_recorded(
         ran = _flightlog("run", *options, "--agent", "node-a", "--session", "n20", "--", _node(), str(app))
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == json.loads(bare.stdout) == {
-        "chat": 200, "said": "hi", "messages": 200, "events": 6,
+        "chat": 200, "said": "hi", "messages": 200, "events": 7,
     }  # fmt: skip
     recorded = _recorded(home, "n20", 4)
     assert sorted(recorded) == sorted(
@@ -190,7 +190,7 @@ NODE24_APP = """
     body: JSON.stringify({model: "gpt-4o-mini", messages: [{role: "user", content: "hi"}]}),
   });
   const direct = await fetch(process.argv[2]);
-  const bytes = (await direct.text()).length;
+  const bytes = (await direct.arrayBuffer()).byteLength;
   console.log(JSON.stringify({chat: chat.status, direct: direct.status, bytes}));
 })().catch((e) => { console.error(String(e.cause || e)); process.exit(2); });
 """
