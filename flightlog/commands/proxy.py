@@ -63,7 +63,10 @@ SecretEnvOpt = Annotated[
 ]
 ModeOpt = Annotated[
     list[str] | None,
-    typer.Option(help="reverse:URL[@PORT] adds a reverse listener for inbound traffic; repeatable."),
+    typer.Option(
+        help="reverse:URL[@PORT] adds a reverse listener (@0: a free port); one for api.openai.com or "
+        "api.anthropic.com replaces that default model API listener. Repeatable."
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="NAME=VALUE of a mitmproxy option; repeatable.")
@@ -176,7 +179,11 @@ def proxy(
         ),
     ] = False,
 ) -> None:
-    """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
+    """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM.
+
+    Listens on --listen (the forward proxy) and, unless --no-ai-listeners, on the next two ports as
+    reverse listeners for OpenAI and Anthropic; every port is fixed before mitmproxy starts and
+    published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
 
