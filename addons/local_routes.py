@@ -224,6 +224,13 @@ class LocalRoutes:
             data.establish_server_tls_first = False
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """Only the forward listener answers `flightlog.local`: a reverse listener (the model APIs'
+        ones included) forwards every request to its target, even one whose Host header says
+        flightlog.local (`--set keep_host_header=true`), so opening one opens no door."""
+        from mitmproxy.proxy.mode_specs import RegularMode
+
+        if not isinstance(flow.client_conn.proxy_mode, RegularMode):
+            return
         if flow.request.pretty_host == HOST or flow.request.data.host == HOST:
             flow.metadata["flightlog.skip"] = True
             flow.metadata["flightlog.local"] = True

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from addons.ai_listeners import AiListener
 from addons.capture import Capture
+from addons.capture_options import DEFAULT_OUTBOUND
 from addons.errors import AddonError
+from addons.listener_hops import ListenerHops
 from addons.local_routes import LocalRoutes
 from addons.proxy_env import STATE_FILE
 from addons.sync_paths import SyncPaths
@@ -30,6 +33,7 @@ from storage.locations import private_home
 if TYPE_CHECKING:
     from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
+    from mitmproxy.proxy import server_hooks
 
 CA_FILE = "mitmproxy-ca-cert.pem"
 
@@ -44,6 +48,8 @@ class ProxyConfig:
     listen_host: str = "127.0.0.1"
     listen_port: int = 8080
     modes: tuple[str, ...] = ("regular",)
+    ai_listeners: tuple[AiListener, ...] = ()
+    """The model APIs' reverse listeners (`addons.ai_listeners`), on concrete ports, after `modes`."""
     secrets: str = ""
     secret_env: tuple[str, ...] = ()
     sync_paths: tuple[str, ...] = ()
@@ -64,6 +70,17 @@ class ProxyConfig:
     def confdir(self) -> Path:
         return self.home / "mitmproxy"
 
+    @property
+    def all_modes(self) -> list[str]:
+        return [*self.modes, *(ai.mode for ai in self.ai_listeners)]
+
+    @property
+    def outbound_hosts(self) -> list[str]:
+        """The model APIs' hosts, and the `host:port` each AI listener forwards to (its traffic is
+        outbound, wherever `--ai-upstream` points it)."""
+        extra = [ai.hostport for ai in self.ai_listeners]
+        return list(dict.fromkeys([*DEFAULT_OUTBOUND, *extra]))
+
 
 HOOKS = (
     "load",
@@ -71,6 +88,7 @@ HOOKS = (
     "running",
     "done",
     "http_connect",
+    "server_connect",
     "tls_clienthello",
     "requestheaders",
     "request",
@@ -95,7 +113,7 @@ class Flightlog:
 
     def __init__(self, *extra: object) -> None:
         capture = Capture()
-        self.parts: list[object] = [LocalRoutes(), SyncPaths(capture), capture, *extra]
+        self.parts: list[object] = [LocalRoutes(), SyncPaths(capture), capture, ListenerHops(), *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
             for name in HOOKS
@@ -141,6 +159,9 @@ class Flightlog:
     def http_connect(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("http_connect", flow)
 
+    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> Awaitable[None] | None:
+        return self._call("server_connect", data)
+
     def tls_clienthello(self, data: tls.ClientHelloData) -> Awaitable[None] | None:
         return self._call("tls_clienthello", data)
 
@@ -182,11 +203,14 @@ class _Ready:
         from mitmproxy import ctx
 
         server = ctx.master.addons.get("proxyserver")
+        apis = {ai.mode: ai.api for ai in self.config.ai_listeners}
         listeners = []
         for instance in server.servers:
             addrs = instance.listen_addrs
             if addrs:
-                listeners.append({"mode": instance.mode.full_spec, "host": addrs[0][0], "port": addrs[0][1]})
+                spec = instance.mode.full_spec
+                listener = {"mode": spec, "host": addrs[0][0], "port": addrs[0][1]}
+                listeners.append(listener | ({"api": apis[spec]} if spec in apis else {}))
         ca = self.config.confdir / CA_FILE
         state = {"pid": os.getpid(), "listeners": listeners, "ca": str(ca), "ledger": self.config.ledger_url}
         (self.config.home / STATE_FILE).write_text(json.dumps(state))
@@ -247,7 +271,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     opts = options.Options(
         listen_host=config.listen_host,
         listen_port=config.listen_port,
-        mode=list(config.modes),
+        mode=config.all_modes,
         confdir=str(config.confdir),
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
@@ -269,6 +293,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
             flightlog_directory=config.directory,
             flightlog_open=config.open_mode,
             flightlog_local_commands=config.local_commands,
+            flightlog_outbound_hosts=config.outbound_hosts,
         )
         master.options.set(*config.extra)
     except (exceptions.OptionsError, KeyError) as e:

@@ -4,7 +4,11 @@ Read by `flightlog run` and `flightlog env` from `proxy.json`, which the proxy w
 FLIGHTLOG_HOME when it listens. Which client reads which variable (measured, see
 reference/mitmproxy.md): curl wants lowercase `http_proxy` for http URLs, requests reads
 `REQUESTS_CA_BUNDLE`/`CURL_CA_BUNDLE` and not `SSL_CERT_FILE`, httpx and urllib read `SSL_CERT_FILE`,
-and Node ignores proxy variables, hence the model APIs' base URLs pointed at reverse listeners.
+and Node 20 ignores proxy variables, hence the model APIs' base URLs pointed at reverse listeners
+(tagged in `proxy.json` with the API they stand for, `addons.ai_listeners`). Newer Node uses the
+proxy variables when `NODE_USE_ENV_PROXY=1`, so that is set too. Measured under `flightlog run`:
+20.20.2 and 22.20.0 ignore it; 22.21.0 and 22.23.3 send `fetch` and `http` through the proxy; 24.0.0
+sends `fetch` only, 24.21.0 both.
 """
 
 from __future__ import annotations
@@ -16,14 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from addons.ai_listeners import AiApi, api_for_host, api_named, mode_target_host
 from addons.recording.identity import EMPTY, PATH_PREFIX, Identity
 
 STATE_FILE = "proxy.json"
 PASSWORD = "flightlog"
-BASE_URLS = {
-    "api.openai.com": ("OPENAI_BASE_URL", "/v1"),
-    "api.anthropic.com": ("ANTHROPIC_BASE_URL", ""),
-}
+NODE_ENV_PROXY = {"NODE_USE_ENV_PROXY": "1"}
+"""Node >= 22.21 and 24.x: fetch (and http, 22.21+ / later 24.x) use HTTP(S)_PROXY; older Node ignores it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,14 @@ class Listener:
     mode: str
     host: str
     port: int
+    api: str = ""
+    """The model API a default AI listener stands for (`addons.ai_listeners`), else empty."""
+
+    def feeds(self) -> AiApi | None:
+        """The API whose base-URL variable points here: by tag, else by a reverse target's host."""
+        if self.api:
+            return api_named(self.api)
+        return api_for_host(mode_target_host(self.mode)) if self.mode.startswith("reverse:") else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +57,8 @@ class ProxyState:
         return cls(
             pid=int(data["pid"]),
             listeners=tuple(
-                Listener(str(x["mode"]), str(x["host"]), int(x["port"])) for x in data["listeners"]
+                Listener(str(x["mode"]), str(x["host"]), int(x["port"]), str(x.get("api", "")))
+                for x in data["listeners"]
             ),
             ca=Path(data["ca"]),
         )
@@ -55,6 +67,10 @@ class ProxyState:
     def forward(self) -> Listener | None:
         """The regular (forward) listener, if any."""
         return next((x for x in self.listeners if x.mode.startswith("regular")), None)
+
+    @property
+    def reverse(self) -> tuple[Listener, ...]:
+        return tuple(x for x in self.listeners if x.mode.startswith("reverse"))
 
 
 def read_state(home: Path) -> ProxyState | None:
@@ -99,12 +115,11 @@ def proxy_env(
     env = {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
     for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
         env[name] = str(ca)
+    env |= NODE_ENV_PROXY
     for listener in reverse:
-        target = listener.mode.partition(":")[2].split("://", 1)[-1].split("@")[0].split("/")[0]
-        if target in BASE_URLS:
-            variable, path = BASE_URLS[target]
+        if (api := listener.feeds()) is not None and api.variable not in env:
             prefix = f"{PATH_PREFIX.rstrip('/')}/{userinfo}" if userinfo else ""  # who, for fetch clients
-            env[variable] = f"http://{_url_host(listener.host)}:{listener.port}{prefix}{path}"
+            env[api.variable] = f"http://{_url_host(listener.host)}:{listener.port}{prefix}{api.path}"
     return env
 
 

@@ -16,11 +16,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
+from addons.ai_listeners import AI_APIS
 from addons.proxy_env import ProxyState, read_state
 from flightlog.errors import CommandError
 
-PROVIDER_MODES: Final = ("reverse:https://api.openai.com@0", "reverse:https://api.anthropic.com@0")
-"""Reverse listeners for the model APIs, for clients that ignore proxy variables (base URLs)."""
+PROVIDER_MODES: Final = tuple(f"reverse:{api.url}@0" for api in AI_APIS)
+"""Reverse listeners for the model APIs in a serve-back (`flightlog.replay_run`, in-process: any
+free port); a recording proxy opens its own (`addons.ai_listeners`)."""
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -32,12 +34,9 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def spawn(
     env: Mapping[str, str], log: IO[bytes] | None = None, options: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
-    """`flightlog proxy` on a free port with the model APIs' reverse listeners, and `options` (the
-    proxy options `flightlog run` was given)."""
-    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0"]
-    for mode in PROVIDER_MODES:
-        args += ["--mode", mode]
-    args += list(options)
+    """`flightlog proxy` on free ports (the model APIs' reverse listeners included, unless `options`
+    say `--no-ai-listeners`), with `options` (the proxy options `flightlog run` was given)."""
+    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0", *options]
     out = log if log is not None else subprocess.DEVNULL
     return subprocess.Popen(args, env=dict(env), stdout=out, stderr=subprocess.STDOUT if log else None)
 

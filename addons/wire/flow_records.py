@@ -107,8 +107,12 @@ def is_reverse(flow: http.HTTPFlow) -> bool:
 
 def direction(flow: http.HTTPFlow, outbound: frozenset[str]) -> str:
     """`in` for traffic a reverse listener receives for our own service; `out` for the rest
-    (forward traffic, and reverse listeners in front of the model APIs named in `outbound`)."""
+    (forward traffic, and reverse listeners in front of the model APIs named in `outbound`, by host
+    or by `host:port` for an AI listener pointed at a gateway)."""
     from mitmproxy.proxy.mode_specs import ReverseMode
 
     mode = flow.client_conn.proxy_mode
-    return "in" if isinstance(mode, ReverseMode) and mode.address[0] not in outbound else "out"
+    if not isinstance(mode, ReverseMode):
+        return "out"
+    host, port = mode.address
+    return "out" if host in outbound or f"{host}:{port}" in outbound else "in"

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from addons.proxy_env import export_lines, proxy_env, read_state
+from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
+from addons.proxy_env import Listener, export_lines, proxy_env, read_state
 from addons.recording.identity import Identity
-from flightlog import proxy_process
+from flightlog import ports, proxy_process
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.errors import CommandError
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 TOKEN_ENV = "FLIGHTLOG_TOKEN"
 """The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
+DEFAULT_LISTEN = "127.0.0.1:8080"
 
 
 def proxy_modes(modes: list[str] | None) -> tuple[str, ...]:
@@ -61,10 +63,29 @@ SecretEnvOpt = Annotated[
 ]
 ModeOpt = Annotated[
     list[str] | None,
-    typer.Option(help="reverse:URL[@PORT] adds a reverse listener for inbound traffic; repeatable."),
+    typer.Option(
+        help="reverse:URL[@PORT] adds a reverse listener (@0: a free port); one for api.openai.com or "
+        "api.anthropic.com replaces that default model API listener. Repeatable."
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="NAME=VALUE of a mitmproxy option; repeatable.")
+]
+NoAiOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-ai-listeners",
+        help="Open no reverse listeners for the model APIs (by default: OpenAI on the --listen port + 1, "
+        "Anthropic on + 2, fed to OPENAI_BASE_URL / ANTHROPIC_BASE_URL by run and env).",
+    ),
+]
+AiUpstreamOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ai-upstream",
+        help="NAME=URL: the model API listener NAME (openai, anthropic) forwards to URL instead of the "
+        "public API (a gateway, a local server); its traffic stays outbound. Repeatable.",
+    ),
 ]
 UpstreamCaOpt = Annotated[
     Path | None,
@@ -85,11 +106,42 @@ def upstream_ca_sets(upstream_ca: Path | None) -> tuple[str, ...]:
     return (f"ssl_verify_upstream_trusted_ca={path.resolve()}",)
 
 
+def plan_listeners(
+    listen: str, mode: list[str] | None, no_ai: bool, ai_upstream: list[str] | None
+) -> tuple[str, int, tuple[str, ...], tuple[AiListener, ...]]:
+    """Host, forward port, the given modes and the model APIs' listeners, every port concrete
+    (`flightlog.ports`); a bad value or a taken port is one clear error before mitmproxy starts."""
+    host, port = parse_listen(listen)
+    modes = proxy_modes(mode)
+    try:
+        upstreams = parse_upstreams(ai_upstream or ())
+    except ValueError as e:
+        raise CommandError(str(e)) from e
+    apis = () if no_ai else wanted(modes)
+    zeros = sum(1 for m in modes if m.endswith("@0"))
+    forward, ai_ports, mode_ports = ports.plan_ports(host, port, [a.name for a in apis], zeros)
+    return host, forward, ports.concrete_modes(modes, mode_ports), plan(apis, ai_ports, upstreams)
+
+
+def default_listeners() -> tuple[Listener, ...]:
+    """What `flightlog proxy` with no options publishes in proxy.json, for `env` with none running."""
+    host, port = parse_listen(DEFAULT_LISTEN)
+    apis = wanted(())
+    ai = plan(apis, ports.next_to(port, len(apis)), {})
+    return (Listener("regular", host, port), *(Listener(x.mode, host, x.port, x.api) for x in ai))
+
+
 def proxy(
-    listen: Annotated[str, typer.Option(help="HOST:PORT of the forward proxy (port 0: any free).")] = (
-        "127.0.0.1:8080"
-    ),
+    listen: Annotated[
+        str,
+        typer.Option(
+            help="HOST:PORT of the forward proxy. The model APIs' reverse listeners take the next ports "
+            "(OpenAI PORT+1, Anthropic PORT+2; a taken one is an error); port 0: free ports for all."
+        ),
+    ] = DEFAULT_LISTEN,
     mode: ModeOpt = None,
+    no_ai_listeners: NoAiOpt = False,
+    ai_upstream: AiUpstreamOpt = None,
     ledger: LedgerOpt = None,
     blobs: BlobsOpt = None,
     secrets: SecretsOpt = None,
@@ -127,19 +179,24 @@ def proxy(
         ),
     ] = False,
 ) -> None:
-    """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
+    """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM.
+
+    Listens on --listen (the forward proxy) and, unless --no-ai-listeners, on the next two ports as
+    reverse listeners for OpenAI and Anthropic; every port is fixed before mitmproxy starts and
+    published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
 
     settings = load_settings()
-    host, port = parse_listen(listen)
+    host, port, modes, ai = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
     config = ProxyConfig(
         home=settings.home,
         ledger_url=ledger or settings.ledger_url,
         blobs_url=blobs or settings.blobs_url,
         listen_host=host,
         listen_port=port,
-        modes=proxy_modes(mode),
+        modes=modes,
+        ai_listeners=ai,
         secrets=str(Path(secrets).expanduser()) if secrets else "",
         secret_env=tuple(secret_env or ()),
         sync_paths=tuple(sync_path or ()),
@@ -182,6 +239,8 @@ def run(
     turn: Annotated[str | None, typer.Option(help="Turn id.")] = None,
     replay: ReplayOpt = None,
     mode: ModeOpt = None,
+    no_ai_listeners: NoAiOpt = False,
+    ai_upstream: AiUpstreamOpt = None,
     secrets: SecretsOpt = None,
     secret_env: SecretEnvOpt = None,
     set_: SetOpt = None,
@@ -191,8 +250,10 @@ def run(
     """Run COMMAND through the recording proxy: flightlog run [proxy options] -- COMMAND ...
 
     Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime
-    with the proxy options given (--mode, --secrets, --secret-env, --set, --upstream-ca; a running
-    proxy keeps its own, so giving them then is an error).
+    on free ports with the proxy options given (--mode, --no-ai-listeners, --ai-upstream, --secrets,
+    --secret-env, --set, --upstream-ca; a running proxy keeps its own, so giving them then is an
+    error). The child gets HTTP(S)_PROXY, the CA variables, NODE_USE_ENV_PROXY=1 and the base URLs
+    (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) of the proxy's model API listeners.
     The child gets a scoped token in FLIGHTLOG_TOKEN, minted from the policy in FLIGHTLOG_HOME
     (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
     SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
@@ -207,7 +268,7 @@ def run(
     who = Identity(agent=agent, session=session, task=task, turn=turn)
     if replay is not None:
         raise typer.Exit(run_with_replay(command, replay, replaying, who, lent_token(task)))
-    options = proxy_options(mode, secrets, secret_env, set_, upstream_ca)
+    options = proxy_options(mode, secrets, secret_env, set_, upstream_ca, no_ai_listeners, ai_upstream)
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is not None and options:
@@ -221,8 +282,7 @@ def run(
     forward = state.forward
     if forward is None:
         raise CommandError("the running proxy has no forward (regular) listener")
-    reverse = tuple(x for x in state.listeners if x.mode.startswith("reverse"))
-    env = {**os.environ, **proxy_env((forward.host, forward.port), state.ca, who, reverse)}
+    env = {**os.environ, **proxy_env((forward.host, forward.port), state.ca, who, state.reverse)}
     env.update(lent_token(task))
     try:
         code = subprocess.call(command, env=env)
@@ -240,10 +300,17 @@ def proxy_options(
     secret_env: list[str] | None,
     set_: list[str] | None,
     upstream_ca: Path | None,
+    no_ai: bool = False,
+    ai_upstream: list[str] | None = None,
 ) -> list[str]:
     """The proxy options `run` was given, as `flightlog proxy` arguments (checked here, so a bad one is
     refused before any proxy starts)."""
-    out: list[str] = []
+    out: list[str] = ["--no-ai-listeners"] if no_ai else []
+    try:
+        for name, url in parse_upstreams(ai_upstream or ()).items():
+            out += ["--ai-upstream", f"{name}={url}"]
+    except ValueError as e:
+        raise CommandError(str(e)) from e
     for given in (m for m in mode or [] if m):
         proxy_modes([given])
         out += ["--mode", given]
@@ -265,14 +332,24 @@ def env(
     task: Annotated[str | None, typer.Option(help="Task id.")] = None,
 ) -> None:
     """Print export lines that route a shell's programs through the proxy (with FLIGHTLOG_TOKEN, a
-    token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child)."""
+    token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child).
+
+    The proxy running for FLIGHTLOG_HOME, as its proxy.json says; none running: what `flightlog proxy`
+    uses by default (127.0.0.1:8080, OPENAI_BASE_URL on 8081, ANTHROPIC_BASE_URL on 8082), said on
+    stderr."""
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task)
     state = read_state(settings.home)
     if state is not None and state.forward is not None:
-        reverse = tuple(x for x in state.listeners if x.mode.startswith("reverse"))
-        values = proxy_env((state.forward.host, state.forward.port), state.ca, who, reverse)
+        values = proxy_env((state.forward.host, state.forward.port), state.ca, who, state.reverse)
     else:
-        values = proxy_env(("127.0.0.1", 8080), settings.confdir / "mitmproxy-ca-cert.pem", who)
+        forward, *reverse = default_listeners()
+        ca = settings.confdir / "mitmproxy-ca-cert.pem"
+        values = proxy_env((forward.host, forward.port), ca, who, tuple(reverse))
+        typer.echo(
+            f"flightlog env: no proxy is running for {settings.home}; these are the ports "
+            f"`flightlog proxy` listens on by default ({DEFAULT_LISTEN}, model APIs on the next two)",
+            err=True,
+        )
     values.update(lent_token(task))
     typer.echo(export_lines(values))

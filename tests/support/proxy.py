@@ -49,8 +49,15 @@ class LiveProxy:
         return f"http://127.0.0.1:{self.port}"
 
     def reverse_port(self, target: str) -> int:
-        """The port of the reverse listener whose spec contains `target`."""
-        return next(x.port for x in self.listeners if x.mode.startswith("reverse") and target in x.mode)
+        """The port of the reverse listener whose spec contains `target` (a test's own `--mode`
+        before the model APIs' default listeners, which match only by their API name or host)."""
+        reverse = [x for x in self.listeners if x.mode.startswith("reverse")]
+        own = [x for x in reverse if not x.api]
+        return next(x.port for x in [*own, *reverse] if target in x.mode or target == x.api)
+
+    def ai_port(self, api: str) -> int:
+        """The port of the model API listener for `api` (openai, anthropic), as proxy.json tags it."""
+        return next(x.port for x in self.listeners if x.api == api)
 
     @property
     def ca(self) -> Path:
@@ -117,7 +124,9 @@ def start_proxy(
             time.sleep(0.05)
             continue
         if state.get("pid") == proc.pid:
-            listeners = tuple(Listener(x["mode"], x["host"], int(x["port"])) for x in state["listeners"])
+            listeners = tuple(
+                Listener(x["mode"], x["host"], int(x["port"]), x.get("api", "")) for x in state["listeners"]
+            )
             _keep_ca(home)
             return LiveProxy(proc, home, ledger_url, blobs, listeners, log_path)
         time.sleep(0.05)
