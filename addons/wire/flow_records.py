@@ -63,9 +63,15 @@ def tee(
 
 
 def answer_record(
-    flow: http.HTTPFlow, exchange: Exchange, error: str | None, teed: bool, first_chunk: float | None
+    flow: http.HTTPFlow,
+    exchange: Exchange,
+    error: str | None,
+    teed: bool,
+    first_chunk: float | None,
+    arrived: bytes | None = None,
 ) -> ResponseRecord:
-    """The answer (or the failure in `error`) of a flow mitmproxy handled itself."""
+    """The answer (or the failure in `error`) of a flow mitmproxy handled itself; `arrived` is the
+    body read before a buffered answer failed part-way (recorded `partial`)."""
     response = flow.response
     headers = response.headers if response is not None else None
     timing = (
@@ -79,12 +85,12 @@ def answer_record(
         at=time.time(),
         status=response.status_code if response is not None else None,
         head=response_head(response) if response is not None else b"",
-        body=None if teed or response is None else response.raw_content,
+        body=arrived if arrived is not None else None if teed or response is None else response.raw_content,
         content_type=headers.get("content-type", "") if headers is not None else "",
         content_encoding=headers.get("content-encoding", "") if headers is not None else "",
         error=error,
         streamed=teed,
-        partial=teed and error is not None,
+        partial=(teed or arrived is not None) and error is not None,
         request_body=flow.request.raw_content if not flow.request.stream else None,
         timing=timing,
     )

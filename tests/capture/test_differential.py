@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.ledger import Ledger
-from tests.capture.differential_shapes import big_shapes, curl_shapes, h1_shapes, h2_shapes
+from tests.capture.differential_shapes import big_shapes, curl_shapes, h1_shapes, h2_shapes, short_shapes
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.support.differential import Shape, compare, plain_mitmdump, run
 from tests.support.proxy import LiveProxy, live_proxy
@@ -90,6 +90,23 @@ def test_shape_is_what_plain_mitmdump_gives_and_is_recorded(pair: Pair, shape: S
     events = wait_for(pair.ledger, "url LIKE :u", {"u": f"%shape={shape.name}%"}, 2)
     kinds = sorted(e.kind for e in events if e.kind.startswith("http."))
     assert kinds == ["http.request", "http.response"], (shape.name, kinds)
+
+
+@pytest.mark.parametrize("shape", short_shapes(), ids=lambda s: s.name)
+def test_a_short_answer_is_what_plain_mitmdump_gives_and_keeps_its_bytes(pair: Pair, shape: Shape) -> None:
+    """An upstream that promises 1,000 bytes, sends 10 and closes: the client gets exactly what plain
+    mitmdump gives it (mitmproxy's own failure), and the answer is recorded `partial` with the 10
+    bytes that arrived and an error saying the upstream cut it short."""
+    oracle = run(shape, pair.mitmdump, pair.upstreams, pair.mitmdump_ca)
+    ours = run(shape, pair.flightlog.port, pair.upstreams, pair.flightlog.ca)
+    problems = compare(oracle, ours)
+    assert not problems, f"{shape.name}: " + "\n".join(problems)
+    found = wait_for(pair.ledger, "kind = 'http.response' AND url LIKE :u", {"u": f"%shape={shape.name}%"}, 1)
+    assert len(found) == 1, shape.name
+    response = found[0]
+    assert response.status == 200 and response.payload_state == "partial", (shape.name, response)
+    assert pair.ledger.payload(response.payload_sha256 or "") == b"x" * 10
+    assert response.error and "cut short" in response.error and "10 of 1000 bytes" in response.error
 
 
 HEADER_NAME = st.text(

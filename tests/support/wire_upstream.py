@@ -35,6 +35,8 @@ class Answer:
     chunks: tuple[bytes, ...] = ()
     chunked: bool = False
     delay: float = 0.0
+    cut: bool = False
+    """Close the connection after the chunks, whatever the head promised (a short body)."""
 
 
 def _fixed(status: int, body: bytes, *fields: tuple[bytes, bytes]) -> Answer:
@@ -56,6 +58,9 @@ ANSWERS: dict[str, Answer] = {
         tuple(b"id: %d\ndata: event %d\n\n" % (i, i) for i in range(5)),
         chunked=True,
         delay=0.02,
+    ),
+    "/short": Answer(
+        200, ((b"Content-Type", b"text/plain"), (b"Content-Length", b"1000")), (b"x" * 10,), cut=True
     ),
 }
 
@@ -204,8 +209,9 @@ def _h1_connection(sock: socket.socket, received: Received) -> None:
             wire, body = framed
             received.requests.append(head + wire)
             method, path = head.split(b" ", 2)[:2]
-            _h1_answer(sock, answer_for(path, body), method == b"HEAD")
-            if (_field(head, b"connection") or b"").lower() == b"close":
+            answer = answer_for(path, body)
+            _h1_answer(sock, answer, method == b"HEAD")
+            if answer.cut or (_field(head, b"connection") or b"").lower() == b"close":
                 return
 
 
@@ -234,12 +240,14 @@ def _h2_connection(sock: socket.socket, received: Received) -> None:
                 elif isinstance(event, h2.events.StreamEnded):
                     fields, body = heads.pop(event.stream_id), bodies.pop(event.stream_id)
                     received.requests.append((fields, body))
-                    _h2_answer(conn, sock, event.stream_id, fields, body)
+                    if _h2_answer(conn, sock, event.stream_id, fields, body):
+                        return  # a short answer: the connection ends inside its body
             if out := conn.data_to_send():
                 sock.sendall(out)
 
 
-def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, body: bytes) -> None:
+def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, body: bytes) -> bool:
+    """Answer one stream; True when the answer is a cut one (the caller closes the connection)."""
     pseudo = dict((k, v) for k, v in fields if k.startswith(b":"))
     answer = answer_for(pseudo.get(b":path", b"/"), body)
     out = [(b":status", str(answer.status).encode())]
@@ -248,12 +256,14 @@ def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, b
     conn.send_headers(stream, out, end_stream=empty)  # type: ignore[attr-defined]
     sock.sendall(conn.data_to_send())  # type: ignore[attr-defined]
     if empty:
-        return
+        return False
     for i, chunk in enumerate(answer.chunks):
-        conn.send_data(stream, chunk, end_stream=i == len(answer.chunks) - 1)  # type: ignore[attr-defined]
+        end = i == len(answer.chunks) - 1 and not answer.cut
+        conn.send_data(stream, chunk, end_stream=end)  # type: ignore[attr-defined]
         sock.sendall(conn.data_to_send())  # type: ignore[attr-defined]
         if answer.delay:
             time.sleep(answer.delay)
+    return answer.cut
 
 
 # -- servers --------------------------------------------------------------------------------------
