@@ -39,6 +39,7 @@ from addons.wire.flow_records import (
     close_record,
     direction,
     is_reverse,
+    relays_trailers,
     scan_fields,
     take_identity,
     tee,
@@ -315,9 +316,9 @@ class Capture:
             response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
         headers = response.headers
-        if (
-            "trailer" in headers
-        ):  # mitmproxy cannot relay trailers: a clear failure, not a client left waiting
+        if "trailer" in headers and not relays_trailers(flow):
+            # mitmproxy 12 cannot read HTTP/1 trailers nor send them to an HTTP/1 client: a clear
+            # failure now, not a client left waiting (HTTP/2 on both sides it relays them, as mitmdump)
             flow.metadata[META_TRAILERS] = headers["trailer"]
             return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
