@@ -33,11 +33,13 @@ from addons.recording.events import Processing
 from addons.recording.processing_watch import watch as watch_processing
 from addons.recording.records import Exchange, Record, RequestRecord, WebSocketRecord
 from addons.recording.writer_process import WriterProcess
+from addons.wire.arrived import arrived_body, cut_short_error
 from addons.wire.flow_records import (
     answer_record,
     close_record,
     direction,
     is_reverse,
+    relays_trailers,
     scan_fields,
     take_identity,
     tee,
@@ -314,9 +316,9 @@ class Capture:
             response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
         headers = response.headers
-        if (
-            "trailer" in headers
-        ):  # mitmproxy cannot relay trailers: a clear failure, not a client left waiting
+        if "trailer" in headers and not relays_trailers(flow):
+            # mitmproxy 12 cannot read HTTP/1 trailers nor send them to an HTTP/1 client: a clear
+            # failure now, not a client left waiting (HTTP/2 on both sides it relays them, as mitmdump)
             flow.metadata[META_TRAILERS] = headers["trailer"]
             return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
@@ -343,7 +345,16 @@ class Capture:
                     flow.metadata[META_EXCHANGE], flow.request.timestamp_start, flow.metadata[META_HEAD], None
                 )
             )
-        self._answer(flow, error=message)
+        arrived = None
+        if (
+            flow.response is not None
+            and not flow.metadata.get(META_TEED)
+            and META_TRAILERS not in flow.metadata
+        ):
+            arrived = arrived_body(flow)  # a buffered answer cut part-way: keep what mitmproxy had read
+            if arrived is not None:
+                message = cut_short_error(flow, len(arrived), message)
+        self._answer(flow, error=message, arrived=arrived)
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Each message of an upgraded connection, numbered in arrival order, from either side."""
@@ -363,8 +374,8 @@ class Capture:
             return
         self._sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
 
-    def _answer(self, flow: http.HTTPFlow, error: str | None) -> None:
+    def _answer(self, flow: http.HTTPFlow, error: str | None, arrived: bytes | None = None) -> None:
         first = flow.metadata.get(META_FIRST_CHUNK)
         teed = bool(flow.metadata.get(META_TEED))
         exchange = flow.metadata[META_EXCHANGE]
-        self._sink(answer_record(flow, exchange, error, teed, first[0] if first else None))
+        self._sink(answer_record(flow, exchange, error, teed, first[0] if first else None, arrived))

@@ -9,9 +9,13 @@ unique ids through it for `--seconds`; then:
   proxy   kill -9 of the proxy at 1/3 (its writer drains what reached the pipe); a new proxy is
           started on the same port and the clients carry on
   both    kill -9 of the writer at 1/3, then of the proxy at 2/3, restarted as above
+  postgres  the Ledger is a private PostgreSQL cluster (bench/fault_env.py, never the shared one),
+          stopped (fast shutdown: connections cut) at 1/3 and started again 2 s later
+  disk    the SQLite Ledger and its blobs live on a small tmpfs, filled to the last byte at 1/3
+          and emptied at 2/3
 
-Prints one line per scenario: answered, recorded, missing (answered, not recorded), doubled
-(recorded more than once). Goal: 0 missing, 0 doubled.
+Prints a table: answered, recorded, missing (answered, not recorded), doubled (recorded more than
+once), and the one line each outage made the proxy log. Goal: 0 missing, 0 doubled.
 """
 
 from __future__ import annotations
@@ -26,8 +30,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from bench._needs import Skip
+from bench.fault_env import PrivatePostgres, SmallDisk, private_postgres, small_disk
 from tests.capture.test_kill_writer import load, recorded_ids, writer_pid
 from tests.support.upstream import upstream
 
@@ -57,27 +65,64 @@ def _start(home: Path, port: int, ledger: str, blobs: str) -> subprocess.Popen[b
     raise SystemExit("the proxy did not start")
 
 
-def scenario(name: str, clients: int, seconds: float, ledger_url: str | None) -> str:
+@contextmanager
+def _ledger_for(name: str, base: Path, given: str | None) -> Iterator[tuple[str, str, object]]:
+    """(ledger URL, blobs URL, the thing the scenario breaks) for one scenario."""
+    if name == "postgres":
+        with private_postgres() as pg:
+            yield pg.url, (base / "blobs").as_uri(), pg
+    elif name == "disk":
+        with small_disk("48m") as disk:
+            yield f"sqlite:///{disk.path / 'ledger.db'}", (disk.path / "blobs").as_uri(), disk
+    else:
+        yield given or f"sqlite:///{base / 'ledger.db'}", (base / "blobs").as_uri(), None
+
+
+def _break(name: str, proc: subprocess.Popen[bytes], target: object, third: float) -> None:
+    """The fault, from 1/3 of the run (the writer and proxy kills restart nothing themselves)."""
+    if name in ("writer", "both"):
+        pid = writer_pid(proc.pid)
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+    elif isinstance(target, PrivatePostgres):
+        target.stop()
+        time.sleep(2.0)
+        target.start()
+    elif isinstance(target, SmallDisk):
+        target.fill()
+        time.sleep(third)
+        target.free()
+    if name == "both":
+        time.sleep(third)
+
+
+def _outage_lines(home: Path) -> list[str]:
+    """What the proxies said about the Ledger going and coming back."""
+    lines = []
+    for log in sorted(home.glob("proxy-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if "ledger unavailable" in line or "ledger is back" in line:
+                lines.append(line.strip()[:220])
+    return lines
+
+
+def scenario(name: str, clients: int, seconds: float, ledger_url: str | None) -> tuple[str, list[str]]:
+    """One scenario's table row and the proxy's outage lines."""
     base = Path(tempfile.mkdtemp(prefix=f"flightlog-faults-{name}-"))
     home = base / "home"
     home.mkdir()
-    ledger = ledger_url or f"sqlite:///{base / 'ledger.db'}"
-    blobs = (base / "blobs").as_uri()
     port = _free_port()
     answered: list[str] = []
-    with upstream() as up:
+    with ExitStack() as stack:
+        ledger, blobs, target = stack.enter_context(_ledger_for(name, base, ledger_url))
+        up = stack.enter_context(upstream())
         proc = _start(home, port, ledger, blobs)
         worker = threading.Thread(
             target=load, args=(f"http://127.0.0.1:{port}", up.base, clients, seconds, answered)
         )
         worker.start()
         time.sleep(seconds / 3)
-        if name in ("writer", "both"):
-            pid = writer_pid(proc.pid)
-            if pid is not None:
-                os.kill(pid, signal.SIGKILL)
-        if name == "both":
-            time.sleep(seconds / 3)
+        _break(name, proc, target, seconds / 3)
         if name in ("proxy", "both"):
             proc.kill()
             proc.wait()
@@ -86,12 +131,11 @@ def scenario(name: str, clients: int, seconds: float, ledger_url: str | None) ->
         worker.join()
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)
-    time.sleep(2)
-    recorded = recorded_ids(ledger, blobs)
+        time.sleep(2)
+        recorded = recorded_ids(ledger, blobs)
     missing = sum(1 for rid in answered if rid not in recorded)
     doubled = sum(1 for n in recorded.values() if n > 1)
-    counts = f"answered {len(answered):6}  recorded {len(recorded):6}"
-    return f"{name:7} {counts}  missing {missing:4}  doubled {doubled:4}"
+    return f"| {name} | {len(answered)} | {len(recorded)} | {missing} | {doubled} |", _outage_lines(home)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -99,10 +143,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--ledger", default=None, help="a Ledger URL (default: a fresh SQLite file each)")
-    parser.add_argument("--only", default="writer,proxy,both")
+    parser.add_argument("--only", default="writer,proxy,both,postgres,disk")
     args = parser.parse_args(argv)
+    print("| fault | answered | recorded | missing | doubled |\n|---|---|---|---|---|", flush=True)
+    said: list[str] = []
     for name in args.only.split(","):
-        print(scenario(name, args.clients, args.seconds, args.ledger), flush=True)
+        try:
+            row, lines = scenario(name, args.clients, args.seconds, args.ledger)
+        except Skip as e:
+            print(f"| {name} | skipped: {e} | | | |", flush=True)
+            continue
+        print(row, flush=True)
+        said += [f"{name}: {line}" for line in lines]
+    if said:
+        print("\nwhat the proxy said:", *said, sep="\n  ")
 
 
 if __name__ == "__main__":

@@ -79,8 +79,9 @@ def main() -> int:
     writer.acks = FrameAcks(_ack_writer())
     writer.start()
     gc.freeze()  # the imported modules live as long as we do: full collections need not walk them
-    sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
-    sys.stdout.buffer.flush()
+    with contextlib.suppress(OSError):  # a proxy gone already (EPIPE): what it sent is still drained
+        sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
+        sys.stdout.buffer.flush()
     drain = spec.drain_timeout
     while (framed := read_frame(stream)) is not None:
         message, buffers = framed

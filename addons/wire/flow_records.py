@@ -62,10 +62,35 @@ def tee(
     return pass_on, first
 
 
+def relays_trailers(flow: http.HTTPFlow) -> bool:
+    """Whether mitmproxy 12 carries an answer's trailers through: only HTTP/2 (or 3) on both sides
+    (its HTTP/1 reader raises on trailers and its HTTP/1 writer has no way to send them)."""
+    response = flow.response
+    return (
+        response is not None
+        and not response.http_version.startswith("HTTP/1")
+        and not flow.request.http_version.startswith("HTTP/1")
+    )
+
+
+def trailer_section(response: http.Response) -> bytes:
+    """An answer's trailers as the section after its head (`Name: value` lines and an empty line, as
+    HTTP/1.1 puts them after the last chunk): the head's readers stop at the first empty line."""
+    if not response.trailers:
+        return b""
+    return b"".join(k + b": " + v + b"\r\n" for k, v in response.trailers.fields) + b"\r\n"
+
+
 def answer_record(
-    flow: http.HTTPFlow, exchange: Exchange, error: str | None, teed: bool, first_chunk: float | None
+    flow: http.HTTPFlow,
+    exchange: Exchange,
+    error: str | None,
+    teed: bool,
+    first_chunk: float | None,
+    arrived: bytes | None = None,
 ) -> ResponseRecord:
-    """The answer (or the failure in `error`) of a flow mitmproxy handled itself."""
+    """The answer (or the failure in `error`) of a flow mitmproxy handled itself; `arrived` is the
+    body read before a buffered answer failed part-way (recorded `partial`)."""
     response = flow.response
     headers = response.headers if response is not None else None
     timing = (
@@ -78,13 +103,13 @@ def answer_record(
         exchange=exchange,
         at=time.time(),
         status=response.status_code if response is not None else None,
-        head=response_head(response) if response is not None else b"",
-        body=None if teed or response is None else response.raw_content,
+        head=response_head(response) + trailer_section(response) if response is not None else b"",
+        body=arrived if arrived is not None else None if teed or response is None else response.raw_content,
         content_type=headers.get("content-type", "") if headers is not None else "",
         content_encoding=headers.get("content-encoding", "") if headers is not None else "",
         error=error,
         streamed=teed,
-        partial=teed and error is not None,
+        partial=(teed or arrived is not None) and error is not None,
         request_body=flow.request.raw_content if not flow.request.stream else None,
         timing=timing,
     )

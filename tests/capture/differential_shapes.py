@@ -147,3 +147,31 @@ def curl_shapes(upstream: str) -> list[Shape]:
         ),
         Shape(f"{p}-fixed", upstream, curl=((f"{{URL}}/fixed?shape={p}-fixed",), b"")),
     ]
+
+
+def short_shapes() -> list[Shape]:
+    """An answer whose upstream promises 1,000 bytes, sends 10 and closes, from each client against
+    each upstream: mitmproxy answers it itself (its 502), and flightlog records the 10 bytes."""
+    shapes = []
+    for upstream in ("h1", "h1s"):
+        name = f"{upstream}-h1-short"
+        shapes.append(Shape(name, upstream, _get(name, "/short", absolute=upstream == "h1")))
+    for upstream in ("h1s", "h2"):
+        name = f"{upstream}-h2-short"
+        shapes.append(Shape(name, upstream, h2=("GET", f"/short?shape={name}", (), None)))
+    return shapes
+
+
+def trailer_shapes() -> list[Shape]:
+    """An answer with HTTP trailers (chunked with `Trailer:` over HTTP/1.1, a trailing HEADERS frame
+    over HTTP/2), from an HTTP/1.1 client (plain and TLS) and an HTTP/2 client against each upstream.
+    Short client timeouts: where mitmdump leaves the client waiting, the wait is the outcome."""
+    shapes = []
+    for upstream in ("h1", "h1s"):
+        name = f"{upstream}-h1-trailers"
+        raw = _get(name, "/trailers", absolute=upstream == "h1")
+        shapes.append(Shape(name, upstream, raw, timeout=5.0))
+    for upstream in ("h1s", "h2"):
+        name = f"{upstream}-h2-trailers"
+        shapes.append(Shape(name, upstream, h2=("GET", f"/trailers?shape={name}", (), None), timeout=5.0))
+    return shapes

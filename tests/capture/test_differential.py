@@ -10,6 +10,7 @@ and (hypothesis) heads with odd but legal shapes. bench/differential.py runs man
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +20,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.ledger import Ledger
-from tests.capture.differential_shapes import big_shapes, curl_shapes, h1_shapes, h2_shapes
+from tests.capture.differential_shapes import (
+    big_shapes,
+    curl_shapes,
+    h1_shapes,
+    h2_shapes,
+    short_shapes,
+    trailer_shapes,
+)
 from tests.capture.ledger_view import ledger_of, wait_for
-from tests.support.differential import Shape, compare, plain_mitmdump, run
+from tests.support.differential import TRAILERS_ON_PURPOSE, Shape, compare, plain_mitmdump, run
 from tests.support.proxy import LiveProxy, live_proxy
 from tests.support.wire_upstream import Received, h1_upstream, h2_upstream
 
@@ -90,6 +98,58 @@ def test_shape_is_what_plain_mitmdump_gives_and_is_recorded(pair: Pair, shape: S
     events = wait_for(pair.ledger, "url LIKE :u", {"u": f"%shape={shape.name}%"}, 2)
     kinds = sorted(e.kind for e in events if e.kind.startswith("http."))
     assert kinds == ["http.request", "http.response"], (shape.name, kinds)
+
+
+@pytest.mark.parametrize("shape", short_shapes(), ids=lambda s: s.name)
+def test_a_short_answer_is_what_plain_mitmdump_gives_and_keeps_its_bytes(pair: Pair, shape: Shape) -> None:
+    """An upstream that promises 1,000 bytes, sends 10 and closes: the client gets exactly what plain
+    mitmdump gives it (mitmproxy's own failure), and the answer is recorded `partial` with the 10
+    bytes that arrived and an error saying the upstream cut it short."""
+    oracle = run(shape, pair.mitmdump, pair.upstreams, pair.mitmdump_ca)
+    ours = run(shape, pair.flightlog.port, pair.upstreams, pair.flightlog.ca)
+    problems = compare(oracle, ours)
+    assert not problems, f"{shape.name}: " + "\n".join(problems)
+    found = wait_for(pair.ledger, "kind = 'http.response' AND url LIKE :u", {"u": f"%shape={shape.name}%"}, 1)
+    assert len(found) == 1, shape.name
+    response = found[0]
+    assert response.status == 200 and response.payload_state == "partial", (shape.name, response)
+    assert pair.ledger.payload(response.payload_sha256 or "") == b"x" * 10
+    assert response.error and "cut short" in response.error and "10 of 1000 bytes" in response.error
+
+
+@pytest.mark.parametrize("shape", trailer_shapes(), ids=lambda s: s.name)
+def test_an_answer_with_trailers_is_relayed_as_mitmdump_does_or_fails_at_once(
+    pair: Pair, shape: Shape
+) -> None:
+    """HTTP/2 on both sides: the client gets the answer and its trailers exactly as through mitmdump,
+    and the record is `complete` with the trailers after its head. HTTP/1 on either side (mitmproxy
+    cannot relay trailers there): the upstream receives the same request, the client gets the clear
+    failure listed in `TRAILERS_ON_PURPOSE` at once instead of mitmdump's outcome, and the answer
+    event says it had trailers."""
+    oracle = run(shape, pair.mitmdump, pair.upstreams, pair.mitmdump_ca)
+    started = time.monotonic()
+    ours = run(shape, pair.flightlog.port, pair.upstreams, pair.flightlog.ca)
+    took = time.monotonic() - started
+    problems = compare(oracle, ours)
+    where = f"%shape={shape.name}%"
+    response = wait_for(pair.ledger, "kind = 'http.response' AND url LIKE :u", {"u": where}, 1)[0]
+    if shape.h2 is not None and shape.upstream == "h2":
+        assert not problems, f"{shape.name}: " + "\n".join(problems)
+        assert response.payload_state == "complete" and response.error is None, response
+        assert pair.ledger.payload(response.payload_sha256 or "") == b"hello trailers"
+        assert response.head.endswith(b"\r\n\r\nx-checksum: abc123\r\n\r\n"), response.head
+        return
+    assert not [p for p in problems if p.startswith("upstream")], problems
+    _, mitmdump_gives, flightlog_gives = TRAILERS_ON_PURPOSE[
+        "h1-client" if shape.h2 is None else "h2-client-h1-upstream"
+    ]
+    if isinstance(mitmdump_gives, bytes):
+        assert isinstance(oracle.client, bytes) and oracle.client.startswith(mitmdump_gives), oracle.client
+    else:
+        assert oracle.client == mitmdump_gives, oracle.client
+    assert ours.client == flightlog_gives, ours.client
+    assert took < shape.timeout - 1, f"the client was left waiting {took:.1f} s"
+    assert response.error and "trailers" in response.error, response.error
 
 
 HEADER_NAME = st.text(

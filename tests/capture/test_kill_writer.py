@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -30,11 +31,15 @@ def writer_pid(proxy_pid: int) -> int | None:
 
 
 def load(proxy_url: str, base: str, clients: int, seconds: float, answered: list[str]) -> None:
-    """`clients` threads sending GETs with unique ids for `seconds`; ids answered 200 are kept."""
+    """`clients` threads sending GETs with unique ids for `seconds`; ids answered 200 are kept.
+
+    The threads share one TLS context: each httpx client otherwise loads the CA bundle itself, and 20
+    of them doing so at once (OpenSSL 3's certificate store locks) held every thread for seconds."""
     stop = time.monotonic() + seconds
+    tls = ssl.create_default_context()
 
     def one(n: int) -> None:
-        with httpx.Client(proxy=proxy_url, timeout=10) as client:
+        with httpx.Client(proxy=proxy_url, timeout=10, verify=tls) as client:
             i = 0
             while time.monotonic() < stop:
                 rid = f"c{n}-{i}"

@@ -27,9 +27,9 @@ from tests.support.proxy import LiveProxy, live_proxy
 
 @contextmanager
 def misbehaving(behaviour: str) -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP server that reads one request head, then: `reset` (RST), `cut` (half an answer, then
-    close), `trailers` (a chunked answer with HTTP trailers) or `silent` (holds the connection open,
-    answering nothing). Yields (port, heads read)."""
+    """A TCP server that reads one request head, then: `reset` (RST), `cut` (10 of 1,000 bytes, then
+    close), `stall` (10 of 1,000 bytes, then nothing), `trailers` (a chunked answer with HTTP
+    trailers) or `silent` (holds the connection open, answering nothing). Yields (port, heads read)."""
     server = socket.create_server(("127.0.0.1", 0))
     heads: list[bytes] = []
     held: list[socket.socket] = []
@@ -61,6 +61,9 @@ def misbehaving(behaviour: str) -> Iterator[tuple[int, list[bytes]]]:
             elif behaviour == "cut":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
                 conn.close()
+            elif behaviour == "stall":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
+                held.append(conn)
             else:
                 held.append(conn)
 
@@ -112,15 +115,35 @@ def test_upstream_reset_is_recorded_as_the_answer_with_its_error(proxy: tuple[Li
     assert any(word in response.error.lower() for word in ("reset", "closed")), response.error
 
 
-def test_answer_cut_short_is_recorded_with_its_error(proxy: tuple[LiveProxy, Ledger]) -> None:
-    """The upstream promises 1,000 bytes, sends 10 and closes: the answer event carries the error."""
+def test_answer_cut_short_is_recorded_partial_with_its_bytes(proxy: tuple[LiveProxy, Ledger]) -> None:
+    """The upstream promises 1,000 bytes, sends 10 and closes (an answer mitmproxy buffers itself):
+    the client gets mitmproxy's 502, and the answer event is `partial` with the 10 bytes that arrived
+    and an error saying the upstream cut it short."""
     running, ledger = proxy
     session = uuid.uuid4().hex
     with misbehaving("cut") as (port, _):
         answer = _fetch(running, port, session)
-    assert answer is None or answer.status_code == 502
+    assert answer is not None and answer.status_code == 502
     response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
-    assert response.error, "a truncated answer is an error, not a complete body"
+    assert response.status == 200 and response.payload_state == "partial"
+    assert ledger.payload(response.payload_sha256 or "") == b"x" * 10
+    assert response.error and response.error.startswith("The upstream's answer was cut short")
+    assert "10 of 1000 bytes arrived" in response.error, response.error
+
+
+def test_client_leaving_a_buffered_answer_keeps_the_bytes_that_arrived(
+    proxy: tuple[LiveProxy, Ledger],
+) -> None:
+    """The upstream sends 10 of 1,000 bytes and stalls; the client gives up (0.5 s): the answer is
+    `partial` with those 10 bytes and an error naming the client's leaving, not the upstream."""
+    running, ledger = proxy
+    session = uuid.uuid4().hex
+    with misbehaving("stall") as (port, _):
+        assert _fetch(running, port, session, timeout=0.5) is None
+        response = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
+    assert response.status == 200 and response.payload_state == "partial"
+    assert ledger.payload(response.payload_sha256 or "") == b"x" * 10
+    assert response.error and response.error.startswith("The client disconnected"), response.error
 
 
 def test_silent_upstream_times_out_and_is_recorded(proxy: tuple[LiveProxy, Ledger]) -> None:

@@ -24,6 +24,26 @@ import httpx
 
 from tests.support.wire_upstream import Received
 
+TRAILERS_ON_PURPOSE: dict[str, tuple[str, object, object]] = {
+    "h1-client": (
+        "mitmproxy 12 cannot read HTTP/1 trailers nor send trailers to an HTTP/1 client: mitmdump "
+        "answers 502 once the upstream closes (and leaves the client waiting while the upstream keeps "
+        "the connection); flightlog closes the client's connection at once, without an answer",
+        b"HTTP/1.1 502 Bad Gateway",
+        b"",
+    ),
+    "h2-client-h1-upstream": (
+        "mitmproxy 12 cannot read HTTP/1 trailers: mitmdump leaves the HTTP/2 client waiting until its "
+        "own timeout; flightlog resets the stream at once",
+        ("failed", "ReadTimeout"),
+        ("failed", "RemoteProtocolError"),
+    ),
+}
+"""For an answer with HTTP trailers where mitmproxy cannot relay them (HTTP/1 on either side): why
+the client's outcome differs, what mitmdump gives it (a bytes value: how its answer starts) and what
+flightlog gives it (a clear failure instead of a wait). HTTP/2 on both sides, mitmproxy relays the
+trailers and the two are equal."""
+
 ON_PURPOSE: dict[str, Callable[[bytes], bytes]] = {
     "X-Flightlog-* request headers carry identity to flightlog and are removed before forwarding": (
         lambda wire: re.sub(rb"(?im)^x-flightlog-[^\r\n]*\r\n", b"", wire)
@@ -81,6 +101,8 @@ class Shape:
     websocket: tuple[bytes, ...] = ()
     curl: tuple[tuple[str, ...], bytes] | None = None
     """curl's arguments (`{URL}` is the upstream URL) and its standard input."""
+    timeout: float = 20.0
+    """How long the client waits for its answer (a shape where mitmdump leaves it waiting: short)."""
 
     @property
     def tls(self) -> bool:
@@ -137,22 +159,24 @@ def _read_all(sock: socket.socket) -> bytes:
         out += data
 
 
-def _tunnel(port: int, up_port: int, ca: Path, alpn: str = "http/1.1") -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+def _tunnel(port: int, up_port: int, ca: Path, timeout: float) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     sock.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (up_port, up_port))
     head = b""
     while b"\r\n\r\n" not in head:
         head += sock.recv(4096)
     assert head.startswith(b"HTTP/1.1 200"), head
     context = ssl.create_default_context(cafile=str(ca))
-    context.set_alpn_protocols([alpn])
+    context.set_alpn_protocols(["http/1.1"])
     return context.wrap_socket(sock, server_hostname="127.0.0.1")
 
 
 def _h1(shape: Shape, port: int, up_port: int, ca: Path) -> bytes:
     raw = shape.raw.replace(b"{UP}", b"127.0.0.1:%d" % up_port)
     sock = (
-        _tunnel(port, up_port, ca) if shape.tls else socket.create_connection(("127.0.0.1", port), timeout=20)
+        _tunnel(port, up_port, ca, shape.timeout)
+        if shape.tls
+        else socket.create_connection(("127.0.0.1", port), timeout=shape.timeout)
     )
     with sock:
         if shape.expect_continue is not None:
@@ -204,12 +228,17 @@ def _h2(shape: Shape, port: int, up_port: int, ca: Path) -> object:
         parts = shape.chunked_body
         content = iter(parts)  # no length known: sent as DATA frames, as curl's chunked upload is
     verify = ssl.create_default_context(cafile=str(ca))
-    with httpx.Client(http2=True, proxy=f"http://127.0.0.1:{port}", verify=verify, timeout=30) as client:
+    with httpx.Client(
+        http2=True, proxy=f"http://127.0.0.1:{port}", verify=verify, timeout=shape.timeout
+    ) as client:
         request = client.build_request(
             method, f"https://127.0.0.1:{up_port}{path}", headers=headers, content=content
         )
-        r = client.send(request, stream=True)
-        raw = b"".join(r.iter_raw())
+        try:
+            r = client.send(request, stream=True)
+            raw = b"".join(r.iter_raw())
+        except httpx.HTTPError as e:  # the proxy cut the stream (a short answer): what the client saw
+            return ("failed", type(e).__name__)
         r.close()
         return (r.http_version, r.status_code, tuple(r.headers.raw), raw)
 

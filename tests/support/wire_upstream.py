@@ -35,6 +35,10 @@ class Answer:
     chunks: tuple[bytes, ...] = ()
     chunked: bool = False
     delay: float = 0.0
+    cut: bool = False
+    """Close the connection after the chunks, whatever the head promised (a short body)."""
+    trailers: tuple[tuple[bytes, bytes], ...] = ()
+    """HTTP trailers after the last chunk (HTTP/1.1: chunked; HTTP/2: a HEADERS frame)."""
 
 
 def _fixed(status: int, body: bytes, *fields: tuple[bytes, bytes]) -> Answer:
@@ -56,6 +60,16 @@ ANSWERS: dict[str, Answer] = {
         tuple(b"id: %d\ndata: event %d\n\n" % (i, i) for i in range(5)),
         chunked=True,
         delay=0.02,
+    ),
+    "/trailers": Answer(
+        200,
+        ((b"Content-Type", b"text/plain"), (b"Trailer", b"X-Checksum")),
+        (b"hello ", b"trailers"),
+        chunked=True,
+        trailers=((b"X-Checksum", b"abc123"),),
+    ),
+    "/short": Answer(
+        200, ((b"Content-Type", b"text/plain"), (b"Content-Length", b"1000")), (b"x" * 10,), cut=True
     ),
 }
 
@@ -156,7 +170,7 @@ def _h1_answer(sock: socket.socket, answer: Answer, head_only: bool) -> None:
         if answer.delay:
             time.sleep(answer.delay)
     if answer.chunked:
-        sock.sendall(b"0\r\n\r\n")
+        sock.sendall(b"0\r\n" + b"".join(k + b": " + v + b"\r\n" for k, v in answer.trailers) + b"\r\n")
 
 
 def _websocket(sock: socket.socket, reader: _Reader, head: bytes, received: Received) -> None:
@@ -189,6 +203,17 @@ def _websocket(sock: socket.socket, reader: _Reader, head: bytes, received: Rece
         ws.receive_data(data)
 
 
+def _close_gently(sock: socket.socket) -> None:
+    """End a cut answer with a FIN, not a reset: unread bytes from the proxy (an HTTP/2 SETTINGS
+    ack, a window update) at close would make the kernel send RST, which can discard what the proxy
+    has not read yet (the very head and bytes the cut answer is about)."""
+    with suppress(OSError):
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(2)
+        while sock.recv(65536):
+            pass
+
+
 def _h1_connection(sock: socket.socket, received: Received) -> None:
     reader = _Reader(sock)
     with sock:
@@ -204,7 +229,10 @@ def _h1_connection(sock: socket.socket, received: Received) -> None:
             wire, body = framed
             received.requests.append(head + wire)
             method, path = head.split(b" ", 2)[:2]
-            _h1_answer(sock, answer_for(path, body), method == b"HEAD")
+            answer = answer_for(path, body)
+            _h1_answer(sock, answer, method == b"HEAD")
+            if answer.cut:
+                return _close_gently(sock)
             if (_field(head, b"connection") or b"").lower() == b"close":
                 return
 
@@ -234,12 +262,14 @@ def _h2_connection(sock: socket.socket, received: Received) -> None:
                 elif isinstance(event, h2.events.StreamEnded):
                     fields, body = heads.pop(event.stream_id), bodies.pop(event.stream_id)
                     received.requests.append((fields, body))
-                    _h2_answer(conn, sock, event.stream_id, fields, body)
+                    if _h2_answer(conn, sock, event.stream_id, fields, body):
+                        return _close_gently(sock)  # a short answer: the connection ends inside its body
             if out := conn.data_to_send():
                 sock.sendall(out)
 
 
-def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, body: bytes) -> None:
+def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, body: bytes) -> bool:
+    """Answer one stream; True when the answer is a cut one (the caller closes the connection)."""
     pseudo = dict((k, v) for k, v in fields if k.startswith(b":"))
     answer = answer_for(pseudo.get(b":path", b"/"), body)
     out = [(b":status", str(answer.status).encode())]
@@ -248,12 +278,18 @@ def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, b
     conn.send_headers(stream, out, end_stream=empty)  # type: ignore[attr-defined]
     sock.sendall(conn.data_to_send())  # type: ignore[attr-defined]
     if empty:
-        return
+        return False
     for i, chunk in enumerate(answer.chunks):
-        conn.send_data(stream, chunk, end_stream=i == len(answer.chunks) - 1)  # type: ignore[attr-defined]
+        end = i == len(answer.chunks) - 1 and not answer.cut and not answer.trailers
+        conn.send_data(stream, chunk, end_stream=end)  # type: ignore[attr-defined]
         sock.sendall(conn.data_to_send())  # type: ignore[attr-defined]
         if answer.delay:
             time.sleep(answer.delay)
+    if answer.trailers:
+        trailers = [(k.lower(), v) for k, v in answer.trailers]
+        conn.send_headers(stream, trailers, end_stream=True)  # type: ignore[attr-defined]
+        sock.sendall(conn.data_to_send())  # type: ignore[attr-defined]
+    return answer.cut
 
 
 # -- servers --------------------------------------------------------------------------------------
