@@ -9,7 +9,7 @@ unique ids through it for `--seconds`; then:
   proxy   kill -9 of the proxy at 1/3 (its writer drains what reached the pipe); a new proxy is
           started on the same port and the clients carry on
   both    kill -9 of the writer at 1/3, then of the proxy at 2/3, restarted as above
-  postgres  the Ledger is a private PostgreSQL cluster (bench/fault_env.py, never the shared one),
+  postgres  the Ledger is a private PostgreSQL cluster (bench/_fault_env.py, never the shared one),
           stopped (fast shutdown: connections cut) at 1/3 and started again 2 s later
   disk    the SQLite Ledger and its blobs live on a small tmpfs, filled to the last byte at 1/3
           and emptied at 2/3
@@ -35,7 +35,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bench._needs import Skip
-from bench.fault_env import PrivatePostgres, SmallDisk, private_postgres, small_disk
+from bench._fault_env import PrivatePostgres, SmallDisk, private_postgres, small_disk
 from tests.capture.test_kill_writer import load, recorded_ids, writer_pid
 from tests.support.upstream import upstream
 
