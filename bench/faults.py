@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from bench._needs import Skip
 from bench._fault_env import PrivatePostgres, SmallDisk, private_postgres, small_disk
+from bench._needs import Skip
 from tests.capture.test_kill_writer import load, recorded_ids, writer_pid
 from tests.support.upstream import upstream
 
