@@ -65,7 +65,7 @@ async def _calls(command: list[str], calls: int) -> tuple[float, float]:
         for i in range(calls):
             await s.call_tool("echo", {"text": f"call {i}"})
         wall = time.perf_counter() - start
-        await anyio.sleep(0.3)  # the last batches are committed (the writer flushes every 50 ms)
+        await anyio.sleep(0.6)  # the last batches are committed (mcp-record's writer commits every 250 ms)
         return wall, _tree_cpu() - cpu
 
 

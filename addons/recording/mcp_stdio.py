@@ -57,6 +57,9 @@ PEEK = 4096
 TICK = 0.05
 """How often the loop takes the inbox (lines wait there, never the relay): one wake-up per 50 ms
 however many lines arrive, so the wrapper's own work stays off the cores the session needs."""
+BATCH_EVERY = 0.25
+"""The writer process commits a batch this often: a session's lines are few and small, and each
+commit costs its fixed share (transaction, chain link, blob lookups) however few events it holds."""
 SEND_EVERY = 0.05
 """Records gather this long before one frame carries them to the writer process (its reads, its
 wake-ups and its acks are per frame, not per line)."""
@@ -250,7 +253,12 @@ class Recording:
     async def run(self) -> int:
         """Run the server to its end; the server's exit code (negative: killed by that signal)."""
         loop = asyncio.get_running_loop()
-        spec = WriterSpec(self.opts.ledger_url, self.opts.blobs_url, f"mcp-record:{self.session}")
+        spec = WriterSpec(
+            self.opts.ledger_url,
+            self.opts.blobs_url,
+            f"mcp-record:{self.session}",
+            flush_interval=BATCH_EVERY,
+        )
         self.writer = WriterProcess(spec, self.opts.processing, _opener(self.opts), send_delay=SEND_EVERY)
         try:
             self.proc = subprocess.Popen(

@@ -79,6 +79,8 @@ class WriterSpec:
     collector: str
     drain_timeout: float = 30.0
     stats_file: str = ""
+    flush_interval: float = 0.05
+    """How long events gather before a batch commits (`mcp-record`: longer, fewer commits per call)."""
 
 
 # -- the wire: length-prefixed pickles of tuples ----------------------------------------------------
