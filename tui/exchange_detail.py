@@ -173,12 +173,14 @@ class ExchangeScreen(ExchangeKeys):
             if not (any(map(mcp_calls.is_request, mine)) and any(map(mcp_calls.is_result, mine))):
                 events += [o for o in self.source.call_events(key) if o.event_id not in known]
         own = {x.event.event_id: x.data for x in loaded}
+        wanted = [e for e in events if mcp_calls.is_request(e) or mcp_calls.is_result(e)][
+            : mcp_calls.CALLS_MAX
+        ]
         messages = {
             e.event_id: own[e.event_id]
             if e.payload_sha256 and e.event_id in own
             else self.source.mcp_message(e)
-            for e in events
-            if e.kind.startswith("mcp.")
+            for e in wanted
         }
         return mcp_calls.pair(events, messages)
 

@@ -18,6 +18,9 @@ from storage.exchanges import RESULT_SUFFIX, STDIO_HOST
 from storage.kinds import MCP_EXIT, MCP_PREFIX, MCP_START
 
 NOT_CALLS: Final = (MCP_START, MCP_EXIT, "mcp.invalid")
+CALLS_MAX: Final = 400
+"""Messages of one exchange read for its calls at most (a session's GET stream can carry thousands;
+the inner tab lists them all)."""
 SHOW_MAX: Final = 4000
 """Characters of arguments or of a result shown at most (the request and answer tabs hold all)."""
 
