@@ -11,6 +11,11 @@ others), then the CPU the recording adds per call, which another process's load 
 the CPU the server's process tree (the wrapper and its relay threads, the server, the writer
 process; read from /proc) used during the N calls, recorded minus bare, over N. Then the messages
 recorded against the messages sent and the Ledger's size on disk per recorded call.
+
+Last, the relay's own latency, which the SDK's ~1 ms per call hides and a loaded machine's noise
+swamps in the wall times above: `--pings` round trips of one JSON-RPC line to a plain line-echoing
+server (tests/mcp/raw_server.py), each waiting for its answer, bare and through `mcp-record`; the
+median round trip of each and their difference (what the relay adds to every call, both hops).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +35,9 @@ from mcp.client.stdio import stdio_client
 from sqlalchemy import text
 
 from storage.ledger import open_ledger
-from tests.mcp.support import SDK_SERVER, recorded, session_events
+from tests.mcp.support import RAW, SDK_SERVER, recorded, session_events
+
+PING = b'{"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"text": "call 1"}}\n'
 
 
 def _tree_cpu() -> float:
@@ -65,8 +73,27 @@ async def _calls(command: list[str], calls: int) -> tuple[float, float]:
         for i in range(calls):
             await s.call_tool("echo", {"text": f"call {i}"})
         wall = time.perf_counter() - start
-        await anyio.sleep(0.3)  # the last batches are committed (the writer flushes every 50 ms)
+        await anyio.sleep(0.6)  # the last batches are committed (mcp-record's writer commits every 250 ms)
         return wall, _tree_cpu() - cpu
+
+
+def _pings(command: list[str], count: int) -> float:
+    """The median seconds of `count` round trips of one line through `command` (after a warm-up)."""
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    to, back = proc.stdin.fileno(), proc.stdout.fileno()
+    times = []
+    for n in range(count + 100):
+        start = time.perf_counter()
+        os.write(to, PING)
+        got = b""
+        while not got.endswith(b"\n"):
+            got += os.read(back, 65536)
+        if n >= 100:
+            times.append(time.perf_counter() - start)
+    proc.stdin.close()
+    proc.wait(30)
+    return statistics.median(times)
 
 
 def _size(path: Path) -> int:
@@ -77,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.mcp_record")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--pings", type=int, default=5000)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -100,6 +128,12 @@ def main(argv: list[str] | None = None) -> None:
         # makes before its first call, (1 warm-up + N) calls and their results
         sent = args.rounds * (3 + 2 + 2 * (args.calls + 1))
         disk = _size(root)
+        pings: dict[str, list[float]] = {"bare": [], "recorded": []}
+        for _ in range(args.rounds):
+            pings["bare"].append(_pings(RAW, args.pings))
+            pings["recorded"].append(
+                _pings(recorded(RAW, "--ledger", ledger_url, "--blobs", blobs), args.pings)
+            )
     print(f"calls per run            {args.calls} (rounds: {args.rounds})")
     for name in walls:
         print(f"{name:<24} best {min(walls[name]):.3f} s, median {statistics.median(walls[name]):.3f} s")
@@ -115,6 +149,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"messages recorded/sent   {lines}/{sent}")
     per_call = disk / max(1, int(tool_calls or 0))
     print(f"disk per recorded call   {per_call:.0f} bytes ({disk} bytes, {tool_calls} calls)")
+    bare_rt, recorded_rt = (statistics.median(pings[k]) * 1e6 for k in ("bare", "recorded"))
+    print(
+        f"relay round trip         bare {bare_rt:.0f} us, recorded {recorded_rt:.0f} us: "
+        f"{recorded_rt - bare_rt:.0f} us added per call (median of {args.pings} x {args.rounds})"
+    )
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ A person browsing the Ledger came to see exchanges, not rows: one line per reque
 answer size, duration, model, tokens and cost. Two indexed reads make a page, so the millionth
 exchange costs what the first does:
 
-1. the page's *opening* events (an `http.request`, a `dispatch.call`, ...) in the same keyset order
-   `(at, event_id)` the event pages use, under the filter's action-wide fields (agent, host, url, ...);
+1. the page's *opening* events (an `http.request`, a `dispatch.call`, a stdio MCP call, ...) in the
+   same keyset order `(at, event_id)` the event pages use, under the filter's action-wide fields
+   (agent, host, url, ...);
    fields only an answer carries (status, model, kind, direction) are asked of any event of the
    action through an EXISTS on the `action_id` index;
 2. the figures of those actions summed by the database, `GROUP BY action_id` over the `action_id` index.
@@ -13,6 +14,12 @@ exchange costs what the first does:
 Timing is read in one place (`timing`): the answer's first and last byte offsets from its request, as
 capture measured them on the wire; for answers recorded before those columns (and kinds without
 them), the duration is the answer event's `at` minus the request event's `at`, time to first byte unknown.
+
+A stdio MCP session recorded by `flightlog mcp-record` has no HTTP exchange: there each request the
+client (or the server) made opens one (`mcp.tools/call`, `mcp.initialize`, ...; its action is the
+call's key `mcp:SESSION:call:c:ID`, `addons.recording.mcp_stdio_events`) and its result by JSON-RPC id
+answers it (`mcp.<method>.result`, or `mcp.result` for a call not seen), progress notifications inner;
+the session's `mcp.start` opens the session's own action and `mcp.exit` answers it.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Table, and_, case, exists, func, select, tuple_
+from sqlalchemy import ColumnElement, Table, and_, case, exists, func, or_, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -33,6 +40,9 @@ from storage.kinds import (
     DISPATCH_REPLY,
     HTTP_REQUEST,
     HTTP_RESPONSE,
+    MCP_EXIT,
+    MCP_PREFIX,
+    MCP_START,
 )
 from storage.queries import EVENTS, Cursor, Filter, QueryError, _bind_time, _conditions
 from storage.rows import from_mapping
@@ -43,6 +53,57 @@ ANSWER_KINDS: Final = (HTTP_RESPONSE, DISPATCH_REPLY, DISPATCH_REFUSED)
 """Kinds that answer it: their status, size and time are the exchange's."""
 ANSWER_FIELDS: Final = ("status", "model", "kind", "direction")
 """Filter fields asked of any event of the action (an opening event does not carry them)."""
+STDIO_HOST: Final = "stdio"
+"""The `host` of every event of a stdio MCP session."""
+RESULT_SUFFIX: Final = ".result"
+UNKNOWN_RESULT: Final = "mcp.result"
+NOTIFICATION_PREFIX: Final = "mcp.notifications/"
+CALL_KEY: Final = ":call:"
+
+
+def opens(event: StoredEvent) -> bool:
+    """Whether an event opens its exchange (the Python side of `_opens` below)."""
+    if event.kind in OPENING_KINDS:
+        return True
+    if event.host != STDIO_HOST:
+        return False
+    if event.kind == MCP_START:
+        return True
+    return (
+        event.kind.startswith(MCP_PREFIX)
+        and CALL_KEY in event.action_id
+        and not event.kind.endswith(RESULT_SUFFIX)
+        and event.kind != UNKNOWN_RESULT
+        and not event.kind.startswith(NOTIFICATION_PREFIX)
+    )
+
+
+def answers(event: StoredEvent) -> bool:
+    """Whether an event answers its exchange (the Python side of `_answers` below)."""
+    if event.kind in ANSWER_KINDS:
+        return True
+    return event.host == STDIO_HOST and (
+        event.kind == MCP_EXIT or (event.kind.startswith(MCP_PREFIX) and event.kind.endswith(RESULT_SUFFIX))
+    )
+
+
+def _opens(t: Any) -> ColumnElement[bool]:
+    stdio_call = and_(
+        t.c.host == STDIO_HOST,
+        t.c.kind.like(f"{MCP_PREFIX}%"),
+        t.c.action_id.like(f"%{CALL_KEY}%"),
+        ~t.c.kind.like(f"%{RESULT_SUFFIX}"),
+        ~t.c.kind.like(f"{NOTIFICATION_PREFIX}%"),
+    )
+    return or_(t.c.kind.in_(OPENING_KINDS), and_(t.c.host == STDIO_HOST, t.c.kind == MCP_START), stdio_call)
+
+
+def _answers(t: Any) -> ColumnElement[bool]:
+    stdio = and_(
+        t.c.host == STDIO_HOST,
+        or_(t.c.kind == MCP_EXIT, and_(t.c.kind.like(f"{MCP_PREFIX}%"), t.c.kind.like(f"%{RESULT_SUFFIX}"))),
+    )
+    return or_(t.c.kind.in_(ANSWER_KINDS), stdio)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +135,8 @@ class Exchange:
     first_byte_ms: float | None = None
     last_byte_ms: float | None = None
     """The answer's first and last byte offsets from its request, where capture measured them."""
+    mcp_tool: str | None = None
+    """The tool an MCP message of the action names (a `tools/call`'s, on stdio or through the proxy)."""
 
     @property
     def action_id(self) -> str:
@@ -110,7 +173,7 @@ def _split(flt: Filter) -> tuple[Filter, Filter]:
 
 def _opening_where(t: Table, flt: Filter) -> ColumnElement[bool]:
     shared, answer = _split(flt)
-    conds = [t.c.kind.in_(OPENING_KINDS), *_conditions(t, shared)]
+    conds = [_opens(t), *_conditions(t, shared)]
     if not answer.is_empty():
         other = t.alias("other")
         inner = _conditions(other, answer)  # type: ignore[arg-type]  # an alias has the table's columns
@@ -148,7 +211,7 @@ def _figures(conn: Any, t: Table, action_ids: list[str]) -> dict[str, Any]:
     if not action_ids:
         return {}
     c = t.c
-    is_answer = c.kind.in_(ANSWER_KINDS)
+    is_answer = _answers(t)
 
     def answer(column: Any) -> Any:
         return func.max(case((is_answer, column)))
@@ -166,7 +229,8 @@ def _figures(conn: Any, t: Table, action_ids: list[str]) -> dict[str, Any]:
             func.sum(c.tokens_in).label("tokens_in"),
             func.sum(c.tokens_out).label("tokens_out"),
             func.sum(c.cost_usd).label("cost_usd"),
-            func.sum(case((c.kind.in_(OPENING_KINDS + ANSWER_KINDS), 0), else_=1)).label("inner"),
+            func.sum(case((or_(_opens(t), is_answer), 0), else_=1)).label("inner"),
+            func.max(case((c.kind.like(f"{MCP_PREFIX}%"), c.tool))).label("mcp_tool"),
             answer(c.first_byte_ms).label("first_byte_ms"),
             answer(c.last_byte_ms).label("last_byte_ms"),
         )
@@ -200,4 +264,5 @@ def _exchange(opening: StoredEvent, r: Any) -> Exchange:
         inner=int(r.inner or 0),
         first_byte_ms=None if r.first_byte_ms is None else float(r.first_byte_ms),
         last_byte_ms=None if r.last_byte_ms is None else float(r.last_byte_ms),
+        mcp_tool=r.mcp_tool,
     )

@@ -13,8 +13,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from storage.events import StoredEvent
 from storage.kinds import MCP_INITIALIZE_RESULT, MCP_TOOL_CALL, MCP_TOOL_RESULT
 from storage.queries import QueryError
+from storage.rows import from_mapping
 
 MCP_COLUMNS: Final = (
     "event_id, action_id, parent, kind, direction, at, url, tool, session, agent, error, seq, status,"
@@ -51,3 +53,10 @@ def sharing_call(engine: Engine, key: str, over_http: bool) -> list[str]:
     column = "parent" if over_http else "action_id"
     sql = f"SELECT event_id FROM events WHERE {column} = :v ORDER BY at, seq, event_id"
     return [r["event_id"] for r in _rows(engine, sql, v=key)]
+
+
+def call_events(engine: Engine, key: str, limit: int = 100) -> list[StoredEvent]:
+    """The message events of one MCP call through the proxy (its `parent` is `key`), whole, in
+    recorded order: the call and its result, which may sit under another exchange."""
+    sql = "SELECT * FROM events WHERE parent = :v ORDER BY at, seq, event_id LIMIT :n"
+    return [from_mapping(r) for r in _rows(engine, sql, v=key, n=limit)]

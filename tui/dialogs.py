@@ -32,7 +32,7 @@ HELP: Final = (
     ("y", "copy it as curl, secrets left as [NAME]"),
     ("d", "open its tool's Directory row (a dispatch call)"),
     ("An open exchange", ""),
-    ("1 … 6", "tabs: request, answer, conversation, inner, timing, Ledger row"),
+    ("1 … 7", "tabs: request, answer, conversation, inner, timing, Ledger row, mcp"),
     ("m", "bodies as readable / text / hex"),
     ("escape", "back"),
     ("Everywhere", ""),

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 from rich.text import Text
 
 from storage.events import StoredEvent
-from storage.exchanges import Exchange
+from storage.exchanges import STDIO_HOST, Exchange
+from storage.kinds import MCP_PREFIX, MCP_START
 from tui import figures
 
 Cell = str | Text
@@ -58,10 +59,13 @@ RESERVED: Final = 2
 """Left for the vertical scrollbar."""
 
 
-def status_text(status: int | None, error: str | None) -> Text:
-    """The status code, or the kind of error (`reset`, `LIMIT`) when the exchange failed."""
+def status_text(status: int | None, error: str | None, answered: bool = False) -> Text:
+    """The status code, or the kind of error (`reset`, `LIMIT`) when the exchange failed; `ok` for an
+    answer that has no status code (an MCP result over stdio)."""
     if error:
         return Text(error_kind(error) if status is None or status < 400 else str(status), style="bold red")
+    if status is None and answered:
+        return Text("ok", style="green")
     if status is None:
         return Text("…", style="dim")
     style = "red" if status >= 500 else "yellow" if status >= 400 else "green"
@@ -91,6 +95,16 @@ def target(url: str | None, host: str | None) -> str:
     return parts.netloc + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
+STDIO: Final = "stdio:"
+
+
+def mcp_target(method: str | None, tool: str | None, url: str | None, kind: str) -> str:
+    """A stdio MCP call as what it called: `tools/call echo · python server.py` (the session: `session`)."""
+    server = (url or "")[len(STDIO) :] if (url or "").startswith(STDIO) else url or ""
+    what = "session" if kind == MCP_START else " ".join(x for x in (method, tool) if x)
+    return f"{what} · {server}" if server else what
+
+
 def who(agent: str | None, session: str | None) -> str:
     return "/".join(x for x in (agent, session) if x)
 
@@ -100,12 +114,19 @@ def cells(x: Exchange, expanded: bool = False) -> dict[str, Cell]:
     o = x.opening
     t = x.timing
     mark = f"{'▾' if expanded else '▸'}{x.inner} " if x.inner else ""
+    stdio = o.host == STDIO_HOST
+    where = mcp_target(o.method, o.tool, o.url, o.kind) if stdio else target(o.url, o.host)
+    if x.mcp_tool and not stdio:
+        where = f"mcp {x.mcp_tool} · {where}"  # an MCP tools/call through the proxy: the tool first
+    status = status_text(x.status, x.error, stdio and x.answer_at is not None)
+    if stdio and o.kind == MCP_START and x.status is not None:  # a session: how the server exited
+        status = Text(f"exit {x.status}", style="bold red" if x.status or x.error else "green")
     return {
         "time": o.at.strftime("%m-%d %H:%M:%S"),
         "who": who(o.agent, o.session),
-        "method": o.method or "",
-        "status": status_text(x.status, x.error) + ("*" if x.answer_state == "partial" else ""),
-        "target": mark + target(o.url, o.host),
+        "method": "MCP" if stdio else o.method or "",
+        "status": status + ("*" if x.answer_state == "partial" else ""),
+        "target": mark + where,
         "size": figures.size(x.answer_size),
         "duration": figures.duration(t.duration_ms),
         "ttfb": figures.duration(t.ttfb_ms),
@@ -118,7 +139,8 @@ def cells(x: Exchange, expanded: bool = False) -> dict[str, Cell]:
 def inner_cells(e: StoredEvent) -> dict[str, Cell]:
     """An event under its exchange (a WebSocket message, the door's upstream call, an MCP message)."""
     arrow = "→" if e.direction == "out" else "←"
-    what = f"   └ {arrow} {e.kind}" + (f" {e.tool}" if e.tool and not e.kind.startswith("http") else "")
+    kind = e.kind.removeprefix(MCP_PREFIX)  # an MCP message: `tools/call weather`, the tool before the cut
+    what = f"   └ {arrow} {kind}" + (f" {e.tool}" if e.tool and not e.kind.startswith("http") else "")
     return {
         "time": e.at.strftime("%m-%d %H:%M:%S"),
         "who": who(e.agent, e.session),

@@ -1,5 +1,5 @@
 """One exchange whole, in tabs: request, answer, conversation (for a model call), inner messages,
-timing, and the Ledger rows.
+timing, the Ledger rows, and its MCP calls (each call's tool and arguments with its result).
 
 Every event of the action and its payload are read in one worker thread before anything is drawn
 (a payload may sit in S3, or be megabytes; the view shows at most `body.SHOW_MAX` bytes of it). Heads
@@ -21,8 +21,8 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from storage.errors import StorageError
 from storage.events import StoredEvent
-from storage.exchanges import ANSWER_KINDS, OPENING_KINDS, timing
-from tui import cells, figures
+from storage.exchanges import answers, opens, timing
+from tui import cells, figures, mcp_calls
 from tui.body import MODES, Mode, decoded, header
 from tui.conversation import Conversation, api_of, conversation
 from tui.conversation_text import blocks
@@ -30,7 +30,7 @@ from tui.errors import TuiError
 from tui.exchange_keys import ExchangeKeys
 from tui.sections import event_widgets, section
 
-TABS = ("request", "answer", "conversation", "inner", "timing", "row")
+TABS = ("request", "answer", "conversation", "inner", "timing", "row", "mcp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +53,8 @@ class Parts:
 
 def split(loaded: list[Loaded]) -> Parts:
     """The opening event, the answer, and everything between (WebSocket, door, MCP messages)."""
-    opening = [x for x in loaded if x.event.kind in OPENING_KINDS][:1] or loaded[:1]
-    answer = [x for x in loaded if x.event.kind in ANSWER_KINDS and x not in opening]
+    opening = [x for x in loaded if opens(x.event)][:1] or loaded[:1]
+    answer = [x for x in loaded if answers(x.event) and x not in opening]
     if not answer and len(loaded) > 1 and loaded[-1] not in opening:
         answer = loaded[-1:]
     inner = [x for x in loaded if x not in opening and x not in answer]
@@ -108,6 +108,7 @@ class ExchangeScreen(ExchangeKeys):
         self.conversation: Conversation | None = None
         self.conversation_read = False
         """The conversation tab has been shown once (its parse started)."""
+        self.calls: list[mcp_calls.McpCall] = []
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≡")
@@ -152,7 +153,36 @@ class ExchangeScreen(ExchangeKeys):
                     error = str(e)
             loaded.append(Loaded(event, data, error))
         parts = split(loaded)
-        self.app.call_from_thread(self._show, loaded, parts)
+        try:
+            calls = self._mcp_calls(loaded)
+        except StorageError as e:
+            self.app.call_from_thread(self.notify, f"MCP calls: {e}", severity="error")
+            calls = []
+        self.app.call_from_thread(self._show, loaded, parts, calls)
+
+    def _mcp_calls(self, loaded: list[Loaded]) -> list[mcp_calls.McpCall]:
+        """The action's MCP requests paired with their results; a call or a result that came on
+        another stream (another exchange, as a GET stream's result) is read by the call's key."""
+        events = [x.event for x in loaded]
+        if not any(mcp_calls.is_request(e) or mcp_calls.is_result(e) for e in events):
+            return []
+        known = {e.event_id for e in events}
+        keys = {e.parent for e in events if e.parent and (mcp_calls.is_request(e) or mcp_calls.is_result(e))}
+        for key in sorted(k for k in keys if k is not None):
+            mine = [e for e in events if e.parent == key]
+            if not (any(map(mcp_calls.is_request, mine)) and any(map(mcp_calls.is_result, mine))):
+                events += [o for o in self.source.call_events(key) if o.event_id not in known]
+        own = {x.event.event_id: x.data for x in loaded}
+        wanted = [e for e in events if mcp_calls.is_request(e) or mcp_calls.is_result(e)][
+            : mcp_calls.CALLS_MAX
+        ]
+        messages = {
+            e.event_id: own[e.event_id]
+            if e.payload_sha256 and e.event_id in own
+            else self.source.mcp_message(e)
+            for e in wanted
+        }
+        return mcp_calls.pair(events, messages)
 
     @on(TabbedContent.TabActivated, "#tabs")
     def tab_shown(self, event: TabbedContent.TabActivated) -> None:
@@ -189,12 +219,12 @@ class ExchangeScreen(ExchangeKeys):
     def _failed(self, message: str) -> None:
         self.query_one("#exchange-title", Static).update(f"cannot read action {self.action_id}: {message}")
 
-    def _show(self, loaded: list[Loaded], parts: Parts) -> None:
+    def _show(self, loaded: list[Loaded], parts: Parts, calls: list[mcp_calls.McpCall]) -> None:
         with self.app.batch_update():  # one repaint for every tab filled, not one per tab
-            self._fill_tabs(loaded, parts)
+            self._fill_tabs(loaded, parts, calls)
 
-    def _fill_tabs(self, loaded: list[Loaded], parts: Parts) -> None:
-        self.loaded, self.parts = loaded, parts
+    def _fill_tabs(self, loaded: list[Loaded], parts: Parts, calls: list[mcp_calls.McpCall]) -> None:
+        self.loaded, self.parts, self.calls = loaded, parts, calls
         title = self.query_one("#exchange-title", Static)
         if not loaded:
             title.update(f"no events in action {self.action_id}")
@@ -210,10 +240,14 @@ class ExchangeScreen(ExchangeKeys):
             self._fill("conversation", [Static("reading the conversation…")])
         if not parts.inner:
             tabs.hide_tab("tab-inner")
+        if calls:
+            self._fill("mcp", [section(mcp_calls.title(c), mcp_calls.text(c)) for c in calls])
+        else:
+            tabs.hide_tab("tab-mcp")
         self.show_bodies()
         self._fill("timing", [section("timing", timing_text(parts))])
         self._fill("row", [self._row_widget(x.event) for x in loaded])
-        self.action_tab(self.first_tab)
+        self.action_tab("mcp" if calls and self.first_tab == "request" else self.first_tab)
 
     def _show_conversation(self, conv: Conversation | None, rows: dict[str, str | None] | None) -> None:
         self.conversation = conv
@@ -227,7 +261,7 @@ class ExchangeScreen(ExchangeKeys):
     def visible_tabs(self) -> list[str]:
         first = self.parts.request[0].event if self.parts.request else None
         might_talk = first is not None and api_of(first.url) is not None
-        hidden = {"conversation": not might_talk, "inner": not self.parts.inner}
+        hidden = {"conversation": not might_talk, "inner": not self.parts.inner, "mcp": not self.calls}
         return [name for name in TABS if not hidden.get(name)]
 
     def _conversation_widgets(self, conv: Conversation, rows: dict[str, str | None] | None) -> list[Widget]:

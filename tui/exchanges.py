@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 
 from storage.errors import StorageError
 from storage.events import StoredEvent
-from storage.exchanges import ANSWER_KINDS, OPENING_KINDS, Exchange
+from storage.exchanges import Exchange, answers, opens
 from storage.queries import Cursor, Filter, cursor
 from tui import exchange_cells
 from tui.exchange_cells import Cell, Column
@@ -161,8 +161,7 @@ class ExchangesScreen(ListScreen[Exchange]):
         except StorageError as e:
             self.app.call_from_thread(self.notify, str(e), severity="error")
             return
-        kinds = OPENING_KINDS + ANSWER_KINDS
-        inner = [e for e in events_ if e.kind not in kinds]
+        inner = [e for e in events_ if not (opens(e) or answers(e))]
         self.app.call_from_thread(self._expanded, action_id, inner)
 
     def _expanded(self, action_id: str, inner: list[StoredEvent]) -> None:

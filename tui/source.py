@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from storage.events import StoredEvent
 from storage.exchanges import Exchange, select_exchanges
+from storage.mcp_lookups import call_events
 from storage.queries import Cursor, Filter, Group, counts, select_events
 from storage.timeline import Timeline, timeline
 from tui.errors import TuiError
@@ -35,6 +36,9 @@ Replayer = Callable[[str], str]
 """Action id -> what replaying it printed (status, header and body diff)."""
 Exporter = Callable[[str, list[str]], str]
 """(format: har, mitmproxy or jsonl; action ids) -> one line saying what was written where."""
+McpReader = Callable[[StoredEvent], bytes | None]
+"""An MCP message event -> its bytes (an exchange's message is a pointer into the exchange's payload,
+followed in `addons.readback`, out of the browser's reach)."""
 
 
 class Source(Protocol):
@@ -55,6 +59,14 @@ class Source(Protocol):
     def action(self, action_id: str) -> list[StoredEvent]: ...
 
     def payload(self, sha256: str) -> bytes: ...
+
+    def call_events(self, key: str) -> list[StoredEvent]:
+        """The message events of one MCP call through the proxy, wherever they were recorded."""
+        ...
+
+    def mcp_message(self, event: StoredEvent) -> bytes | None:
+        """An MCP message's bytes as stored, or None when they were not kept (or cannot be read here)."""
+        ...
 
     def tool(self, name: str) -> ToolInfo | None:
         """The join; raises `TuiError` when no Directory is connected."""
@@ -90,11 +102,13 @@ class LedgerSource:
         directory: DirectoryLookup | None = None,
         replayer: Replayer | None = None,
         exporter: Exporter | None = None,
+        mcp_reader: McpReader | None = None,
     ) -> None:
         self.ledger = ledger
         self.directory = directory
         self.replayer = replayer
         self.exporter = exporter
+        self.mcp_reader = mcp_reader
 
     def page(self, flt: Filter, *, limit: int, before: Cursor | None = None) -> list[StoredEvent]:
         """A page newest first; a filter in another order ("slowest") is one top N, with no next page."""
@@ -124,6 +138,14 @@ class LedgerSource:
 
     def payload(self, sha256: str) -> bytes:
         return self.ledger.payload(sha256)
+
+    def call_events(self, key: str) -> list[StoredEvent]:
+        return call_events(self.ledger.engine, key)
+
+    def mcp_message(self, event: StoredEvent) -> bytes | None:
+        if event.payload_sha256:
+            return self.ledger.payload(event.payload_sha256)
+        return self.mcp_reader(event) if self.mcp_reader is not None else None
 
     def tool(self, name: str) -> ToolInfo | None:
         if self.directory is None:

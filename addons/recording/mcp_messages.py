@@ -19,7 +19,9 @@ a JSON-RPC error or a tool's `isError` result in `error`. Beyond that:
   first). `message_at()` reads it back. `redacted` names the secrets replaced inside that message.
 - The writer remembers each exchange's session and calls, bounded (`MEMORY`), so an answer knows its
   call's method; an answer to a call it never saw (another proxy worker's) is `mcp.result`.
-- A long-lived event stream is read when it ends (that is when its record reaches the writer).
+- An event stream's messages become events while it is open (`addons.recording.mcp_live`, from
+  its chunks as they reach the writer), each carrying its own bytes until the stream's are stored;
+  what the stream's end adds is the rest, numbered on from there.
 """
 
 from __future__ import annotations
@@ -49,17 +51,25 @@ _NAME = re.compile(r"\[([A-Za-z0-9_]+)\]")
 
 
 @dataclass
-class _Flow:
+class Flow:
+    """An MCP exchange between its request and its answer: its session, its calls, and its request's
+    event without head and payload (`base`: what a message of a still open answer is made from)."""
+
     session: str
     calls: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    base: Event | None = None
 
 
 @dataclass
 class Memory:
     """What the writer remembers between an exchange's request and its answer, and across streams."""
 
-    flows: OrderedDict[str, _Flow] = field(default_factory=OrderedDict)
+    flows: OrderedDict[str, Flow] = field(default_factory=OrderedDict)
     calls: OrderedDict[str, tuple[str, str | None]] = field(default_factory=OrderedDict)
+    candidates: OrderedDict[str, Flow] = field(default_factory=OrderedDict)
+    """GETs that ask for an event stream without saying MCP (the older HTTP+SSE transport's)."""
+    live: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    """Open event streams read as they arrive: flow id -> `mcp_live.Live`."""
 
     def keep(self, memo: OrderedDict[str, Any], key: str, value: Any) -> None:
         memo[key] = value
@@ -140,6 +150,35 @@ def _session_of(event: Event) -> str:
     return _header(_SESSION_HEADER, event.head) or _query_session(event.url) or event.action_id
 
 
+def _flow_of(event: Event) -> Flow:
+    """A request's flow, with its event kept as the base of messages of a still open answer."""
+    return Flow(_session_of(event), base=replace(event, head=b"", payload=None))
+
+
+_ACCEPT_HEADER = re.compile(rb"\r\naccept:[^\r\n]*text/event-stream", re.IGNORECASE)
+
+
+def collect(
+    found: Iterator[tuple[str, bytes, Any]], flow: Flow, known: bool
+) -> tuple[list[tuple[rpc.Message, bytes]], bool] | None:
+    """The JSON-RPC messages among `found` (an `endpoint` event sets the flow's session), and whether
+    the exchange is now known to be MCP; None when a method says it is another JSON-RPC API."""
+    out: list[tuple[rpc.Message, bytes]] = []
+    for where, data, value in found:
+        if where == "endpoint":
+            flow.session = _query_session(data.decode("utf-8", "replace")) or flow.session
+            known = True
+            continue
+        message = rpc.classify(value)
+        if message.shape == "invalid":
+            continue  # not a JSON-RPC message (over HTTP there is no line to account for)
+        if message.method and not rpc.looks_like_mcp_method(message.method):
+            return None  # another JSON-RPC API, not MCP
+        known = known or message.method is not None
+        out.append((message, data))
+    return out, known
+
+
 def derived(
     event: Event, read: Callable[[], bytes | None], next_seq: Callable[[], int], memo: Memory = MEMO
 ) -> list[Event]:
@@ -150,11 +189,15 @@ def derived(
         return []
     request = event.kind == kinds.HTTP_REQUEST
     flow = memo.flows.get(event.action_id)
+    live = None if request else memo.live.pop(event.action_id, None)
+    emitted = live.emitted if live is not None else 0  # made while the stream was open: not again
     if not request and flow is None and b"text/event-stream" not in event.head.lower():
         return []
     if event.payload_state not in ("complete", "partial"):
         if request and any(h in event.head.lower() for h in MCP_HEADERS):  # a GET stream's request
-            memo.keep(memo.flows, event.action_id, _Flow(_session_of(event)))
+            memo.keep(memo.flows, event.action_id, _flow_of(event))
+        elif request and event.method == "GET" and _ACCEPT_HEADER.search(event.head):
+            memo.keep(memo.candidates, event.action_id, _flow_of(event))
         return []
     raw = read()
     if raw is None:
@@ -166,41 +209,32 @@ def derived(
     if request:
         if not _looks_mcp(event, body):
             return []
-        flow = _Flow(_session_of(event))
+        flow = _flow_of(event)
         memo.keep(memo.flows, event.action_id, flow)
     known = flow is not None
     if flow is None:
+        memo.candidates.pop(event.action_id, None)
         if b'"jsonrpc"' not in body and b"event: endpoint" not in body:
             return []  # an event stream of something else (an AI API's answer): not parsed
-        flow = _Flow(event.action_id)
+        flow = Flow(event.action_id)
     elif not request:
         memo.flows.pop(event.action_id, None)
     content_type = _header(_TYPE_HEADER, event.head).lower()
     origin = "client" if request else "server"
-    found: list[tuple[rpc.Message, bytes]] = []
-    for where, data, value in messages(body, content_type):
-        if where == "endpoint":
-            flow.session = _query_session(data.decode("utf-8", "replace")) or flow.session
-            known = True
-            continue
-        message = rpc.classify(value)
-        if message.shape == "invalid":
-            continue  # not a JSON-RPC message (over HTTP there is no line to account for)
-        if message.method and not rpc.looks_like_mcp_method(message.method):
-            return []  # another JSON-RPC API, not MCP
-        known = known or message.method is not None
-        found.append((message, data))
-    if not known:
+    collected = collect(messages(body, content_type), flow, known)
+    if collected is None or not collected[1]:
         return []
     return [
-        _message_event(event, flow, origin, message, data, n, next_seq(), memo)
-        for n, (message, data) in enumerate(found, 1)
+        message_event(event, flow, origin, message, data, n, next_seq(), memo)
+        for n, (message, data) in enumerate(collected[0], 1)
+        if n > emitted
     ]
 
 
-def _message_event(
-    event: Event, flow: _Flow, origin: str, message: rpc.Message, data: bytes, n: int, seq: int, memo: Memory
+def message_event(
+    event: Event, flow: Flow, origin: str, message: rpc.Message, data: bytes, n: int, seq: int, memo: Memory
 ) -> Event:
+    """The Nth message of `event` (an `artifact` pointing into its payload), its call remembered."""
     side, other = ("c", "s") if origin == "client" else ("s", "c")
     parent, method, tool = None, message.method, message.tool
     if message.shape == "request" and message.id is not None and message.method:

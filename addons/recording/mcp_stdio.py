@@ -3,9 +3,10 @@
 Two threads relay, one per direction, with blocking `read`/`write` on the raw file descriptors and
 nothing else in between: the client's stdin goes to the server's stdin and the server's stdout to our
 stdout unchanged (stderr is the server's own, inherited). Each chunk read is also appended to an
-in-memory inbox (O(1), no wake-up); the event loop takes the inbox every few milliseconds, splits it
-into lines (MCP's stdio framing) and hands them to the same `WriterProcess` the proxy uses, so the
-Ledger's speed or absence never reaches the relay. Lines become events in the writer process
+in-memory inbox once it was written on (O(1), no wake-up); the event loop takes the inbox every
+50 ms, splits it into lines (MCP's stdio framing) and hands them to the same `WriterProcess` the
+proxy uses, in one frame per 50 ms, so the Ledger's speed or absence never reaches the relay and the
+wrapper's own work stays small beside the session's. Lines become events in the writer process
 (`addons.recording.mcp_stdio_events`).
 
 What the client would see without flightlog, it sees with it:
@@ -53,9 +54,15 @@ log = logging.getLogger("flightlog.capture")
 MAX_MESSAGE = 8 * 1024 * 1024
 READ_SIZE = 65536
 PEEK = 4096
-TICK = 0.005
-"""How often the loop takes the inbox while lines arrive (idle: `IDLE_TICK`)."""
-IDLE_TICK = 0.05
+TICK = 0.05
+"""How often the loop takes the inbox (lines wait there, never the relay): one wake-up per 50 ms
+however many lines arrive, so the wrapper's own work stays off the cores the session needs."""
+BATCH_EVERY = 0.25
+"""The writer process commits a batch this often: a session's lines are few and small, and each
+commit costs its fixed share (transaction, chain link, blob lookups) however few events it holds."""
+SEND_EVERY = 0.05
+"""Records gather this long before one frame carries them to the writer process (its reads, its
+wake-ups and its acks are per frame, not per line)."""
 STDOUT_LINGER = 2.0
 """After the server exits, its stdout is read this much longer (a grandchild may still hold it)."""
 DRAIN_WAIT = 1.5
@@ -65,6 +72,8 @@ SWITCH_INTERVAL = 0.0005
 """A relay thread woken by a read waits at most this long for the GIL (Python's default is 5 ms)."""
 WRITER_NICE = 10
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+BROKEN = select.POLLERR | select.POLLNVAL
+"""A pipe's reader is gone (or the descriptor closed): what `poll` says of the relay's destination."""
 
 
 @dataclass(frozen=True)
@@ -125,8 +134,9 @@ class Lines:
         return found
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+def _write_all(fd: int, data: bytes, written: int = 0) -> None:
+    """Write what is left of `data` after its first `written` bytes (a partial or refused write)."""
+    view = memoryview(data)[written:]
     while view:
         try:
             written = os.write(fd, view)
@@ -148,7 +158,8 @@ class _Ends:
 def _pump(
     src: int, dst: int, origin: str, inbox: deque[tuple[str, float, bytes]], on_end: Callable[[str], None]
 ) -> None:
-    """Relay `src` to `dst` until end of file or a broken side; every chunk also goes to the inbox.
+    """Relay `src` to `dst` until end of file or a broken side; every chunk also goes to the inbox,
+    after it was written on (nothing but the read and the write is on the relay's path).
 
     `dst` is watched while waiting for `src`: when its reader goes away (POLLERR on a pipe) we stop
     reading before the next chunk, so `src`'s reader closes and its writer gets EPIPE on its next
@@ -157,27 +168,38 @@ def _pump(
     poller = select.poll()
     poller.register(src, select.POLLIN)
     poller.register(dst, 0)  # errors and hang-ups are always reported
+    poll, read, write, keep, now = poller.poll, os.read, os.write, inbox.append, time.time
     how = "eof"
     while True:
-        ready = dict(poller.poll())
-        if ready.get(dst, 0) & (select.POLLERR | select.POLLNVAL):
-            how = "write-error"
-            break
-        if not ready.get(src):
-            continue
+        ready = poll()
+        if len(ready) != 1 or ready[0][0] != src:  # the usual case, src readable alone, skips this
+            if any(fd == dst and flags & BROKEN for fd, flags in ready):
+                how = "write-error"
+                break
+            if not any(fd == src for fd, _ in ready):
+                continue
         try:
-            chunk = os.read(src, READ_SIZE)
+            chunk = read(src, READ_SIZE)
         except OSError:
             how = "read-error"
             break
         if not chunk:
             break
-        inbox.append((origin, time.time(), chunk))
-        try:
-            _write_all(dst, chunk)
+        try:  # the bytes go on first; recording them is what comes after
+            written = write(dst, chunk)
+        except BlockingIOError:
+            written = 0
         except OSError:
             how = "write-error"
             break
+        try:
+            if written < len(chunk):
+                _write_all(dst, chunk, written)
+        except OSError:
+            keep((origin, now(), chunk))
+            how = "write-error"
+            break
+        keep((origin, now(), chunk))
     on_end(how)
 
 
@@ -231,8 +253,13 @@ class Recording:
     async def run(self) -> int:
         """Run the server to its end; the server's exit code (negative: killed by that signal)."""
         loop = asyncio.get_running_loop()
-        spec = WriterSpec(self.opts.ledger_url, self.opts.blobs_url, f"mcp-record:{self.session}")
-        self.writer = WriterProcess(spec, self.opts.processing, _opener(self.opts))
+        spec = WriterSpec(
+            self.opts.ledger_url,
+            self.opts.blobs_url,
+            f"mcp-record:{self.session}",
+            flush_interval=BATCH_EVERY,
+        )
+        self.writer = WriterProcess(spec, self.opts.processing, _opener(self.opts), send_delay=SEND_EVERY)
         try:
             self.proc = subprocess.Popen(
                 list(self.opts.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -264,8 +291,8 @@ class Recording:
         await self._start_writer()
         exited = loop.run_in_executor(None, self.proc.wait)
         while not exited.done():
-            busy = self.take_inbox()
-            await asyncio.wait({exited}, timeout=TICK if busy else IDLE_TICK)
+            self.take_inbox()
+            await asyncio.wait({exited}, timeout=TICK)
         code = exited.result()
         await loop.run_in_executor(None, down.join, STDOUT_LINGER)
         self.take_inbox()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons.recording import events as ev
-from addons.recording import mcp_messages, mcp_stdio_events, refusals
+from addons.recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
 from addons.recording.acks import FrameAcks
 from addons.recording.records import (
     RequestRecord,
@@ -269,6 +269,8 @@ class Writer:
             if stream is None:
                 stream = self._streams[item.flow_id] = self._new_stream(item.content_encoding)
             stream.write(item.data)
+            for event in mcp_live.live(proc, item, self._next_seq):  # an open MCP stream's messages
+                self._add(event, [])
         elif isinstance(item, RequestRecord):
             self._add(ev.request_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
         elif isinstance(item, ResponseRecord):

@@ -75,6 +75,7 @@ def main() -> int:
         lambda retry: open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry),
         first[2],
         collector=spec.collector,
+        flush_interval=spec.flush_interval,
     )
     writer.acks = FrameAcks(_ack_writer())
     writer.start()

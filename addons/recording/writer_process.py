@@ -79,6 +79,8 @@ class WriterSpec:
     collector: str
     drain_timeout: float = 30.0
     stats_file: str = ""
+    flush_interval: float = 0.05
+    """How long events gather before a batch commits (`mcp-record`: longer, fewer commits per call)."""
 
 
 # -- the wire: length-prefixed pickles of tuples ----------------------------------------------------
@@ -135,10 +137,13 @@ class WriterProcess:
         open_ledger: Callable[[float], Ledger],
         *,
         max_bytes: int = 32 * 1024 * 1024,
+        send_delay: float = SEND_DELAY,
     ) -> None:
         self.spec = spec
         self._processing = processing
         self.max_bytes = max_bytes
+        self.send_delay = send_delay
+        """How long items gather before one frame carries them (`mcp-record` sends less often)."""
         self.dropped = 0
         self._sync = SyncCommitter(open_ledger, spec.collector)
         self._batch: list[Item] = []
@@ -302,7 +307,7 @@ class WriterProcess:
         self._batch_bytes += size
         if not self._scheduled and self._loop is not None:
             self._scheduled = True
-            self._loop.call_later(SEND_DELAY, self._flush)
+            self._loop.call_later(self.send_delay, self._flush)
         return True
 
     def backlog(self) -> int:

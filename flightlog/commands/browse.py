@@ -1,8 +1,9 @@
 """`flightlog browse`: the Ledger in the terminal (the Textual browser in `tui/`).
 
 The browser may import only storage and catalog, so this command hands it what needs more: the join
-to the Directory (`directory_lookup`), the replay (`replayer`, which runs `addons.readback.replay`
-in process) and the export of a selection (`exporter`, `addons.readback.export` into a file).
+to the Directory (`directory_lookup`), the reading of MCP messages under an exchange (`mcp_reader`),
+the replay (`replayer`, which runs `addons.readback.replay` in process) and the export of a
+selection (`exporter`, `addons.readback.export` into a file).
 """
 
 from __future__ import annotations
@@ -44,6 +45,20 @@ def replayer(ledger: Ledger) -> Callable[[str], str]:
             raise TuiError(lines[0] if lines else f"replay of {action_id} failed ({type(e).__name__})") from e
 
     return replay_action
+
+
+def mcp_reader(ledger: Ledger) -> Callable[[Any], bytes | None]:
+    """The browser's MCP message reader (a `tui.source.McpReader`): a message under an exchange is a
+    pointer into the exchange's payload, followed by `addons.readback.mcp_bytes` (which the browser
+    may not import)."""
+
+    def read(event: Any) -> bytes | None:
+        # deferred: the recording wing loads only when an MCP message is shown
+        from addons.readback.mcp_bytes import message_bytes
+
+        return message_bytes(ledger, {"event_id": event.event_id, "payload_sha256": event.payload_sha256})
+
+    return read
 
 
 SUFFIXES = {"har": "har", "mitmproxy": "flows", "jsonl": "jsonl"}
@@ -127,7 +142,11 @@ def browse(
     try:
         lookup = directory_lookup(ledger_url or settings.ledger_url, settings.directory)
         source = LedgerSource(
-            ledger, directory=lookup, replayer=replayer(ledger), exporter=exporter(ledger, Path.cwd())
+            ledger,
+            directory=lookup,
+            replayer=replayer(ledger),
+            exporter=exporter(ledger, Path.cwd()),
+            mcp_reader=mcp_reader(ledger),
         )
         BrowseApp(source, question=" ".join(words or []), follow_seconds=follow or None).run()
     finally:

@@ -17,14 +17,18 @@ from textual.widgets import DataTable
 
 from storage.ledger import Ledger
 from tests.browse.conversations import conversation_ledger
+from tests.browse.mcp_sample import mcp_ledger
 from tests.browse.sample import sqlite_sample
 from tests.browse.tui_support import make_app, settle
 
-__all__ = ["conversation_ledger", "sqlite_sample"]
+__all__ = ["conversation_ledger", "mcp_ledger", "sqlite_sample"]
 WIDTHS = pytest.mark.parametrize("width", [80, 120])
 SnapCompare = Callable[..., bool]
 C1, C2, C3, C5 = 7, 6, 5, 3
 """Rows of the conversation ledger's exchanges (newest first)."""
+WEATHER, ADD = 2, 4
+"""Rows of the MCP ledger: the HTTP tools/call answered in its SSE answer, the stdio call answered
+with an error."""
 
 
 def at_row(row: int, *keys: str) -> Callable[[Pilot[None]], Any]:
@@ -99,6 +103,22 @@ def test_event_detail_sse(snap_compare: SnapCompare, sqlite_sample: Ledger) -> N
 def test_counts(snap_compare: SnapCompare, sqlite_sample: Ledger, width: int) -> None:
     """Events per hour, and per model, tool and session sparklines of events, tokens and cost."""
     assert snap_compare(make_app(sqlite_sample), terminal_size=(width, 50), run_before=at_row(0, "c"))
+
+
+@WIDTHS
+def test_mcp_calls(snap_compare: SnapCompare, mcp_ledger: Ledger, width: int) -> None:
+    """MCP calls in the list: a stdio session's calls one per line (tool, ok or the error's code,
+    duration), the session with its exit; HTTP exchanges named by the tool, one expanded to its
+    call and result messages."""
+    app = make_app(mcp_ledger)
+    assert snap_compare(app, terminal_size=(width, 20), run_before=at_row(WEATHER, "space"))
+
+
+@WIDTHS
+def test_mcp_call_tab(snap_compare: SnapCompare, mcp_ledger: Ledger, width: int) -> None:
+    """A stdio call opened: its tool, its arguments pretty, and the error it was answered with."""
+    app = make_app(mcp_ledger)
+    assert snap_compare(app, terminal_size=(width, 24), run_before=at_row(ADD, "enter"))
 
 
 def test_help(snap_compare: SnapCompare, sqlite_sample: Ledger) -> None:

@@ -271,7 +271,7 @@ async def test_help_lists_every_key(conversation_ledger: Ledger) -> None:
         await pilot.press("question_mark")
         await settle(pilot)
         assert isinstance(app.screen, HelpScreen)
-        for key in ("enter", "space", "v", "/", "f", "c", "r", "e", "y", "d", "m", "1 … 6", "?"):
+        for key in ("enter", "space", "v", "/", "f", "c", "r", "e", "y", "d", "m", "1 … 7", "?"):
             assert f"\n{key}" in "\n" + app.screen.text.replace("\n\n", "\n")
         await pilot.press("escape")
         assert isinstance(app.screen, ExchangesScreen)

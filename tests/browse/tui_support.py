@@ -7,6 +7,7 @@ import contextlib
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
+from flightlog.commands.browse import mcp_reader
 from storage.ledger import Ledger
 from tests.browse.sample import NOW
 from tui.app import BrowseApp, View
@@ -23,8 +24,11 @@ def make_app(
     exporter: Exporter | None = None,
     view: View = "exchanges",
 ) -> BrowseApp:
-    """The browser over `ledger`, clock frozen at the sample's NOW, following off unless asked."""
-    source = LedgerSource(ledger, directory=directory, replayer=replayer, exporter=exporter)
+    """The browser over `ledger`, clock frozen at the sample's NOW, following off unless asked; MCP
+    messages under an exchange are read as `flightlog browse` reads them (`mcp_reader`)."""
+    source = LedgerSource(
+        ledger, directory=directory, replayer=replayer, exporter=exporter, mcp_reader=mcp_reader(ledger)
+    )
     return BrowseApp(source, question=question, follow_seconds=follow, now=lambda: NOW, view=view)
 
 

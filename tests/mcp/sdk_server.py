@@ -3,7 +3,8 @@
 `python tests/mcp/sdk_server.py` serves stdio; `--http PORT` serves streamable HTTP at `/mcp` (SSE
 answers; `--http-json PORT`: JSON answers); `--sse PORT` the older HTTP+SSE transport at `/sse`.
 Tools: `echo`, `add`, `fail` (an `isError` result), `count` (progress notifications), `big` (a large
-answer), `crash` (the server exits mid-call).
+answer), `crash` (the server exits mid-call), `touch` (a notification outside the call: over
+streamable HTTP it goes on the session's long-lived GET stream).
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ async def count(n: int, ctx: Context) -> str:
     for i in range(1, n + 1):
         await ctx.report_progress(i, n)
     return f"counted to {n}"
+
+
+@server.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Says `uri` changed, as a notification of the session, not of this call."""
+    await ctx.request_context.session.send_resource_updated(uri)
+    return f"touched {uri}"
 
 
 @server.resource("note://greeting", mime_type="text/plain")

@@ -15,6 +15,7 @@ from storage.ledger import Ledger
 HERE = Path(__file__).resolve().parent
 SDK_SERVER = [sys.executable, str(HERE / "sdk_server.py")]
 TAP = [sys.executable, str(HERE / "tap.py")]
+RAW = [sys.executable, str(HERE / "raw_server.py")]
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 
 

@@ -75,9 +75,10 @@ def test_official_client_over_http_through_the_proxy_gets_each_message_recorded(
     server: tuple[str, int], tmp_path: Path
 ) -> None:
     """Through the proxy the client gets the same answers as direct; every JSON-RPC message of the
-    exchanges is one `artifact` event under its exchange's action, pointing at its bytes in the
-    exchange's payload; each call and its result share `parent` (the old transport's results arrive
-    on the GET stream, another exchange); tools/call events name the tool; the failing call's result
+    exchanges is one event under its exchange's action, an `artifact` pointing at its bytes in the
+    exchange's payload (or, made while a GET stream was open, carrying those same bytes); each call
+    and its result share `parent` (the old transport's results arrive on the GET stream, another
+    exchange); tools/call events name the tool; the failing call's result
     carries the error, with the configured secret replaced in it as in the exchange's bytes."""
     mode, port = server
     direct = anyio.run(_scenario, mode, f"http://127.0.0.1:{port}")
@@ -105,11 +106,14 @@ def test_official_client_over_http_through_the_proxy_gets_each_message_recorded(
     ids = [e.event_id for e in events]
     assert len(ids) == len(set(ids))
     for e in events:
-        assert e.payload_state == "artifact" and e.payload_sha256 is None
         exchange_id, n = e.event_id.rsplit(":mcp:", 1)
         (exchange,) = ledger.events([exchange_id])
         assert exchange.action_id == e.action_id
         data = message_at(ledger.payload(exchange.payload_sha256 or ""), exchange.head, int(n))
+        if e.payload_state == "complete":  # made while its GET stream was open: it carries its bytes
+            assert exchange.method == "GET" and ledger.payload(e.payload_sha256 or "") == data
+        else:
+            assert e.payload_state == "artifact" and e.payload_sha256 is None
         assert b"sk-live-1234567890" not in data
         if e.tool:
             assert f'"{e.tool}"'.encode() in data or e.kind.endswith(".result")

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from storage.events import StoredEvent
 from storage.ledger import Ledger, open_ledger
-from tests.mcp.support import HERE, lines_of, recorded, session_events
-
-RAW = [sys.executable, str(HERE / "raw_server.py")]
+from tests.mcp.support import RAW, lines_of, recorded, session_events
 
 
 def _call(rpc_id: int, method: str, **params: object) -> bytes:
