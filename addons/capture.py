@@ -42,7 +42,7 @@ from addons.wire.flow_records import (
     take_identity,
     tee,
 )
-from addons.wire.heads import pretty_target, request_head
+from addons.wire.heads import header_values, pretty_target, request_head
 from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob, trailer_error
 from addons.wire.streaming import looks_like_stream, should_tee
 
@@ -68,6 +68,8 @@ META_WS_INDEX = "flightlog.ws_index"
 META_FIRST_CHUNK = "flightlog.first_chunk"
 META_TRAILERS = "flightlog.trailers"
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
+REQUEST_FIELDS = (b"content-encoding", b"accept")
+RESPONSE_FIELDS = (b"trailer", b"content-type", b"content-length", b"content-encoding")
 
 
 def _open_ledger(ledger_url: str, blobs_url: str, retry: float) -> Ledger:
@@ -260,6 +262,7 @@ class Capture:
         request = flow.request
         body = request.raw_content
         flow.metadata[META_RECORDED] = True
+        coding, accept = header_values(request.headers.fields, REQUEST_FIELDS)
         if not flow.metadata.get(META_COMMITTED):
             self._sink(
                 RequestRecord(
@@ -267,14 +270,14 @@ class Capture:
                     at=request.timestamp_start,
                     head=flow.metadata[META_HEAD],
                     body=body,
-                    content_encoding=request.headers.get("content-encoding", ""),
+                    content_encoding=coding or "",
                 )
             )
         if (
             flow.response is None
             and self.relay is not None
             and not request.stream
-            and looks_like_stream(request.headers.get("accept", ""), body)
+            and looks_like_stream(accept or "", body)
         ):
             self._to_relay(flow, exchange, body)
 
@@ -313,17 +316,13 @@ class Capture:
         if META_RELAY in flow.metadata:
             response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
-        headers = response.headers
-        if (
-            "trailer" in headers
-        ):  # mitmproxy cannot relay trailers: a clear failure, not a client left waiting
-            flow.metadata[META_TRAILERS] = headers["trailer"]
+        trailer, ctype, length, coding = header_values(response.headers.fields, RESPONSE_FIELDS)
+        if trailer is not None:  # mitmproxy cannot relay trailers: a clear failure, not a client left waiting
+            flow.metadata[META_TRAILERS] = trailer
             return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
-        if response.stream or should_tee(headers.get("content-type", ""), headers.get("content-length")):
-            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(
-                flow.id, self._sink, headers.get("content-encoding", "")
-            )
+        if response.stream or should_tee(ctype or "", length):
+            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(flow.id, self._sink, coding or "")
             flow.metadata[META_TEED] = True
 
     def response(self, flow: http.HTTPFlow) -> None:

@@ -154,6 +154,17 @@ def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
     return routes, parts
 
 
+HOST_BYTES = HOST.encode()
+
+
+def names_us(request: http.Request) -> bool:
+    """Whether `flightlog.local` is anywhere in the request's authority or header values: only then
+    can `pretty_host` (a Host lookup, a regex and a host check: a fifth of the hooks' cost, measured)
+    be `flightlog.local`, whose Host or authority must contain it as it is."""
+    data = request.data
+    return HOST_BYTES in data.authority or any(HOST_BYTES in value for _, value in data.headers.fields)
+
+
 def _refused(status: int, limit: str, message: str) -> Answer:
     code, headers, body = json_answer(status, {"ok": False, "refused": {"limit": limit, "message": message}})
     return code, {**headers, "www-authenticate": 'Bearer realm="flightlog"'}, body
@@ -231,7 +242,8 @@ class LocalRoutes:
 
         if not isinstance(flow.client_conn.proxy_mode, RegularMode):
             return
-        if flow.request.pretty_host == HOST or flow.request.data.host == HOST:
+        request = flow.request
+        if request.data.host == HOST or (names_us(request) and request.pretty_host == HOST):
             flow.metadata["flightlog.skip"] = True
             flow.metadata["flightlog.local"] = True
 
