@@ -164,8 +164,11 @@ def for_us(request: http.Request) -> bool:
     data = request.data
     if data.host == HOST:
         return True
-    if HOST_BYTES in data.authority or any(HOST_BYTES in value for _, value in data.headers.fields):
+    if HOST_BYTES in data.authority:
         return request.pretty_host == HOST
+    for _, value in data.headers.fields:
+        if HOST_BYTES in value:
+            return request.pretty_host == HOST
     return False
 
 
