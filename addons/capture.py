@@ -44,7 +44,7 @@ from addons.wire.flow_records import (
     take_identity,
     tee,
 )
-from addons.wire.heads import pretty_target, request_head
+from addons.wire.heads import header_values, pretty_target, request_head
 from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob, trailer_error
 from addons.wire.streaming import looks_like_stream, should_tee
 
@@ -70,6 +70,8 @@ META_WS_INDEX = "flightlog.ws_index"
 META_FIRST_CHUNK = "flightlog.first_chunk"
 META_TRAILERS = "flightlog.trailers"
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
+REQUEST_FIELDS = (b"content-encoding", b"accept")
+RESPONSE_FIELDS = (b"trailer", b"content-type", b"content-length", b"content-encoding")
 
 
 def _open_ledger(ledger_url: str, blobs_url: str, retry: float) -> Ledger:
@@ -262,6 +264,7 @@ class Capture:
         request = flow.request
         body = request.raw_content
         flow.metadata[META_RECORDED] = True
+        coding, accept = header_values(request.headers.fields, REQUEST_FIELDS)
         if not flow.metadata.get(META_COMMITTED):
             self._sink(
                 RequestRecord(
@@ -269,14 +272,14 @@ class Capture:
                     at=request.timestamp_start,
                     head=flow.metadata[META_HEAD],
                     body=body,
-                    content_encoding=request.headers.get("content-encoding", ""),
+                    content_encoding=coding or "",
                 )
             )
         if (
             flow.response is None
             and self.relay is not None
             and not request.stream
-            and looks_like_stream(request.headers.get("accept", ""), body)
+            and looks_like_stream(accept or "", body)
         ):
             self._to_relay(flow, exchange, body)
 
@@ -315,17 +318,15 @@ class Capture:
         if META_RELAY in flow.metadata:
             response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
-        headers = response.headers
-        if "trailer" in headers and not relays_trailers(flow):
+        trailer, ctype, length, coding = header_values(response.headers.fields, RESPONSE_FIELDS)
+        if trailer is not None and not relays_trailers(flow):
             # mitmproxy 12 cannot read HTTP/1 trailers nor send them to an HTTP/1 client: a clear
             # failure now, not a client left waiting (HTTP/2 on both sides it relays them, as mitmdump)
-            flow.metadata[META_TRAILERS] = headers["trailer"]
+            flow.metadata[META_TRAILERS] = trailer
             return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
-        if response.stream or should_tee(headers.get("content-type", ""), headers.get("content-length")):
-            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(
-                flow.id, self._sink, headers.get("content-encoding", "")
-            )
+        if response.stream or should_tee(ctype or "", length):
+            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(flow.id, self._sink, coding or "")
             flow.metadata[META_TEED] = True
 
     def response(self, flow: http.HTTPFlow) -> None:

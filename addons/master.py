@@ -24,6 +24,7 @@ from addons.ai_listeners import AiListener
 from addons.capture import Capture
 from addons.capture_options import DEFAULT_OUTBOUND
 from addons.errors import AddonError
+from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
 from addons.local_routes import LocalRoutes
 from addons.proxy_env import STATE_FILE
@@ -275,6 +276,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
         confdir=str(config.confdir),
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    skip_idle_addons(master.addons)
     flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr))))
     master.addons.add(flightlog)
     try:

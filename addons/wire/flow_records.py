@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 from addons.recording import identity as ident
 from addons.recording.records import Exchange, ResponseRecord, StreamChunk, WebSocketRecord
-from addons.wire.heads import response_head
+from addons.wire.heads import header_values, response_head
 
 if TYPE_CHECKING:
     from mitmproxy import http, websocket
 
 IDENTITY_PREFIX = ident.HEADER_PREFIX.encode()
+ANSWER_FIELDS = (b"content-type", b"content-encoding")
 
 
 def scan_fields(fields: Iterable[tuple[bytes, bytes]]) -> tuple[bytes | None, bool]:
@@ -92,7 +93,9 @@ def answer_record(
     """The answer (or the failure in `error`) of a flow mitmproxy handled itself; `arrived` is the
     body read before a buffered answer failed part-way (recorded `partial`)."""
     response = flow.response
-    headers = response.headers if response is not None else None
+    ctype, coding = (
+        header_values(response.headers.fields, ANSWER_FIELDS) if response is not None else ("", "")
+    )
     timing = (
         flow.request.timestamp_start,
         response.timestamp_start if response is not None else None,
@@ -105,8 +108,8 @@ def answer_record(
         status=response.status_code if response is not None else None,
         head=response_head(response) + trailer_section(response) if response is not None else b"",
         body=arrived if arrived is not None else None if teed or response is None else response.raw_content,
-        content_type=headers.get("content-type", "") if headers is not None else "",
-        content_encoding=headers.get("content-encoding", "") if headers is not None else "",
+        content_type=ctype or "",
+        content_encoding=coding or "",
         error=error,
         streamed=teed,
         partial=(teed or arrived is not None) and error is not None,

@@ -9,6 +9,7 @@ origin-form mitmproxy forwards, and HTTP/2 heads are the decoded field list (no 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,26 @@ def pretty_target(request: http.Request) -> tuple[str, str]:
     return url.unparse(
         scheme, host, port or url.default_port(scheme) or 443, path if path != "*" else ""
     ), host
+
+
+def header_values(fields: Iterable[tuple[bytes, bytes]], names: tuple[bytes, ...]) -> list[str | None]:
+    """For each lowercase name, what `headers.get(name)` gives (the values folded with ", ", decoded
+    as mitmproxy does), or None where absent, in one pass over the fields: each mitmproxy lookup
+    lower-cases every field name and builds a list (a quarter of the answer hook's cost, measured)."""
+    found: list[list[bytes] | None] = [None] * len(names)
+    for key, value in fields:
+        lkey = key.lower()
+        if lkey in names:
+            at = names.index(lkey)
+            seen = found[at]
+            if seen is None:
+                found[at] = [value]
+            else:
+                seen.append(value)
+    return [
+        None if values is None else ", ".join(v.decode("utf-8", "surrogateescape") for v in values)
+        for values in found
+    ]
 
 
 def parse_wire_head(raw: bytes) -> Head:
