@@ -159,7 +159,7 @@ def validate(event: Event) -> None:
 
 def _count(value: object) -> bool:
     """None or a non-negative int (not a bool, not a float)."""
-    return value is None or (type(value) is int and value >= 0)  # type: ignore[operator]
+    return value is None or (type(value) is int and value >= 0)
 
 
 _NORMALIZED: Final = frozenset(
