@@ -18,7 +18,7 @@ from typing import IO, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 
 from storage import codec
 from storage.append import BlobRecord, known_blobs, write_batch
@@ -53,11 +53,12 @@ def translate(e: BaseException, url: str) -> StorageError:
     return mapped
 
 
-def _raced(e: IntegrityError) -> bool:
+def _raced(e: BaseException) -> bool:
     """The direct COPY met an event id another writer committed after this one looked (PostgreSQL's
     primary key refused it): the batch is run again through `ON CONFLICT DO NOTHING`."""
-    diag = getattr(e.orig, "diag", None)
-    return getattr(e.orig, "sqlstate", None) == "23505" and getattr(diag, "table_name", None) == "events"
+    error = e.orig if isinstance(e, DBAPIError) else e
+    diag = getattr(error, "diag", None)
+    return getattr(error, "sqlstate", None) == "23505" and getattr(diag, "table_name", None) == "events"
 
 
 def _retryable(e: StorageError) -> bool:
@@ -122,7 +123,7 @@ class Ledger:
                 return write_batch(conn, batch, rows, blobs, raw_bytes)
         try:
             return self._append_pg(batch, rows, unique, refs, raw_bytes, staged=False)
-        except IntegrityError as e:
+        except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped
             if not _raced(e):
                 raise
             return self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)

@@ -107,7 +107,7 @@ class Writer:
         """The frame of each record behind the pending events (a streamed answer: one per chunk)."""
         self._stream_frames: dict[str, list[int | None]] = {}
         self.acks: FrameAcks | None = None
-        self._pending_since = 0.0
+        self._pending_since = self._arrived = 0.0  # monotonic: the oldest pending record's arrival
         self._pending_bytes = 0
         self._streams: dict[str, StreamBody] = {}
         self._down_since: float | None = None
@@ -135,7 +135,7 @@ class Writer:
                 self.acks.settle((frame,))
             return False
         self._produced_bytes += size
-        self._queue.put((item, frame))
+        self._queue.put((item, frame, time.monotonic()))
         return True
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -234,17 +234,19 @@ class Writer:
         return self._seq
 
     def _add(self, event: Event | Deferred, frames: list[int | None]) -> None:
-        if not self._pending:
-            self._pending_since = time.monotonic()
+        if not self._pending:  # a batch's age runs from its oldest record's arrival, not its handling
+            self._pending_since = self._arrived
         self._pending.append(event)
         self._pending_frames.extend(frames)
         payload = event.payload if isinstance(event, Event) else None
         self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
         self._pending.extend(mcp_messages.derived_from(event, self._next_seq))  # MCP over HTTP
 
-    def _handle(self, item: Any, frame: int | None = None) -> None:
+    def _handle(self, item: Any, frame: int | None = None, arrived: float | None = None) -> None:
         """One record into the pending batch; one that cannot become an event (a bug in redaction
-        or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on."""
+        or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on.
+        `arrived`: when `put` queued it (records that waited behind a commit need not wait again)."""
+        self._arrived = time.monotonic() if arrived is None else arrived
         self._consumed_bytes += size_of(item)
         if isinstance(item, StreamChunk):
             self._stream_frames.setdefault(item.flow_id, []).append(frame)
