@@ -3,7 +3,8 @@
 It runs in the writer process (`addons.recording.writer_child`), fed by the proxy's `WriterProcess`, so its
 work never holds the proxy's GIL. `Writer.put()` is O(1), never blocks and never raises; the thread
 redacts, reads usage, spools teed stream bodies with bounded memory, and appends batches flushed by
-size or age, one at a time on a commit thread (`inflight`) while it handles the next records. When the Ledger is down, traffic keeps flowing: the thread retries with backoff and
+size or age, one at a time on a commit thread (`inflight`) while it handles the next records.
+When the Ledger is down, traffic keeps flowing: the thread retries with backoff and
 logs one line per change of state; once the queue bound is reached new items are dropped, counted,
 and recorded as a `capture.overflow` event when the Ledger is back.
 """
