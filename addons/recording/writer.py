@@ -3,10 +3,10 @@
 It runs in the writer process (`addons.recording.writer_child`), fed by the proxy's `WriterProcess`, so its
 work never holds the proxy's GIL. `Writer.put()` is O(1), never blocks and never raises; the thread
 redacts, reads usage, spools teed stream bodies with bounded memory, and appends batches flushed by
-size or age, one at a time on a commit thread (`inflight`) while it handles the next records.
-When the Ledger is down, traffic keeps flowing: the thread retries with backoff and
-logs one line per change of state; once the queue bound is reached new items are dropped, counted,
-and recorded as a `capture.overflow` event when the Ledger is back.
+size or age, one at a time on a commit thread (`inflight`) while it handles the next records. When
+the Ledger is down, traffic keeps flowing: the thread retries with backoff and logs one line per
+change of state; past the queue bound new items are dropped, counted, and recorded as a
+`capture.overflow` event when the Ledger is back.
 """
 
 from __future__ import annotations
@@ -105,8 +105,7 @@ class Writer:
         self._pending_bytes = 0
         self._streams: dict[str, StreamBody] = {}
         self._down_since: float | None = None
-        self._retry_at = 0.0
-        self._backoff = 0.25
+        self._retry_at, self._backoff = 0.0, 0.25
         self._reported_dropped = 0
         self._thread: threading.Thread | None = None
         self._inflight: InFlight | None = None
@@ -163,6 +162,8 @@ class Writer:
 
     def _run(self) -> None:
         inflight.name_os_thread(b"flightlog-write")
+        with contextlib.suppress(Exception):  # open it now, not when the first batch is due
+            self._ensure_ledger()
         stopping = False
         while True:
             job = self._inflight
