@@ -3,10 +3,9 @@
 It runs in the writer process (`addons.recording.writer_child`), fed by the proxy's `WriterProcess`, so its
 work never holds the proxy's GIL. `Writer.put()` is O(1), never blocks and never raises; the thread
 redacts, reads usage, spools teed stream bodies with bounded memory, and appends batches flushed by
-size or age, one at a time on a commit thread (`inflight`) while it handles the next records. When
-the Ledger is down, traffic keeps flowing: the thread retries with backoff and logs one line per
-change of state; past the queue bound new items are dropped, counted, and recorded as a
-`capture.overflow` event when the Ledger is back.
+size or time. When the Ledger is down, traffic keeps flowing: the thread retries with backoff and
+logs one line per change of state; once the queue bound is reached new items are dropped, counted,
+and recorded as a `capture.overflow` event when the Ledger is back.
 """
 
 from __future__ import annotations
@@ -18,13 +17,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from addons.recording import events as ev
-from addons.recording import inflight, mcp_messages, mcp_stdio_events, refusals
+from addons.recording import mcp_messages, mcp_stdio_events, refusals
 from addons.recording.acks import FrameAcks
-from addons.recording.inflight import InFlight
 from addons.recording.records import (
     RequestRecord,
     ResponseRecord,
@@ -60,6 +58,14 @@ class WriterStats:
 
 
 _STOP = object()
+
+
+def _name_os_thread(name: bytes) -> None:
+    """Name the OS thread (Linux), so `top -H` and the bench can tell the writer from the event loop."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name[:15], 0, 0, 0)  # PR_SET_NAME
 
 
 class Writer:
@@ -108,9 +114,7 @@ class Writer:
         self._retry_at, self._backoff = 0.0, 0.25
         self._reported_dropped = 0
         self._thread: threading.Thread | None = None
-        self._inflight: InFlight | None = None
-        self._stop_deadline = 0.0
-        self._stop_requested = False
+        self._stop_deadline, self._stop_requested = 0.0, False
 
     # -- producer side (mitmproxy's event loop) ---------------------------------------------------
 
@@ -161,17 +165,11 @@ class Writer:
             return self._ledger
 
     def _run(self) -> None:
-        inflight.name_os_thread(b"flightlog-write")
+        _name_os_thread(b"flightlog-write")
         with contextlib.suppress(Exception):  # open it now, not when the first batch is due
             self._ensure_ledger()
         stopping = False
         while True:
-            job = self._inflight
-            if job is not None:  # while it commits, records are handled (up to a batch; then they wait)
-                if job.done.wait(0.005):
-                    self._settle(job)
-                stopping = stopping or self._take_waiting()
-                continue
             now = time.monotonic()
             backlog_full = len(self._pending) >= self.max_items or self._pending_bytes > self.max_bytes
             if (
@@ -200,7 +198,15 @@ class Writer:
                     stopping = True
                 elif item is not None:
                     self._handle(*item)
-                    stopping = self._take_waiting()
+                    while len(self._pending) < self.batch_size:  # take what is already waiting
+                        try:
+                            more = self._queue.get_nowait()
+                        except queue.Empty:
+                            break
+                        if more is _STOP:
+                            stopping = True
+                            break
+                        self._handle(*more)
             now = time.monotonic()
             due = self._pending and (
                 stopping
@@ -215,7 +221,7 @@ class Writer:
             ):
                 self._pending_since = now
                 self._flush()
-            if stopping and self._queue.empty() and self._inflight is None:
+            if stopping and self._queue.empty():
                 if not self._pending or time.monotonic() >= self._stop_deadline:
                     if self._pending:
                         log.warning("flightlog: %d events not written at exit", len(self._pending))
@@ -308,71 +314,65 @@ class Writer:
         )
         return Deferred(event=event, body=stream)
 
-    def _take_waiting(self) -> bool:
-        """Handle what is already queued, up to a batch; True when the stop request was among it."""
-        while len(self._pending) < self.batch_size:
-            try:
-                more = self._queue.get_nowait()
-            except queue.Empty:
-                return False
-            if more is _STOP:
-                return True
-            self._handle(*more)
-        return False
+    def _materialize(self, ledger: Ledger, item: Event | Deferred) -> Event:
+        if isinstance(item, Event):
+            return item
+        spool = ledger.spool()
+        item.body.file.seek(0)
+        while chunk := item.body.file.read(1024 * 1024):
+            spool.write(chunk)
+        ref = spool.close()
+        return replace(item.event, payload=ref)
 
     def _flush(self) -> None:
-        """Start committing the pending records as the next batch (`inflight`)."""
+        now = time.time()
         try:
             ledger = self._ensure_ledger()
             if self._position is None:
                 self._position = ledger.position(self.collector) or 0
-            events = [inflight.materialize(ledger, item) for item in self._pending]
+            events = [self._materialize(ledger, item) for item in self._pending]
             dropped = self.stats.dropped
             if dropped > self._reported_dropped:
-                lost = dropped - self._reported_dropped
-                events.append(ev.overflow_event(self.collector, self._position + 1, lost, time.time()))
+                events.append(
+                    ev.overflow_event(
+                        self.collector, self._position + 1, dropped - self._reported_dropped, now
+                    )
+                )
+            try:
+                ledger.append(
+                    Batch(collector=self.collector, position=self._position + 1, events=tuple(events))
+                )
+            except Exception as e:
+                if refusals.outage(e):
+                    raise
+                events = self._one_by_one(ledger, events, e)
         except Exception as e:  # an outage, or a failure outside the Ledger's own (opening, spooling)
             self._went_down(e)
             return
-        job = InFlight(ledger, self._pending, self._pending_frames, self._pending_bytes, self._pending_since,
-                       events, dropped)  # fmt: skip
-        self._pending, self._pending_frames, self._pending_bytes = [], [], 0
-        self._inflight = inflight.start(job, Batch(self.collector, self._position + 1, tuple(events)))
-
-    def _settle(self, job: InFlight) -> None:
-        """The in-flight batch ended: account and acknowledge it, or take its records back."""
-        self._inflight = None
-        events, committed = job.events, job.committed
-        try:
-            if job.error is not None:
-                if not isinstance(job.error, Exception) or refusals.outage(job.error):
-                    raise job.error
-                events = self._one_by_one(job.ledger, events, job.error)
-                committed = time.time()
-        except Exception as e:
-            self._pending, self._pending_frames = job.items + self._pending, job.frames + self._pending_frames
-            self._pending_bytes, self._pending_since = self._pending_bytes + job.size, job.since
-            self._went_down(e)
-            return
-        self._position = (self._position or 0) + 1
-        self._reported_dropped = job.dropped
+        self._position += 1
+        self._reported_dropped = dropped
+        committed = time.time()
         self.stats.written += len(events)
         self.stats.batches += 1
         if len(self.stats.delays) < 1_000_000:
             self.stats.delays.extend(
                 committed - e.at.timestamp() for e in events if e.kind == "http.response"
             )
-        for item in job.items:
+        for item in self._pending:
             if isinstance(item, Deferred):
                 item.body.file.close()
+        self._pending = []
+        self._pending_bytes = 0
+        settled, self._pending_frames = self._pending_frames, []
         if self.acks is not None:
-            self.acks.settle(job.frames)
+            self.acks.settle(settled)
         if self._down_since is not None:
             log.warning(
                 "flightlog: ledger is back after %.1f s; recording resumed",
                 time.monotonic() - self._down_since,
             )
-            self._down_since, self._backoff = None, 0.25
+            self._down_since = None
+            self._backoff = 0.25
 
     def _one_by_one(self, ledger: Ledger, events: list[Event], error: Exception) -> list[Event]:
         """The batch failed for something other than an outage: see `refusals.one_by_one`."""
