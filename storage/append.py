@@ -182,6 +182,17 @@ def _stored_fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]
     return found
 
 
+BATCH_COLUMNS: Final = (
+    "batch_id, collector, position, received, new, duplicates, conflicts, raw_bytes, stored_bytes,"
+    " committed_at, chain_index, digest, event_ids, event_leaves, event_columns"
+)
+POSITION: Final = (
+    "INSERT INTO positions (collector, position, updated_at) VALUES ({m}, {m}, {m})"
+    " ON CONFLICT (collector) DO UPDATE SET position = excluded.position,"
+    " updated_at = excluded.updated_at WHERE excluded.position > positions.position"
+)
+
+
 def _record_batch(
     conn: Connection,
     batch: Batch,
@@ -192,42 +203,30 @@ def _record_batch(
     link: chain.Link | None,
 ) -> None:
     """The batch row (with its chain link) and the collector's position; a re-delivered batch
-    (its row already there) only moves the position."""
+    (its row already there) only moves the position. On PostgreSQL both in one statement (a
+    data-modifying CTE): one round trip less per batch, on the commit path."""
     sqlite = conn.dialect.name == "sqlite"
     mark = "?" if sqlite else "%s"
     stamp: Any = sqlite_time(now) if sqlite else now
+    position = POSITION.format(m=mark)
+    where = (batch.collector, batch.position, stamp)
+    if link is None:
+        conn.exec_driver_sql(position, where)
+        return
     conflicts = json.dumps([c.event_id for c in result.conflicts])
-    if link is not None:
+    values = (
+        result.batch_id, batch.collector, batch.position, result.received, result.new, result.duplicates,
+        conflicts, raw_bytes, stored_bytes, stamp, link.index, link.digest, link.event_ids,
+        link.event_leaves, link.event_columns,
+    )  # fmt: skip
+    insert = f"INSERT INTO batches ({BATCH_COLUMNS}) VALUES ({', '.join(mark for _ in values)})"
+    if sqlite:
+        chain.query(conn, insert, values)
+        conn.exec_driver_sql(position, where)
+    else:
         chain.query(
-            conn,
-            "INSERT INTO batches (batch_id, collector, position, received, new, duplicates, conflicts,"
-            " raw_bytes, stored_bytes, committed_at, chain_index, digest, event_ids, event_leaves,"
-            f" event_columns) VALUES ({', '.join(mark for _ in range(15))})"
-            + ("" if sqlite else " ON CONFLICT (batch_id) DO NOTHING"),
-            (
-                result.batch_id,
-                batch.collector,
-                batch.position,
-                result.received,
-                result.new,
-                result.duplicates,
-                conflicts,
-                raw_bytes,
-                stored_bytes,
-                stamp,
-                link.index,
-                link.digest,
-                link.event_ids,
-                link.event_leaves,
-                link.event_columns,
-            ),
+            conn, f"WITH b AS ({insert} ON CONFLICT (batch_id) DO NOTHING) {position}", values + where
         )
-    conn.exec_driver_sql(
-        f"INSERT INTO positions (collector, position, updated_at) VALUES ({mark}, {mark}, {mark})"
-        " ON CONFLICT (collector) DO UPDATE SET position = excluded.position,"
-        " updated_at = excluded.updated_at WHERE excluded.position > positions.position",
-        (batch.collector, batch.position, stamp),
-    )
 
 
 def write_batch(
