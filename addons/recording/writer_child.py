@@ -13,8 +13,10 @@ import gc
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _name_process() -> None:
@@ -52,6 +54,31 @@ def _ack_writer() -> Callable[[int], None]:
     return ack
 
 
+OPEN_WAIT = 5.0
+"""Seconds the start waits for the Ledger to open (its migration check) before saying ready."""
+
+
+def _opened_first(spec: Any, open_ledger: Callable[..., Any]) -> Callable[[float], Any]:
+    """The writer's Ledger opener, with the Ledger opened now (up to OPEN_WAIT): the proxy listens
+    once this process is ready, and the first answers' commits must not wait for the migration check
+    (bench.capture counted it in the commit delay's p99). A Ledger that is down or slow is opened
+    later by the writer, as before."""
+    opened: list[Any] = []
+
+    def first(retry: float) -> None:
+        with contextlib.suppress(Exception):
+            opened.append(open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry))
+
+    thread = threading.Thread(target=first, args=(2.0,), name="flightlog-open", daemon=True)
+    thread.start()
+    thread.join(OPEN_WAIT)
+
+    def opener(retry: float) -> Any:
+        return opened.pop() if opened else open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry)
+
+    return opener
+
+
 def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
     _name_process()
@@ -71,11 +98,7 @@ def main() -> int:
         print("flightlog: the writer process expects to be started by the proxy", file=sys.stderr)
         return 2
     spec: WriterSpec = first[1]
-    writer = Writer(
-        lambda retry: open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry),
-        first[2],
-        collector=spec.collector,
-    )
+    writer = Writer(_opened_first(spec, open_ledger), first[2], collector=spec.collector)
     writer.acks = FrameAcks(_ack_writer())
     writer.start()
     gc.freeze()  # the imported modules live as long as we do: full collections need not walk them
