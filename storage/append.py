@@ -2,11 +2,12 @@
 
 The event insert bypasses the ORM: SQLite takes a prepared `executemany` of the ids not stored yet
 (its BEFORE INSERT trigger refuses a known id from any connection, and fires before an ON CONFLICT
-clause is considered, so a re-delivery must not offer them); PostgreSQL COPYs the batch into a
-per-connection temporary table and moves it with one `INSERT ... SELECT ... ON CONFLICT DO NOTHING
-RETURNING event_id` (reference/storage.md: ~96k rows/s, against ~6.5k through the ORM). The rows
-that were new are chained into the batch row (storage.chain). The columns are the ones
-`storage.schema` defines.
+clause is considered, so a re-delivery must not offer them); PostgreSQL asks which ids are stored
+and COPYs the others straight into `events`, hashing their chain leaves while the COPY streams; when
+another writer committed one of them in between, the batch runs again through a temporary table and
+one `INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING event_id` (reference/storage.md: ~96k
+rows/s, against ~6.5k through the ORM). The rows that were new are chained into the batch row
+(storage.chain). The columns are the ones `storage.schema` defines.
 """
 
 from __future__ import annotations
