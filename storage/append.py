@@ -2,11 +2,12 @@
 
 The event insert bypasses the ORM: SQLite takes a prepared `executemany` of the ids not stored yet
 (its BEFORE INSERT trigger refuses a known id from any connection, and fires before an ON CONFLICT
-clause is considered, so a re-delivery must not offer them); PostgreSQL COPYs the batch into a
-per-connection temporary table and moves it with one `INSERT ... SELECT ... ON CONFLICT DO NOTHING
-RETURNING event_id` (reference/storage.md: ~96k rows/s, against ~6.5k through the ORM). The rows
-that were new are chained into the batch row (storage.chain). The columns are the ones
-`storage.schema` defines.
+clause is considered, so a re-delivery must not offer them); PostgreSQL asks which ids are stored
+and COPYs the others straight into `events`, hashing their chain leaves while the COPY streams; when
+another writer committed one of them in between, the batch runs again through a temporary table and
+one `INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING event_id` (reference/storage.md: ~96k
+rows/s, against ~6.5k through the ORM). The rows that were new are chained into the batch row
+(storage.chain). The columns are the ones `storage.schema` defines.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ event_id (append-only from any connection, see migration 0004) before any ON CON
 PG_STAGE: Final = (
     "CREATE TEMP TABLE IF NOT EXISTS events_incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 )
+PG_KNOWN: Final = "SELECT event_id FROM events WHERE event_id = ANY(%s)"
+COPY_CHUNK: Final = 100
+"""Rows written to the COPY between two rounds of leaf hashing (psycopg sends every ~32 KiB)."""
 PG_MOVE: Final = (
     f"INSERT INTO events ({_COLS}) SELECT {_COLS} FROM events_incoming ORDER BY event_id"
     " ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
@@ -103,18 +107,19 @@ def _insert_blobs(conn: Connection, blobs: Sequence[BlobRecord], now: datetime) 
     cursor.executemany(sql, rows)
 
 
-def _insert_events_sqlite(
-    conn: Connection, rows: Sequence[tuple[Any, ...]]
-) -> tuple[list[tuple[Any, ...]], list[str]]:
-    """Insert the rows whose ids are not stored yet (the first of any repeated id); give back those
-    rows and their time text."""
-    known = _known(conn, "events", "event_id", [r[0] for r in rows])
+def _fresh(rows: Sequence[tuple[Any, ...]], known: set[str]) -> list[tuple[Any, ...]]:
+    """The rows whose ids are not in `known`: the first of any id repeated in the batch."""
     fresh = []
     for r in rows:
         if r[0] not in known:
             known.add(r[0])
             fresh.append(r)
-    prepared = [(*r[:4], sqlite_time(r[4]), *r[5:]) for r in fresh]
+    return fresh
+
+
+def _insert_events_sqlite(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Insert the rows (their time already SQLite text) whose ids are not stored yet; give them back."""
+    fresh = _fresh(rows, _known(conn, "events", "event_id", [r[0] for r in rows]))
     raw = conn.connection.driver_connection
     cursor = raw.cursor()  # type: ignore[union-attr]
     # Any INSERT trigger on this many-indexed table costs SQLite ~20 us a row (measured: 13 -> 33 ms
@@ -123,29 +128,47 @@ def _insert_events_sqlite(
     # connection only; every other connection and statement keeps it).
     raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, False)  # type: ignore[union-attr]
     try:
-        cursor.executemany(SQLITE_INSERT, prepared)
+        cursor.executemany(SQLITE_INSERT, fresh)
     finally:
         raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, True)  # type: ignore[union-attr]
-    return fresh, [p[4] for p in prepared]
+    return fresh
 
 
-def _insert_events_pg(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Insert the rows; give back the ones that were new (sorted by event_id, like `rows`)."""
+def _insert_events_pg(
+    conn: Connection, rows: Sequence[tuple[Any, ...]], staged: bool
+) -> tuple[list[tuple[Any, ...]], list[bytes] | None]:
+    """Insert the rows; give back the ones that were new (sorted by event_id, like `rows`) and,
+    from the direct path, their chain leaves.
+
+    Direct (the common case): one query names the ids already stored, and the new rows are COPYed
+    straight into `events`; their leaves are hashed between the chunks the COPY sends, while the
+    server is inserting the previous ones. A row another writer committed in between makes the COPY
+    fail on the primary key (`UniqueViolation`): the caller runs the batch again `staged`, through
+    the temporary table and `ON CONFLICT DO NOTHING`.
+    """
     raw = conn.connection.driver_connection
     with raw.cursor() as cur:  # type: ignore[union-attr]
-        cur.execute(PG_STAGE)
-        with cur.copy(f"COPY events_incoming ({_COLS}) FROM STDIN (FORMAT BINARY)") as copy:
+        if staged:
+            cur.execute(PG_STAGE)
+            with cur.copy(f"COPY events_incoming ({_COLS}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(list(PG_TYPES))
+                for row in rows:
+                    copy.write_row(row)
+            cur.execute(PG_MOVE)
+            inserted = {r[0] for r in cur.fetchall()}
+            return _fresh(rows, {r[0] for r in rows} - inserted), None
+        cur.execute(PG_KNOWN, ([r[0] for r in rows],))
+        fresh = _fresh(rows, {r[0] for r in cur.fetchall()})
+        leaves: list[bytes] = []
+        with cur.copy(f"COPY events ({_COLS}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(list(PG_TYPES))
-            for row in rows:
-                copy.write_row(row)
-        cur.execute(PG_MOVE)
-        inserted = {r[0] for r in cur.fetchall()}
-    fresh = []
-    for r in rows:
-        if r[0] in inserted:
-            inserted.discard(r[0])
-            fresh.append(r)
-    return fresh
+            write = copy.write_row
+            for i in range(0, len(fresh), COPY_CHUNK):
+                part = fresh[i : i + COPY_CHUNK]
+                for row in part:
+                    write(row)
+                leaves += chain.written_leaves(part)
+    return fresh, leaves
 
 
 def _stored_fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
@@ -160,6 +183,17 @@ def _stored_fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]
     return found
 
 
+BATCH_COLUMNS: Final = (
+    "batch_id, collector, position, received, new, duplicates, conflicts, raw_bytes, stored_bytes,"
+    " committed_at, chain_index, digest, event_ids, event_leaves, event_columns"
+)
+POSITION: Final = (
+    "INSERT INTO positions (collector, position, updated_at) VALUES ({m}, {m}, {m})"
+    " ON CONFLICT (collector) DO UPDATE SET position = excluded.position,"
+    " updated_at = excluded.updated_at WHERE excluded.position > positions.position"
+)
+
+
 def _record_batch(
     conn: Connection,
     batch: Batch,
@@ -170,42 +204,30 @@ def _record_batch(
     link: chain.Link | None,
 ) -> None:
     """The batch row (with its chain link) and the collector's position; a re-delivered batch
-    (its row already there) only moves the position."""
+    (its row already there) only moves the position. On PostgreSQL both in one statement (a
+    data-modifying CTE): one round trip less per batch, on the commit path."""
     sqlite = conn.dialect.name == "sqlite"
     mark = "?" if sqlite else "%s"
     stamp: Any = sqlite_time(now) if sqlite else now
+    position = POSITION.format(m=mark)
+    where = (batch.collector, batch.position, stamp)
+    if link is None:
+        conn.exec_driver_sql(position, where)
+        return
     conflicts = json.dumps([c.event_id for c in result.conflicts])
-    if link is not None:
+    values = (
+        result.batch_id, batch.collector, batch.position, result.received, result.new, result.duplicates,
+        conflicts, raw_bytes, stored_bytes, stamp, link.index, link.digest, link.event_ids,
+        link.event_leaves, link.event_columns,
+    )  # fmt: skip
+    insert = f"INSERT INTO batches ({BATCH_COLUMNS}) VALUES ({', '.join(mark for _ in values)})"
+    if sqlite:
+        chain.query(conn, insert, values)
+        conn.exec_driver_sql(position, where)
+    else:
         chain.query(
-            conn,
-            "INSERT INTO batches (batch_id, collector, position, received, new, duplicates, conflicts,"
-            " raw_bytes, stored_bytes, committed_at, chain_index, digest, event_ids, event_leaves,"
-            f" event_columns) VALUES ({', '.join(mark for _ in range(15))})"
-            + ("" if sqlite else " ON CONFLICT (batch_id) DO NOTHING"),
-            (
-                result.batch_id,
-                batch.collector,
-                batch.position,
-                result.received,
-                result.new,
-                result.duplicates,
-                conflicts,
-                raw_bytes,
-                stored_bytes,
-                stamp,
-                link.index,
-                link.digest,
-                link.event_ids,
-                link.event_leaves,
-                link.event_columns,
-            ),
+            conn, f"WITH b AS ({insert} ON CONFLICT (batch_id) DO NOTHING) {position}", values + where
         )
-    conn.exec_driver_sql(
-        f"INSERT INTO positions (collector, position, updated_at) VALUES ({mark}, {mark}, {mark})"
-        " ON CONFLICT (collector) DO UPDATE SET position = excluded.position,"
-        " updated_at = excluded.updated_at WHERE excluded.position > positions.position",
-        (batch.collector, batch.position, stamp),
-    )
 
 
 def write_batch(
@@ -214,16 +236,28 @@ def write_batch(
     rows: Sequence[tuple[Any, ...]],
     blobs: Sequence[BlobRecord],
     raw_bytes: int,
+    *,
+    staged: bool = False,
 ) -> AppendResult:
-    """Inside the caller's transaction: write everything of one batch and account for it."""
+    """Inside the caller's transaction: write everything of one batch and account for it.
+
+    The collector's chain lock comes first (storage.chain.lock), so two writers of one collector
+    queue before either inserts a row: neither waits on the other's rows while holding the lock.
+    On SQLite `rows` carry their time as text (`to_row(..., text_time=True)`); `staged` is the
+    PostgreSQL fallback after a concurrent insert (see `_insert_events_pg`).
+    """
     now = datetime.now(UTC)
+    chain.lock(conn, batch.collector)
     _insert_blobs(conn, blobs, now)
     ordered = sorted(rows, key=lambda r: r[0])
-    times: list[str] | None = None
+    leaves: list[bytes] | None
     if conn.dialect.name == "sqlite":
-        fresh, times = _insert_events_sqlite(conn, ordered)
+        fresh = _insert_events_sqlite(conn, ordered)
+        leaves = chain.written_leaves(fresh, [r[4] for r in fresh])
     else:
-        fresh = _insert_events_pg(conn, ordered)
+        fresh, leaves = _insert_events_pg(conn, ordered, staged)
+        if leaves is None:
+            leaves = chain.written_leaves(fresh)
     new = len(fresh)
     conflicts: list[Conflict] = []
     if new < len(ordered):
@@ -241,19 +275,8 @@ def write_batch(
         duplicates=len(ordered) - new - len(conflicts),
         conflicts=tuple(conflicts),
     )
-    link = _chain_link(conn, batch, result.batch_id, now, fresh, times)
+    link = chain.link(
+        conn, batch.collector, batch.position, result.batch_id, sqlite_time(now), fresh, leaves=leaves
+    )
     _record_batch(conn, batch, result, raw_bytes, sum(b.stored_size for b in blobs), now, link)
     return result
-
-
-def _chain_link(
-    conn: Connection,
-    batch: Batch,
-    bid: str,
-    now: datetime,
-    fresh: Sequence[tuple[Any, ...]],
-    times: Sequence[str] | None,
-) -> chain.Link | None:
-    """The batch's link in its collector's chain over the rows it inserted (storage.chain); None
-    when this very batch was committed before (a re-delivery adds no row and no link)."""
-    return chain.link(conn, batch.collector, batch.position, bid, sqlite_time(now), fresh, times)

@@ -239,15 +239,18 @@ def link(
     committed: str,
     rows: Sequence[Sequence[Any]],
     times: Sequence[str] | None = None,
+    *,
+    leaves: Sequence[bytes] | None = None,
 ) -> Link | None:
     """Chain a batch whose newly inserted rows (sorted by event_id) are `rows`; None when this very
-    batch was committed before (a re-delivery adds no row and no link)."""
-    lock(conn, collector)
+    batch was committed before (a re-delivery adds no row and no link). The caller holds `lock`;
+    `leaves` are the rows' `written_leaves` when it already hashed them (while the rows were sent)."""
     head_now = chain_head(conn, collector, batch)
     if head_now is None:
         return None
     index, previous = head_now
-    leaves = written_leaves(rows, times)
+    if leaves is None:
+        leaves = written_leaves(rows, times)
     head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows))
     return Link(
         index=index + 1,

@@ -53,6 +53,14 @@ def translate(e: BaseException, url: str) -> StorageError:
     return mapped
 
 
+def _raced(e: BaseException) -> bool:
+    """The direct COPY met an event id another writer committed after this one looked (PostgreSQL's
+    primary key refused it): the batch is run again through `ON CONFLICT DO NOTHING`."""
+    error = e.orig if isinstance(e, DBAPIError) else e
+    diag = getattr(error, "diag", None)
+    return getattr(error, "sqlstate", None) == "23505" and getattr(diag, "table_name", None) == "events"
+
+
 def _retryable(e: StorageError) -> bool:
     """A lost connection, a lock wait, a deadlock, an unreachable blob store: the same batch can be
     sent again safely (it is idempotent). A full disk is not retried here (it lasts; the writer
@@ -81,7 +89,8 @@ class Ledger:
         for event in batch.events:
             validate(event)
         addresses, unique = self._address(batch.events)
-        rows = [to_row(e, payload_address(e, addresses)) for e in batch.events]
+        text_time = self.engine.dialect.name == "sqlite"
+        rows = [to_row(e, payload_address(e, addresses), text_time=text_time) for e in batch.events]
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
         return self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes))
@@ -106,16 +115,47 @@ class Ledger:
         refs: dict[str, PayloadRef],
         raw_bytes: int,
     ) -> AppendResult:
-        with self.engine.connect() as conn:
+        if self.engine.dialect.name == "sqlite":  # read first: BEGIN IMMEDIATE would hold the lock
+            with self.engine.connect() as conn:
+                present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
+            blobs = self._blobs(unique, refs, present)
+            with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
+                return write_batch(conn, batch, rows, blobs, raw_bytes)
+        try:
+            return self._append_pg(batch, rows, unique, refs, raw_bytes, staged=False)
+        except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped
+            if not _raced(e):
+                raise
+            return self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)
+
+    def _append_pg(
+        self,
+        batch: Batch,
+        rows: list[tuple[object, ...]],
+        unique: dict[str, bytes],
+        refs: dict[str, PayloadRef],
+        raw_bytes: int,
+        *,
+        staged: bool,
+    ) -> AppendResult:
+        """One connection and one transaction for the whole batch (a pool checkout and its ping cost
+        a round trip each): which blobs are stored, compress the new ones, write."""
+        with self.engine.connect() as conn, conn.begin():
             present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
+            blobs = self._blobs(unique, refs, present)
+            return write_batch(conn, batch, rows, blobs, raw_bytes, staged=staged)
+
+    def _blobs(
+        self, unique: dict[str, bytes], refs: dict[str, PayloadRef], present: set[str]
+    ) -> list[BlobRecord]:
+        """The blob rows a batch adds: its new payloads packed, and its spooled refs not yet stored."""
         blobs = self._pack([(s, d) for s, d in unique.items() if s not in present])
         blobs += [
             BlobRecord(r.sha256, r.size, r.stored_size, "store", None)
             for s, r in refs.items()
             if s not in present
         ]
-        with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
-            return write_batch(conn, batch, rows, blobs, raw_bytes)
+        return blobs
 
     def _pack(self, payloads: list[tuple[str, bytes]]) -> list[BlobRecord]:
         """Compress new payloads; upload the large ones before any transaction refers to them."""

@@ -133,7 +133,7 @@ def validate(event: Event) -> None:
         joined = "".join([t for t in _text_fields(event) if t is not None])
     except TypeError:
         joined = "\x00"
-    if "\x00" in joined or needs_escape(joined):
+    if "\x00" in joined or (not joined.isascii() and needs_escape(joined)):  # ASCII: no surrogate
         for name in TEXT_FIELDS:
             value = getattr(event, name)
             if value is not None and not isinstance(value, str):
@@ -142,20 +142,24 @@ def validate(event: Event) -> None:
                 raise bad(f"{name} contains a NUL character (raw bytes belong in head or payload)")
             if value is not None and needs_escape(value):
                 raise bad(f"{name} contains a lone surrogate (store storage.escaped's form, flagged escaped)")
-    for name, value in (
-        ("status", event.status),
-        ("tokens_in", event.tokens_in),
-        ("tokens_out", event.tokens_out),
-    ):
-        if value is not None and (type(value) is not int or value < 0):
-            raise bad(f"{name} must be a non-negative integer, got {value!r}")
+    status, tokens_in, tokens_out = event.status, event.tokens_in, event.tokens_out
+    if not (_count(status) and _count(tokens_in) and _count(tokens_out)):
+        for name, value in (("status", status), ("tokens_in", tokens_in), ("tokens_out", tokens_out)):
+            if not _count(value):
+                raise bad(f"{name} must be a non-negative integer, got {value!r}")
     cost = event.cost_usd
     if cost is not None and (type(cost) not in (int, float) or cost < 0):
         raise bad(f"cost_usd must be a non-negative number, got {cost!r}")
-    for name in TIMING_FIELDS:
-        value = getattr(event, name)
-        if value is not None and type(value) not in (int, float):
-            raise bad(f"{name} must be a number of milliseconds, got {value!r}")
+    first, last, token = event.first_byte_ms, event.last_byte_ms, event.first_token_ms
+    if not (first is None and last is None and token is None):
+        for name, value in zip(TIMING_FIELDS, (first, last, token), strict=True):
+            if value is not None and type(value) not in (int, float):
+                raise bad(f"{name} must be a number of milliseconds, got {value!r}")
+
+
+def _count(value: object) -> bool:
+    """None or a non-negative int (not a bool, not a float)."""
+    return value is None or (type(value) is int and value >= 0)
 
 
 _NORMALIZED: Final = frozenset(
@@ -199,15 +203,20 @@ def payload_address(event: Event, addresses: dict[int, Address]) -> Address | No
     return addresses[id(event.payload)]
 
 
-def to_row(event: Event, address: Address | None) -> tuple[Any, ...]:
-    """The column values of `COLUMNS` for one event (datetimes aware UTC, bytes as bytes)."""
+def to_row(event: Event, address: Address | None, *, text_time: bool = False) -> tuple[Any, ...]:
+    """The column values of `COLUMNS` for one event (bytes as bytes; the time aware UTC, or with
+    `text_time` SQLAlchemy's SQLite text `YYYY-MM-DD HH:MM:SS.ffffff`, so the SQLite insert needs no
+    second tuple per row)."""
     sha, size, text = address if address else (None, None, None)
+    at = event.at
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    cost, first, last, token = event.cost_usd, event.first_byte_ms, event.last_byte_ms, event.first_token_ms
     return (
         event.event_id,
         event.action_id,
         event.collector,
         event.seq,
-        utc(event.at),
+        at.isoformat(" ", "microseconds")[:26] if text_time else at,
         event.kind,
         event.direction,
         event.method,
@@ -222,8 +231,8 @@ def to_row(event: Event, address: Address | None) -> tuple[Any, ...]:
         event.model,
         event.tokens_in,
         event.tokens_out,
-        float(event.cost_usd) if event.cost_usd is not None else None,
-        bytes(event.head),
+        None if cost is None else float(cost),
+        event.head if type(event.head) is bytes else bytes(event.head),
         event.payload_state,
         sha,
         size,
@@ -232,10 +241,9 @@ def to_row(event: Event, address: Address | None) -> tuple[Any, ...]:
         event.error,
         event.parent,
         bool(event.escaped),
-        *(
-            None if v is None else float(v)
-            for v in (event.first_byte_ms, event.last_byte_ms, event.first_token_ms)
-        ),
+        None if first is None else float(first),
+        None if last is None else float(last),
+        None if token is None else float(token),
     )
 
 

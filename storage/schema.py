@@ -22,6 +22,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     Text,
+    text,
 )
 from sqlalchemy import false as sa_false
 from sqlmodel import Field, SQLModel
@@ -46,6 +47,19 @@ PAYLOAD_CHECK = (
 QUERY_INDEXES = ("action_id", "status")
 """Columns looked up by value (an action's events, errors)."""
 TIMELINE_INDEXES = ("session", "task", "tool", "agent", "model", "host", "kind")
+SPARSE = frozenset({"status", "task", "tool", "last_byte_ms"})
+"""Columns NULL on most events: their indexes are partial (`WHERE column IS NOT NULL`, migration
+0005), so an insert skips them for a row without a value; every read of them compares with a value."""
+
+
+def _index(name: str, *columns: str) -> Index:
+    """An index of `events`, partial when its first column is sparse."""
+    if columns[0] not in SPARSE:
+        return Index(name, *columns)
+    where = text(f"{columns[0]} IS NOT NULL")
+    return Index(name, *columns, sqlite_where=where, postgresql_where=where)
+
+
 """Columns the read routes and the browser filter on: `(column, at, event_id)`, so a filtered page
 is read in index order instead of walking the whole timeline. (The hour-bucket expression index the
 counts use is dialect-specific and lives in the migration alone.)"""
@@ -63,9 +77,9 @@ class EventRow(SQLModel, table=True):
             name="payload_state_known",
         ),
         Index("ix_events_at", "at", "event_id"),
-        *(Index(f"ix_events_{c}", c) for c in QUERY_INDEXES),
-        *(Index(f"ix_events_{c}_at", c, "at", "event_id") for c in TIMELINE_INDEXES),
-        Index("ix_events_last_byte_ms", "last_byte_ms"),
+        *(_index(f"ix_events_{c}", c) for c in QUERY_INDEXES),
+        *(_index(f"ix_events_{c}_at", c, "at", "event_id") for c in TIMELINE_INDEXES),
+        _index("ix_events_last_byte_ms", "last_byte_ms"),
     )
 
     event_id: str = Field(sa_column=Column(Text, primary_key=True))

@@ -23,6 +23,7 @@ from typing import Any
 from addons.recording import events as ev
 from addons.recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
 from addons.recording.acks import FrameAcks
+from addons.recording.os_names import name_os_thread
 from addons.recording.records import (
     RequestRecord,
     ResponseRecord,
@@ -58,14 +59,6 @@ class WriterStats:
 
 
 _STOP = object()
-
-
-def _name_os_thread(name: bytes) -> None:
-    """Name the OS thread (Linux), so `top -H` and the bench can tell the writer from the event loop."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(15, name[:15], 0, 0, 0)  # PR_SET_NAME
 
 
 class Writer:
@@ -107,16 +100,14 @@ class Writer:
         """The frame of each record behind the pending events (a streamed answer: one per chunk)."""
         self._stream_frames: dict[str, list[int | None]] = {}
         self.acks: FrameAcks | None = None
-        self._pending_since = 0.0
+        self._pending_since = self._arrived = 0.0  # monotonic: the oldest pending record's arrival
         self._pending_bytes = 0
         self._streams: dict[str, StreamBody] = {}
         self._down_since: float | None = None
-        self._retry_at = 0.0
-        self._backoff = 0.25
+        self._retry_at, self._backoff = 0.0, 0.25
         self._reported_dropped = 0
         self._thread: threading.Thread | None = None
-        self._stop_deadline = 0.0
-        self._stop_requested = False
+        self._stop_deadline, self._stop_requested = 0.0, False
 
     # -- producer side (mitmproxy's event loop) ---------------------------------------------------
 
@@ -135,7 +126,7 @@ class Writer:
                 self.acks.settle((frame,))
             return False
         self._produced_bytes += size
-        self._queue.put((item, frame))
+        self._queue.put((item, frame, time.monotonic()))
         return True
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -167,7 +158,9 @@ class Writer:
             return self._ledger
 
     def _run(self) -> None:
-        _name_os_thread(b"flightlog-write")
+        name_os_thread(b"flightlog-write")
+        with contextlib.suppress(Exception):  # open it now, not when the first batch is due
+            self._ensure_ledger()
         stopping = False
         while True:
             now = time.monotonic()
@@ -234,17 +227,19 @@ class Writer:
         return self._seq
 
     def _add(self, event: Event | Deferred, frames: list[int | None]) -> None:
-        if not self._pending:
-            self._pending_since = time.monotonic()
+        if not self._pending:  # a batch's age runs from its oldest record's arrival, not its handling
+            self._pending_since = self._arrived
         self._pending.append(event)
         self._pending_frames.extend(frames)
         payload = event.payload if isinstance(event, Event) else None
         self._pending_bytes += len(payload) if isinstance(payload, bytes) else 0
         self._pending.extend(mcp_messages.derived_from(event, self._next_seq))  # MCP over HTTP
 
-    def _handle(self, item: Any, frame: int | None = None) -> None:
+    def _handle(self, item: Any, frame: int | None = None, arrived: float | None = None) -> None:
         """One record into the pending batch; one that cannot become an event (a bug in redaction
-        or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on."""
+        or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on.
+        `arrived`: when `put` queued it (records that waited behind a commit need not wait again)."""
+        self._arrived = time.monotonic() if arrived is None else arrived
         self._consumed_bytes += size_of(item)
         if isinstance(item, StreamChunk):
             self._stream_frames.setdefault(item.flow_id, []).append(frame)

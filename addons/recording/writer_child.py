@@ -13,17 +13,17 @@ import gc
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _name_process() -> None:
-    """`ps`, `top` and the bench see `flightlog-writer`, not a second python."""
-    import contextlib
-    import ctypes
+    """`ps`, `top` and the bench see `flightlog-writer` (its argv), not a second python."""
+    from addons.recording.os_names import name_os_thread
 
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None).prctl(15, b"flightlog-writer", 0, 0, 0)  # PR_SET_NAME
+    name_os_thread(b"flightlog-writer")
 
 
 def _log_to_stderr() -> None:
@@ -52,6 +52,31 @@ def _ack_writer() -> Callable[[int], None]:
     return ack
 
 
+OPEN_WAIT = 5.0
+"""Seconds the start waits for the Ledger to open (its migration check) before saying ready."""
+
+
+def _opened_first(spec: Any, open_ledger: Callable[..., Any]) -> Callable[[float], Any]:
+    """The writer's Ledger opener, with the Ledger opened now (up to OPEN_WAIT): the proxy listens
+    once this process is ready, and the first answers' commits must not wait for the migration check
+    (bench.capture counted it in the commit delay's p99). A Ledger that is down or slow is opened
+    later by the writer, as before."""
+    opened: list[Any] = []
+
+    def first(retry: float) -> None:
+        with contextlib.suppress(Exception):
+            opened.append(open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry))
+
+    thread = threading.Thread(target=first, args=(2.0,), name="flightlog-open", daemon=True)
+    thread.start()
+    thread.join(OPEN_WAIT)
+
+    def opener(retry: float) -> Any:
+        return opened.pop() if opened else open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry)
+
+    return opener
+
+
 def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
     _name_process()
@@ -72,7 +97,7 @@ def main() -> int:
         return 2
     spec: WriterSpec = first[1]
     writer = Writer(
-        lambda retry: open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry),
+        _opened_first(spec, open_ledger),
         first[2],
         collector=spec.collector,
         flush_interval=spec.flush_interval,

@@ -1,0 +1,196 @@
+"""The fast event-row path (issue 14) on both engines: every row and id stored as offered, the partial
+indexes of sparse columns hold exactly the rows with a value and still serve their reads, the chain
+over rows hashed while they were sent verifies and still finds a forged row, a re-delivery adds
+nothing, and (PostgreSQL) a row another writer commits between the id check and the COPY sends the
+batch through the `ON CONFLICT` path instead of failing it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+from storage.chain_verify import verify_chain
+from storage.events import AppendResult, Event
+from storage.ledger import Ledger, open_ledger
+from storage.rows import COLUMNS, to_row
+from tests.storage.factory import batch, event
+from tests.storage.tamper import Tamperer
+
+N = 250
+SPARSE_INDEXES = {
+    "status": "ix_events_status",
+    "tool": "ix_events_tool_at",
+    "task": "ix_events_task_at",
+    "last_byte_ms": "ix_events_last_byte_ms",
+}
+
+
+def mixed(i: int) -> Event:
+    """Event i with the sparse columns filled on some rows only (requests have no status)."""
+    extra: dict[str, Any] = {}
+    if i % 5 == 0:
+        extra["tool"] = f"tool-{i % 3}"
+    if i % 7 == 0:
+        extra["task"] = "t1"
+    if i % 2 == 1:
+        extra["last_byte_ms"] = float(i)
+        extra["first_byte_ms"] = i / 2
+    return event(i, payload=f'{{"n": {i}}}'.encode(), tokens_in=i, cost_usd=0.25, **extra)
+
+
+@pytest.fixture
+def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
+    opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
+    yield opened
+    opened.close()
+
+
+def problems(ledger: Ledger) -> list[str]:
+    with ledger.engine.connect() as conn:
+        return verify_chain(conn, ()).problems
+
+
+def test_every_row_reads_back_as_offered(ledger: Ledger) -> None:
+    """A 250-event batch (in shuffled order) stores every id once and every column as `to_row`
+    gave it: the read-back event's columns equal the offered ones, time included."""
+    events = [mixed(i) for i in range(N)]
+    offered = list(reversed(events[::2])) + events[1::2]
+    result = ledger.append(batch(offered))
+    assert (result.received, result.new, result.duplicates, result.conflicts) == (N, N, 0, ())
+    with ledger.engine.connect() as conn:
+        ids = [r[0] for r in conn.execute(text("SELECT event_id FROM events ORDER BY event_id"))]
+    assert ids == sorted(e.event_id for e in events)
+    for e in events:
+        stored = ledger.event(e.event_id)
+        assert stored is not None
+        want = dict(zip(COLUMNS, to_row(e, None), strict=True))
+        for column in ("at", "seq", "tool", "task", "status", "last_byte_ms", "first_byte_ms", "tokens_in"):
+            assert getattr(stored, column) == want[column], (e.event_id, column)
+        assert stored.head == want["head"] and stored.cost_usd == 0.25
+
+
+def test_sparse_indexes_hold_only_rows_with_a_value_and_serve_their_reads(ledger: Ledger) -> None:
+    """Each sparse column's index is partial: its reads (`tool = ?`, `status >= 400`, ...) use it and
+    find exactly the rows that have the value."""
+    events = [mixed(i) for i in range(N)]
+    ledger.append(batch(events))
+    reads = {
+        "tool": ("tool = 'tool-1'", [e for e in events if getattr(e, "tool", None) == "tool-1"]),
+        "task": ("task = 't1'", [e for e in events if getattr(e, "task", None) == "t1"]),
+        "status": ("status >= 200 AND status < 300", [e for e in events if getattr(e, "status", None)]),
+        "last_byte_ms": (
+            "last_byte_ms > 100",
+            [e for e in events if (getattr(e, "last_byte_ms", 0) or 0) > 100],
+        ),
+    }
+    with ledger.engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if not sqlite:
+            conn.execute(text("SET enable_seqscan = off"))  # a 250-row table would be scanned anyway
+        for column, (where, expected) in reads.items():
+            found = [
+                r[0]
+                for r in conn.execute(text(f"SELECT event_id FROM events WHERE {where} ORDER BY event_id"))
+            ]
+            assert found == sorted(e.event_id for e in expected) and found
+            plan = " ".join(
+                str(r[-1])
+                for r in conn.execute(
+                    text(
+                        ("EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN ")
+                        + f"SELECT event_id FROM events WHERE {where}"
+                    )
+                )
+            )
+            assert SPARSE_INDEXES[column] in plan, plan
+            if sqlite:
+                sql = conn.execute(
+                    text("SELECT sql FROM sqlite_master WHERE name = :n"), {"n": SPARSE_INDEXES[column]}
+                ).scalar_one()
+            else:
+                sql = conn.execute(
+                    text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"),
+                    {"n": SPARSE_INDEXES[column]},
+                ).scalar_one()
+            assert "IS NOT NULL" in sql, sql
+
+
+def test_the_chain_over_fast_rows_verifies_and_finds_a_forged_row(ledger: Ledger, ledger_url: str) -> None:
+    """Batches written by the fast path verify clean; editing one row behind flightlog's back is
+    named as forged, in the batch that inserted it."""
+    for b in range(4):
+        ledger.append(batch([mixed(b * 60 + i) for i in range(60)], position=b + 1))
+    assert problems(ledger) == []
+    Tamperer(ledger_url).run(
+        "UPDATE events SET tool = 'evil' WHERE event_id = 'ev-000130'", drop=("events_no_update",)
+    )
+    assert problems(ledger) == ["forged: event ev-000130 (batch #3 of test): its row is not the one recorded"]
+
+
+def test_a_redelivery_adds_no_row_and_no_link_and_an_overlap_only_its_new_rows(ledger: Ledger) -> None:
+    """The same batch twice: the second adds nothing and chains nothing; a batch half old, half new
+    inserts and chains only the new half, and the chain still verifies."""
+    first = batch([mixed(i) for i in range(100)], position=1)
+    assert ledger.append(first).new == 100
+    again = ledger.append(first)
+    assert (again.new, again.duplicates) == (0, 100)
+    overlap = ledger.append(batch([mixed(i) for i in range(50, 150)], position=2))
+    assert (overlap.new, overlap.duplicates) == (50, 50)
+    with ledger.engine.connect() as conn:
+        links = conn.execute(text("SELECT chain_index, event_ids FROM batches ORDER BY chain_index")).all()
+        count = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
+    assert count == 150 and [r[0] for r in links] == [1, 2]
+    assert links[1][1].count("ev-") == 50 and "ev-000050" not in links[1][1]
+    assert problems(ledger) == []
+
+
+def _waiting_backends(url: str) -> int:
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE 'COPY events %'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_row_committed_by_another_writer_mid_batch_goes_through_on_conflict(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """PostgreSQL: another connection inserts one of the batch's ids after the batch checked its ids
+    and commits while the batch's COPY waits on it; the batch still commits, counting that event as
+    a duplicate, and its link covers exactly the rows it inserted."""
+    ledger = open_ledger(pg_url, (tmp_path / "blobs").as_uri())
+    events = [mixed(i) for i in range(40)]
+    other = psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1))
+    try:
+        row = to_row(events[7], None)
+        values = list(row)
+        values[COLUMNS.index("payload_state")] = "none"
+        values[COLUMNS.index("payload_text")] = None
+        marks = ", ".join("%s" for _ in COLUMNS)
+        other.execute(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({marks})", values)  # not committed
+        done: dict[str, AppendResult] = {}
+        worker = threading.Thread(target=lambda: done.update(result=ledger.append(batch(events))))
+        worker.start()
+        deadline = time.monotonic() + 30
+        while _waiting_backends(pg_url) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _waiting_backends(pg_url) == 1, "the batch's COPY never waited on the other writer's row"
+        other.commit()
+        worker.join(30)
+        result = done["result"]
+        assert (result.new, result.duplicates + len(result.conflicts)) == (39, 1)
+        with ledger.engine.connect() as conn:
+            ids = conn.execute(text("SELECT event_ids FROM batches WHERE chain_index = 1")).scalar_one()
+        assert ids.count("ev-") == 39 and "ev-000007" not in ids
+    finally:
+        other.close()
+        ledger.close()
