@@ -33,8 +33,9 @@ def spawn(
     env: Mapping[str, str], log: IO[bytes] | None = None, options: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
     """`flightlog proxy` on a free port with the model APIs' reverse listeners, and `options` (the
-    proxy options `flightlog run` was given)."""
-    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0"]
+    proxy options `flightlog run` was given). One worker: it carries one command's traffic, and one
+    process starts soonest (a shared `flightlog proxy` started by hand uses every core)."""
+    args = [sys.executable, "-m", "flightlog", "proxy", "--workers", "1", "--listen", "127.0.0.1:0"]
     for mode in PROVIDER_MODES:
         args += ["--mode", mode]
     args += list(options)

@@ -126,11 +126,20 @@ def proxy(
             "(only with a token naming the tool).",
         ),
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Proxy processes sharing the listeners, each on its own core (default: the "
+            "machine's cores; 1: one process, as before).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
 
+    count = worker_count(workers)
     settings = load_settings()
     host, port = parse_listen(listen)
     config = ProxyConfig(
@@ -153,7 +162,21 @@ def proxy(
         local_commands=allow_local_commands,
         extra=parse_sets(set_) + upstream_ca_sets(upstream_ca),
     )
-    run_proxy(config)
+    if count == 1:
+        run_proxy(config)
+    else:
+        from addons.workers import supervise
+
+        supervise(config, count)
+
+
+def worker_count(given: int | None) -> int:
+    """`--workers N`, or the machine's cores when not given."""
+    if given is None:
+        return os.cpu_count() or 1
+    if given < 1:
+        raise CommandError(f"--workers wants 1 or more, not {given}")
+    return given
 
 
 def lent_token(task: str | None) -> dict[str, str]:
