@@ -96,7 +96,9 @@ def spawn(config: ProxyConfig, index: int) -> Worker:
     ours, theirs = socket.socketpair()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", WORKER_MODULE, str(theirs.fileno())], pass_fds=(theirs.fileno(),)
+            [sys.executable, "-m", WORKER_MODULE, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
         )
     finally:
         theirs.close()
@@ -247,6 +249,15 @@ def supervise(config: ProxyConfig, count: int, announce: Callable[[str], None] |
     Supervisor(config, count, announce).run()
 
 
+def _name_process() -> None:
+    """`ps` and `top` show `flightlog-worker` (cut to 15 characters), not one more python."""
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(15, b"flightlog-worker", 0, 0, 0)  # PR_SET_NAME
+
+
 def worker_main(fd: int) -> None:
     """A worker: its configuration from the supervisor's line, then the proxy until told to stop."""
     import asyncio
@@ -254,6 +265,7 @@ def worker_main(fd: int) -> None:
     from addons.master import serve
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until the loop's own handlers are set
+    _name_process()
     link = WorkerLink.from_fd(fd)
     try:
         given = link.receive()
