@@ -3,7 +3,8 @@
 `run_proxy(config)` blocks until SIGINT/SIGTERM (or `stop()`); the addons' `done` hooks drain the
 writer's queue into the Ledger before it returns. On start it prints one line saying where it
 listens, where it records and how to trust the CA, and writes `proxy.json` in FLIGHTLOG_HOME so
-`flightlog run` and `flightlog env` can find the running proxy.
+`flightlog run` and `flightlog env` can find the running proxy. As one of `--workers N` it does
+neither: it tells its supervisor (`addons.workers`), which speaks for all of them.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class Flightlog:
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
             for name in HOOKS
         }
+        self._finished = False
 
     def _call(self, name: str, *args: object) -> Awaitable[None] | None:
         hooks = self._hooks[name]
@@ -131,6 +133,10 @@ class Flightlog:
         return self._call("running")
 
     def done(self) -> Awaitable[None] | None:
+        """Once only: `serve` calls it again for the case mitmproxy skips it (stopped while starting)."""
+        if self._finished:
+            return None
+        self._finished = True
         return self._call("done")
 
     async def start(self) -> None:
@@ -300,8 +306,14 @@ async def serve(
     except (exceptions.OptionsError, KeyError) as e:
         raise AddonError(str(e)) from e
     loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+
+    def stop() -> None:
+        stopped.set()
+        master.shutdown()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, master.shutdown)
+        loop.add_signal_handler(sig, stop)
     if check := master.addons.get("errorcheck"):
         check.shutdown_if_errored = _one_line_startup_errors(check, link)
     sharing = None
@@ -310,9 +322,13 @@ async def serve(
 
         servers = master.addons.get("proxyserver").servers
         sharing = ReusePort(servers, udp=link.udp)  # held here: the signal's receiver is weak
-        link.watch(loop, master.shutdown)
+        link.watch(loop, stop)
     await flightlog.start()  # the writer and the relay run before the port accepts a connection
-    await master.run()
+    if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on
+        await master.run()
+    finishing = flightlog.done()  # mitmproxy skips `done` when stopped while starting servers
+    if finishing is not None:
+        await finishing
     del sharing
 
 

@@ -12,7 +12,9 @@ of the proxies (supervisor and workers: their event loops bound the throughput) 
 processes (what one writer fed by every worker would have to do alone on one core), the
 answer->commit delay p99 (the worst worker's), and `recorded`: events the writers wrote over two
 per request wrk counted (the warm-up's included; slightly above 1.00, as wrk does not count the
-requests still in flight when it stops, which are answered and recorded all the same).
+requests still in flight when it stops, which are answered and recorded all the same), and
+`busiest`: the share of the events recorded by the busiest worker (the kernel spreads connections
+by a hash, so 16 connections over 3 workers are rarely even; 1/N is even).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from bench._needs import need
 from bench.capture import STATE_FILE, create_pg, drop_pg, free_port, wrk
 
-ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>10} {:>9}"
+ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>10} {:>9} {:>8}"
 
 
 @dataclass
@@ -100,24 +102,26 @@ def start(engine: str, workers: int, upstream: int, work: Path, ca: Path | None)
     raise RuntimeError("the proxy did not start")
 
 
-def stop(proxy: Proxy) -> tuple[float, float | None]:
-    """SIGINT, wait for every writer's drain: (events written, the worst commit delay p99 in s)."""
+def stop(proxy: Proxy) -> tuple[float, float | None, float]:
+    """SIGINT, wait for every writer's drain: (events written, the worst commit delay p99 in s, the
+    busiest worker's share of the events)."""
     proxy.proc.send_signal(signal.SIGINT)
     try:
         proxy.proc.wait(timeout=180)
     except subprocess.TimeoutExpired:
         proxy.proc.kill()
         proxy.proc.wait()
-    written = 0.0
+    each = []
     delays = []
     for path in proxy.home.glob("stats*.json"):
         data = json.loads(path.read_text())
-        written += data["written"] or 0
+        each.append(float(data["written"] or 0))
         if data["delay_p99"] is not None:
             delays.append(data["delay_p99"])
     if proxy.ledger.startswith("postgresql"):
         drop_pg(proxy.ledger)
-    return written, max(delays, default=None)
+    written = sum(each)
+    return written, max(delays, default=None), max(each, default=0.0) / written if written else 0.0
 
 
 def measure(proxy: Proxy, size: int, seconds: float, connections: int) -> dict[str, float | None]:
@@ -125,7 +129,7 @@ def measure(proxy: Proxy, size: int, seconds: float, connections: int) -> dict[s
     loop_before, writer_before = cpu_seconds(proxy.proc.pid)
     rps, p99, total = wrk(proxy.port, size, seconds, connections)
     loop_after, writer_after = cpu_seconds(proxy.proc.pid)
-    written, delay = stop(proxy)
+    written, delay, busiest = stop(proxy)
     return {
         "rps": rps,
         "p99": p99,
@@ -133,6 +137,7 @@ def measure(proxy: Proxy, size: int, seconds: float, connections: int) -> dict[s
         "wcpu": (writer_after - writer_before) / total * 1000,
         "delay": delay,
         "recorded": written / (2 * (warm + total)),
+        "busiest": busiest,
     }
 
 
@@ -206,6 +211,7 @@ def report(
                 f"{statistics.median(r['wcpu'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(delays) * 1000:.0f} ms" if delays else "-",
                 f"{min(r['recorded'] or 0.0 for r in rows):.2f}",
+                f"{statistics.median(r['busiest'] or 0.0 for r in rows):.2f}",
             )
             print(ROW.format(engine, n, *cells))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -130,7 +131,7 @@ def proxy(
         int | None,
         typer.Option(
             help="Proxy processes sharing the listeners, each on its own core (default: the "
-            "machine's cores; 1: one process, as before).",
+            "machine's cores on Linux, else 1; 1: one process).",
             show_default=False,
         ),
     ] = None,
@@ -171,9 +172,10 @@ def proxy(
 
 
 def worker_count(given: int | None) -> int:
-    """`--workers N`, or the machine's cores when not given."""
+    """`--workers N`, or when not given the machine's cores on Linux, whose SO_REUSEPORT spreads
+    connections over the workers (macOS hands them all to one socket, so one process there)."""
     if given is None:
-        return os.cpu_count() or 1
+        return (os.cpu_count() or 1) if sys.platform.startswith("linux") else 1
     if given < 1:
         raise CommandError(f"--workers wants 1 or more, not {given}")
     return given

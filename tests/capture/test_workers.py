@@ -22,6 +22,7 @@ import httpx
 from sqlalchemy import text
 
 from tests.capture.ledger_view import ledger_of
+from tests.capture.test_kill_writer import writer_pid
 from tests.support.proxy import LiveProxy, live_proxy, start_proxy
 from tests.support.upstream import Upstream
 
@@ -179,3 +180,36 @@ def test_a_port_in_use_is_one_line_with_workers(home: Path) -> None:
     assert result.returncode == 1
     assert len(lines) == 1 and lines[0].startswith("flightlog: the proxy did not start:"), result.stderr
     assert str(port) in lines[0]
+
+
+def test_sigterm_while_the_workers_start_stops_them_all(tmp_path: Path) -> None:
+    """SIGTERM on the supervisor the moment a worker has started its writer (it waits for the
+    writer before it listens), and a little later: the supervisor exits 0 within 30 s and leaves no
+    worker behind (a stop asked for before mitmproxy's run() began was forgotten by it, and the
+    worker served on)."""
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(FLIGHTLOG_HOME=str(tmp_path / "home"), FLIGHTLOG_LEDGER=f"sqlite:///{tmp_path / 'l.db'}")
+    for delay in (0.0, 0.2):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flightlog", "proxy", "--workers", "2", "--listen", "127.0.0.1:0"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while time.monotonic() < deadline and not any(writer_pid(pid) for pid in workers):
+            workers = workers_of(proc.pid)
+            time.sleep(0.01)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError(
+                f"still running 30 s after SIGTERM ({delay} s after a writer started)"
+            ) from None
+        assert code == 0, (delay, proc.stderr.read() if proc.stderr else "")
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(Path(f"/proc/{pid}").exists() for pid in workers), delay
