@@ -36,6 +36,7 @@ from bench._needs import need
 from bench.capture import STATE_FILE, create_pg, drop_pg, free_port, wrk
 
 ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>10} {:>9} {:>8}"
+HEADER = "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms commit-p99 recorded busiest".split()
 
 
 @dataclass
@@ -182,19 +183,7 @@ def report(
     results: dict[tuple[str, int], list[dict[str, float | None]]], engines: list[str], counts: list[int]
 ) -> None:
     print()
-    print(
-        ROW.format(
-            "engine",
-            "workers",
-            "req/s",
-            "ratio",
-            "paired [min-max]",
-            "cpu-ms",
-            "writer-ms",
-            "commit-p99",
-            "recorded",
-        )
-    )
+    print(ROW.format(*HEADER))
     for engine in engines:
         base = [r["rps"] or 0.0 for r in results[(engine, counts[0])]]
         for n in counts:
