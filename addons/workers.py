@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from addons.errors import AddonError
-from addons.master import CA_FILE, ProxyConfig, forget_state, start_line, write_state
+from addons.master import ProxyConfig, forget_state, start_line, write_state
 from addons.shared_ports import PortPlan, plan_ports
 from addons.worker_link import Lines, WorkerLink, send
 from storage.locations import private_home
@@ -72,7 +72,7 @@ def worker_config(config: ProxyConfig, plan: PortPlan, index: int) -> ProxyConfi
 
 def ensure_ca(confdir: Path) -> None:
     """mitmproxy's CA in `confdir`, made now if missing (as mitmproxy itself would, same names)."""
-    if (confdir / CA_FILE).exists():
+    if (confdir / "mitmproxy-ca.pem").exists():  # the file mitmproxy looks for (key and certificate)
         return
     from mitmproxy.certs import CertStore
 

@@ -213,3 +213,30 @@ def test_sigterm_while_the_workers_start_stops_them_all(tmp_path: Path) -> None:
         while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(Path(f"/proc/{pid}").exists() for pid in workers), delay
+
+
+def test_both_workers_sign_with_the_one_ca_they_were_started_without(
+    tmp_path: Path, https_upstream: Upstream
+) -> None:
+    """A home with no CA yet (the supervisor makes it before the workers start): 16 HTTPS clients
+    that trust only the home's `mitmproxy-ca-cert.pem` all verify, whichever worker took their
+    connection, and both workers served (a worker signing with a CA of its own fails its share)."""
+    home = tmp_path / "home"
+    (home / "mitmproxy").mkdir(parents=True)  # present and empty: the test support seeds no CA
+    cert = tmp_path / "upstream-cert.pem"  # written by the https_upstream fixture
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    with live_proxy(home, url, args=["--workers", "2", "--upstream-ca", str(cert)]) as proxy:
+        answered: list[int] = []
+
+        def one(n: int) -> None:
+            with httpx.Client(proxy=proxy.url, verify=str(proxy.ca), timeout=30) as client:
+                answered.append(client.get(f"{https_upstream.base}/fixed?rid=tls{n}").status_code)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert answered == [200] * 16, proxy.log()[-2000:]
+    _, collectors = recorded(proxy)
+    assert len(collectors) == 2, collectors
