@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -229,7 +230,8 @@ def test_both_workers_sign_with_the_one_ca_they_were_started_without(
         answered: list[int] = []
 
         def one(n: int) -> None:
-            with httpx.Client(proxy=proxy.url, verify=str(proxy.ca), timeout=30) as client:
+            trust = ssl.create_default_context(cafile=str(proxy.ca))
+            with httpx.Client(proxy=proxy.url, verify=trust, timeout=30) as client:
                 answered.append(client.get(f"{https_upstream.base}/fixed?rid=tls{n}").status_code)
 
         threads = [threading.Thread(target=one, args=(n,)) for n in range(16)]
