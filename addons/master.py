@@ -3,7 +3,8 @@
 `run_proxy(config)` blocks until SIGINT/SIGTERM (or `stop()`); the addons' `done` hooks drain the
 writer's queue into the Ledger before it returns. On start it prints one line saying where it
 listens, where it records and how to trust the CA, and writes `proxy.json` in FLIGHTLOG_HOME so
-`flightlog run` and `flightlog env` can find the running proxy.
+`flightlog run` and `flightlog env` can find the running proxy. As one of `--workers N` it does
+neither: it tells its supervisor (`addons.workers`), which speaks for all of them.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
     from mitmproxy.proxy import server_hooks
+
+    from addons.worker_link import WorkerLink
 
 CA_FILE = "mitmproxy-ca-cert.pem"
 
@@ -119,6 +122,7 @@ class Flightlog:
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
             for name in HOOKS
         }
+        self._finished = False
 
     def _call(self, name: str, *args: object) -> Awaitable[None] | None:
         hooks = self._hooks[name]
@@ -148,6 +152,10 @@ class Flightlog:
         return self._call("running")
 
     def done(self) -> Awaitable[None] | None:
+        """Once only: `serve` calls it again for the case mitmproxy skips it (stopped while starting)."""
+        if self._finished:
+            return None
+        self._finished = True
         return self._call("done")
 
     async def start(self) -> None:
@@ -194,11 +202,15 @@ def addons(*extra: object) -> list[object]:
 
 
 class _Ready:
-    """Prints the start line and writes `proxy.json` once mitmproxy listens."""
+    """Once mitmproxy listens: prints the start line and writes `proxy.json`, or, in a worker,
+    tells the supervisor (which does both once every worker listens)."""
 
-    def __init__(self, config: ProxyConfig, announce: Callable[[str], None]) -> None:
+    def __init__(
+        self, config: ProxyConfig, announce: Callable[[str], None], link: WorkerLink | None = None
+    ) -> None:
         self.config = config
         self.announce = announce
+        self.link = link
 
     def running(self) -> None:
         from mitmproxy import ctx
@@ -212,32 +224,48 @@ class _Ready:
                 spec = instance.mode.full_spec
                 listener = {"mode": spec, "host": addrs[0][0], "port": addrs[0][1]}
                 listeners.append(listener | ({"api": apis[spec]} if spec in apis else {}))
-        ca = self.config.confdir / CA_FILE
-        state = {"pid": os.getpid(), "listeners": listeners, "ca": str(ca), "ledger": self.config.ledger_url}
-        (self.config.home / STATE_FILE).write_text(json.dumps(state))
-        where = ", ".join(f"{item['mode']} on {item['host']}:{item['port']}" for item in listeners)
-        self.announce(
-            f"flightlog proxy: listening {where}; recording to {redact_url(self.config.ledger_url)} "
-            f"(blobs {self.config.blobs_url}); trust the CA at {ca} (or run `flightlog env`)"
-            + (
-                "; OPEN MODE: calls need no token, anyone who reaches this port can run rows"
-                if self.config.open_mode
-                else ""
-            )
-            + (
-                "; local commands enabled (only with a token naming the tool)"
-                if self.config.local_commands
-                else ""
-            )
-        )
+        if self.link is not None:
+            self.link.ready(listeners)
+            return
+        write_state(self.config, os.getpid(), listeners)
+        self.announce(start_line(self.config, listeners))
 
     def done(self) -> None:
-        state = self.config.home / STATE_FILE
-        try:
-            if json.loads(state.read_text()).get("pid") == os.getpid():
-                state.unlink()
-        except (OSError, ValueError):
-            pass
+        forget_state(self.config.home, os.getpid())
+
+
+def write_state(config: ProxyConfig, pid: int, listeners: list[dict[str, Any]], **more: object) -> None:
+    """`proxy.json`: how `flightlog run` and `flightlog env` find the running proxy."""
+    ca = config.confdir / CA_FILE
+    state = {"pid": pid, "listeners": listeners, "ca": str(ca), "ledger": config.ledger_url, **more}
+    (config.home / STATE_FILE).write_text(json.dumps(state))
+
+
+def forget_state(home: Path, pid: int) -> None:
+    """Remove `proxy.json` if it is `pid`'s (a proxy started since keeps its own)."""
+    state = home / STATE_FILE
+    try:
+        if json.loads(state.read_text()).get("pid") == pid:
+            state.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def start_line(config: ProxyConfig, listeners: list[dict[str, Any]], workers: int = 1) -> str:
+    """The one line a started proxy prints: where it listens, records, and how to trust its CA."""
+    where = ", ".join(f"{item['mode']} on {item['host']}:{item['port']}" for item in listeners)
+    return (
+        f"flightlog proxy: listening {where}"
+        + (f" ({workers} workers)" if workers > 1 else "")
+        + f"; recording to {redact_url(config.ledger_url)} "
+        f"(blobs {config.blobs_url}); trust the CA at {config.confdir / CA_FILE} (or run `flightlog env`)"
+        + (
+            "; OPEN MODE: calls need no token, anyone who reaches this port can run rows"
+            if config.open_mode
+            else ""
+        )
+        + ("; local commands enabled (only with a token naming the tool)" if config.local_commands else "")
+    )
 
 
 def redact_url(url: str) -> str:
@@ -261,8 +289,12 @@ def _log_to_stderr() -> None:
         logger.propagate = False
 
 
-async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = None) -> None:
-    """Run the proxy until SIGINT/SIGTERM; the queue is drained before this returns."""
+async def serve(
+    config: ProxyConfig, announce: Callable[[str], None] | None = None, link: WorkerLink | None = None
+) -> None:
+    """Run the proxy until SIGINT/SIGTERM; the queue is drained before this returns. With `link`,
+    this is one of several workers (`addons.workers`): it binds its ports with SO_REUSEPORT, reports
+    to the supervisor instead of writing `proxy.json`, and stops when the supervisor's line ends."""
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
@@ -277,7 +309,7 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     skip_idle_addons(master.addons)
-    flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr))))
+    flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)), link))
     master.addons.add(flightlog)
     try:
         master.options.update(
@@ -301,22 +333,46 @@ async def serve(config: ProxyConfig, announce: Callable[[str], None] | None = No
     except (exceptions.OptionsError, KeyError) as e:
         raise AddonError(str(e)) from e
     loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+
+    def stop() -> None:
+        stopped.set()
+        master.shutdown()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, master.shutdown)
+        loop.add_signal_handler(sig, stop)
     if check := master.addons.get("errorcheck"):
-        check.shutdown_if_errored = _one_line_startup_errors(check)
+        check.shutdown_if_errored = _one_line_startup_errors(check, link)
+    sharing = None
+    if link is not None:
+        from addons.shared_ports import ReusePort
+
+        servers = master.addons.get("proxyserver").servers
+        sharing = ReusePort(servers, udp=link.udp)  # held here: the signal's receiver is weak
+        link.watch(loop, stop)
     await flightlog.start()  # the writer and the relay run before the port accepts a connection
-    await master.run()
+    if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on
+        await master.run()
+    finishing = flightlog.done()  # mitmproxy skips `done` when stopped while starting servers
+    if finishing is not None:
+        await finishing
+    del sharing
 
 
-def _one_line_startup_errors(check: Any) -> Callable[[], Coroutine[Any, Any, None]]:
-    """mitmproxy's startup check, saying what failed (a port in use, a bad mode) in one line."""
+def _one_line_startup_errors(
+    check: Any, link: WorkerLink | None = None
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    """mitmproxy's startup check, saying what failed (a port in use, a bad mode) in one line (to the
+    supervisor, in a worker: it prints the first worker's, not one per worker)."""
 
     async def shutdown_if_errored() -> None:
         await asyncio.sleep(0)  # let pending log records arrive, as mitmproxy's own check does
         if check.logger.has_errored:
             first = check.logger.has_errored[0].getMessage().strip().splitlines()[0]
-            print(f"flightlog: the proxy did not start: {first}", file=sys.stderr)
+            if link is not None:
+                link.failed(f"the proxy did not start: {first}")
+            else:
+                print(f"flightlog: the proxy did not start: {first}", file=sys.stderr)
             sys.exit(1)
 
     return shutdown_if_errored

@@ -165,8 +165,8 @@ def start(config: str, upstream: int, work: Path) -> Running:
             ledger = f"sqlite:///{home / 'ledger.db'}"
         stats = home / "stats.json"
         env.update(FLIGHTLOG_HOME=str(home), FLIGHTLOG_STATS_FILE=str(stats))
-        args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0", "--mode", target,
-                "--ledger", ledger, "--blobs", (home / "blobs").as_uri()]  # fmt: skip
+        args = [sys.executable, "-m", "flightlog", "proxy", "--workers", "1", "--listen", "127.0.0.1:0",
+                "--mode", target, "--ledger", ledger, "--blobs", (home / "blobs").as_uri()]  # fmt: skip
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(port, proc)
     if config.startswith("fl-"):  # ready when it says so: proxy.json is written with its start line

@@ -51,7 +51,8 @@ def _start(home: Path, port: int, ledger: str, blobs: str) -> subprocess.Popen[b
     env.update({"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger, "FLIGHTLOG_BLOBS": blobs})
     log = (home / f"proxy-{time.monotonic_ns()}.log").open("wb")
     proc = subprocess.Popen(  # no model API listeners: port + 1 and + 2 of a bind(0) port may be taken
-        [sys.executable, "-m", "flightlog", "proxy", "--listen", f"127.0.0.1:{port}", "--no-ai-listeners"],
+        [sys.executable, "-m", "flightlog", "proxy", "--workers", "1", "--listen", f"127.0.0.1:{port}",
+         "--no-ai-listeners"],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     deadline = time.monotonic() + 30

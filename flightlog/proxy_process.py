@@ -35,8 +35,10 @@ def spawn(
     env: Mapping[str, str], log: IO[bytes] | None = None, options: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
     """`flightlog proxy` on free ports (the model APIs' reverse listeners included, unless `options`
-    say `--no-ai-listeners`), with `options` (the proxy options `flightlog run` was given)."""
-    args = [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0", *options]
+    say `--no-ai-listeners`), with `options` (the proxy options `flightlog run` was given). One worker:
+    it carries one command's traffic, and one process starts soonest (a shared `flightlog proxy`
+    started by hand uses every core)."""
+    args = [sys.executable, "-m", "flightlog", "proxy", "--workers", "1", "--listen", "127.0.0.1:0", *options]
     out = log if log is not None else subprocess.DEVNULL
     return subprocess.Popen(args, env=dict(env), stdout=out, stderr=subprocess.STDOUT if log else None)
 

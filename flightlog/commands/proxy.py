@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -178,6 +179,14 @@ def proxy(
             "(only with a token naming the tool).",
         ),
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Proxy processes sharing the listeners, each on its own core (default: the "
+            "machine's cores on Linux, else 1; 1: one process).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM.
 
@@ -187,6 +196,7 @@ def proxy(
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
 
+    count = worker_count(workers)
     settings = load_settings()
     host, port, modes, ai = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
     config = ProxyConfig(
@@ -210,7 +220,22 @@ def proxy(
         local_commands=allow_local_commands,
         extra=parse_sets(set_) + upstream_ca_sets(upstream_ca),
     )
-    run_proxy(config)
+    if count == 1:
+        run_proxy(config)
+    else:
+        from addons.workers import supervise
+
+        supervise(config, count)
+
+
+def worker_count(given: int | None) -> int:
+    """`--workers N`, or when not given the machine's cores on Linux, whose SO_REUSEPORT spreads
+    connections over the workers (macOS hands them all to one socket, so one process there)."""
+    if given is None:
+        return (os.cpu_count() or 1) if sys.platform.startswith("linux") else 1
+    if given < 1:
+        raise CommandError(f"--workers wants 1 or more, not {given}")
+    return given
 
 
 def lent_token(task: str | None) -> dict[str, str]:

@@ -95,7 +95,8 @@ def start_proxy(
     env: Mapping[str, str] | None = None,
     timeout: float = 30.0,
 ) -> LiveProxy:
-    """Start `flightlog proxy --listen 127.0.0.1:0` and wait until it listens."""
+    """Start `flightlog proxy --listen 127.0.0.1:0` and wait until it listens: one worker unless
+    `args` say `--workers N` (the writer is then the proxy's own child, and start-up is cheapest)."""
     home.mkdir(parents=True, exist_ok=True)
     _seed_ca(home)
     blobs = blobs_url or (home / "blobs").as_uri()
@@ -104,12 +105,13 @@ def start_proxy(
     }
     child_env.update({"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": blobs})
     child_env.update(env or {})
+    workers = () if "--workers" in args else ("--workers", "1")
     log_path = home / f"proxy-{time.monotonic_ns()}.log"
     state_path = home / "proxy.json"
     state_path.unlink(missing_ok=True)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0", *args],
+            [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0", *workers, *args],
             env=child_env,
             stdout=log,
             stderr=subprocess.STDOUT,

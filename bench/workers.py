@@ -1,0 +1,209 @@
+"""`flightlog proxy --workers N` against one worker: requests/s as the workers grow, per Ledger engine.
+
+Run as `python -m bench.workers [--seconds S] [--rounds R] [--workers 1,2,3,4] [--engines sqlite,pg]
+[--size 1024] [--connections 16]`. Each configuration (an engine and a worker count) runs once a
+round, interleaved, on loopback: wrk (one thread, 16 connections) against `flightlog proxy
+--workers N` in reverse mode in front of bench.capture's small asyncio upstream, a fresh Ledger
+each time (SQLite file, or a new PostgreSQL database on FLIGHTLOG_TEST_PG's server).
+
+Prints per configuration the median req/s, its ratio to one worker of the same engine (medians),
+the per-round paired ratio (median and range: drift between rounds cancels), the CPU ms per request
+of the proxies (supervisor and workers: their event loops bound the throughput) and of the writer
+processes (what one writer fed by every worker would have to do alone on one core), the
+answer->commit delay p99 (the worst worker's), and `recorded`: events the writers wrote over two
+per request wrk counted (the warm-up's included; slightly above 1.00, as wrk does not count the
+requests still in flight when it stops, which are answered and recorded all the same), and
+`busiest`: the share of the events recorded by the busiest worker (the kernel spreads connections
+by a hash, so 16 connections over 3 workers are rarely even; 1/N is even).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench._needs import need
+from bench.capture import STATE_FILE, create_pg, drop_pg, free_port, wrk
+
+ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>10} {:>9} {:>8}"
+HEADER = "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms commit-p99 recorded busiest".split()
+
+
+@dataclass
+class Proxy:
+    proc: subprocess.Popen[bytes]
+    port: int
+    home: Path
+    ledger: str
+
+
+def tree(pid: int) -> list[int]:
+    """`pid` and every process below it (supervisor, workers, their writers)."""
+    found = [pid]
+    for p in found:
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                found += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+    return found
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of the proxies (supervisor and workers) and of the writers."""
+    proxies = writers = 0.0
+    for p in tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            name = Path(f"/proc/{p}/comm").read_text()
+        except OSError:
+            continue
+        used = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if name.startswith("flightlog-writ"):
+            writers += used
+        else:
+            proxies += used
+    return proxies, writers
+
+
+def start(engine: str, workers: int, upstream: int, work: Path, ca: Path | None) -> Proxy:
+    port = free_port()
+    home = work / f"home-{uuid.uuid4().hex[:6]}"
+    home.mkdir()
+    if ca is not None:
+        subprocess.run(["cp", "-r", str(ca), str(home / "mitmproxy")], check=True)
+    ledger = create_pg() if engine == "pg" else f"sqlite:///{home / 'ledger.db'}"
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(FLIGHTLOG_HOME=str(home), FLIGHTLOG_STATS_FILE=str(home / "stats.json"))
+    args = [sys.executable, "-m", "flightlog", "proxy", "--workers", str(workers), "--listen", "127.0.0.1:0",
+            "--mode", f"reverse:http://127.0.0.1:{upstream}@{port}", "--ledger", ledger,
+            "--blobs", (home / "blobs").as_uri()]  # fmt: skip
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the proxy exited with {proc.returncode}")
+        try:
+            if json.loads((home / STATE_FILE).read_text()).get("pid") == proc.pid:
+                return Proxy(proc, port, home, ledger)
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the proxy did not start")
+
+
+def stop(proxy: Proxy) -> tuple[float, float | None, float]:
+    """SIGINT, wait for every writer's drain: (events written, the worst commit delay p99 in s, the
+    busiest worker's share of the events)."""
+    proxy.proc.send_signal(signal.SIGINT)
+    try:
+        proxy.proc.wait(timeout=180)
+    except subprocess.TimeoutExpired:
+        proxy.proc.kill()
+        proxy.proc.wait()
+    each = []
+    delays = []
+    for path in proxy.home.glob("stats*.json"):
+        data = json.loads(path.read_text())
+        each.append(float(data["written"] or 0))
+        if data["delay_p99"] is not None:
+            delays.append(data["delay_p99"])
+    if proxy.ledger.startswith("postgresql"):
+        drop_pg(proxy.ledger)
+    written = sum(each)
+    return written, max(delays, default=None), max(each, default=0.0) / written if written else 0.0
+
+
+def measure(proxy: Proxy, size: int, seconds: float, connections: int) -> dict[str, float | None]:
+    _, _, warm = wrk(proxy.port, size, 1.0, connections)
+    loop_before, writer_before = cpu_seconds(proxy.proc.pid)
+    rps, p99, total = wrk(proxy.port, size, seconds, connections)
+    loop_after, writer_after = cpu_seconds(proxy.proc.pid)
+    written, delay, busiest = stop(proxy)
+    return {
+        "rps": rps,
+        "p99": p99,
+        "cpu": (loop_after - loop_before) / total * 1000,
+        "wcpu": (writer_after - writer_before) / total * 1000,
+        "delay": delay,
+        "recorded": written / (2 * (warm + total)),
+        "busiest": busiest,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.workers", description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--workers", default="1,2,3,4", help="worker counts (the first is the baseline)")
+    parser.add_argument("--engines", default="sqlite,pg")
+    parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
+    parser.add_argument("--connections", type=int, default=16)
+    opts = parser.parse_args(argv)
+    need("wrk")
+    counts = [int(n) for n in opts.workers.split(",")]
+    engines = opts.engines.split(",")
+    work = Path(tempfile.mkdtemp(prefix="flightlog-bench-workers-"))
+    upstream_port = free_port()
+    upstream = subprocess.Popen(
+        [sys.executable, "-c", f"from bench.capture import serve_upstream; serve_upstream({upstream_port})"]
+    )
+    results: dict[tuple[str, int], list[dict[str, float | None]]] = {}
+    try:
+        first = start(engines[0], 1, upstream_port, work, None)  # one CA for every run after it
+        stop(first)
+        ca = first.home / "mitmproxy"
+        for round_ in range(opts.rounds):
+            for engine in engines:
+                for n in counts:
+                    row = measure(
+                        start(engine, n, upstream_port, work, ca), opts.size, opts.seconds, opts.connections
+                    )
+                    results.setdefault((engine, n), []).append(row)
+                    print(f"round {round_ + 1} {engine:6} {n} workers: {row['rps']:7.0f} req/s", flush=True)
+    finally:
+        upstream.terminate()
+        upstream.wait()
+        subprocess.run(["rm", "-rf", str(work)], check=False)
+    report(results, engines, counts)
+
+
+def report(
+    results: dict[tuple[str, int], list[dict[str, float | None]]], engines: list[str], counts: list[int]
+) -> None:
+    print()
+    print(ROW.format(*HEADER))
+    for engine in engines:
+        base = [r["rps"] or 0.0 for r in results[(engine, counts[0])]]
+        for n in counts:
+            rows = results[(engine, n)]
+            rps = statistics.median(r["rps"] or 0.0 for r in rows)
+            paired = [(r["rps"] or 0.0) / b for r, b in zip(rows, base, strict=True) if b]
+            spread = f"{statistics.median(paired):.2f} [{min(paired):.2f}-{max(paired):.2f}]"
+            delays = [r["delay"] for r in rows if r["delay"] is not None]
+            cells = (
+                f"{rps:.0f}",
+                f"{rps / statistics.median(base):.2f}",
+                spread,
+                f"{statistics.median(r['cpu'] or 0.0 for r in rows):.2f}",
+                f"{statistics.median(r['wcpu'] or 0.0 for r in rows):.2f}",
+                f"{statistics.median(delays) * 1000:.0f} ms" if delays else "-",
+                f"{min(r['recorded'] or 0.0 for r in rows):.2f}",
+                f"{statistics.median(r['busiest'] or 0.0 for r in rows):.2f}",
+            )
+            print(ROW.format(engine, n, *cells))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

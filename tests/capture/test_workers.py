@@ -1,0 +1,244 @@
+"""`flightlog proxy --workers N`: N proxy processes on the same ports, one Ledger, one supervisor.
+
+Real clients (httpx threads, curl processes) over many connections, through the forward listener
+and a reverse one given as `@0`; the Ledger must show every request and answer exactly once,
+recorded under one collector id per worker, after SIGTERM on the supervisor drained every writer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+from sqlalchemy import text
+
+from tests.capture.ledger_view import ledger_of
+from tests.capture.test_kill_writer import writer_pid
+from tests.support.proxy import LiveProxy, live_proxy, start_proxy
+from tests.support.upstream import Upstream
+
+
+def workers_of(supervisor: int) -> list[int]:
+    """The worker processes a supervisor started (its children running addons.workers)."""
+    out = subprocess.run(
+        ["ps", "-o", "pid=,args=", "--ppid", str(supervisor)], capture_output=True, text=True
+    )
+    return [int(line.split()[0]) for line in out.stdout.splitlines() if "addons.workers" in line]
+
+
+def send_load(name: str, url: str, proxy_url: str | None, clients: int, each: int) -> list[str]:
+    """`clients` httpx clients (one connection each, kept alive) sending `each` GETs; the ids of the
+    ones answered 200 (a connection cut by a dying worker is not answered)."""
+    answered: list[str] = []
+
+    def one(n: int) -> None:
+        with httpx.Client(proxy=proxy_url, timeout=30) as client:
+            for i in range(each):
+                rid = f"{name}{n}-{i}"
+                try:
+                    if client.get(f"{url}?rid={rid}").status_code == 200:
+                        answered.append(rid)
+                except httpx.HTTPError:
+                    pass
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answered
+
+
+def curl_load(url: str, proxy_url: str, processes: int, each: int) -> list[str]:
+    """`processes` curl runs, each fetching `each` URLs over its own connection."""
+    runs = []
+    ids = []
+    for p in range(processes):
+        rids = [f"c{p}-{i}" for i in range(each)]
+        ids += rids
+        args = ["curl", "-sS", "--proxy", proxy_url]
+        for rid in rids:
+            args += ["-o", "/dev/null", f"{url}?rid={rid}"]
+        runs.append(
+            subprocess.Popen(args, env={k: v for k, v in os.environ.items() if "proxy" not in k.lower()})
+        )
+    assert all(run.wait(60) == 0 for run in runs)
+    return ids
+
+
+def recorded(proxy: LiveProxy) -> tuple[Counter[tuple[str, str]], set[str]]:
+    """(kind, request id) -> how many events, and the collector ids that recorded them."""
+    ledger = ledger_of(proxy.ledger_url, proxy.blobs_url)
+    with ledger.engine.connect() as c:
+        rows = c.execute(text("SELECT kind, url, collector FROM events WHERE url LIKE '%rid=%'")).all()
+    ledger.close()
+    counts = Counter((kind, url.split("rid=", 1)[1]) for kind, url, _ in rows)
+    return counts, {collector for *_, collector in rows}
+
+
+def test_two_workers_record_every_request_once_under_two_collectors(
+    ledger_url: str, tmp_path: Path, http_upstream: Upstream
+) -> None:
+    """`--workers 2`: proxy.json names the supervisor and one port per listener (the reverse `@0`
+    one chosen once, as given); 16 httpx clients and 4 curl runs through the forward and the
+    reverse listener are all answered; after SIGTERM on the supervisor every request and every
+    answer is in the Ledger exactly once, recorded by two collectors (both workers served), and no
+    worker is left running."""
+    home = tmp_path / "home"
+    reverse = f"reverse:http://127.0.0.1:{http_upstream.port}@0"
+    proxy = start_proxy(home, ledger_url, args=["--workers", "2", "--mode", reverse])
+    try:
+        state = json.loads((home / "proxy.json").read_text())
+        assert state["pid"] == proxy.proc.pid and state["workers"] == 2
+        assert [x["mode"] for x in state["listeners"]] == ["regular", reverse]
+        workers = workers_of(proxy.proc.pid)
+        assert len(workers) == 2
+        reverse_url = f"http://127.0.0.1:{proxy.reverse_port('127.0.0.1')}/fixed"
+        forward = send_load("f", f"{http_upstream.base}/fixed", proxy.url, clients=12, each=15)
+        direct = send_load("r", reverse_url, None, clients=6, each=15)
+        curled = curl_load(f"{http_upstream.base}/bytes/1024", proxy.url, processes=4, each=10)
+    finally:
+        log = proxy.stop()
+    assert all(not Path(f"/proc/{pid}").exists() for pid in workers), log
+    assert not (home / "proxy.json").exists()
+    sent = forward + direct + curled
+    assert len(sent) == 12 * 15 + 6 * 15 + 4 * 10, log[-2000:]
+    counts, collectors = recorded(proxy)
+    wrong = {rid: (counts[("http.request", rid)], counts[("http.response", rid)]) for rid in sent}
+    wrong = {rid: n for rid, n in wrong.items() if n != (1, 1)}
+    assert wrong == {}, (len(wrong), list(wrong.items())[:5], log[-2000:])
+    assert len(collectors) == 2, collectors
+
+
+def test_a_killed_worker_is_restarted_while_the_other_serves(tmp_path: Path, http_upstream: Upstream) -> None:
+    """SIGKILL of one worker: the supervisor says so in one line and starts it again; requests
+    meanwhile are answered by the other worker, and everything answered is recorded once."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    with live_proxy(tmp_path / "home", url, args=["--workers", "2"]) as proxy:
+        fixed = f"{http_upstream.base}/fixed"
+        before = send_load("b", fixed, proxy.url, clients=4, each=5)
+        victim = workers_of(proxy.proc.pid)[0]
+        os.kill(victim, signal.SIGKILL)
+        during = send_load("d", fixed, proxy.url, clients=4, each=5)
+        deadline = time.monotonic() + 60
+        while "serves again" not in proxy.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        after = workers_of(proxy.proc.pid)
+        assert len(after) == 2 and victim not in after, proxy.log()
+        again = send_load("a", fixed, proxy.url, clients=8, each=5)
+    log = proxy.log()
+    lines = [line for line in log.splitlines() if f"(pid {victim}) exited" in line]
+    assert len(lines) == 1 and "code -9" in lines[0] and "restarting it" in lines[0], log
+    assert len(before) == 20 and len(during) > 10 and len(again) == 40, log
+    counts, _ = recorded(proxy)
+    for rid in before + during + again:
+        assert counts[("http.response", rid)] == 1, (rid, log[-2000:])
+
+
+def test_the_supervisor_dying_stops_its_workers_and_they_drain(
+    tmp_path: Path, http_upstream: Upstream
+) -> None:
+    """SIGKILL of the supervisor (nothing forwarded): each worker sees its line to it end, stops,
+    and drains what it was given into the Ledger."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    proxy = start_proxy(tmp_path / "home", url, args=["--workers", "2"])
+    workers = workers_of(proxy.proc.pid)
+    sent = send_load("s", f"{http_upstream.base}/fixed", proxy.url, clients=6, each=5)
+    proxy.proc.kill()
+    proxy.proc.wait()
+    proxy.stopped = True
+    deadline = time.monotonic() + 60
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers), proxy.log()
+    counts, _ = recorded(proxy)
+    assert len(sent) == 30
+    assert all(counts[("http.response", rid)] == 1 for rid in sent), proxy.log()[-2000:]
+
+
+def test_a_port_in_use_is_one_line_with_workers(home: Path) -> None:
+    """`--workers 2` on a port someone holds: one `flightlog:` line naming the port, exit 1, and no
+    worker started (the supervisor checks the port first)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "flightlog", "proxy", "--workers", "2", "--listen", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=60, env=os.environ,
+        )  # fmt: skip
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 1
+    assert len(lines) == 1 and lines[0].startswith("flightlog: the proxy did not start:"), result.stderr
+    assert str(port) in lines[0]
+
+
+def test_sigterm_while_the_workers_start_stops_them_all(tmp_path: Path) -> None:
+    """SIGTERM on the supervisor the moment a worker has started its writer (it waits for the
+    writer before it listens), and a little later: the supervisor exits 0 within 30 s and leaves no
+    worker behind (a stop asked for before mitmproxy's run() began was forgotten by it, and the
+    worker served on)."""
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(FLIGHTLOG_HOME=str(tmp_path / "home"), FLIGHTLOG_LEDGER=f"sqlite:///{tmp_path / 'l.db'}")
+    for delay in (0.0, 0.2):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flightlog", "proxy", "--workers", "2", "--listen", "127.0.0.1:0"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while time.monotonic() < deadline and not any(writer_pid(pid) for pid in workers):
+            workers = workers_of(proc.pid)
+            time.sleep(0.01)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError(
+                f"still running 30 s after SIGTERM ({delay} s after a writer started)"
+            ) from None
+        assert code == 0, (delay, proc.stderr.read() if proc.stderr else "")
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(Path(f"/proc/{pid}").exists() for pid in workers), delay
+
+
+def test_both_workers_sign_with_the_one_ca_they_were_started_without(
+    tmp_path: Path, https_upstream: Upstream
+) -> None:
+    """A home with no CA yet (the supervisor makes it before the workers start): 16 HTTPS clients
+    that trust only the home's `mitmproxy-ca-cert.pem` all verify, whichever worker took their
+    connection, and both workers served (a worker signing with a CA of its own fails its share)."""
+    home = tmp_path / "home"
+    (home / "mitmproxy").mkdir(parents=True)  # present and empty: the test support seeds no CA
+    cert = tmp_path / "upstream-cert.pem"  # written by the https_upstream fixture
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    with live_proxy(home, url, args=["--workers", "2", "--upstream-ca", str(cert)]) as proxy:
+        answered: list[int] = []
+
+        def one(n: int) -> None:
+            trust = ssl.create_default_context(cafile=str(proxy.ca))
+            with httpx.Client(proxy=proxy.url, verify=trust, timeout=30) as client:
+                answered.append(client.get(f"{https_upstream.base}/fixed?rid=tls{n}").status_code)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert answered == [200] * 16, proxy.log()[-2000:]
+    _, collectors = recorded(proxy)
+    assert len(collectors) == 2, collectors
