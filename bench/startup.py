@@ -109,7 +109,9 @@ def main(argv: list[str]) -> None:
         tools_list_ms(sdk_argv, env)
         tools_list_ms(mcp_argv, env)
         helps, finds, sdks, mcps = [], [], [], []
-        print(f"{'round':<7}{'--help ms':>10}{'find ms':>10}{'ratio':>7}{'sdk ms':>9}{'mcp ms':>9}{'diff':>7}")
+        print(
+            f"{'round':<7}{'--help ms':>10}{'find ms':>10}{'ratio':>7}{'sdk ms':>9}{'mcp ms':>9}{'diff':>7}"
+        )
         for r in range(1, rounds + 1):
             h = wall_ms(help_argv, env)
             f = wall_ms(find_argv, env, ok=(0, 1))

@@ -42,7 +42,6 @@ from typing import Any, Final
 
 from catalog import changes as changeset
 from catalog.aliases import ALIASES_PATH, Aliases, alias_problems, read_aliases, resolve_aliases
-from catalog.authority import refuse_local_changes
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
@@ -284,6 +283,8 @@ class Directory:
     ) -> Committed:
         self.refresh()
         if self.network:
+            from catalog.authority import refuse_local_changes  # deferred: it loads the contracts
+
             refuse_local_changes(changes, self._text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)
@@ -348,7 +349,7 @@ class Directory:
 
     def close(self) -> None:
         if self._owns_engine:
-            self._store.engine.dispose()
+            self._store.close()
 
 
 def open_directory(ledger_url: str, folder: Path | str | None = None) -> Directory:

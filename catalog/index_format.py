@@ -1,0 +1,129 @@
+"""How a compiled section is laid out in bytes, so that loading one decodes only what it reads.
+
+A section is a few zstd frames behind a table of their sizes. Decoding is what a start-up pays
+(`flightlog find` opens the Directory, answers one query and exits), so each part is read in the
+cheapest form that holds it:
+
+- JSON for small structured parts (the head, the name lists and sort orders);
+- rows as one JSON line each, decompressed at once but each line parsed only when that row is read
+  (a query reads the ten rows it returns, not the section's thousands);
+- postings (word -> row numbers) as a word list and two little-endian integer arrays, so loading
+  them is a decompress, a split and an `array.frombytes`, and a word's rows are one slice.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import accumulate
+from typing import Any
+
+import zstandard
+
+_LEVEL = 3
+
+
+def pack_json(value: object) -> bytes:
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return zstandard.ZstdCompressor(level=_LEVEL).compress(raw)
+
+
+def unpack_json(data: bytes) -> Any:
+    return json.loads(_decompress(data))
+
+
+def _decompress(data: bytes) -> bytes:
+    return zstandard.ZstdDecompressor().decompress(data)
+
+
+def frames(*parts: bytes) -> bytes:
+    """Parts behind a table of their sizes (`split_frames` reads them back)."""
+    return struct.pack(f">I{len(parts)}I", len(parts), *map(len, parts)) + b"".join(parts)
+
+
+def split_frames(data: bytes) -> list[bytes]:
+    (count,) = struct.unpack_from(">I", data)
+    sizes = struct.unpack_from(f">{count}I", data, 4)
+    at, out = 4 + 4 * count, []
+    for size in sizes:
+        out.append(data[at : at + size])
+        at += size
+    return out
+
+
+# ---- rows: one JSON line each ----------------------------------------------------------------
+
+
+def pack_rows(rows: Sequence[Sequence[Any]]) -> bytes:
+    """JSON escapes every newline inside a string, so a row never spans two lines."""
+    lines = (json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows)
+    return zstandard.ZstdCompressor(level=_LEVEL).compress("\n".join(lines).encode("utf-8"))
+
+
+class RowLines(Sequence[list[Any]]):
+    """The compiled rows of a section, each parsed on its first read."""
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self._lines = _decompress(data).split(b"\n") if count else []
+        self._parsed: dict[int, list[Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, i: int) -> Any:  # a row by number (no slices: nothing reads them)
+        row = self._parsed.get(i)
+        if row is None:
+            row = self._parsed[i] = json.loads(self._lines[i])
+        return row
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        return (self[i] for i in range(len(self._lines)))
+
+
+# ---- postings: word -> row numbers ------------------------------------------------------------
+
+
+def pack_postings(postings: Mapping[str, Sequence[int]]) -> bytes:
+    """Words (newline-separated: a word never holds one), each word's count, then every row number."""
+    words = list(postings)
+    counts = array("I", (len(postings[w]) for w in words))
+    flat = array("I", (i for w in words for i in postings[w]))
+    if sys.byteorder == "big":  # pragma: no cover - stored little-endian on every machine
+        counts.byteswap(), flat.byteswap()
+    vocab = "\n".join(words).encode("utf-8")
+    body = struct.pack(">III", len(vocab), len(counts), len(flat)) + vocab + counts.tobytes() + flat.tobytes()
+    return zstandard.ZstdCompressor(level=_LEVEL).compress(body)
+
+
+class Postings(Mapping[str, Sequence[int]]):
+    """Each word to the row numbers holding it (a slice of one array per lookup)."""
+
+    def __init__(self, data: bytes) -> None:
+        raw = _decompress(data)
+        size, n, total = struct.unpack_from(">III", raw)
+        at = 12 + size
+        words = raw[12:at].decode("utf-8").split("\n") if n else []
+        counts, flat = array("I"), array("I")
+        counts.frombytes(raw[at : at + 4 * n])
+        flat.frombytes(raw[at + 4 * n : at + 4 * n + 4 * total])
+        if sys.byteorder == "big":  # pragma: no cover
+            counts.byteswap(), flat.byteswap()
+        self._at = dict(zip(words, range(n), strict=True))
+        self._starts = [0, *accumulate(counts)]
+        self._flat = flat
+
+    def __getitem__(self, word: str) -> Sequence[int]:
+        k = self._at[word]
+        return self._flat[self._starts[k] : self._starts[k + 1]]
+
+    def __contains__(self, word: object) -> bool:
+        return word in self._at
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
