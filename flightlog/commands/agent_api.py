@@ -123,11 +123,15 @@ def mcp(
 
     # deferred: the MCP SDK loads slowly; other commands start without it
     from catalog.mcp_server import serve
+    from catalog.prescan import prescan
 
-    # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
+    # The SDK's import is the largest part of starting up: overlap it with opening the Directory,
+    # whose folder check (a stat of every file) runs in a forked child, forked before the thread.
+    folder = directory or load_settings().directory
+    scanned = prescan(folder.expanduser()) if folder is not None and folder.expanduser().is_dir() else None
     preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
     preload.start()
-    d = open_from_settings(directory)
+    d = open_from_settings(directory, prescanned=scanned)
     d.network = True  # a network door: its writes never touch a row that runs a command here
     preload.join()
     try:
