@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,12 +27,14 @@ from catalog.index_format import (
     pack_json,
     pack_postings,
     pack_rows,
+    pack_strings,
     split_frames,
     unpack_json,
+    unpack_strings,
 )
 from catalog.words import forms, normal, words
 
-INDEX_FORMAT: Final = "v5"
+INDEX_FORMAT: Final = "v6"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
 SUMMARY_MAX: Final = 120
 _SPACE = re.compile(r"\s+")
@@ -105,9 +106,9 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
     head = {
         "format": INDEX_FORMAT,
         "bundle": bundle,
-        "stems": [r[PATH][:-3] for r in rows],
         "manifest_bytes": sum(_line_bytes(r, bundle) for r in rows),
     }
+    stems = pack_strings([r[PATH][:-3] for r in rows])
     names = {
         "names": [r[NAME] for r in rows],
         "normals": [r[NORM] for r in rows],
@@ -115,7 +116,7 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         "by_lower": sorted(range(len(rows)), key=lambda i: rows[i][NAME].lower()),
         "by_rank": sorted(range(len(rows)), key=lambda i: (len(rows[i][NAME]), rows[i][NAME])),
     }
-    parts = (pack_json(head), pack_json(names), pack_postings(name_words), pack_rows(rows))
+    parts = (pack_json(head), stems, pack_json(names), pack_postings(name_words), pack_rows(rows))
     return frames(*parts, pack_postings(text_words)), warnings
 
 
@@ -133,11 +134,13 @@ class SectionIndex:
     """One loaded section: its rows and the lookups the resolver needs (built on first use)."""
 
     def __init__(self, bundle: str, tag: str, data: bytes) -> None:
-        head, self._names_frame, self._name_frame, self._rows_frame, self._text_frame = split_frames(data)
+        head, stems, self._names_frame, self._name_frame, self._rows_frame, self._text_frame = split_frames(
+            data
+        )
         loaded = unpack_json(head)
         self.bundle = bundle
         self.tag = tag
-        self.stems: list[str] = loaded["stems"]
+        self.stems: list[str] = unpack_strings(stems)
         self.manifest_bytes: int = loaded["manifest_bytes"]
         self._text_sets: dict[str, frozenset[int]] = {}
         self._folded_sets: dict[str, frozenset[int]] = {}
@@ -267,8 +270,13 @@ class Index:
         self.sections: dict[str, SectionIndex] = {
             s.bundle: s for s in sorted(sections, key=lambda s: s.bundle)
         }
-        counts = Counter(stem for s in self.sections.values() for stem in set(s.stems))
-        self.collisions = {stem for stem, n in counts.items() if n > 1}
+        seen: set[str] = set()
+        self.collisions: set[str] = set()
+        """Stems more than one bundle holds (their ids carry the bundle)."""
+        for s in self.sections.values():  # set operations, not a count per stem: loading runs this
+            stems = set(s.stems)
+            self.collisions |= seen & stems
+            seen |= stems
         self._rows: dict[str, list[Row]] = {}
         self._one: dict[tuple[str, int], Row] = {}
 

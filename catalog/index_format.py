@@ -4,7 +4,8 @@ A section is a few zstd frames behind a table of their sizes. Decoding is what a
 (`flightlog find` opens the Directory, answers one query and exits), so each part is read in the
 cheapest form that holds it:
 
-- JSON for small structured parts (the head, the name lists and sort orders);
+- JSON for small structured parts (the head, the name lists and sort orders), the stems (what
+  every open reads) as one NUL-joined string;
 - rows as one JSON line each, decompressed at once but each line parsed only when that row is read
   (a query reads the ten rows it returns, not the section's thousands);
 - postings (word -> row numbers) as a word list and two little-endian integer arrays, so loading
@@ -54,6 +55,16 @@ def split_frames(data: bytes) -> list[bytes]:
     return out
 
 
+def pack_strings(values: Sequence[str]) -> bytes:
+    """Strings that never hold a NUL (stems: paths refuse one), joined by NUL."""
+    return zstandard.ZstdCompressor(level=_LEVEL).compress("\0".join(values).encode("utf-8"))
+
+
+def unpack_strings(data: bytes) -> list[str]:
+    text = _decompress(data).decode("utf-8")
+    return text.split("\0") if text else []
+
+
 # ---- rows: one JSON line each ----------------------------------------------------------------
 
 
@@ -63,7 +74,7 @@ def pack_rows(rows: Sequence[Sequence[Any]]) -> bytes:
     return zstandard.ZstdCompressor(level=_LEVEL).compress("\n".join(lines).encode("utf-8"))
 
 
-class RowLines(Sequence[list[Any]]):
+class RowLines:
     """The compiled rows of a section, each parsed on its first read."""
 
     def __init__(self, data: bytes, count: int) -> None:
@@ -73,10 +84,10 @@ class RowLines(Sequence[list[Any]]):
     def __len__(self) -> int:
         return len(self._lines)
 
-    def __getitem__(self, i: int) -> Any:  # a row by number (no slices: nothing reads them)
+    def __getitem__(self, i: int) -> list[Any]:  # a row by number (nothing reads slices)
         row = self._parsed.get(i)
         if row is None:
-            row = self._parsed[i] = json.loads(self._lines[i])
+            row = self._parsed[i] = list(json.loads(self._lines[i]))
         return row
 
     def __iter__(self) -> Iterator[list[Any]]:
@@ -92,7 +103,8 @@ def pack_postings(postings: Mapping[str, Sequence[int]]) -> bytes:
     counts = array("I", (len(postings[w]) for w in words))
     flat = array("I", (i for w in words for i in postings[w]))
     if sys.byteorder == "big":  # pragma: no cover - stored little-endian on every machine
-        counts.byteswap(), flat.byteswap()
+        counts.byteswap()
+        flat.byteswap()
     vocab = "\n".join(words).encode("utf-8")
     body = struct.pack(">III", len(vocab), len(counts), len(flat)) + vocab + counts.tobytes() + flat.tobytes()
     return zstandard.ZstdCompressor(level=_LEVEL).compress(body)
@@ -110,7 +122,8 @@ class Postings(Mapping[str, Sequence[int]]):
         counts.frombytes(raw[at : at + 4 * n])
         flat.frombytes(raw[at + 4 * n : at + 4 * n + 4 * total])
         if sys.byteorder == "big":  # pragma: no cover
-            counts.byteswap(), flat.byteswap()
+            counts.byteswap()
+            flat.byteswap()
         self._at = dict(zip(words, range(n), strict=True))
         self._starts = [0, *accumulate(counts)]
         self._flat = flat

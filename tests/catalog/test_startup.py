@@ -139,7 +139,8 @@ def test_stdlib_reads_answer_what_sqlalchemy_reads_answer(tmp_path: Path, home: 
     assert sqlite_file("sqlite:///rel.db") == Path("rel.db")
     assert sqlite_file("sqlite:////abs/x.db") == Path("/abs/x.db")
     assert sqlite_file("sqlite://") is None and sqlite_file("postgresql+psycopg://h/db") is None
-    assert open_sqlite_reads(f"sqlite:///{tmp_path / 'new.db'}", space) is None  # absent: SQLAlchemy creates it
+    # an absent file is not opened here: SQLAlchemy creates and migrates it
+    assert open_sqlite_reads(f"sqlite:///{tmp_path / 'new.db'}", space) is None
 
 
 def test_a_section_decoded_part_by_part_lists_what_was_compiled(tmp_path: Path) -> None:
