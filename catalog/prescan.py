@@ -7,16 +7,16 @@ in a child on the other core and hands back each bundle's stat tag. The parent, 
 open, compares them with the tags it stored: all equal, and nothing of the folder is read; any
 difference, or no answer at all, and the Directory syncs as it always does, scanning again itself.
 A skipped check can therefore never serve stale rows: it only skips when a full scan said so.
+`flightlog find` does the same: its child scans while it imports the catalog and reads the index.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
-
-from catalog.folder import scan
 
 Prescanned = Callable[[], dict[str, str] | None]
 """Waits for the child's tags (None when it could not give them)."""
@@ -25,12 +25,13 @@ Prescanned = Callable[[], dict[str, str] | None]
 def prescan(folder: Path) -> Prescanned:
     """Start scanning `folder` in a forked child; call the result for its stat tags by bundle.
 
-    Fork before any thread starts (the SDK's preload comes after): the child only scans, writes to
-    its pipe and leaves with `os._exit`, so it never flushes the parent's buffered stdout (the MCP
-    channel) nor runs its exit handlers.
+    Only from a process with no other thread (the command line's; the SDK's preload starts after),
+    so no lock the child needs can be held by a thread it did not inherit. The child only scans,
+    writes to its pipe and leaves with `os._exit`, so it never flushes the parent's buffered stdout
+    (the MCP channel) nor runs its exit handlers.
     """
-    if not hasattr(os, "fork"):  # pragma: no cover - flightlog runs on POSIX
-        return lambda: None
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return lambda: None  # a thread could hold a lock the child needs: the open scans itself
     try:
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -40,6 +41,8 @@ def prescan(folder: Path) -> Prescanned:
         code = 1
         try:
             os.close(read_end)
+            from catalog.folder import scan  # imported here: the parent imports it meanwhile
+
             tags = {bundle: found.stat_tag for bundle, found in scan(folder).items()}
             with os.fdopen(write_end, "wb") as out:
                 out.write(json.dumps(tags).encode())
