@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from storage.document_model import DocumentStoreError, chunks
+from storage.locations import private_file
 
 PREFIX = "sqlite:///"
 
@@ -35,21 +36,24 @@ def sqlite_file(url: str) -> Path | None:
 class SqliteReads:
     """The reads of one space over one stdlib connection (shared by threads, one read at a time)."""
 
-    def __init__(self, conn: sqlite3.Connection, space: str) -> None:
-        self._conn = conn
+    def __init__(self, path: Path, conn: sqlite3.Connection, space: str) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
         self.space = space
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction (several statements see one state), errors translated."""
+        """One read transaction (several statements see one state), errors translated. A closed
+        store reopens on its next read, as an engine does after `dispose()`."""
         with self._lock:
             try:
-                self._conn.execute("BEGIN")
+                conn = self._conn = self._conn or _connect(self._path)
+                conn.execute("BEGIN")
                 try:
-                    yield self._conn
+                    yield conn
                 finally:
-                    self._conn.execute("COMMIT")
+                    conn.execute("COMMIT")
             except sqlite3.Error as e:
                 raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
 
@@ -117,7 +121,14 @@ class SqliteReads:
             return {b: t for b, t in rows}
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
 
 
 def open_sqlite_reads(url: str, space: str) -> SqliteReads | None:
@@ -128,8 +139,9 @@ def open_sqlite_reads(url: str, space: str) -> SqliteReads | None:
     path = sqlite_file(url)
     if path is None or not path.is_file():
         return None
+    private_file(path)  # 0600, as the engine's open leaves it: the Ledger is the operator's
     try:
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn = _connect(path)
     except sqlite3.Error:
         return None
     try:
@@ -139,4 +151,4 @@ def open_sqlite_reads(url: str, space: str) -> SqliteReads | None:
     if not found or found[0] != newest_revision():
         conn.close()
         return None
-    return SqliteReads(conn, space)
+    return SqliteReads(path, conn, space)
