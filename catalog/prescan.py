@@ -7,7 +7,7 @@ in a child on the other core and hands back each bundle's stat tag. The parent, 
 open, compares them with the tags it stored: all equal, and nothing of the folder is read; any
 difference, or no answer at all, and the Directory syncs as it always does, scanning again itself.
 A skipped check can therefore never serve stale rows: it only skips when a full scan said so.
-`flightlog find` does the same: its child scans while it imports the catalog and reads the index.
+(`flightlog find`, which has no such import to overlap, scans in-process: forking cost it more.)
 """
 
 from __future__ import annotations
