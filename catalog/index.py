@@ -34,7 +34,7 @@ from catalog.index_format import (
 )
 from catalog.words import forms, normal, words
 
-INDEX_FORMAT: Final = "v6"
+INDEX_FORMAT: Final = "v7"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
 SUMMARY_MAX: Final = 120
 _SPACE = re.compile(r"\s+")
@@ -205,19 +205,14 @@ class SectionIndex:
         self._text_frame = b""
         return words
 
-    @cached_property
-    def exact(self) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for i, name in enumerate(self.names):
-            out.setdefault(name.lower(), []).append(i)
-        return out
+    def named_rows(self, lower: str) -> list[int]:
+        """Rows whose lowercase name is `lower`, in row order (a bisect in the sorted names: no
+        table of every name is built to answer one query)."""
+        return sorted(_equal(self._lower_keys, self.by_lower, lower))
 
-    @cached_property
-    def norms(self) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for i, norm in enumerate(self.normals):
-            out.setdefault(norm, []).append(i)
-        return out
+    def normed_rows(self, norm: str) -> list[int]:
+        """Rows whose normalized name is `norm`, in row order."""
+        return sorted(_equal(self._norm_keys, self.by_norm, norm))
 
     @cached_property
     def _norm_keys(self) -> list[str]:
@@ -252,6 +247,15 @@ class SectionIndex:
             found = frozenset().union(*(self.text_set(f) for f in forms(word)))
             self._folded_sets[word] = found
         return found
+
+
+def _equal(keys: list[str], order: list[int], key: str) -> list[int]:
+    out: list[int] = []
+    at = bisect_left(keys, key)
+    while at < len(keys) and keys[at] == key:
+        out.append(order[at])
+        at += 1
+    return out
 
 
 def _prefixed(keys: list[str], order: list[int], prefix: str) -> list[int]:
@@ -306,13 +310,8 @@ class Index:
                 best = max(best or (order, j, 1, bundle), (order, j, 1, bundle))
         return (best[3], best[1]) if best is not None else None
 
-    @cached_property
-    def _names(self) -> dict[str, list[tuple[str, int]]]:
-        out: dict[str, list[tuple[str, int]]] = {}
-        for bundle, s in self.sections.items():
-            for name, found in s.exact.items():
-                out.setdefault(name, []).extend((bundle, i) for i in found)
-        return out
+    def _named(self, lower: str) -> list[tuple[str, int]]:
+        return [(bundle, i) for bundle, s in self.sections.items() for i in s.named_rows(lower)]
 
     def locate(self, key: str) -> tuple[str, int] | None:
         """A row by id, `bundle/path` (with or without `.md`), or its name (case-insensitive)."""
@@ -320,12 +319,12 @@ class Index:
         found = self._by_id(key)
         if found:
             return found
-        named = self._names.get(key.lower(), [])
+        named = self._named(key.lower())
         return named[0] if len(named) == 1 else None
 
     def named(self, name: str) -> list[tuple[str, int]]:
         """Every row whose name is `name` (case-insensitive)."""
-        return list(self._names.get(name.lower(), []))
+        return self._named(name.lower())
 
     def row(self, bundle: str, i: int) -> Row:
         """One row, built alone (a query's hits never build their whole section)."""

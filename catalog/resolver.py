@@ -184,7 +184,7 @@ class Resolver:
     # ---- the exact layers ------------------------------------------------------------------------
 
     def _name_layer(self, s: SectionIndex, text: str, qwords: list[str], offer: Offer) -> None:
-        for i in s.exact.get(text.lower(), ()):
+        for i in s.named_rows(text.lower()):
             offer((s.bundle, i), LAYERS["name"], "name", qwords)
 
     def _prefix_layer(self, s: SectionIndex, text: str, qwords: list[str], offer: Offer, best: Best) -> None:
@@ -194,7 +194,7 @@ class Resolver:
                 offer((s.bundle, i), LAYERS["prefix"], "prefix", qwords)
 
     def _phrase_layer(self, s: SectionIndex, qwords: list[str], offer: Offer) -> None:
-        for i in s.norms.get(" ".join(qwords), ()):
+        for i in s.normed_rows(" ".join(qwords)):
             offer((s.bundle, i), LAYERS["phrase"], "phrase", qwords)
 
     def _words_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
