@@ -20,7 +20,6 @@ from typing import Any, Final
 
 from catalog import manifest as manifest_text
 from catalog import slices
-from catalog.authority import LocalCommandRefused
 from catalog.changes import retry_line
 from catalog.directory import Committed, Directory
 from catalog.errors import (
@@ -28,6 +27,7 @@ from catalog.errors import (
     BadPath,
     CatalogError,
     Indeterminate,
+    LocalCommandRefused,
     Refused,
     UnknownRow,
 )

@@ -19,7 +19,7 @@ import tomllib
 from typing import Final
 
 from catalog.errors import BadAlias
-from catalog.index import NAME, Index
+from catalog.index import Index
 from catalog.words import normal
 
 ALIASES_PATH: Final = "aliases.toml"
@@ -101,6 +101,6 @@ def matching(pattern: str, index: Index) -> list[tuple[str, int]]:
             out.extend((bundle, i) for i in section.lower_prefixed(head))
         else:
             regex = re.compile(fnmatch.translate(lower))
-            candidates = section.lower_prefixed(head) if head else range(len(section.rows))
-            out.extend((bundle, i) for i in candidates if regex.match(section.rows[i][NAME].lower()))
+            candidates = section.lower_prefixed(head) if head else range(len(section.stems))
+            out.extend((bundle, i) for i in candidates if regex.match(section.names[i].lower()))
     return out

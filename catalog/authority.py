@@ -21,16 +21,12 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from catalog import tokens
-from catalog.errors import CatalogError
+from catalog.errors import CatalogError, LocalCommandRefused
 from catalog.tool import Tool, split_document
 from storage.documents import Change
 
 LOCAL_METHODS: Final = frozenset({"CLI", "CODE"})
 CONTRACT_HASH_CHARS: Final = 16
-
-
-class LocalCommandRefused(CatalogError):
-    """A network door tried to create, change or delete a row that runs a command on this machine."""
 
 
 def contract_runs_locally(contract: Any) -> bool:

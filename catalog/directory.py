@@ -42,11 +42,11 @@ from typing import Any, Final
 
 from catalog import changes as changeset
 from catalog.aliases import ALIASES_PATH, Aliases, alias_problems, read_aliases, resolve_aliases
-from catalog.authority import refuse_local_changes
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
 from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, compile_section
+from catalog.prescan import Prescanned
 from catalog.resolver import Hit, Resolver
 from storage.documents import (
     Change,
@@ -284,6 +284,8 @@ class Directory:
     ) -> Committed:
         self.refresh()
         if self.network:
+            from catalog.authority import refuse_local_changes  # deferred: it loads the contracts
+
             refuse_local_changes(changes, self._text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)
@@ -317,10 +319,23 @@ class Directory:
 
     # ---- the folder form ---------------------------------------------------------------------
 
-    def sync(self, folder: Path, *, message: str = "sync from folder", remember: bool = True) -> int:
-        """Commit what changed in `folder` since it was last synced; returns the changes committed."""
-        scanned = scan(folder)
+    def sync(
+        self,
+        folder: Path,
+        *,
+        message: str = "sync from folder",
+        remember: bool = True,
+        prescanned: Prescanned | None = None,
+    ) -> int:
+        """Commit what changed in `folder` since it was last synced; returns the changes committed.
+
+        `prescanned` gives the folder's stat tags from a scan already under way (`catalog.prescan`):
+        when they equal the stored ones nothing changed and the folder is not scanned again."""
         known = self._guard(self._store.folder_tags) if remember else {}
+        if remember and prescanned is not None and prescanned() == known:
+            self.refresh()
+            return 0
+        scanned = scan(folder)
         dirty = sorted(
             b for b in set(scanned) | set(known) if b not in scanned or scanned[b].stat_tag != known.get(b)
         )
@@ -348,10 +363,12 @@ class Directory:
 
     def close(self) -> None:
         if self._owns_engine:
-            self._store.engine.dispose()
+            self._store.close()
 
 
-def open_directory(ledger_url: str, folder: Path | str | None = None) -> Directory:
+def open_directory(
+    ledger_url: str, folder: Path | str | None = None, *, prescanned: Prescanned | None = None
+) -> Directory:
     """Open the Directory in the Ledger's database: the folder's space, or the native one.
 
     The native space is seeded from the starter Directory on first open; a folder's space is
@@ -367,7 +384,7 @@ def open_directory(ledger_url: str, folder: Path | str | None = None) -> Directo
     directory = Directory(store, folder=path, owns_engine=True)
     try:
         if path is not None:
-            directory.sync(path)
+            directory.sync(path, prescanned=prescanned)
         elif store.head() == 0:
             try:
                 directory.sync(starter_folder(), message="starter directory", remember=False)

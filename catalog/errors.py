@@ -88,3 +88,8 @@ class RefusedHost(CatalogError):
 
 class ImporterError(CatalogError):
     """An importer could not read its source (a document, a server, a sheet)."""
+
+
+class LocalCommandRefused(CatalogError):
+    """A network door tried to create, change or delete a row that runs a command on this machine
+    (`catalog.authority` refuses it; defined here so the doors name it without loading contracts)."""

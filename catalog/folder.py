@@ -73,25 +73,28 @@ def scan(folder: Path) -> dict[str, BundleFiles]:
 
 def _documents(root: Path) -> tuple[dict[str, str], str]:
     """Every `.md` file under `root` by its posix path relative to it (dot-names skipped), and
-    the stat tag of them all (path, size, mtime)."""
+    the stat tag of them all (path, size, mtime).
+
+    Every open of a folder runs this over every file (a file edited in place changes its own
+    mtime only, never its folder's), so the loop does no more than one stat per file: the tag is
+    one hash over one joined string, not an update per file."""
     found: list[tuple[str, str, int, int]] = []
     stack = [("", str(root))]
     while stack:
         prefix, path = stack.pop()
         with os.scandir(path) as entries:
             for entry in entries:
-                if entry.name.startswith("."):
+                name = entry.name
+                if name.startswith("."):
                     continue
                 if entry.is_dir():
-                    stack.append((f"{prefix}{entry.name}/", entry.path))
-                elif entry.name.endswith(".md"):
+                    stack.append((f"{prefix}{name}/", entry.path))
+                elif name.endswith(".md"):
                     st = entry.stat()
-                    found.append((prefix + entry.name, entry.path, st.st_size, st.st_mtime_ns))
+                    found.append((prefix + name, entry.path, st.st_size, st.st_mtime_ns))
     found.sort()
-    h = hashlib.sha256()
-    for rel, _, size, mtime in found:
-        h.update(f"{rel}\0{size}\0{mtime}\n".encode())
-    return {rel: full for rel, full, _, _ in found}, h.hexdigest()
+    listing = "".join([f"{rel}\0{size}\0{mtime}\n" for rel, _, size, mtime in found])
+    return {rel: full for rel, full, _, _ in found}, hashlib.sha256(listing.encode()).hexdigest()
 
 
 def _stat_tag(files: Iterable[tuple[str, Path]]) -> str:

@@ -24,13 +24,13 @@ from typing import Any, Final
 from weakref import WeakKeyDictionary
 
 from catalog.agent_api import AgentApi
-from catalog.authority import LocalCommandRefused
 from catalog.directory import Directory
 from catalog.errors import (
     BadAlias,
     BadPath,
     CatalogError,
     Indeterminate,
+    LocalCommandRefused,
     Refused,
     RevisionConflict,
     UnknownBundle,

@@ -4,28 +4,37 @@ One compiled index per section (bundle), built from that section's documents onl
 the section's version tag; a section is recompiled only when its tag changes. Loading is one read
 of every section's compiled form: no document is parsed to list the Directory or resolve a name.
 
-A compiled section is zstd-compressed JSON: its rows as short lists, its rows in name order (for
-prefix matches), and postings from each word to the rows whose name (or text) holds it.
+A compiled section (laid out by `catalog.index_format`) holds its rows as short lists, their names
+and the orders prefix matches and ties use, and postings from each word to the rows whose name (or
+text) holds it; each part is decoded on its first use, so opening the Directory to answer one query
+decodes the names and postings it looks at and the rows it returns, never the whole section.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import struct
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
-import zstandard
-
 from catalog.document import links, parse
+from catalog.index_format import (
+    Postings,
+    RowLines,
+    frames,
+    pack_json,
+    pack_postings,
+    pack_rows,
+    pack_strings,
+    split_frames,
+    unpack_json,
+    unpack_strings,
+)
 from catalog.words import forms, normal, words
 
-INDEX_FORMAT: Final = "v4"
+INDEX_FORMAT: Final = "v7"
 """Part of every stored index tag, so a change of this format rebuilds every section once."""
 SUMMARY_MAX: Final = 120
 _SPACE = re.compile(r"\s+")
@@ -97,38 +106,24 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
     head = {
         "format": INDEX_FORMAT,
         "bundle": bundle,
-        "stems": [r[PATH][:-3] for r in rows],
         "manifest_bytes": sum(_line_bytes(r, bundle) for r in rows),
     }
-    core = {
-        "rows": rows,
+    stems = pack_strings([r[PATH][:-3] for r in rows])
+    names = {
+        "names": [r[NAME] for r in rows],
+        "normals": [r[NORM] for r in rows],
         "by_norm": sorted(range(len(rows)), key=lambda i: (rows[i][NORM], rows[i][NAME])),
         "by_lower": sorted(range(len(rows)), key=lambda i: rows[i][NAME].lower()),
         "by_rank": sorted(range(len(rows)), key=lambda i: (len(rows[i][NAME]), rows[i][NAME])),
-        "name_words": name_words,
     }
-    return _frames(_pack(head), _pack(core), _pack(text_words)), warnings
+    parts = (pack_json(head), stems, pack_json(names), pack_postings(name_words), pack_rows(rows))
+    return frames(*parts, pack_postings(text_words)), warnings
 
 
 def _line_bytes(r: list[Any], bundle: str) -> int:
     """A row's manifest line size, estimated at compile time (links counted as written)."""
     cells = (r[PATH][:-3], bundle, r[KIND], r[STATUS], r[GRAIN], r[SUMMARY], " ".join(r[LINKS]) or "-")
     return len("\t".join(cells).encode()) + 1
-
-
-def _pack(value: object) -> bytes:
-    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return zstandard.ZstdCompressor(level=3).compress(raw)
-
-
-def _unpack(data: bytes) -> Any:
-    return json.loads(zstandard.ZstdDecompressor().decompress(data))
-
-
-def _frames(head: bytes, core: bytes, text: bytes) -> bytes:
-    """Three compressed frames: what loading needs (ids, sizes), the rows and name lookups
-    (decoded on first read), and the text postings (decoded on first text match)."""
-    return struct.pack(">II", len(head), len(core)) + head + core + text
 
 
 def _singular(bundle: str) -> str:
@@ -139,44 +134,64 @@ class SectionIndex:
     """One loaded section: its rows and the lookups the resolver needs (built on first use)."""
 
     def __init__(self, bundle: str, tag: str, data: bytes) -> None:
-        head_size, core_size = struct.unpack_from(">II", data)
-        head = _unpack(data[8 : 8 + head_size])
+        head, stems, self._names_frame, self._name_frame, self._rows_frame, self._text_frame = split_frames(
+            data
+        )
+        loaded = unpack_json(head)
         self.bundle = bundle
         self.tag = tag
-        self.stems: list[str] = head["stems"]
-        self.manifest_bytes: int = head["manifest_bytes"]
-        self._core_frame = data[8 + head_size : 8 + head_size + core_size]
-        self._text_frame = data[8 + head_size + core_size :]
+        self.stems: list[str] = unpack_strings(stems)
+        self.manifest_bytes: int = loaded["manifest_bytes"]
         self._text_sets: dict[str, frozenset[int]] = {}
         self._folded_sets: dict[str, frozenset[int]] = {}
 
     @cached_property
-    def _core(self) -> dict[str, Any]:
-        core: dict[str, Any] = _unpack(self._core_frame)
-        self._core_frame = b""
-        return core
+    def _name_lists(self) -> dict[str, list[Any]]:
+        names: dict[str, list[Any]] = unpack_json(self._names_frame)
+        self._names_frame = b""
+        return names
+
+    @cached_property
+    def rows(self) -> RowLines:
+        """The compiled rows (each decoded on its first read)."""
+        rows = RowLines(self._rows_frame, len(self.stems))
+        self._rows_frame = b""
+        return rows
 
     @property
-    def rows(self) -> list[list[Any]]:
-        """The compiled rows (decoded on first use)."""
-        return self._core["rows"]
+    def names(self) -> list[str]:
+        """Each row's name, by row number."""
+        return self._name_lists["names"]
+
+    @property
+    def normals(self) -> list[str]:
+        """Each row's normalized name (its words, space-separated), by row number."""
+        return self._name_lists["normals"]
 
     @property
     def by_norm(self) -> list[int]:
-        return self._core["by_norm"]
+        return self._name_lists["by_norm"]
 
     @property
     def by_lower(self) -> list[int]:
-        return self._core["by_lower"]
+        return self._name_lists["by_lower"]
 
     @property
     def by_rank(self) -> list[int]:
         """Row numbers in the resolver's tie order: shorter names first, then by name."""
-        return self._core["by_rank"]
+        return self._name_lists["by_rank"]
 
-    @property
-    def name_words(self) -> dict[str, list[int]]:
-        return self._core["name_words"]
+    @cached_property
+    def name_words(self) -> Postings:
+        """Each word of the rows' names to the rows holding it (decoded on first use)."""
+        words = Postings(self._name_frame)
+        self._name_frame = b""
+        return words
+
+    @cached_property
+    def stem_numbers(self) -> dict[str, int]:
+        """Each stem (path without `.md`) to its row number."""
+        return dict(zip(self.stems, range(len(self.stems)), strict=True))
 
     @cached_property
     def spelled_words(self) -> list[str]:
@@ -184,33 +199,30 @@ class SectionIndex:
         return [w for w in self.name_words if not w.isdigit()]
 
     @cached_property
-    def text_words(self) -> dict[str, list[int]]:
+    def text_words(self) -> Postings:
         """Each word of the rows' whole text to the rows holding it (decoded on first use)."""
-        words: dict[str, list[int]] = _unpack(self._text_frame)
+        words = Postings(self._text_frame)
         self._text_frame = b""
         return words
 
-    @cached_property
-    def exact(self) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for i, r in enumerate(self.rows):
-            out.setdefault(r[NAME].lower(), []).append(i)
-        return out
+    def named_rows(self, lower: str) -> list[int]:
+        """Rows whose lowercase name is `lower`, in row order (a bisect in the sorted names: no
+        table of every name is built to answer one query)."""
+        return sorted(_equal(self._lower_keys, self.by_lower, lower))
 
-    @cached_property
-    def norms(self) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for i, r in enumerate(self.rows):
-            out.setdefault(r[NORM], []).append(i)
-        return out
+    def normed_rows(self, norm: str) -> list[int]:
+        """Rows whose normalized name is `norm`, in row order."""
+        return sorted(_equal(self._norm_keys, self.by_norm, norm))
 
     @cached_property
     def _norm_keys(self) -> list[str]:
-        return [self.rows[i][NORM] for i in self.by_norm]
+        normals = self.normals
+        return [normals[i] for i in self.by_norm]
 
     @cached_property
     def _lower_keys(self) -> list[str]:
-        return [self.rows[i][NAME].lower() for i in self.by_lower]
+        names = self.names
+        return [names[i].lower() for i in self.by_lower]
 
     def norm_prefixed(self, prefix: str) -> list[int]:
         """Rows whose normalized name starts with `prefix`."""
@@ -237,6 +249,15 @@ class SectionIndex:
         return found
 
 
+def _equal(keys: list[str], order: list[int], key: str) -> list[int]:
+    out: list[int] = []
+    at = bisect_left(keys, key)
+    while at < len(keys) and keys[at] == key:
+        out.append(order[at])
+        at += 1
+    return out
+
+
 def _prefixed(keys: list[str], order: list[int], prefix: str) -> list[int]:
     out: list[int] = []
     at = bisect_left(keys, prefix)
@@ -253,9 +274,15 @@ class Index:
         self.sections: dict[str, SectionIndex] = {
             s.bundle: s for s in sorted(sections, key=lambda s: s.bundle)
         }
-        counts = Counter(stem for s in self.sections.values() for stem in set(s.stems))
-        self.collisions = {stem for stem, n in counts.items() if n > 1}
+        seen: set[str] = set()
+        self.collisions: set[str] = set()
+        """Stems more than one bundle holds (their ids carry the bundle)."""
+        for s in self.sections.values():  # set operations, not a count per stem: loading runs this
+            stems = set(s.stems)
+            self.collisions |= seen & stems
+            seen |= stems
         self._rows: dict[str, list[Row]] = {}
+        self._one: dict[tuple[str, int], Row] = {}
 
     def __len__(self) -> int:
         return sum(len(s.stems) for s in self.sections.values())
@@ -269,39 +296,45 @@ class Index:
         stem = self.sections[bundle].stems[i]
         return f"{bundle}/{stem}" if stem in self.collisions else stem
 
-    @cached_property
-    def _ids(self) -> dict[str, tuple[str, int]]:
-        out: dict[str, tuple[str, int]] = {}
-        for bundle, s in self.sections.items():
-            for i, stem in enumerate(s.stems):
-                out[f"{bundle}/{stem}"] = (bundle, i)
-                if stem not in self.collisions:
-                    out[stem] = (bundle, i)
-        return out
+    def _by_id(self, key: str) -> tuple[str, int] | None:
+        """The row whose id is `key`: a `bundle/stem`, or a stem no other bundle holds. Where two
+        readings meet (a stem that itself starts with a bundle's name) the later section's row, and
+        within it the later row, is the one meant, as when one table of every id held them all."""
+        best: tuple[int, int, int, str] | None = None
+        bare = key not in self.collisions
+        for order, (bundle, s) in enumerate(self.sections.items()):
+            numbers = s.stem_numbers
+            if key.startswith(bundle + "/") and (i := numbers.get(key[len(bundle) + 1 :])) is not None:
+                best = max(best or (order, i, 0, bundle), (order, i, 0, bundle))
+            if bare and (j := numbers.get(key)) is not None:
+                best = max(best or (order, j, 1, bundle), (order, j, 1, bundle))
+        return (best[3], best[1]) if best is not None else None
 
-    @cached_property
-    def _names(self) -> dict[str, list[tuple[str, int]]]:
-        out: dict[str, list[tuple[str, int]]] = {}
-        for bundle, s in self.sections.items():
-            for name, found in s.exact.items():
-                out.setdefault(name, []).extend((bundle, i) for i in found)
-        return out
+    def _named(self, lower: str) -> list[tuple[str, int]]:
+        return [(bundle, i) for bundle, s in self.sections.items() for i in s.named_rows(lower)]
 
     def locate(self, key: str) -> tuple[str, int] | None:
         """A row by id, `bundle/path` (with or without `.md`), or its name (case-insensitive)."""
         key = key.strip().removesuffix(".md")
-        found = self._ids.get(key)
+        found = self._by_id(key)
         if found:
             return found
-        named = self._names.get(key.lower(), [])
+        named = self._named(key.lower())
         return named[0] if len(named) == 1 else None
 
     def named(self, name: str) -> list[tuple[str, int]]:
         """Every row whose name is `name` (case-insensitive)."""
-        return list(self._names.get(name.lower(), []))
+        return self._named(name.lower())
 
     def row(self, bundle: str, i: int) -> Row:
-        return self.rows(bundle)[i]
+        """One row, built alone (a query's hits never build their whole section)."""
+        cached = self._rows.get(bundle)
+        if cached is not None:
+            return cached[i]
+        row = self._one.get((bundle, i))
+        if row is None:
+            row = self._one[(bundle, i)] = self._build(bundle, i)
+        return row
 
     def rows(self, bundle: str | None = None) -> list[Row]:
         """Rows in manifest order: bundles sorted, rows in path order within each."""
@@ -309,25 +342,26 @@ class Index:
             return [r for b in self.sections for r in self.rows(b)]
         cached = self._rows.get(bundle)
         if cached is None:
-            s = self.sections[bundle]
-            cached = [
-                Row(
-                    id=self.id_of(bundle, i),
-                    bundle=bundle,
-                    path=r[PATH],
-                    name=r[NAME],
-                    kind=r[KIND],
-                    status=r[STATUS],
-                    grain=r[GRAIN],
-                    summary=r[SUMMARY],
-                    links=tuple(self._link_ids(r[LINKS])),
-                    hash=r[HASH],
-                    chars=r[CHARS],
-                )
-                for i, r in enumerate(s.rows)
-            ]
+            n = len(self.sections[bundle].stems)
+            cached = [self._one.get((bundle, i)) or self._build(bundle, i) for i in range(n)]
             self._rows[bundle] = cached
         return cached
+
+    def _build(self, bundle: str, i: int) -> Row:
+        r = self.sections[bundle].rows[i]
+        return Row(
+            id=self.id_of(bundle, i),
+            bundle=bundle,
+            path=r[PATH],
+            name=r[NAME],
+            kind=r[KIND],
+            status=r[STATUS],
+            grain=r[GRAIN],
+            summary=r[SUMMARY],
+            links=tuple(self._link_ids(r[LINKS])),
+            hash=r[HASH],
+            chars=r[CHARS],
+        )
 
     def _link_ids(self, targets: list[str]) -> list[str]:
         out = []

@@ -26,17 +26,13 @@ list, and `no_match(query)` says so plainly.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, reduce
 from typing import Final
 
-import jellyfish
-from rapidfuzz import process
-from rapidfuzz.distance import DamerauLevenshtein
-
 from catalog.aliases import Targets
-from catalog.index import NAME, NORM, Index, Row, SectionIndex
+from catalog.index import Index, Row, SectionIndex
 from catalog.words import content_words, forms, strip_framing, words
 
 LAYERS: Final = {
@@ -175,7 +171,7 @@ class Resolver:
         name = self._name(key)
         return (
             -score,
-            -_cover(self.index.sections[key[0]].rows[key[1]][NORM], matched),
+            -_cover(self.index.sections[key[0]].normals[key[1]], matched),
             -len(matched),
             len(name),
             name,
@@ -183,22 +179,22 @@ class Resolver:
         )
 
     def _name(self, key: Key) -> str:
-        return str(self.index.sections[key[0]].rows[key[1]][NAME])
+        return self.index.sections[key[0]].names[key[1]]
 
     # ---- the exact layers ------------------------------------------------------------------------
 
     def _name_layer(self, s: SectionIndex, text: str, qwords: list[str], offer: Offer) -> None:
-        for i in s.exact.get(text.lower(), ()):
+        for i in s.named_rows(text.lower()):
             offer((s.bundle, i), LAYERS["name"], "name", qwords)
 
     def _prefix_layer(self, s: SectionIndex, text: str, qwords: list[str], offer: Offer, best: Best) -> None:
         lower, qnorm = text.lower(), " ".join(qwords)
         for i in best(s, s.lower_prefixed(lower) + s.lower_prefixed("_".join(qwords))):
-            if s.rows[i][NORM] != qnorm or s.rows[i][NAME].lower() == lower:
+            if s.normals[i] != qnorm or s.names[i].lower() == lower:
                 offer((s.bundle, i), LAYERS["prefix"], "prefix", qwords)
 
     def _phrase_layer(self, s: SectionIndex, qwords: list[str], offer: Offer) -> None:
-        for i in s.norms.get(" ".join(qwords), ()):
+        for i in s.normed_rows(" ".join(qwords)):
             offer((s.bundle, i), LAYERS["phrase"], "phrase", qwords)
 
     def _words_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
@@ -239,22 +235,16 @@ class Resolver:
         limit = budget(word)
         if not limit or not word.isalpha():
             return None
-        near = process.extract(
-            word, vocab, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None
-        )
+        near = _nearest(word, vocab, limit)
         if near:
             return min(near, key=lambda n: (n[1], n[0]))[0]
         if self._alias_sounds is None:
             self._alias_sounds = {}
             for w in vocab:
                 if w.isalpha():
-                    self._alias_sounds.setdefault(jellyfish.soundex(w), []).append(w)
-        alike = [
-            w
-            for w in self._alias_sounds.get(jellyfish.soundex(word), ())
-            if DamerauLevenshtein.distance(word, w) <= limit + 1
-        ]
-        return min(alike, key=lambda w: (DamerauLevenshtein.distance(word, w), w)) if alike else None
+                    self._alias_sounds.setdefault(_soundex(w), []).append(w)
+        alike = [w for w in self._alias_sounds.get(_soundex(word), ()) if _distance(word, w) <= limit + 1]
+        return min(alike, key=lambda w: (_distance(word, w), w)) if alike else None
 
     def _alias_layer(self, meaning: list[str], bundle: str | None, offer: Offer) -> None:
         if not self.aliases:
@@ -268,7 +258,7 @@ class Resolver:
                 if bundle is not None and b != bundle:
                     continue
                 s = self.index.sections[b]
-                named = set(s.rows[i][NORM].split())
+                named = set(s.normals[i].split())
                 in_name = [w for w in others if forms(w) & named]
                 in_text = [w for w in others if w not in in_name and i in _in_text(s, w)]
                 score = LAYERS["alias"] + ALIAS_IN_NAME * len(in_name) + ALIAS_IN_TEXT * len(in_text)
@@ -293,7 +283,7 @@ class Resolver:
                     rows.setdefault(i, []).append(f"{word}~{other}")
                     fuzzy.setdefault(i, []).append(word)
         for i, matched in rows.items():
-            named = set(s.rows[i][NORM].split())
+            named = set(s.normals[i].split())
             exact = [w for w in meaning if w not in fuzzy[i] and forms(w) & named]
             offer((s.bundle, i), LAYERS[layer], layer, [*matched, *exact], [*dict.fromkeys(fuzzy[i]), *exact])
 
@@ -301,10 +291,7 @@ class Resolver:
         limit = budget(word)
         if not limit:
             return ()
-        found = process.extract(
-            word, s.spelled_words, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None
-        )
-        return [other for other, distance, _ in found if distance]
+        return [other for other, distance, _ in _nearest(word, s.spelled_words, limit) if distance]
 
     def _sounds(self, s: SectionIndex, word: str) -> Iterable[str]:
         codes = self._soundex.get(s.bundle)
@@ -312,11 +299,34 @@ class Resolver:
             codes = {}
             for w in s.name_words:
                 if w.isalpha():
-                    codes.setdefault(jellyfish.soundex(w), []).append(w)
+                    codes.setdefault(_soundex(w), []).append(w)
             self._soundex[s.bundle] = codes
         if not word.isalpha() or len(word) < 2:
             return ()
-        return codes.get(jellyfish.soundex(word), ())
+        return codes.get(_soundex(word), ())
+
+
+# The fuzzy layers' libraries are imported on their first use: most queries end in an exact layer.
+
+
+def _nearest(word: str, choices: list[str], limit: int) -> list[tuple[str, int, int]]:
+    """Every choice within `limit` Damerau-Levenshtein edits of `word`: (choice, distance, index)."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import DamerauLevenshtein
+
+    return process.extract(word, choices, scorer=DamerauLevenshtein.distance, score_cutoff=limit, limit=None)
+
+
+def _distance(a: str, b: str) -> int:
+    from rapidfuzz.distance import DamerauLevenshtein
+
+    return int(DamerauLevenshtein.distance(a, b))
+
+
+def _soundex(word: str) -> str:
+    import jellyfish
+
+    return str(jellyfish.soundex(word))
 
 
 def _cover(norm: str, matched: tuple[str, ...]) -> int:
@@ -344,7 +354,7 @@ def _first(n: int, items: Iterable[int]) -> list[int]:
     return out
 
 
-def _all(postings: dict[str, list[int]], ws: list[str]) -> set[int]:
+def _all(postings: Mapping[str, Sequence[int]], ws: list[str]) -> set[int]:
     """Rows whose name holds every word (or one of its folded forms)."""
     lists = sorted(({i for f in forms(w) for i in postings.get(f, ())} for w in ws), key=len)
     if not lists or not lists[0]:

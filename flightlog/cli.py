@@ -4,67 +4,62 @@ Each command is a module-level function in `flightlog.commands.<module>`; a comm
 `directory`, `token`) is a Typer app in the module named after it. This module is the only place
 that adds them to the root app, so the list below is the whole command line. Options several
 commands share are defined once in `flightlog.commands.options`. Heavy imports (mitmproxy, textual,
-the MCP SDK) happen inside the commands so that `flightlog --help` stays fast. Errors from any
-package are translated here into one line and a non-zero exit, never a traceback.
+the MCP SDK) happen inside the commands so that `flightlog --help` stays fast; and a command line
+that names a command builds an app of that command alone (its module the only one imported, its
+options the only ones Typer reads), so `flightlog find` or `flightlog mcp` pays for no other
+command. Errors from any package are translated here into one line and a non-zero exit, never a
+traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import typer
 
-from flightlog.commands import (
-    agent_api,
-    browse,
-    call,
-    contracts,
-    directory,
-    drift,
-    export,
-    join,
-    ledger,
-    mcp_record,
-    proxy,
-    replay,
-    token,
-)
 from flightlog.failures import known_errors
 
 PASS_THROUGH: dict[str, Any] = {"allow_extra_args": True, "ignore_unknown_options": True}
 
-# (name, command, click context settings), in the order `flightlog --help` lists them.
-COMMANDS: tuple[tuple[str, Callable[..., None], dict[str, Any]], ...] = (
-    ("proxy", proxy.proxy, {}),
-    ("run", proxy.run, PASS_THROUGH),
-    ("env", proxy.env, {}),
-    ("mcp-record", mcp_record.mcp_record, PASS_THROUGH),
-    ("find", agent_api.find, {}),
-    ("get", agent_api.get, {}),
-    ("manifest", agent_api.manifest, {}),
-    ("mcp", agent_api.mcp, {}),
-    ("contracts", contracts.contracts, {}),
-    ("call", call.call, {}),
-    ("uses", join.uses, {}),
-    ("task", join.task, {}),
-    ("trace", join.trace, {}),
-    ("replay", replay.replay, {}),
-    ("serve-replay", replay.serve_replay, {}),
-    ("diff", drift.diff, {}),
-    ("export", export.export, {}),
-    ("browse", browse.browse, {}),
+# (name, module:function, click context settings), in the order `flightlog --help` lists them.
+COMMANDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("proxy", "proxy:proxy", {}),
+    ("run", "proxy:run", PASS_THROUGH),
+    ("env", "proxy:env", {}),
+    ("mcp-record", "mcp_record:mcp_record", PASS_THROUGH),
+    ("find", "agent_api:find", {}),
+    ("get", "agent_api:get", {}),
+    ("manifest", "agent_api:manifest", {}),
+    ("mcp", "agent_api:mcp", {}),
+    ("contracts", "contracts:contracts", {}),
+    ("call", "call:call", {}),
+    ("uses", "join:uses", {}),
+    ("task", "join:task", {}),
+    ("trace", "join:trace", {}),
+    ("replay", "replay:replay", {}),
+    ("serve-replay", "replay:serve_replay", {}),
+    ("diff", "drift:diff", {}),
+    ("export", "export:export", {}),
+    ("browse", "browse:browse", {}),
 )
-GROUPS: tuple[tuple[str, typer.Typer], ...] = (
-    ("ledger", ledger.ledger_app),
-    ("directory", directory.directory_app),
-    ("token", token.token_app),
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("ledger", "ledger:ledger_app"),
+    ("directory", "directory:directory_app"),
+    ("token", "token:token_app"),
 )
 
 
-def build_app() -> typer.Typer:
-    """The root app with every command and group of the tables above."""
+def _load(ref: str) -> Any:
+    """`module:attribute` of `flightlog.commands`, imported now."""
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(f"flightlog.commands.{module}"), attribute)
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The root app with every command and group of the tables above, or with the one named `only`
+    (a root callback keeps it a group, so the command line reads exactly as with all of them)."""
     root = typer.Typer(
         name="flightlog",
         help="Record what AI agents do (the Ledger) and list what they can do (the Directory).",
@@ -73,20 +68,40 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
-    for name, command, context in COMMANDS:
-        root.command(name, context_settings=context or None)(command)
-    for name, group in GROUPS:
-        root.add_typer(group, name=name)
+    for name, ref, context in COMMANDS:
+        if only is None or name == only:
+            root.command(name, context_settings=context or None)(_load(ref))
+    for name, ref in GROUPS:
+        if only is None or name == only:
+            root.add_typer(_load(ref), name=name)
+    if only is not None:
+        root.callback()(_group)
     return root
 
 
-app = build_app()
+def _group() -> None:
+    """Record what AI agents do (the Ledger) and list what they can do (the Directory)."""
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The command `argv` starts with, when it is one of the tables' (else the whole app answers:
+    the root's help, or its message for an unknown command)."""
+    names = {name for name, _, _ in COMMANDS} | {name for name, _ in GROUPS}
+    return argv[0] if argv and argv[0] in names else None
+
+
+def __getattr__(name: str) -> Any:
+    """`app`, the whole command line (for tests and embedders), built on first use."""
+    if name == "app":
+        built = globals()["app"] = build_app()
+        return built
+    raise AttributeError(name)
 
 
 def main() -> None:
     """Console entry point: run the app, turning known errors into one clear line."""
     try:
-        app()
+        build_app(named_command(sys.argv[1:]))()
     except known_errors() as e:
         print(f"flightlog: {e}", file=sys.stderr)
         sys.exit(1)

@@ -9,16 +9,27 @@ because nobody can say whether it landed.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from storage.document_model import (
+    Change,
+    Commit,
+    DocumentStoreError,
+    IndeterminateCommit,
+    PreconditionFailed,
+    Refusal,
+    RevisionMismatch,
+    chunks,
+    section_tag,
+    sha256_text,
+    snapshot_digest,
+)
 from storage.document_tables import (
     changes_table,
     documents_table,
@@ -28,96 +39,6 @@ from storage.document_tables import (
     tree_table,
 )
 from storage.engine import WRITE
-from storage.errors import StorageError
-
-
-class DocumentStoreError(StorageError):
-    """A revision-store operation failed."""
-
-
-class RevisionMismatch(DocumentStoreError):
-    """The caller expected a head revision that is no longer the head."""
-
-    def __init__(self, expected: int, head: int) -> None:
-        super().__init__(f"expected revision {expected}, but the head is revision {head}")
-        self.expected = expected
-        self.head = head
-
-
-Reason = Literal["exists", "stale", "missing", "needs-hash"]
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """One change whose precondition failed, with the document's current hash (None if absent)."""
-
-    bundle: str
-    path: str
-    reason: Reason
-    current: str | None
-
-
-class PreconditionFailed(DocumentStoreError):
-    """At least one change's `replaces` precondition failed; nothing was committed."""
-
-    def __init__(self, refusals: Sequence[Refusal]) -> None:
-        super().__init__("; ".join(f"{r.bundle}/{r.path}: {r.reason}" for r in refusals))
-        self.refusals = tuple(refusals)
-
-
-class IndeterminateCommit(DocumentStoreError):
-    """COMMIT itself failed: the revision may or may not have landed."""
-
-    def __init__(self, revision: int, cause: str) -> None:
-        super().__init__(f"commit of revision {revision} is indeterminate: {cause}")
-        self.revision = revision
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """Write `content` at `(bundle, path)` (or delete it when `content` is None).
-
-    `replaces` is the hash the caller believes is current: None on a write asserts the document is
-    new; a delete always needs it. `check=False` skips the precondition (folder sync, restore).
-    """
-
-    bundle: str
-    path: str
-    content: str | None
-    replaces: str | None = None
-    check: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """What a committed revision did."""
-
-    revision: int
-    snapshot: str
-    documents: int
-    written: int
-    deleted: int
-
-
-def sha256_text(text: str) -> str:
-    """The address of a document: SHA-256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def section_tag(entries: Iterable[tuple[str, str]]) -> str:
-    """The version tag of a section: the hash of its sorted `(path, hash)` list."""
-    h = hashlib.sha256()
-    for path, sha in sorted(entries):
-        h.update(f"{path}\0{sha}\n".encode())
-    return h.hexdigest()
-
-
-def snapshot_digest(sections: Iterable[tuple[str, str]]) -> str:
-    """The digest of a whole space: the hash of its sorted `(bundle, tag)` list."""
-    h = hashlib.sha256()
-    for bundle, tag in sorted(sections):
-        h.update(f"{bundle}\0{tag}\n".encode())
-    return h.hexdigest()
 
 
 class Committer:
@@ -292,8 +213,3 @@ def _refusal(change: Change, current: str | None) -> Refusal | None:
     if current is None:
         return Refusal(*where, "missing", None)
     return None if change.replaces == current else Refusal(*where, "stale", current)
-
-
-def chunks(items: Sequence[str], size: int) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])

@@ -16,248 +16,179 @@ A commit is one transaction: it bumps the head first (taking the write lock on b
 checks every precondition against the locked head, then writes. A failure before the final COMMIT
 rolls back and is reported as such; a failure *during* COMMIT is reported as `IndeterminateCommit`
 because nobody can say whether it landed.
+
+`DocumentStore` is the one interface; where it runs: writes, history and anything on PostgreSQL
+over SQLAlchemy (`storage.document_sql`, imported on first use), the reads of a SQLite Ledger that
+is already at the newest schema with the standard library (`storage.document_reads`), so reading
+a Directory never pays for importing SQLAlchemy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
-
-from storage.document_commit import (
+from storage.document_model import (
     Change,
     Commit,
-    Committer,
     DocumentStoreError,
     IndeterminateCommit,
     PreconditionFailed,
     Refusal,
+    Revision,
     RevisionMismatch,
-    chunks,
     section_tag,
     sha256_text,
     snapshot_digest,
 )
-from storage.document_tables import (
-    changes_table,
-    documents_table,
-    folders_table,
-    index_table,
-    metadata,
-    refs_table,
-    revisions_table,
-    sections_table,
-    tree_table,
-)
-from storage.engine import make_engine
-from storage.migrate import migrate
+from storage.document_reads import open_sqlite_reads
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from storage.document_sql import SqlStore
 
 
-@dataclass(frozen=True, slots=True)
-class Revision:
-    """One committed revision, as `history` lists it."""
+class Reads(Protocol):
+    """The reads a Directory needs to open and answer, on either path."""
 
-    revision: int
-    parent: int | None
-    at: datetime
-    message: str
-    changes: int
-    documents: int
-    snapshot: str
+    def head(self) -> int: ...
+    def sections(self) -> dict[str, str]: ...
+    def index_data(self, bundles: Sequence[str]) -> dict[str, tuple[str, bytes]]: ...
+    def tree(self, bundle: str | None = None) -> dict[tuple[str, str], str]: ...
+    def hash_of(self, bundle: str, path: str) -> str | None: ...
+    def contents(self, hashes: Iterable[str]) -> dict[str, str]: ...
+    def bundle_documents(self, bundle: str) -> list[tuple[str, str, str]]: ...
+    def folder_tags(self) -> dict[str, str]: ...
+    def close(self) -> None: ...
 
 
 class DocumentStore:
-    """One space of the revision store, on an engine the caller owns."""
+    """One space of the revision store: reads on `reads`, everything else on SQLAlchemy (opened on
+    first use when the store was opened on the stdlib reads)."""
 
-    def __init__(self, engine: Engine, space: str) -> None:
-        self.engine = engine
+    def __init__(
+        self, url: str, space: str, *, reads: Reads | None = None, sql: SqlStore | None = None
+    ) -> None:
+        self.url = url
         self.space = space
+        self._sql = sql
+        self._reads: Reads | None = reads or sql
 
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        try:
-            with self.engine.connect() as conn:
-                yield conn
-        except SQLAlchemyError as e:
-            raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
+    @property
+    def sql(self) -> SqlStore:
+        """The SQLAlchemy store of this space (engine made, schema already current)."""
+        if self._sql is None:
+            from storage.document_sql import SqlStore
+            from storage.engine import make_engine
+
+            self._sql = SqlStore(make_engine(self.url), self.space)
+        return self._sql
+
+    @property
+    def engine(self) -> Engine:
+        return self.sql.engine
+
+    @property
+    def reads(self) -> Reads:
+        return self._reads or self.sql
 
     # ---- reads -------------------------------------------------------------------------------
 
     def head(self) -> int:
         """The head revision (0 for a space nothing was ever committed to)."""
-        with self._read() as conn:
-            value = conn.execute(
-                sa.select(refs_table.c.revision).where(refs_table.c.space == self.space)
-            ).scalar()
-        return int(value or 0)
+        return self.reads.head()
 
     def sections(self) -> dict[str, str]:
         """Each bundle's version tag at head."""
-        with self._read() as conn:
-            rows = conn.execute(
-                sa.select(sections_table.c.bundle, sections_table.c.tag).where(
-                    sections_table.c.space == self.space
-                )
-            )
-            return {b: t for b, t in rows}
+        return self.reads.sections()
 
     def index_data(self, bundles: Sequence[str]) -> dict[str, tuple[str, bytes]]:
         """The stored derived index of some sections: `bundle -> (tag, data)`."""
-        i = index_table
-        out: dict[str, tuple[str, bytes]] = {}
-        with self._read() as conn:
-            for chunk in chunks(sorted(bundles), 200):
-                query = sa.select(i.c.bundle, i.c.tag, i.c.data).where(
-                    i.c.space == self.space, i.c.bundle.in_(chunk)
-                )
-                out.update({b: (t, bytes(d)) for b, t, d in conn.execute(query)})
-        return out
-
-    def save_index(self, bundle: str, tag: str, data: bytes) -> None:
-        """Keep the derived index of one section, built from the section at `tag`."""
-        key = sa.and_(index_table.c.space == self.space, index_table.c.bundle == bundle)
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(sa.delete(index_table).where(key))
-                conn.execute(
-                    sa.insert(index_table).values(space=self.space, bundle=bundle, tag=tag, data=data)
-                )
-        except SQLAlchemyError as e:
-            raise DocumentStoreError(f"directory index: {e}".splitlines()[0]) from e
+        return self.reads.index_data(bundles)
 
     def tree(self, bundle: str | None = None) -> dict[tuple[str, str], str]:
         """The head state: `(bundle, path) -> hash`, optionally for one bundle."""
-        t = tree_table
-        query = sa.select(t.c.bundle, t.c.path, t.c.sha256).where(t.c.space == self.space)
-        if bundle is not None:
-            query = query.where(t.c.bundle == bundle)
-        with self._read() as conn:
-            return {(b, p): h for b, p, h in conn.execute(query)}
+        return self.reads.tree(bundle)
 
     def tree_at(self, revision: int) -> dict[tuple[str, str], str]:
         """The state as of `revision`: for every path, its latest change at or before it."""
-        c = changes_table
-        latest = (
-            sa.select(c.c.bundle, c.c.path, sa.func.max(c.c.revision).label("rev"))
-            .where(c.c.space == self.space, c.c.revision <= revision)
-            .group_by(c.c.bundle, c.c.path)
-            .subquery()
-        )
-        query = sa.select(c.c.bundle, c.c.path, c.c.sha256).join(
-            latest,
-            sa.and_(c.c.bundle == latest.c.bundle, c.c.path == latest.c.path, c.c.revision == latest.c.rev),
-        )
-        query = query.where(c.c.space == self.space, c.c.sha256.is_not(None))
-        with self._read() as conn:
-            return {(b, p): h for b, p, h in conn.execute(query)}
+        return self.sql.tree_at(revision)
 
     def hash_of(self, bundle: str, path: str) -> str | None:
         """The current hash of one document, or None when it does not exist."""
-        t = tree_table
-        query = sa.select(t.c.sha256).where(t.c.space == self.space, t.c.bundle == bundle, t.c.path == path)
-        with self._read() as conn:
-            value = conn.execute(query).scalar()
-        return str(value) if value is not None else None
+        return self.reads.hash_of(bundle, path)
 
     def contents(self, hashes: Iterable[str]) -> dict[str, str]:
         """Document texts by hash (one targeted read)."""
-        wanted = sorted(set(hashes))
-        if not wanted:
-            return {}
-        d = documents_table
-        out: dict[str, str] = {}
-        with self._read() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                for sha, text in conn.execute(
-                    sa.select(d.c.sha256, d.c.content).where(d.c.sha256.in_(chunk))
-                ):
-                    out[sha] = text
-        return out
+        return self.reads.contents(hashes)
 
     def bundle_documents(self, bundle: str) -> list[tuple[str, str, str]]:
         """Every live document of one bundle as `(path, hash, text)`, sorted by path."""
-        t, d = tree_table, documents_table
-        query = (
-            sa.select(t.c.path, t.c.sha256, d.c.content)
-            .join(d, d.c.sha256 == t.c.sha256)
-            .where(t.c.space == self.space, t.c.bundle == bundle)
-            .order_by(t.c.path)
-        )
-        with self._read() as conn:
-            return [(p, h, c) for p, h, c in conn.execute(query)]
+        return self.reads.bundle_documents(bundle)
 
     def history(self, before: int | None = None, limit: int = 20) -> list[Revision]:
         """Committed revisions, newest first, strictly below `before` when given."""
-        r = revisions_table
-        query = sa.select(r).where(r.c.space == self.space)
-        if before is not None:
-            query = query.where(r.c.revision < before)
-        query = query.order_by(r.c.revision.desc()).limit(limit)
-        with self._read() as conn:
-            return [
-                Revision(
-                    row.revision,
-                    row.parent,
-                    _utc(row.at),
-                    row.message,
-                    row.changes,
-                    row.documents,
-                    row.snapshot,
-                )
-                for row in conn.execute(query)
-            ]
+        return self.sql.history(before=before, limit=limit)
 
     def folder_tags(self) -> dict[str, str]:
         """The stat tag of every bundle subfolder last synced into this space."""
-        f = folders_table
-        with self._read() as conn:
-            rows = conn.execute(sa.select(f.c.bundle, f.c.stat_tag).where(f.c.space == self.space))
-            return {b: t for b, t in rows}
+        return self.reads.folder_tags()
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    def save_index(self, bundle: str, tag: str, data: bytes) -> None:
+        """Keep the derived index of one section, built from the section at `tag`."""
+        self.sql.save_index(bundle, tag, data)
 
     def save_folder_tags(self, tags: dict[str, str]) -> None:
         """Remember the stat tags of the folder just synced."""
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(sa.delete(folders_table).where(folders_table.c.space == self.space))
-                if tags:
-                    conn.execute(
-                        sa.insert(folders_table),
-                        [{"space": self.space, "bundle": b, "stat_tag": t} for b, t in sorted(tags.items())],
-                    )
-        except SQLAlchemyError as e:
-            raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
-
-    # ---- the one write path ------------------------------------------------------------------
+        self.sql.save_folder_tags(tags)
 
     def commit(self, changes: Sequence[Change], *, expected: int | None = None, message: str = "") -> Commit:
         """Commit `changes` as one revision, all or nothing (see `storage.document_commit`)."""
-        return Committer(self.engine, self.space).commit(changes, expected=expected, message=message)
+        return self.sql.commit(changes, expected=expected, message=message)
 
-
-def _utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every time this store gives out is UTC-aware."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    def close(self) -> None:
+        """Close the reads' connection and dispose of the engine (when one was made)."""
+        if self._reads is not None and self._reads is not self._sql:
+            self._reads.close()
+        if self._sql is not None:
+            self._sql.close()
 
 
 def open_document_store(url: str, space: str) -> DocumentStore:
-    """A store on its own engine for the Ledger's `url`, the schema created or migrated first.
+    """A store of `space` in the Ledger's `url`, the schema created or migrated first.
 
-    A database already at the newest revision skips alembic entirely (importing it costs more
-    than the rest of opening a Directory): `storage.migrate.migrate` checks `alembic_version` first.
+    A SQLite file already at the newest revision opens on the stdlib reads (nothing of SQLAlchemy
+    or alembic is imported until something is written); anything else opens an engine and runs
+    `storage.migrate.migrate`, which skips alembic when the schema is current.
     """
+    reads = open_sqlite_reads(url, space)
+    if reads is not None:
+        return DocumentStore(url, space, reads=reads)
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from storage.document_sql import SqlStore
+    from storage.engine import make_engine
+    from storage.migrate import migrate
+
     engine = make_engine(url)
     try:
         migrate(engine)
     except SQLAlchemyError as e:
         engine.dispose()
         raise DocumentStoreError(f"cannot open the directory store at {url}: {e}".splitlines()[0]) from e
-    return DocumentStore(engine, space)
+    return DocumentStore(url, space, sql=SqlStore(engine, space))
+
+
+def __getattr__(name: str) -> Any:
+    """`metadata` (the tables as queries see them) on demand: importing it loads SQLAlchemy."""
+    if name == "metadata":
+        from storage.document_tables import metadata
+
+        return metadata
+    raise AttributeError(name)
 
 
 __all__ = [
@@ -270,7 +201,6 @@ __all__ = [
     "Refusal",
     "Revision",
     "RevisionMismatch",
-    "metadata",
     "open_document_store",
     "section_tag",
     "sha256_text",

@@ -3,6 +3,8 @@
 Opening an up-to-date database is the common case and must be cheap: `schema_is_current` reads
 `alembic_version` and compares it with the newest migration file's name, so alembic (whose import
 alone costs more than the rest of opening a ledger) is only loaded when there is work to do.
+SQLAlchemy too is imported inside the functions: `newest_revision` serves the stdlib SQLite reads
+of `storage.document_reads`, which must not load it.
 """
 
 from __future__ import annotations
@@ -10,14 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
-
-from storage.engine import WRITE
-
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy.engine import Engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 PG_LOCK = 0x666C6F67  # "flog": one migrator at a time per PostgreSQL database
@@ -55,6 +52,9 @@ def current_revision(engine: Engine) -> str | None:
 
 def schema_is_current(engine: Engine) -> bool:
     """Whether the database is already at the newest migration (False when unsure)."""
+    import sqlalchemy as sa
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
         with engine.connect() as conn:
             found = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
@@ -68,6 +68,8 @@ def migrate(engine: Engine, target: str = "head") -> None:
     if target == "head" and schema_is_current(engine):
         return
     from alembic import command
+
+    from storage.engine import WRITE
 
     cfg = _config()
     with engine.connect().execution_options(**WRITE) as conn, conn.begin():

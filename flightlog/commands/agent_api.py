@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +18,9 @@ from flightlog.commands.call import open_dispatcher
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt
 from flightlog.settings import load_settings
+
+if TYPE_CHECKING:
+    from catalog.prescan import Prescanned
 
 
 def find(
@@ -31,7 +34,7 @@ def find(
     from catalog.resolver import no_match  # deferred: the index and aliases are slow to import
 
     query = " ".join(words)
-    d = open_from_settings(directory)
+    d = open_from_settings(directory)  # no forked folder check: measured, a fork costs find more
     try:
         hits = d.find(query, k=k, bundle=bundle)
     finally:
@@ -124,16 +127,27 @@ def mcp(
     # deferred: the MCP SDK loads slowly; other commands start without it
     from catalog.mcp_server import serve
 
-    # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
+    # The SDK's import is the largest part of starting up: overlap it with opening the Directory,
+    # whose folder check (a stat of every file) runs in a forked child, forked before the thread.
+    scanned = _prescan(directory)
     preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
     preload.start()
-    d = open_from_settings(directory)
+    d = open_from_settings(directory, prescanned=scanned)
     d.network = True  # a network door: its writes never touch a row that runs a command here
     preload.join()
     try:
         serve(d, database_tools=database_tools, dispatch=mcp_dispatch(directory))
     finally:
         d.close()
+
+
+def _prescan(directory: Path | None) -> Prescanned | None:
+    """The folder check of the Directory about to be opened, started in a child (`catalog.prescan`);
+    None for the native Directory (no folder) or a folder that is not there (the open says why)."""
+    from catalog.prescan import prescan
+
+    folder = directory or load_settings().directory
+    return prescan(folder.expanduser()) if folder is not None and folder.expanduser().is_dir() else None
 
 
 def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:

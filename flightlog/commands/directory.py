@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import Directory
     from catalog.importers import Document
+    from catalog.prescan import Prescanned
 
 directory_app = typer.Typer(help="Import and export the Directory.", no_args_is_help=True)
 import_app = typer.Typer(
@@ -33,14 +34,18 @@ directory_app.add_typer(import_app, name="import")
 MAX_CHANGES = 1000
 
 
-def open_from_settings(folder: Path | None, ledger_url: str | None = None) -> Directory:
+def open_from_settings(
+    folder: Path | None, ledger_url: str | None = None, *, prescanned: Prescanned | None = None
+) -> Directory:
     """The Directory named by `--directory`, FLIGHTLOG_DIRECTORY, or the native one (in `--ledger`'s
-    database, else the configured Ledger's)."""
+    database, else the configured Ledger's). `prescanned`: see `catalog.prescan`."""
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import open_directory
 
     settings = load_settings()
-    opened = open_directory(ledger_url or settings.ledger_url, folder or settings.directory)
+    opened = open_directory(
+        ledger_url or settings.ledger_url, folder or settings.directory, prescanned=prescanned
+    )
     problems = opened.alias_problems
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -1,0 +1,166 @@
+"""Start-up shortcuts never serve stale rows: the stdlib SQLite reads, the skipped folder check
+(`catalog.prescan`) and the index decoded part by part answer exactly what a full open answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from catalog.directory import open_directory
+from catalog.folder import scan
+from catalog.index import Index, SectionIndex, compile_section
+from catalog.prescan import prescan
+from storage.document_reads import open_sqlite_reads, sqlite_file
+from storage.documents import open_document_store
+from tests.catalog.conftest import make_folder, row
+
+
+def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FLIGHTLOG_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "flightlog", *args], env=env, capture_output=True, text=True, check=False
+    )
+
+
+def find_ids(home: Path, folder: Path, *words: str) -> list[str]:
+    out = cli(home, "find", "--json", "--directory", str(folder), *words)
+    assert out.returncode in (0, 1), out.stderr
+    return [h["id"] for h in json.loads(out.stdout)["hits"]]
+
+
+def test_find_sees_a_file_changed_added_and_removed_since_the_last_open(tmp_path: Path, home: Path) -> None:
+    """An in-place edit (the folder's own mtime unchanged), a new file and a deleted file each show in
+    the next `flightlog find`, although the open before stored stat tags and an index."""
+    folder = make_folder(tmp_path / "d")
+    assert find_ids(home, folder, "get", "weather")[0] == "get_weather"
+    assert find_ids(home, folder, "zebra", "forecast") == []
+    target = folder / "tool" / "get_weather.md"
+    target.write_text(row("ZEBRA_FORECAST", "Stripes for a city."), encoding="utf-8")  # in place
+    assert find_ids(home, folder, "zebra", "forecast")[0] == "get_weather"
+    (folder / "tool" / "okapi_count.md").write_text(row("OKAPI_COUNT", "How many okapis."), encoding="utf-8")
+    assert find_ids(home, folder, "okapi")[0] == "okapi_count"
+    (folder / "tool" / "okapi_count.md").unlink()
+    assert find_ids(home, folder, "okapi") == []
+
+
+def test_mcp_search_sees_a_file_changed_since_the_last_open(tmp_path: Path, home: Path) -> None:
+    """`flightlog mcp` checks the folder in a forked child while the SDK loads; a file edited in place
+    after the last open is still what its search answers, not the stored index."""
+    folder = make_folder(tmp_path / "d")
+    assert find_ids(home, folder, "get", "weather")[0] == "get_weather"
+    (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Read the yak herd."), encoding="utf-8")
+    env = {**os.environ, "FLIGHTLOG_HOME": str(home), "FLIGHTLOG_DIRECTORY": str(folder)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "flightlog", "mcp"], env=env)
+
+    async def main() -> Any:
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            await s.list_tools()
+            return await s.call_tool("search", {"query": "yak herd"})
+
+    found = anyio.run(main)
+    assert not found.is_error
+    assert "imsg_read" in found.content[0].text
+
+
+def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path) -> None:
+    """The forked child's stat tags are the ones `scan` computes; after an edit they differ."""
+    folder = make_folder(tmp_path / "d")
+    tags = {b: f.stat_tag for b, f in scan(folder).items()}
+    assert prescan(folder)() == tags
+    (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Edited."), encoding="utf-8")
+    assert prescan(folder)() != tags
+    assert prescan(tmp_path / "missing")() is None  # the parent's own scan then says what is wrong
+
+
+def test_a_stale_prescan_is_never_trusted(tmp_path: Path, home: Path) -> None:
+    """Tags that do not match the stored ones make the open scan and sync as always."""
+    folder = make_folder(tmp_path / "d")
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    open_directory(url, folder).close()
+    (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Read the yak herd."), encoding="utf-8")
+    d = open_directory(url, folder, prescanned=lambda: {"tool": "not what is stored"})
+    try:
+        assert d.find("yak herd")[0].row.id == "imsg_read"
+    finally:
+        d.close()
+
+
+def test_reading_a_directory_never_imports_sqlalchemy(tmp_path: Path, home: Path) -> None:
+    """Opening an unchanged folder Directory on SQLite and answering a query loads no SQLAlchemy."""
+    folder = make_folder(tmp_path / "d")
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    open_directory(url, folder).close()
+    code = (
+        "import sys\nfrom catalog.directory import open_directory\n"
+        f"d = open_directory({url!r}, {str(folder)!r})\n"
+        "print(d.find('get weather')[0].row.id, 'sqlalchemy' in sys.modules)\nd.close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["get_weather", "False"]
+
+
+def test_stdlib_reads_answer_what_sqlalchemy_reads_answer(tmp_path: Path, home: Path) -> None:
+    """Every read of `storage.document_reads` equals the SQLAlchemy store's for the same space, and
+    only a plain SQLite file already at the newest schema is opened that way."""
+    folder = make_folder(tmp_path / "d")
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    d = open_directory(url, folder)
+    space = f"folder:{folder.resolve()}"
+    d.close()
+    lite = open_sqlite_reads(url, space)
+    assert lite is not None
+    sql = open_document_store(url, space).sql
+    try:
+        hashes = list(sql.tree().values())
+        for read in (
+            lambda s: s.head(),
+            lambda s: s.sections(),
+            lambda s: s.index_data(["tool", "article", "nope"]),
+            lambda s: s.tree(),
+            lambda s: s.tree("tool"),
+            lambda s: s.hash_of("tool", "imsg_read.md"),
+            lambda s: s.hash_of("tool", "absent.md"),
+            lambda s: s.contents(hashes),
+            lambda s: s.bundle_documents("article"),
+            lambda s: s.folder_tags(),
+        ):
+            assert read(lite) == read(sql)
+        lite.close()  # a closed store reopens on its next read, as a disposed engine does
+        assert lite.head() == sql.head()
+    finally:
+        lite.close()
+        sql.close()
+    assert sqlite_file("sqlite:///rel.db") == Path("rel.db")
+    assert sqlite_file("sqlite:////abs/x.db") == Path("/abs/x.db")
+    assert sqlite_file("sqlite://") is None and sqlite_file("postgresql+psycopg://h/db") is None
+    # an absent file is not opened here: SQLAlchemy creates and migrates it
+    assert open_sqlite_reads(f"sqlite:///{tmp_path / 'new.db'}", space) is None
+
+
+def test_a_section_decoded_part_by_part_lists_what_was_compiled(tmp_path: Path) -> None:
+    """Rows, names, orders and postings read back from the compact layout equal what went in."""
+    docs = [
+        ("a.md", "h1", row("ALPHA_SEND", "Send alpha.", "alpha beta\nnew line [[b]]")),
+        ("b.md", "h2", row("beta", 'Quote " and \\ and é.', "beta")),
+        ("sub/c.md", "h3", "no frontmatter at all\n"),
+    ]
+    data, _ = compile_section("tool", docs)
+    s = SectionIndex("tool", "t", data)
+    assert s.stems == ["a", "b", "sub/c"] and len(s.rows) == 3
+    assert s.names == ["ALPHA_SEND", "beta", "c"]
+    assert s.rows[1][2] == "beta" and s.rows[1][7] == 'Quote " and \\ and é.'
+    assert list(s.name_words["alpha"]) == [0] and "zzz" not in s.name_words
+    assert set(s.text_words["beta"]) == {0, 1}
+    index = Index([s])
+    assert [r.id for r in index.rows()] == ["a", "b", "sub/c"]
+    assert index.row("tool", 0).links == ("b",)
+    assert index.locate("tool/sub/c") == ("tool", 2) and index.locate("ALPHA_SEND") == ("tool", 0)
