@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from addons.ai_listeners import AiListener
 from addons.errors import AddonError
 from addons.master import ProxyConfig, forget_state, start_line, write_state
 from addons.shared_ports import PortPlan, plan_ports
@@ -49,12 +50,15 @@ STOP_TIMEOUT = 90.0
 
 
 def config_to_json(config: ProxyConfig) -> dict[str, Any]:
+    """A worker's configuration as JSON for its socket (never its argv: a Ledger password shows in `ps`)."""
     return {**asdict(config), "home": str(config.home)}
 
 
 def config_from_json(data: dict[str, Any]) -> ProxyConfig:
+    """`config_to_json` read back: lists become tuples again, the model API listeners `AiListener`s."""
     tuples = {k: tuple(v) for k, v in data.items() if isinstance(v, list)}
-    return ProxyConfig(**{**data, **tuples, "home": Path(data["home"])})
+    ai = tuple(AiListener(**x) for x in data.get("ai_listeners", ()))
+    return ProxyConfig(**{**data, **tuples, "ai_listeners": ai, "home": Path(data["home"])})
 
 
 def worker_config(config: ProxyConfig, plan: PortPlan, index: int) -> ProxyConfig:

@@ -85,3 +85,25 @@ def test_each_worker_gets_the_plan_its_own_collector_and_counters(tmp_path: Path
     assert third.modes == plan.modes and third.listen_port == plan.listen_port > 0
     assert config_from_json(config_to_json(third)) == third
     assert worker_config(ProxyConfig(tmp_path, "", ""), plan, 1).collector == ""
+
+
+def test_a_workers_configuration_survives_its_socket_with_the_model_api_listeners() -> None:
+    """The supervisor hands each worker its config as JSON: reading it back gives an equal config,
+    the model API listeners as listeners (not dicts a worker cannot start from)."""
+    from pathlib import Path
+
+    from addons.ai_listeners import AiListener
+    from addons.master import ProxyConfig
+    from addons.workers import config_from_json, config_to_json
+
+    config = ProxyConfig(
+        home=Path("/tmp/home"),
+        ledger_url="sqlite:///x.db",
+        blobs_url="file:///tmp/blobs",
+        modes=("regular", "reverse:http://127.0.0.1:9@7001"),
+        ai_listeners=(AiListener("openai", "https://api.openai.com", 7002),),
+        extra=("ssl_insecure=true",),
+    )
+    import json
+
+    assert config_from_json(json.loads(json.dumps(config_to_json(config)))) == config

@@ -89,8 +89,9 @@ def recorded(proxy: LiveProxy) -> tuple[Counter[tuple[str, str]], set[str]]:
 def test_two_workers_record_every_request_once_under_two_collectors(
     ledger_url: str, tmp_path: Path, http_upstream: Upstream
 ) -> None:
-    """`--workers 2`: proxy.json names the supervisor and one port per listener (the reverse `@0`
-    one chosen once, as given); 16 httpx clients and 4 curl runs through the forward and the
+    """`--workers 2`: proxy.json names the supervisor and one concrete port per listener (the reverse
+    `@0` one chosen once, before the workers start, as a single proxy lists it; then the model APIs'
+    listeners); 16 httpx clients and 4 curl runs through the forward and the
     reverse listener are all answered; after SIGTERM on the supervisor every request and every
     answer is in the Ledger exactly once, recorded by two collectors (both workers served), and no
     worker is left running."""
@@ -100,7 +101,10 @@ def test_two_workers_record_every_request_once_under_two_collectors(
     try:
         state = json.loads((home / "proxy.json").read_text())
         assert state["pid"] == proxy.proc.pid and state["workers"] == 2
-        assert [x["mode"] for x in state["listeners"]] == ["regular", reverse]
+        modes = [x["mode"] for x in state["listeners"]]
+        assert modes[0] == "regular" and modes[1].startswith(reverse.removesuffix("0")), modes
+        assert int(modes[1].rsplit("@", 1)[1]) == state["listeners"][1]["port"] != 0
+        assert sorted(x.get("api") for x in state["listeners"][2:]) == ["anthropic", "openai"]
         workers = workers_of(proxy.proc.pid)
         assert len(workers) == 2
         reverse_url = f"http://127.0.0.1:{proxy.reverse_port('127.0.0.1')}/fixed"
