@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +72,39 @@ def test_mcp_search_sees_a_file_changed_since_the_last_open(tmp_path: Path, home
     assert "imsg_read" in found.content[0].text
 
 
+def _prescan_alone(folder: Path) -> object:
+    """`prescan(folder)()` in a fresh single-threaded interpreter, as `flightlog mcp` runs it (this
+    test process has other threads by now, and with those prescan rightly declines to fork)."""
+    code = "import json, sys; from pathlib import Path; from catalog.prescan import prescan; "
+    code += "print(json.dumps(prescan(Path(sys.argv[1]))()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
+
+
 def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path) -> None:
-    """The forked child's stat tags are the ones `scan` computes; after an edit they differ."""
+    """The forked child's stat tags are the ones `scan` computes; after an edit they differ; a
+    missing folder gives None (the parent's own scan then says what is wrong)."""
     folder = make_folder(tmp_path / "d")
     tags = {b: f.stat_tag for b, f in scan(folder).items()}
-    assert prescan(folder)() == tags
+    assert _prescan_alone(folder) == tags
     (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Edited."), encoding="utf-8")
-    assert prescan(folder)() != tags
-    assert prescan(tmp_path / "missing")() is None  # the parent's own scan then says what is wrong
+    assert _prescan_alone(folder) != tags
+    assert _prescan_alone(tmp_path / "missing") is None
+
+
+def test_prescan_declines_to_fork_beside_another_thread(tmp_path: Path) -> None:
+    """With another thread alive the child could inherit a held lock: no fork, None (a full scan)."""
+    folder = make_folder(tmp_path / "d")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert prescan(folder)() is None
+    finally:
+        stop.set()
+        other.join()
 
 
 def test_a_stale_prescan_is_never_trusted(tmp_path: Path, home: Path) -> None:
