@@ -24,16 +24,22 @@ def recorded(command: Sequence[str], *options: str) -> list[str]:
     return [FLIGHTLOG, "mcp-record", *options, "--", *command]
 
 
-def session_events(ledger: Ledger, timeout: float = 20.0) -> dict[str, list[StoredEvent]]:
-    """Every stdio session's events by session id, once each session's `mcp.exit` is committed."""
+def session_events(ledger: Ledger, timeout: float = 60.0) -> dict[str, list[StoredEvent]]:
+    """Every stdio session's events by session id, once each session's `mcp.exit` is committed.
+
+    The wrapper leaves its writer process (niced, in its own session) to finish committing, so on a
+    loaded machine the end can come seconds after the client is done: wait for it, and say so plainly
+    if it never comes rather than hand back a session cut short."""
     deadline = time.monotonic() + timeout
     while True:
         with ledger.engine.connect() as c:
             ids = [r[0] for r in c.execute(text("SELECT event_id FROM events WHERE event_id LIKE 'mcp:%'"))]
             ends = c.execute(text("SELECT count(*) FROM events WHERE kind = 'mcp.exit'")).scalar() or 0
             starts = c.execute(text("SELECT count(*) FROM events WHERE kind = 'mcp.start'")).scalar() or 0
-        if (starts and ends >= starts) or time.monotonic() > deadline:
+        if starts and ends >= starts:
             break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{ends} of {starts} sessions' mcp.exit committed after {timeout:.0f} s")
         time.sleep(0.1)
     out: dict[str, list[StoredEvent]] = {}
     for event in ledger.events(ids):

@@ -85,7 +85,7 @@ def test_server_everything_tools_resources_prompts_progress_and_errors_are_recor
     kinds = [e.kind for e in events]
     for kind in ("initialize", "tools/list", "tools/call", "resources/list", "resources/read", "prompts/list",
                  "prompts/get"):  # fmt: skip
-        assert f"mcp.{kind}" in kinds and f"mcp.{kind}.result" in kinds, (kind, kinds)
+        assert f"mcp.{kind}" in kinds and f"mcp.{kind}.result" in kinds, f"{kind} not in {', '.join(kinds)}"
     calls = {e.action_id: e for e in events if e.kind == "mcp.tools/call"}
     results = {e.action_id: e for e in events if e.kind == "mcp.tools/call.result"}
     assert calls.keys() == results.keys()
