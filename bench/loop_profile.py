@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from bench._needs import Skip, need
-from bench.capture import cpu_seconds, free_port, start, stop, wrk
+from bench.capture import cpu_seconds, start, start_upstream, stop, stop_upstream, wrk
 
 ROOT = str(Path(__file__).resolve().parents[1])
 """This checkout: its frames are named from here (`addons/master.py`), others from site-packages."""
@@ -147,10 +147,7 @@ def main() -> None:
     need("wrk")
     spy = py_spy()
     work = Path(tempfile.mkdtemp(prefix="flightlog-profile-"))
-    upstream_port = free_port()
-    upstream = subprocess.Popen(
-        [sys.executable, "-c", f"from bench.capture import serve_upstream; serve_upstream({upstream_port})"]
-    )
+    upstream_port, upstream = start_upstream()
     try:
         stop(start("plain", upstream_port, work))  # one CA for everyone
         runs: dict[str, list[dict[str, object]]] = {config: [] for config in CONFIGS}
@@ -162,9 +159,7 @@ def main() -> None:
         print()
         report(runs, opts.top)
     finally:
-        upstream.terminate()
-        upstream.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop_upstream(upstream, work)
 
 
 if __name__ == "__main__":

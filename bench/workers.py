@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._needs import need
-from bench.capture import STATE_FILE, create_pg, drop_pg, free_port, wrk
+from bench.capture import STATE_FILE, create_pg, drop_pg, free_port, start_upstream, stop_upstream, wrk
 
 ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>10} {:>9} {:>8}"
 HEADER = "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms commit-p99 recorded busiest".split()
@@ -155,10 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     counts = [int(n) for n in opts.workers.split(",")]
     engines = opts.engines.split(",")
     work = Path(tempfile.mkdtemp(prefix="flightlog-bench-workers-"))
-    upstream_port = free_port()
-    upstream = subprocess.Popen(
-        [sys.executable, "-c", f"from bench.capture import serve_upstream; serve_upstream({upstream_port})"]
-    )
+    upstream_port, upstream = start_upstream()
     results: dict[tuple[str, int], list[dict[str, float | None]]] = {}
     try:
         first = start(engines[0], 1, upstream_port, work, None)  # one CA for every run after it
@@ -173,9 +170,7 @@ def main(argv: list[str] | None = None) -> None:
                     results.setdefault((engine, n), []).append(row)
                     print(f"round {round_ + 1} {engine:6} {n} workers: {row['rps']:7.0f} req/s", flush=True)
     finally:
-        upstream.terminate()
-        upstream.wait()
-        subprocess.run(["rm", "-rf", str(work)], check=False)
+        stop_upstream(upstream, work)
     report(results, engines, counts)
 
 
