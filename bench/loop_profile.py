@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 from bench._needs import Skip, need
-from bench.capture import cpu_seconds, start, start_upstream, stop, stop_upstream, wrk
+from bench._upstream import KINDS, start_upstream, stop_upstream
+from bench.capture import cpu_seconds, start, stop, wrk
 
 ROOT = str(Path(__file__).resolve().parents[1])
 """This checkout: its frames are named from here (`addons/master.py`), others from site-packages."""
@@ -143,11 +144,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
     parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
     parser.add_argument("--top", type=int, default=15, help="frames listed")
+    parser.add_argument("--upstream", choices=KINDS, default="auto", help="nginx if it can be had (auto)")
     opts = parser.parse_args()
     need("wrk")
     spy = py_spy()
     work = Path(tempfile.mkdtemp(prefix="flightlog-profile-"))
-    upstream_port, upstream = start_upstream()
+    upstream = start_upstream([opts.size], opts.upstream)
+    upstream_port = upstream.port
+    print(f"upstream: {upstream.kind}", flush=True)
     try:
         stop(start("plain", upstream_port, work))  # one CA for everyone
         runs: dict[str, list[dict[str, object]]] = {config: [] for config in CONFIGS}

@@ -9,7 +9,10 @@ each time (SQLite file, or a new PostgreSQL database on FLIGHTLOG_TEST_PG's serv
 Prints per configuration the median req/s, its ratio to one worker of the same engine (medians),
 the per-round paired ratio (median and range: drift between rounds cancels), the CPU ms per request
 of the proxies (supervisor and workers: their event loops bound the throughput) and of the writer
-processes (what one writer fed by every worker would have to do alone on one core), the
+processes (what one writer fed by every worker would have to do alone on one core), `rest-ms`: the
+upstream's and wrk's (on a 2-core machine they share the cores with the proxies, so 2 workers can
+serve at most cores / (cpu + writer + rest) requests per ms: the `ceiling` line; PostgreSQL's own
+backends are not counted, so on `pg` the ceiling is above what can be reached), the
 answer->commit delay p99 (the worst worker's), and `recorded`: events the writers wrote over two
 per request wrk counted (the warm-up's included; slightly above 1.00, as wrk does not count the
 requests still in flight when it stops, which are answered and recorded all the same), and
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -33,10 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._needs import need
-from bench.capture import STATE_FILE, create_pg, drop_pg, free_port, start_upstream, stop_upstream, wrk
+from bench._upstream import KINDS, Upstream, free_port, start_upstream, stop_upstream
+from bench.capture import STATE_FILE, create_pg, drop_pg, wrk
 
-ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>10} {:>9} {:>8}"
-HEADER = "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms commit-p99 recorded busiest".split()
+ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8}"
+HEADER = (
+    "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms rest-ms commit-p99 recorded busiest".split()
+)
 
 
 @dataclass
@@ -125,10 +132,14 @@ def stop(proxy: Proxy) -> tuple[float, float | None, float]:
     return written, max(delays, default=None), max(each, default=0.0) / written if written else 0.0
 
 
-def measure(proxy: Proxy, size: int, seconds: float, connections: int) -> dict[str, float | None]:
+def measure(
+    proxy: Proxy, upstream: Upstream, size: int, seconds: float, connections: int
+) -> dict[str, float | None]:
     _, _, warm = wrk(proxy.port, size, 1.0, connections)
     loop_before, writer_before = cpu_seconds(proxy.proc.pid)
+    rest_before = upstream.cpu_seconds() + _children_cpu()
     rps, p99, total = wrk(proxy.port, size, seconds, connections)
+    rest_after = upstream.cpu_seconds() + _children_cpu()
     loop_after, writer_after = cpu_seconds(proxy.proc.pid)
     written, delay, busiest = stop(proxy)
     return {
@@ -136,10 +147,17 @@ def measure(proxy: Proxy, size: int, seconds: float, connections: int) -> dict[s
         "p99": p99,
         "cpu": (loop_after - loop_before) / total * 1000,
         "wcpu": (writer_after - writer_before) / total * 1000,
+        "rest": (rest_after - rest_before) / total * 1000,
         "delay": delay,
         "recorded": written / (2 * (warm + total)),
         "busiest": busiest,
     }
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the reaped children (wrk: each run is reaped before the next figure is read)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -150,12 +168,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--engines", default="sqlite,pg")
     parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--upstream", choices=KINDS, default="auto", help="nginx if it can be had (auto)")
     opts = parser.parse_args(argv)
     need("wrk")
     counts = [int(n) for n in opts.workers.split(",")]
     engines = opts.engines.split(",")
     work = Path(tempfile.mkdtemp(prefix="flightlog-bench-workers-"))
-    upstream_port, upstream = start_upstream()
+    upstream = start_upstream([opts.size], opts.upstream)
+    upstream_port = upstream.port
+    print(f"upstream: {upstream.kind}", flush=True)
     results: dict[tuple[str, int], list[dict[str, float | None]]] = {}
     try:
         first = start(engines[0], 1, upstream_port, work, None)  # one CA for every run after it
@@ -164,9 +185,8 @@ def main(argv: list[str] | None = None) -> None:
         for round_ in range(opts.rounds):
             for engine in engines:
                 for n in counts:
-                    row = measure(
-                        start(engine, n, upstream_port, work, ca), opts.size, opts.seconds, opts.connections
-                    )
+                    proxy = start(engine, n, upstream_port, work, ca)
+                    row = measure(proxy, upstream, opts.size, opts.seconds, opts.connections)
                     results.setdefault((engine, n), []).append(row)
                     print(f"round {round_ + 1} {engine:6} {n} workers: {row['rps']:7.0f} req/s", flush=True)
     finally:
@@ -193,11 +213,22 @@ def report(
                 spread,
                 f"{statistics.median(r['cpu'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(r['wcpu'] or 0.0 for r in rows):.2f}",
+                f"{statistics.median(r['rest'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(delays) * 1000:.0f} ms" if delays else "-",
                 f"{min(r['recorded'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(r['busiest'] or 0.0 for r in rows):.2f}",
             )
             print(ROW.format(engine, n, *cells))
+        last = results[(engine, counts[-1])]
+        per_request = statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in last)
+        cores = os.cpu_count() or 1
+        if per_request:
+            ceiling = cores * 1000 / per_request
+            print(
+                f"{engine}: every core busy at {ceiling:.0f} req/s with {counts[-1]} workers "
+                f"({cores} cores / {per_request:.2f} ms per request): a ratio of at most "
+                f"{ceiling / statistics.median(base):.2f} to one worker"
+            )
 
 
 if __name__ == "__main__":

@@ -43,3 +43,31 @@ def test_the_readme_names_every_benchmark() -> None:
     listed = set(re.findall(r"`(\w+)`", section))
     found = {m.name for m in pkgutil.iter_modules([str(root / "bench")]) if not m.name.startswith("_")}
     assert found - listed == set(), f"benchmarks missing from the README: {sorted(found - listed)}"
+
+
+def test_the_fallback_upstream_answers_the_bytes_nginx_would_serve(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no nginx to be had, `auto` says so in one line and the asyncio server answers `GET /SIZE`
+    with `body(SIZE)`, the same bytes nginx serves from its files, over one kept-alive connection."""
+    import http.client
+
+    from bench import _upstream
+
+    real = shutil.which
+    monkeypatch.setattr(
+        needs.shutil, "which", lambda tool, **kw: None if tool in ("nginx", "apt-get") else real(tool, **kw)
+    )
+    upstream = _upstream.start_upstream([1024, 100], "auto")
+    try:
+        assert upstream.kind == "asyncio"
+        assert "bench: upstream is the asyncio server (needs nginx" in capsys.readouterr().out
+        connection = http.client.HTTPConnection("127.0.0.1", upstream.port, timeout=10)
+        for size in (1024, 100, 0):
+            connection.request("GET", f"/{size}")
+            answer = connection.getresponse()
+            assert (answer.status, answer.read()) == (200, _upstream.body(size))
+        connection.close()
+    finally:
+        upstream.stop()
+    assert len(_upstream.body(1000)) == 1000
