@@ -16,24 +16,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from addons.errors import AddonError
+from addons.recording.file_stamps import Stamp, stamp
 from addons.recording.secrets import load_secrets
 from catalog import refused
 from catalog.errors import CatalogError
 
 log = logging.getLogger("flightlog.door")
 
-Stamp = tuple[int, int, int] | None
 T = TypeVar("T")
-
-
-def _stamp(path: Path | None) -> Stamp:
-    if path is None:
-        return None
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 @dataclass
@@ -57,7 +47,7 @@ class LiveConfig:
         """(refused hosts, secrets, changed since the last call). The first call raises on a bad
         file (the door does not start on one); later calls keep each file's last good values."""
         with self._lock:
-            stamps = (_stamp(self.refused_file), _stamp(self.secrets_file))
+            stamps = (stamp(self.refused_file), stamp(self.secrets_file))
             if self._values is not None and stamps == self._stamps:
                 return *self._values, False
             first = self._values is None

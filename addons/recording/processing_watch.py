@@ -19,23 +19,12 @@ from typing import Any
 from addons.errors import AddonError
 from addons.recording.capture_setup import processing, processing_files
 from addons.recording.events import Processing
+from addons.recording.file_stamps import Stamp, stamp
 
 log = logging.getLogger("flightlog.capture")
 
-Stamp = tuple[int, int, int] | None
 INTERVAL = 1.0
 """Seconds between two looks: one stat per file, nothing read unless a stamp moved."""
-
-
-def stamp(path: Path | None) -> Stamp:
-    """(mtime, size, inode) of a file, or None when there is none."""
-    if path is None:
-        return None
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def stamps(opts: Any) -> tuple[tuple[Path | None, Path], tuple[Stamp, Stamp]]:
