@@ -5,12 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
-import signal
 import ssl
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +22,7 @@ from addons.serve_replay import Conceal, Matcher, ServeReplay, answer_fields, bu
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream
+from tests.support.serve_replay import serve_replay as serve_replay_command
 
 OPENAI = "https://api.openai.com/v1"
 WORDS = ["Hello", " from", " the", " Ledger", "."]
@@ -279,30 +275,15 @@ def test_serve_replay_command_matches_secret_requests_and_reports_on_stop(
     )
     secrets = tmp_path / "secrets.env"
     secrets.write_text("API_KEY=sk-live-0123456789\n")
-    env = {**os.environ, "FLIGHTLOG_LEDGER": ledger.url, "FLIGHTLOG_BLOBS": (tmp_path / "blobs").as_uri()}
-    args = ["serve-replay", "--listen", "127.0.0.1:0", "--session", "s1", "--secrets", str(secrets), "--json"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flightlog", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"listening on 127\.0\.0\.1:(\d+), answering from 1 recorded exchanges", line)
-        assert found, line
-        with httpx.Client(proxy=f"http://127.0.0.1:{found.group(1)}", trust_env=False) as client:
+    args = ("--session", "s1", "--secrets", str(secrets))
+    with serve_replay_command(ledger.url, (tmp_path / "blobs").as_uri(), *args) as served:
+        assert "answering from 1 recorded exchanges" in served.line
+        with httpx.Client(proxy=served.proxy_url, trust_env=False) as client:
             live = "http://api.secret.test/v1/me?key=sk-live-0123456789"
             answered = client.post(live, content=b'{"token": "sk-live-0123456789"}')
             assert answered.status_code == 200 and answered.json() == {"me": "alice"}
             assert client.get("http://other.test/").status_code == 404  # session s2 was not selected
-    finally:
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 0, stderr
-    report = json.loads(stdout)
+    report = served.report
     assert report["matched_exactly"] == 1 and report["refused"] == ["GET http://other.test/"]
     assert report["not_requested"] == [] and report["upstream_connections_blocked"] == 0
     assert action

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
 from storage.ledger import open_ledger
 from tests.browse.recorded_exchanges import head, record
+from tests.support.serve_replay import serve_replay
 
 
 def test_serve_replay_match_normalized_answers_a_fresh_tool_call_id_and_reports_it(
@@ -38,30 +34,14 @@ def test_serve_replay_match_normalized_answers_a_fresh_tool_call_id_and_reports_
         response_body=b'{"ok": true}',
     )  # fmt: skip
     ledger.close()
-    env = {**os.environ, "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": blobs}
-    args = ["serve-replay", "--listen", "127.0.0.1:0", "--match", "exact,normalized", "--json"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flightlog", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        assert found, line
-        with httpx.Client(proxy=f"http://127.0.0.1:{found.group(1)}", trust_env=False) as client:
-            assert client.post(url, content=turn("call_LIVE99999999")).json() == {"ok": True}
-            missed = client.post(url, content=turn("call_LIVE99999999", "weather in Rome?"))
-            assert missed.status_code == 404
-            assert 'body messages[0].content is "weather?" there' in missed.headers["X-Flightlog-Replay-Miss"]
-    finally:
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 0, stderr
-    report = json.loads(stdout)
+    with serve_replay(ledger_url, blobs, "--match", "exact,normalized") as served:
+        client = httpx.Client(proxy=served.proxy_url, trust_env=False)
+        assert client.post(url, content=turn("call_LIVE99999999")).json() == {"ok": True}
+        missed = client.post(url, content=turn("call_LIVE99999999", "weather in Rome?"))
+        assert missed.status_code == 404
+        assert 'body messages[0].content is "weather?" there' in missed.headers["X-Flightlog-Replay-Miss"]
+        client.close()
+    report = served.report
     first = report["requests"][0]
     assert first["strategy"] == "normalized" and first["rules"] == ["tool_call_id"]
     assert report["requests"][1]["strategy"] is None and len(report["misses"]) == 1
