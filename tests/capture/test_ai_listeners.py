@@ -17,23 +17,15 @@ from flightlog import ports
 from flightlog.errors import CommandError
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.capture.test_cli_capture import flightlog
+from tests.support.ports import free_block
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
-
-
-def _free_block(size: int) -> int:
-    """A port P with P .. P+size-1 all free now."""
-    for _ in range(50):
-        (start,) = ports.free_ports("127.0.0.1", 1)
-        if start + size <= 65535 and all(ports.is_free("127.0.0.1", start + i) for i in range(size)):
-            return start
-    raise AssertionError("no block of free ports")
 
 
 def test_ports_next_to_the_forward_one_and_a_taken_one_is_refused() -> None:
     """--listen P: the listeners take P+1 and P+2; a taken one is an error naming it; port 0 gives
     distinct free ports for the forward listener, the API listeners and `@0` modes."""
-    start = _free_block(3)
+    start = free_block(3)
     assert ports.plan_ports("127.0.0.1", start, ["openai", "anthropic"]) == (
         start,
         [start + 1, start + 2],
@@ -78,7 +70,7 @@ def test_a_tagged_listener_feeds_its_variable_wherever_it_forwards() -> None:
 def test_proxy_publishes_its_listeners_on_the_next_ports(home: Path, tmp_path: Path) -> None:
     """`flightlog proxy --listen 127.0.0.1:P`: proxy.json lists OpenAI on P+1 and Anthropic on P+2,
     tagged; `env` prints their base URLs; `--no-ai-listeners` leaves the forward listener alone."""
-    start = _free_block(3)
+    start = free_block(3)
     db = f"sqlite:///{tmp_path / 'ledger.db'}"
     with live_proxy(home, db, args=["--listen", f"127.0.0.1:{start}"]) as proxy:
         published = json.loads((home / "proxy.json").read_text())["listeners"]
@@ -110,7 +102,7 @@ def test_env_without_a_proxy_prints_the_defaults_and_says_so(home: Path) -> None
 
 def test_a_taken_listener_port_is_one_line_before_mitmproxy_starts(home: Path) -> None:
     """The OpenAI listener's port is held by another program: exit 1, one line naming it."""
-    start = _free_block(3)
+    start = free_block(3)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", start + 1))
         taken.listen()

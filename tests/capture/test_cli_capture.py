@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.capture.ledger_view import ledger_of, wait_for
+from tests.support.ports import free_block
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
 
@@ -82,9 +83,9 @@ def test_a_port_in_use_is_one_line(home: Path) -> None:
     import socket
 
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
+        port = free_block()  # its neighbours free: the refusal is the forward port's, not P+1's
+        taken.bind(("127.0.0.1", port))
         taken.listen()
-        port = taken.getsockname()[1]
         result = flightlog("proxy", "--listen", f"127.0.0.1:{port}", timeout=60)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 1

@@ -11,21 +11,16 @@ import uuid
 from pathlib import Path
 
 from tests.capture.ledger_view import ledger_of, wait_for
+from tests.support.ports import free_block
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_a_stream_on_the_first_connection_is_relayed(tmp_path: Path, http_upstream: Upstream) -> None:
     """A client that connects the moment the port opens and leaves after the first event of an SSE
     answer: the relay is already running, so it reads the answer to its end (complete, all 5 events)
     instead of mitmproxy cutting it when the client left."""
-    port = _free_port()
+    port = free_block()
     home = tmp_path / "home"
     env = {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": f"sqlite:///{tmp_path / 'l.db'}"}
     env["FLIGHTLOG_BLOBS"] = (tmp_path / "blobs").as_uri()

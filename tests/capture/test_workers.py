@@ -24,6 +24,7 @@ from sqlalchemy import text
 
 from tests.capture.ledger_view import ledger_of
 from tests.capture.test_kill_writer import writer_pid
+from tests.support.ports import free_block
 from tests.support.proxy import LiveProxy, live_proxy, start_proxy
 from tests.support.upstream import Upstream
 
@@ -183,9 +184,9 @@ def test_a_port_in_use_is_one_line_with_workers(home: Path) -> None:
     """`--workers 2` on a port someone holds: one `flightlog:` line naming the port, exit 1, and no
     worker started (the supervisor checks the port first)."""
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
+        port = free_block()  # its neighbours free: the refusal is the forward port's, not P+1's
+        taken.bind(("127.0.0.1", port))
         taken.listen()
-        port = taken.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "-m", "flightlog", "proxy", "--workers", "2", "--listen", f"127.0.0.1:{port}"],
             capture_output=True, text=True, timeout=60, env=os.environ,
