@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from addons.ai_listeners import AiListener
 from addons.capture import Capture
 from addons.capture_options import DEFAULT_OUTBOUND
+from addons.certificate_store import load_ca_before_listening
 from addons.errors import AddonError
 from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
@@ -330,6 +331,7 @@ async def serve(
             flightlog_outbound_hosts=config.outbound_hosts,
         )
         master.options.set(*config.extra)
+        load_ca_before_listening(master)
     except (exceptions.OptionsError, KeyError) as e:
         raise AddonError(str(e)) from e
     loop = asyncio.get_running_loop()

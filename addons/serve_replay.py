@@ -355,10 +355,13 @@ def build_master(
     from mitmproxy import options
     from mitmproxy.tools.dump import DumpMaster
 
+    from addons.certificate_store import load_ca_before_listening
+
     opts = options.Options(
         listen_host=listen_host, listen_port=listen_port, confdir=confdir, mode=list(modes)
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     master.addons.add(addon)
     opts.update(connection_strategy="lazy", upstream_cert=False)
+    load_ca_before_listening(master)
     return master
