@@ -35,6 +35,11 @@ LOCK_WAIT = 30.0
 BUSY_TIMEOUT_MS: Final = 30_000
 """SQLite's own busy timeout, for everything but taking the write lock (a reader in WAL mode
 rarely meets a lock: only while a connection recovers the WAL index)."""
+CACHE_KIB: Final = 32 * 1024
+"""SQLite's page cache per connection (a bound, filled only as pages are read; SQLite's default is
+2 MiB). Events arrive with random ids (flow UUIDs), so every insert lands on a random page of the
+primary key and `action_id` indexes: once those outgrow the cache each row read them back from the
+OS (measured with 70-row batches of random ids: ~48 -> ~38 us of CPU a row)."""
 POLL_FIRST: Final = 0.0002
 POLL_MAX: Final = 0.002
 _SQLITE_BUSY: Final = 5
@@ -92,6 +97,7 @@ def _sqlite_engine(url: str) -> Engine:
             "foreign_keys = ON",
             "recursive_triggers = ON",
             f"busy_timeout = {BUSY_TIMEOUT_MS}",
+            f"cache_size = -{CACHE_KIB}",
         ):
             cur.execute(f"PRAGMA {pragma}")
         cur.close()

@@ -75,3 +75,26 @@ def test_a_lock_held_past_the_bound_is_an_outage(tmp_path: Path, monkeypatch: py
     holder.join()
     assert ledger.append(batch([event(0)], position=1)).new == 1
     ledger.close()
+
+
+def test_every_sqlite_connection_has_the_ledgers_settings(tmp_path: Path) -> None:
+    """WAL, the busy timeout for readers, the append-only pragmas and the larger page cache (random
+    event ids touch random index pages) are set on each connection the engine opens, and a writer's
+    connection gets its busy timeout back after taking the lock."""
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
+    ledger.append(batch([event(0)], position=1))
+    with ledger.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        got = {
+            p: raw.execute(f"PRAGMA {p}").fetchone()[0]
+            for p in ("journal_mode", "recursive_triggers", "foreign_keys", "busy_timeout", "cache_size")
+        }
+    assert got == {
+        "journal_mode": "wal",
+        "recursive_triggers": 1,
+        "foreign_keys": 1,
+        "busy_timeout": engine.BUSY_TIMEOUT_MS,
+        "cache_size": -engine.CACHE_KIB,
+    }
+    ledger.close()
