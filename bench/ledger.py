@@ -130,7 +130,7 @@ def unchained() -> Iterator[None]:
         return chain.Link(next(count), "", "[]", "", "")
 
     def no_leaves(rows: Sequence[object], times: object = None) -> list[bytes]:
-        return []
+        return [b""] * len(rows)  # one (empty) leaf a row, unhashed: the writer pairs them with rows
 
     chain.link, chain.written_leaves = stub, no_leaves
     try:

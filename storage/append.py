@@ -238,26 +238,34 @@ def write_batch(
     raw_bytes: int,
     *,
     staged: bool = False,
+    leaves: Sequence[bytes] | None = None,
 ) -> AppendResult:
     """Inside the caller's transaction: write everything of one batch and account for it.
 
     The collector's chain lock comes first (storage.chain.lock), so two writers of one collector
     queue before either inserts a row: neither waits on the other's rows while holding the lock.
-    On SQLite `rows` carry their time as text (`to_row(..., text_time=True)`); `staged` is the
-    PostgreSQL fallback after a concurrent insert (see `_insert_events_pg`).
+    On SQLite `rows` carry their time as text (`to_row(..., text_time=True)`), and `leaves` may be
+    their `chain.written_leaves` (in `rows`' order), hashed before the transaction began: SQLite's
+    write lock is one for the whole database, and every millisecond of CPU spent holding it is one
+    the other writers wait. `staged` is the PostgreSQL fallback after a concurrent insert (see
+    `_insert_events_pg`).
     """
     now = datetime.now(UTC)
     chain.lock(conn, batch.collector)
     _insert_blobs(conn, blobs, now)
     ordered = sorted(rows, key=lambda r: r[0])
-    leaves: list[bytes] | None
+    fresh_leaves: list[bytes] | None
     if conn.dialect.name == "sqlite":
         fresh = _insert_events_sqlite(conn, ordered)
-        leaves = chain.written_leaves(fresh, [r[4] for r in fresh])
-    else:
-        fresh, leaves = _insert_events_pg(conn, ordered, staged)
         if leaves is None:
-            leaves = chain.written_leaves(fresh)
+            fresh_leaves = chain.written_leaves(fresh, [r[4] for r in fresh])
+        else:
+            of_row = {id(r): leaf for r, leaf in zip(rows, leaves, strict=True)}
+            fresh_leaves = [of_row[id(r)] for r in fresh]
+    else:
+        fresh, fresh_leaves = _insert_events_pg(conn, ordered, staged)
+        if fresh_leaves is None:
+            fresh_leaves = chain.written_leaves(fresh)
     new = len(fresh)
     conflicts: list[Conflict] = []
     if new < len(ordered):
@@ -276,7 +284,7 @@ def write_batch(
         conflicts=tuple(conflicts),
     )
     link = chain.link(
-        conn, batch.collector, batch.position, result.batch_id, sqlite_time(now), fresh, leaves=leaves
+        conn, batch.collector, batch.position, result.batch_id, sqlite_time(now), fresh, leaves=fresh_leaves
     )
     _record_batch(conn, batch, result, raw_bytes, sum(b.stored_size for b in blobs), now, link)
     return result

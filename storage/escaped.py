@@ -75,7 +75,8 @@ def escape_event(event: Event) -> Event:
     """`event` with every text column the databases cannot hold in the escaped form, flagged
     `escaped`; the same event (no copy) in the common case where nothing needs it."""
     values = [getattr(event, name) for name in ESCAPABLE]
-    if not any(v is not None and needs_escape(v) for v in values):
+    joined = "".join([v for v in values if v is not None])  # one search, not one per column
+    if "\x00" not in joined and (joined.isascii() or not needs_escape(joined)):  # ASCII: no surrogate
         return event
     changed: dict[str, Any] = {
         name: escape(value) for name, value in zip(ESCAPABLE, values, strict=True) if value is not None

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from storage import codec
+from storage import chain, codec
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
 from storage.engine import WRITE, make_engine
@@ -89,11 +89,13 @@ class Ledger:
         for event in batch.events:
             validate(event)
         addresses, unique = self._address(batch.events)
-        text_time = self.engine.dialect.name == "sqlite"
-        rows = [to_row(e, payload_address(e, addresses), text_time=text_time) for e in batch.events]
+        sqlite = self.engine.dialect.name == "sqlite"
+        rows = [to_row(e, payload_address(e, addresses), text_time=sqlite) for e in batch.events]
+        # SQLite: the chain's leaves are hashed now, before the write lock (one for the database) is held.
+        leaves = chain.written_leaves(rows, [r[4] for r in rows]) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
-        return self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes))
+        return self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes, leaves))
 
     def _address(self, events: Sequence[Event]) -> tuple[dict[int, Address], dict[str, bytes]]:
         """Hash each distinct payload once: id(bytes) -> address, and sha -> bytes."""
@@ -114,13 +116,14 @@ class Ledger:
         unique: dict[str, bytes],
         refs: dict[str, PayloadRef],
         raw_bytes: int,
+        leaves: list[bytes] | None,
     ) -> AppendResult:
         if self.engine.dialect.name == "sqlite":  # read first: BEGIN IMMEDIATE would hold the lock
             with self.engine.connect() as conn:
                 present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
             blobs = self._blobs(unique, refs, present)
             with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
-                return write_batch(conn, batch, rows, blobs, raw_bytes)
+                return write_batch(conn, batch, rows, blobs, raw_bytes, leaves=leaves)
         try:
             return self._append_pg(batch, rows, unique, refs, raw_bytes, staged=False)
         except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped

@@ -37,12 +37,15 @@ NAMING = {
 SQLModel.metadata.naming_convention = NAMING
 
 PAYLOAD_CHECK = (
-    "(payload_state IN ('complete', 'partial') AND payload_sha256 IS NOT NULL"
+    "((payload_state = 'complete' OR payload_state = 'partial') AND payload_sha256 IS NOT NULL"
     " AND payload_size IS NOT NULL AND payload_text IS NOT NULL)"
-    " OR (payload_state IN ('none', 'artifact', 'missing') AND payload_sha256 IS NULL"
-    " AND payload_size IS NULL AND payload_text IS NULL)"
+    " OR ((payload_state = 'none' OR payload_state = 'artifact' OR payload_state = 'missing')"
+    " AND payload_sha256 IS NULL AND payload_size IS NULL AND payload_text IS NULL)"
 )
-"""A row cannot claim a payload it does not have, nor carry an address for one it says it lacks."""
+"""A row cannot claim a payload it does not have, nor carry an address for one it says it lacks.
+
+The checks are written with `=` and `OR`, not `IN (...)`: SQLite builds an `IN` list's table again for
+every row an `executemany` inserts (~3.4 us a row for the three lists; migration 0006)."""
 
 QUERY_INDEXES = ("action_id", "status")
 """Columns looked up by value (an action's events, errors)."""
@@ -71,9 +74,10 @@ class EventRow(SQLModel, table=True):
     __tablename__ = "events"
     __table_args__ = (
         CheckConstraint(PAYLOAD_CHECK, name="payload_state"),
-        CheckConstraint("direction IN ('in', 'out')", name="direction"),
+        CheckConstraint("(direction = 'in' OR direction = 'out')", name="direction"),
         CheckConstraint(
-            "payload_state IN ('complete', 'partial', 'none', 'artifact', 'missing')",
+            "(payload_state = 'complete' OR payload_state = 'partial' OR payload_state = 'none'"
+            " OR payload_state = 'artifact' OR payload_state = 'missing')",
             name="payload_state_known",
         ),
         Index("ix_events_at", "at", "event_id"),

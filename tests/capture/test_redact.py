@@ -126,6 +126,20 @@ def test_head_without_secret_is_the_same_object(redactor: Redactor) -> None:
     assert out is head and names == frozenset()
 
 
+def test_head_fields_that_only_mention_an_auth_header_are_left_alone() -> None:
+    """A field whose name merely contains an auth header's name, or whose value reads like one, is
+    no credential: the head comes back as the same bytes; one real auth field after them is still
+    hidden, whatever its case."""
+    head = (
+        b"HTTP/1.1 200 OK\r\nX-Cookie-Policy: strict\r\nAuthorization-Hint: use a token\r\n"
+        b"X-Note: cookie: a=1\r\nX-Api-Keys: 3\r\n"
+    )
+    out, names = Redactor({}).redact_head(head)
+    assert out is head and names == frozenset()
+    out, names = Redactor({}).redact_head(head + b"x-API-key: sk-123\r\n")
+    assert out == head + b"x-API-key: [REDACTED]\r\n" and names == {"x-api-key"}
+
+
 def test_head_keeps_case_order_duplicates_and_spacing() -> None:
     """Only the credential bytes change: header case, order, duplicates and odd spacing are kept."""
     head = b"HTTP/1.1 200 OK\r\nSET-COOKIE:a=1\r\nX-Dup: 1\r\nx-dup: 2\r\nset-cookie:   b=2 ;path=/\r\n\r\n"

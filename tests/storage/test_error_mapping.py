@@ -90,7 +90,7 @@ def test_an_unknown_error_is_raised_as_it_is(tmp_path: Path, monkeypatch: pytest
     ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "b").as_uri(), retry_seconds=5)
     calls = []
 
-    def broken(*args: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         calls.append(1)
         raise TypeError("a bug")
 

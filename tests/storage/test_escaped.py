@@ -34,3 +34,7 @@ def test_an_event_is_escaped_and_flagged_only_when_needed() -> None:
     escaped = escape_event(odd)
     assert escaped.escaped and escaped.url == "http://h/\\xff" and escaped.agent == "x\\\\y\\x00"
     assert unescape(escaped.agent or "") == "x\\y\x00"
+    accented = Event("e", "a", "http.request", "out", datetime.now(UTC), url="http://h/é", agent="ü")
+    assert escape_event(accented) is accented  # not ASCII, yet nothing a database refuses
+    nul = Event("e", "a", "http.request", "out", datetime.now(UTC), url="http://h/", host="h\x00")
+    assert escape_event(nul).escaped and escape_event(nul).host == "h\\x00"

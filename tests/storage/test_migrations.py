@@ -96,3 +96,38 @@ def test_the_newest_file_is_alembics_head() -> None:
     from storage.migrate import newest_revision
 
     assert newest_revision() == head_revision()
+
+
+def test_sqlite_checks_lose_their_in_lists_and_refuse_the_same_rows(tmp_path: Path) -> None:
+    """A SQLite ledger made at 0005 (checks with `IN (...)`, which SQLite rebuilds per inserted row)
+    is migrated to `=`/`OR` checks in place: its rows stay, the stored text has no `IN (` left, and
+    a bad direction, an unknown payload state and a complete payload without a hash are still refused
+    while a good row is taken."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    migrate(engine, "0005")
+    _record_at_old_revision(engine, [event(0, None)])
+
+    def events_sql() -> str:
+        with engine.connect() as conn:
+            return str(conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'events'").scalar())
+
+    assert " IN (" in events_sql()
+    migrate(engine)
+    assert " IN (" not in events_sql() and "payload_state = 'artifact'" in events_sql()
+    good = dict(zip(COLUMNS, to_row(event(1, None), None), strict=True))
+    bad = [
+        {**good, "event_id": "x1", "direction": "sideways"},
+        {**good, "event_id": "x2", "payload_state": "unknown"},
+        {**good, "event_id": "x3", "payload_state": "complete"},  # no hash, size or text
+    ]
+    table = EventRow.__table__  # type: ignore[attr-defined]
+    for row in bad:
+        with pytest.raises(Exception, match="CHECK constraint failed"), engine.begin() as conn:
+            conn.execute(table.insert().values(**row))
+    with engine.begin() as conn:
+        conn.execute(table.insert().values(**good))
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 2
+        assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+    engine.dispose()
