@@ -159,6 +159,9 @@ class WriterProcess:
         self._watch: asyncio.Task[None] | None = None
         self._acks: asyncio.Task[None] | None = None
         self._frame_number = 0
+        self.run = os.urandom(6).hex()
+        """This process's run, in the ids of the overflow events of its drops: its frame numbers
+        start again at 1 in the next proxy, under the same collector."""
         self._unacked: deque[tuple[int, list[bytes], int, int]] = deque()
         """Frames sent and not yet acknowledged: (number, pieces, body bytes, records), in order."""
         self._retained = 0
@@ -212,7 +215,7 @@ class WriterProcess:
             os.close(read_end)
         assert self._proc.stdout is not None
         self._pipe = PipeWriter(asyncio.get_running_loop(), write_end)
-        self._write(("start", self.spec, self._processing))
+        self._write(("start", self.spec, self._processing, self.run))
         if self._unacked:  # a restarted child: what the last one did not acknowledge, in order, again
             log.warning("flightlog: sending %d unacknowledged frames to the new writer", len(self._unacked))
             for _, pieces, _, _ in self._unacked:
@@ -325,7 +328,7 @@ class WriterProcess:
             buffers: Buffers = {}
             wires = [to_wire(item, buffers) for item in batch]
             self._frame_number += 1
-            message = ("items", wires, self._frame_number, dropped)
+            message = ("items", wires, self._frame_number, dropped, time.time() if dropped else 0.0)
             pieces = frame(message, [body for _, body in buffers.values()])  # in index order
             self._write_pieces(pieces)
             self._retain(self._frame_number, pieces, size, len(batch))

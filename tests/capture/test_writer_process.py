@@ -241,3 +241,50 @@ def test_a_stalled_writer_bounds_memory_drops_and_records_the_count(tmp_path: Pa
     finally:
         ledger.close()
     assert sum(int(e.split()[0]) for e in errors) == dropped
+
+
+def overflow_counts(url: str, blobs: str) -> list[int]:
+    """The count each capture.overflow event in the Ledger records."""
+    ledger = open_ledger(url, blobs)
+    try:
+        with ledger.engine.connect() as c:
+            rows = c.execute(text("SELECT error FROM events WHERE kind = 'capture.overflow'"))
+            return [int(row[0].split()[0]) for row in rows]
+    finally:
+        ledger.close()
+
+
+def test_drops_reported_in_a_frame_sent_again_are_recorded_once(tmp_path: Path) -> None:
+    """The proxy's drops travel in a frame; a writer killed after committing their overflow event but
+    before its acknowledgement reached the proxy (the ack reader is held here) gets that frame again
+    from the restarted writer's proxy side: the drops are recorded once, not twice."""
+    url, blobs = urls(tmp_path)
+    body = b"x" * 64 * 1024
+
+    async def main() -> int:
+        writer = make(url, blobs)
+        writer.max_bytes = 512 * 1024
+        await writer.start()
+        assert writer._proc is not None and writer._acks is not None
+        writer._acks.cancel()  # the kill below lands between the commits and their acknowledgement
+        os.kill(writer._proc.pid, signal.SIGSTOP)
+        for n in range(40):  # 2.5 MiB against the 1 MiB pipe and a 512 KiB bound: some are dropped
+            writer.put(response(n, body))
+            await asyncio.sleep(0)
+        dropped = writer.dropped
+        assert dropped > 0
+        os.kill(writer._proc.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 20
+        while sum(await asyncio.to_thread(overflow_counts, url, blobs)) < dropped:
+            assert time.monotonic() < deadline, "the first writer records the drops"
+            await asyncio.sleep(0.1)
+        first = writer._proc.pid
+        os.kill(first, signal.SIGKILL)
+        while writer._proc.pid == first:  # restarted, and handed every frame again
+            assert time.monotonic() < deadline + 20, "the writer is restarted"
+            await asyncio.sleep(0.1)
+        await writer.stop(timeout=10)
+        return dropped
+
+    dropped = asyncio.run(main())
+    assert sum(overflow_counts(url, blobs)) == dropped
