@@ -84,12 +84,13 @@ def main() -> int:
     # deferred until the process is named: these load SQLAlchemy, which takes a while
     from addons.recording.acks import FrameAcks
     from addons.recording.capture_setup import write_stats
+    from addons.recording.pipe_reader import polling_stdin
     from addons.recording.records import from_wire
     from addons.recording.writer import ProxyDrops, Writer
     from addons.recording.writer_process import READY, WriterSpec, read_frame
     from storage.ledger import open_ledger
 
-    stream = sys.stdin.buffer
+    stream = polling_stdin()
     started = read_frame(stream)
     first = started[0] if started is not None else None
     if first is None or first[0] != "start" or not isinstance(first[1], WriterSpec):
