@@ -15,9 +15,9 @@ thread runs in a child process (`addons.recording.writer_child`) and the proxy k
   precede an answer (response, error, WebSocket message and end) return `answered()`, a future
   resolved once what waits is written (one frame per loop iteration for all its answers). The pipe
   outlives a `kill -9` of this process (the child drains it), so what was answered is not lost with
-  it. When the pipe is full the hook waits for it to take the records, within `HOLD_BYTES` and
-  `HOLD_SECONDS`; past them, or with no writer running, the answer goes unheld and is counted in
-  `unprotected_answers`.
+  it. When the pipe is full the hook waits for it to take the records, within the bound of
+  `answer_holds` (`HOLD_BYTES`, `HOLD_SECONDS`); past it, or with no writer running, the answer
+  goes unheld and is counted in `unprotected_answers`.
 - Each frame is kept until the child acknowledges it (its records committed) and sent again to a
   restarted child; past `max_bytes` of kept frames the oldest are let go (`unprotected`).
 - Sync paths commit in this process (`SyncCommitter`): the sender is waiting, not the writer.
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from addons.recording import events as ev
+from addons.recording.answer_holds import AnswerHolds, resolve
 from addons.recording.pipe_writer import PipeWriter
 from addons.recording.records import (
     Buffers,
@@ -78,12 +79,6 @@ ACK = struct.Struct("!Q")
 """The child's acknowledgement on its stdout: every record of every frame up to this number is settled."""
 READY_TIMEOUT = 15.0
 """A child still importing after this long (a cold disk) is waited for by records, not by the start."""
-HOLD_BYTES = 4 * 1024 * 1024
-"""An answer whose records wait on this side of a full pipe (the writer behind) is held until they
-are in the kernel, but not when more than this waits here: then the writer is far behind and holding
-answers would stall traffic. It goes to its client at once and is counted in `unprotected_answers`."""
-HOLD_SECONDS = 0.2
-"""The longest an answer is held for its records to reach the kernel pipe (then released, counted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +138,6 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _resolve(future: asyncio.Future[None], _: object = None) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 class WriterProcess:
     """The proxy's side of the writer process: a non-blocking `put()`, the sync path, start and stop."""
 
@@ -189,11 +179,7 @@ class WriterProcess:
         self.unprotected = 0
         """Records released unacknowledged because the retained frames passed `max_bytes` (they were
         sent; only a writer dying now would lose them)."""
-        self.unprotected_answers = 0
-        """Answers that went to their clients before their records were in the kernel pipe (no writer
-        running, or past `HOLD_BYTES` / `HOLD_SECONDS`): a proxy killed then would lose them."""
-        self._held: deque[tuple[PipeWriter, int, asyncio.Future[None]]] = deque()
-        """Answers waiting for their records to reach the kernel: (pipe, its `sent` mark, future)."""
+        self._holds = AnswerHolds()
         self._answer_wait: asyncio.Future[None] | None = None
 
     # -- configuration -----------------------------------------------------------------------------
@@ -242,7 +228,7 @@ class WriterProcess:
             os.close(read_end)
         assert self._proc.stdout is not None
         self._pipe = PipeWriter(asyncio.get_running_loop(), write_end)
-        self._pipe.on_sent = partial(self._release_held, self._pipe)
+        self._pipe.on_sent = partial(self._holds.release, self._pipe)
         self._write(("start", self.spec, self._processing, self.run))
         if self._unacked:  # a restarted child: what the last one did not acknowledge, in order, again
             log.warning("flightlog: sending %d unacknowledged frames to the new writer", len(self._unacked))
@@ -321,6 +307,12 @@ class WriterProcess:
             )
 
     @property
+    def unprotected_answers(self) -> int:
+        """Answers that went to their clients before their records were in the kernel pipe (no
+        writer running, or past `HOLD_BYTES` / `HOLD_SECONDS`): a proxy killed then would lose them."""
+        return self._holds.unprotected
+
+    @property
     def unacknowledged(self) -> int:
         """Records sent and not (yet) acknowledged as settled by the writer process."""
         return sum(records for *_, records in self._unacked)
@@ -352,46 +344,12 @@ class WriterProcess:
             if held is None:
                 wait.set_result(None)
             else:
-                held.add_done_callback(partial(_resolve, wait))
+                held.add_done_callback(partial(resolve, wait))
 
     def _hold(self) -> asyncio.Future[None] | None:
-        """A future resolved once what was written so far is in the kernel (None: it is, or it
-        cannot be waited for and the answer is counted unprotected)."""
-        pipe = self._pipe
-        if pipe is None or pipe.closed:
-            if self._batch:  # no writer to send them to (restarting): nothing to wait for
-                self.unprotected_answers += 1
+        if self._loop is None:
             return None
-        if not pipe.buffered:
-            return None
-        if pipe.buffered > HOLD_BYTES or self._loop is None:
-            self.unprotected_answers += 1
-            return None
-        held = self._loop.create_future()
-        self._held.append((pipe, pipe.sent + pipe.buffered, held))
-        self._loop.call_later(HOLD_SECONDS, self._give_up, held)
-        return held
-
-    def _release_held(self, pipe: PipeWriter) -> None:
-        """`pipe` took more (or broke, or closed): release the answers whose records it has, and
-        every answer held on it once nothing more will reach the kernel through it."""
-        while self._held:
-            held_on, mark, held = self._held[0]
-            ended = held_on.fd < 0
-            if held_on is not pipe and not ended:
-                return
-            if held_on.sent < mark and not ended:
-                return
-            self._held.popleft()
-            if not held.done():
-                if held_on.sent < mark:
-                    self.unprotected_answers += 1
-                held.set_result(None)
-
-    def _give_up(self, held: asyncio.Future[None]) -> None:
-        if not held.done():
-            self.unprotected_answers += 1
-            held.set_result(None)
+        return self._holds.hold(self._loop, self._pipe, bool(self._batch))
 
     # -- the producer side (mitmproxy's event loop) ------------------------------------------------
 

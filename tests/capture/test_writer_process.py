@@ -326,7 +326,7 @@ def test_a_full_pipe_holds_an_answer_only_within_its_bound(tmp_path: Path) -> No
     """The writer stopped (SIGSTOP) and its pipe full: an answer is held until its records reach the
     kernel (released, unprotected 0, once the writer reads again); held no longer than HOLD_SECONDS
     while the writer stays stopped (then counted unprotected); and not held at all past HOLD_BYTES."""
-    from addons.recording import writer_process
+    from addons.recording import answer_holds
 
     url, blobs = urls(tmp_path)
     body = b"x" * 64 * 1024
@@ -359,10 +359,10 @@ def test_a_full_pipe_holds_an_answer_only_within_its_bound(tmp_path: Path) -> No
         held = writer.answered()
         assert held is not None
         await asyncio.wait_for(held, 5)
-        assert writer_process.HOLD_SECONDS <= time.monotonic() - started + 0.01 < 2
+        assert answer_holds.HOLD_SECONDS <= time.monotonic() - started + 0.01 < 2
         assert writer.unprotected_answers == 1
 
-        await fill(writer, writer_process.HOLD_BYTES)
+        await fill(writer, answer_holds.HOLD_BYTES)
         assert writer.answered() is None, "far behind: the answer goes at once"
         assert writer.unprotected_answers == 2
         os.kill(pid, signal.SIGCONT)
