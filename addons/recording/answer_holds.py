@@ -36,44 +36,46 @@ class AnswerHolds:
     def __init__(self) -> None:
         self.unprotected = 0
         """Answers that went to their clients before their records were in the kernel pipe."""
-        self._held: deque[tuple[PipeWriter, int, asyncio.Future[None]]] = deque()
-        """(pipe, its `sent` mark that covers the answer's records, the future the hook awaits)."""
+        self._held: deque[tuple[PipeWriter, int, asyncio.Future[None], int]] = deque()
+        """(pipe, its `sent` mark that covers the answers' records, the future their hooks await,
+        how many answers await it)."""
 
     def hold(
-        self, loop: asyncio.AbstractEventLoop, pipe: PipeWriter | None, unsent: bool
+        self, loop: asyncio.AbstractEventLoop, pipe: PipeWriter | None, unsent: bool, answers: int = 1
     ) -> asyncio.Future[None] | None:
         """A future resolved once what was written to `pipe` so far is in the kernel; None when it
-        is, or when it cannot be waited for (counted). `unsent`: records not written anywhere yet
-        (no writer to write them to)."""
+        is, or when it cannot be waited for (the `answers` counted). `unsent`: records not written
+        anywhere yet (no writer to write them to)."""
         if pipe is None or pipe.closed:
             if unsent:
-                self.unprotected += 1
+                self.unprotected += answers
             return None
         if not pipe.buffered:
             return None
         if pipe.buffered > HOLD_BYTES:
-            self.unprotected += 1
+            self.unprotected += answers
             return None
         held = loop.create_future()
-        self._held.append((pipe, pipe.sent + pipe.buffered, held))
-        loop.call_later(HOLD_SECONDS, self._give_up, held)
+        entry = (pipe, pipe.sent + pipe.buffered, held, answers)
+        self._held.append(entry)
+        loop.call_later(HOLD_SECONDS, self._give_up, held, answers)
         return held
 
     def release(self, pipe: PipeWriter) -> None:
         """`pipe` took more (or broke, or closed): release the answers whose records it has, and
         every answer held on it once nothing more will reach the kernel through it."""
         while self._held:
-            held_on, mark, held = self._held[0]
+            held_on, mark, held, answers = self._held[0]
             ended = held_on.fd < 0
             if (held_on is not pipe or held_on.sent < mark) and not ended:
                 return
             self._held.popleft()
             if not held.done():
                 if held_on.sent < mark:
-                    self.unprotected += 1
+                    self.unprotected += answers
                 held.set_result(None)
 
-    def _give_up(self, held: asyncio.Future[None]) -> None:
+    def _give_up(self, held: asyncio.Future[None], answers: int) -> None:
         if not held.done():
-            self.unprotected += 1
+            self.unprotected += answers
             held.set_result(None)

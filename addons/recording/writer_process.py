@@ -181,6 +181,8 @@ class WriterProcess:
         sent; only a writer dying now would lose them)."""
         self._holds = AnswerHolds()
         self._answer_wait: asyncio.Future[None] | None = None
+        self._answers_waiting = 0
+        """How many answers share `_answer_wait` (each is counted if it goes unprotected)."""
 
     # -- configuration -----------------------------------------------------------------------------
 
@@ -334,22 +336,24 @@ class WriterProcess:
                 return None
             self._answer_wait = self._loop.create_future()
             self._loop.call_soon(self._flush_answers)
+        self._answers_waiting += 1
         return self._answer_wait
 
     def _flush_answers(self) -> None:
         wait, self._answer_wait = self._answer_wait, None
+        answers, self._answers_waiting = self._answers_waiting, 0
         self._flush()
-        held = self._hold()
+        held = self._hold(answers)
         if wait is not None and not wait.done():
             if held is None:
                 wait.set_result(None)
             else:
                 held.add_done_callback(partial(resolve, wait))
 
-    def _hold(self) -> asyncio.Future[None] | None:
+    def _hold(self, answers: int = 1) -> asyncio.Future[None] | None:
         if self._loop is None:
             return None
-        return self._holds.hold(self._loop, self._pipe, bool(self._batch))
+        return self._holds.hold(self._loop, self._pipe, bool(self._batch), answers)
 
     # -- the producer side (mitmproxy's event loop) ------------------------------------------------
 

@@ -325,7 +325,8 @@ def test_what_an_answer_waited_for_survives_a_proxy_killed_right_after(tmp_path:
 def test_a_full_pipe_holds_an_answer_only_within_its_bound(tmp_path: Path) -> None:
     """The writer stopped (SIGSTOP) and its pipe full: an answer is held until its records reach the
     kernel (released, unprotected 0, once the writer reads again); held no longer than HOLD_SECONDS
-    while the writer stays stopped (then counted unprotected); and not held at all past HOLD_BYTES."""
+    while the writer stays stopped (then each answer counted unprotected); and not held at all past
+    HOLD_BYTES."""
     from addons.recording import answer_holds
 
     url, blobs = urls(tmp_path)
@@ -355,16 +356,17 @@ def test_a_full_pipe_holds_an_answer_only_within_its_bound(tmp_path: Path) -> No
 
         os.kill(pid, signal.SIGSTOP)
         await fill(writer, 0)
+        writer.put(request(10_000))
         started = time.monotonic()
-        held = writer.answered()
-        assert held is not None
+        held, again = writer.answered(), writer.answered()
+        assert held is not None and again is held, "the answers of one loop iteration share one frame"
         await asyncio.wait_for(held, 5)
         assert answer_holds.HOLD_SECONDS <= time.monotonic() - started + 0.01 < 2
-        assert writer.unprotected_answers == 1
+        assert writer.unprotected_answers == 2, "each answer released unprotected is counted"
 
         await fill(writer, answer_holds.HOLD_BYTES)
         assert writer.answered() is None, "far behind: the answer goes at once"
-        assert writer.unprotected_answers == 2
+        assert writer.unprotected_answers == 3
         os.kill(pid, signal.SIGCONT)
         await writer.stop(timeout=10)
 
