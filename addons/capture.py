@@ -329,14 +329,24 @@ class Capture:
             response.stream, flow.metadata[META_FIRST_CHUNK] = tee(flow.id, self._sink, coding or "")
             flow.metadata[META_TEED] = True
 
-    def response(self, flow: http.HTTPFlow) -> None:
-        if META_EXCHANGE not in flow.metadata or META_RELAY in flow.metadata:
-            return
-        self._answer(flow, error=None)
+    def response(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """The answer's record, in the writer's pipe before mitmproxy sends the answer (or, streamed,
+        its end) on: this hook runs just before that, and the pipe outlives a killed proxy. A relayed
+        answer's record was put by the relay before the last bytes reached mitmproxy."""
+        if META_EXCHANGE not in flow.metadata:
+            return None
+        if META_RELAY not in flow.metadata:
+            self._answer(flow, error=None)
+        return self._answered()
 
-    def error(self, flow: http.HTTPFlow) -> None:
-        if META_EXCHANGE not in flow.metadata or META_RELAY in flow.metadata:
-            return
+    def _answered(self) -> Awaitable[None] | None:
+        return self.writer.answered() if self.writer is not None else None
+
+    def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        if META_EXCHANGE not in flow.metadata:
+            return None
+        if META_RELAY in flow.metadata:
+            return self._answered()
         message = flow.error.msg if flow.error else "error"
         if META_TRAILERS in flow.metadata:
             message = trailer_error([], f"announced: Trailer: {flow.metadata[META_TRAILERS]}")
@@ -356,24 +366,28 @@ class Capture:
             if arrived is not None:
                 message = cut_short_error(flow, len(arrived), message)
         self._answer(flow, error=message, arrived=arrived)
+        return self._answered()
 
-    def websocket_message(self, flow: http.HTTPFlow) -> None:
-        """Each message of an upgraded connection, numbered in arrival order, from either side."""
+    def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Each message of an upgraded connection, numbered in arrival order, from either side; in
+        the writer's pipe before mitmproxy passes the message on."""
         exchange = flow.metadata.get(META_EXCHANGE)
         if exchange is None or flow.websocket is None or not flow.websocket.messages:
-            return
+            return None
         message = flow.websocket.messages[-1]
         index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
         origin = "client" if message.from_client else "server"
         self._sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
+        return self._answered()
 
-    def websocket_end(self, flow: http.HTTPFlow) -> None:
+    def websocket_end(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """How the connection ended: the close code, and the reason as the payload."""
         exchange = flow.metadata.get(META_EXCHANGE)
         ws = flow.websocket
         if exchange is None or ws is None:
-            return
+            return None
         self._sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
+        return self._answered()
 
     def _answer(self, flow: http.HTTPFlow, error: str | None, arrived: bytes | None = None) -> None:
         first = flow.metadata.get(META_FIRST_CHUNK)

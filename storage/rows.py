@@ -166,11 +166,16 @@ _NORMALIZED: Final = frozenset(
     {"at", "head", "payload_text", "cost_usd", "redacted", "escaped", *TIMING_FIELDS}
 )
 """Columns whose stored form differs by dialect (or did not exist in older rows): normalized first."""
+_DELIVERY: Final = frozenset({"seq"})
+"""Columns that say how an event was delivered, not what it is: a writer process restarted by the
+proxy numbers the frames it is handed again from 1, so a re-delivered event carries another `seq`
+and is still the same event (a duplicate, not a conflict)."""
 
 
 def content_fingerprint(values: Mapping[str, Any]) -> str:
     """SHA-256 over an event row's whole content, whether offered (a `to_row` tuple zipped with
-    `COLUMNS`) or read back from either database; tells a re-delivery from a conflict.
+    `COLUMNS`) or read back from either database; tells a re-delivery from a conflict. Its delivery
+    (`_DELIVERY`: the writer's `seq`) is not content.
 
     Only computed when some events of a batch were already stored, so the hot path never pays.
     """
@@ -179,7 +184,7 @@ def content_fingerprint(values: Mapping[str, Any]) -> str:
         at = datetime.fromisoformat(at)
     text = values["payload_text"]
     cost = values["cost_usd"]
-    meta = [values[c] for c in COLUMNS if c not in _NORMALIZED]
+    meta = [values[c] for c in COLUMNS if c not in _NORMALIZED and c not in _DELIVERY]
     meta += [
         utc(at).isoformat(),
         None if text is None else bool(text),

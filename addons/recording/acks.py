@@ -3,7 +3,8 @@
 The proxy keeps each frame it sent until the writer process acknowledges it, and sends what is not
 acknowledged again to a restarted writer (event ids make the second delivery a no-op). A frame is
 acknowledged once each of its records is settled: its event committed, filed as unrecordable, or
-dropped at the writer's bound and counted in a `capture.overflow` event. A stream's chunks settle
+dropped at the writer's bound and counted in a `capture.overflow` event. The proxy's own drops that a
+frame reports settle as one more item of it, with the overflow event recording them. A stream's chunks settle
 with its answer event. Acknowledgements are a contiguous prefix: the highest frame number such that
 it and every frame before it are settled, so one number says it all.
 """

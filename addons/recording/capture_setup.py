@@ -92,7 +92,7 @@ def write_stats(path: Path, writer: Writer) -> None:
         json.dumps(
             {
                 "written": writer.stats.written,
-                "dropped": writer.stats.dropped,
+                "dropped": writer.stats.dropped + writer.stats.proxy_dropped,
                 "unrecordable": writer.stats.unrecordable,
                 "rejected": writer.stats.rejected,
                 "batches": writer.stats.batches,

@@ -245,6 +245,22 @@ def overflow_event(collector: str, number: int, dropped: int, at: float) -> Even
     )
 
 
+def proxy_overflow_event(collector: str, run: str, frame: int, dropped: int, at: float) -> Event:
+    """The record that the proxy dropped `dropped` items at its own bound (the writer process fell
+    behind), as reported in its frame `frame`. The id names the proxy's run and that frame, and `at`
+    is the proxy's time of the report: a frame sent again to a restarted writer is the same event."""
+    event_id = f"overflow:{collector}:{run}:{frame}"
+    return Event(
+        event_id=event_id,
+        action_id=event_id,
+        kind=kinds.CAPTURE_OVERFLOW,
+        direction="out",
+        at=when(at),
+        collector=collector,
+        error=f"{dropped} captured items dropped: the proxy's queue to the writer process was full",
+    )
+
+
 def _error_line(error: BaseException) -> str:
     text = str(error).strip()
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"[:500]

@@ -15,6 +15,7 @@ import itertools
 import os
 import sys
 from collections import deque
+from collections.abc import Callable
 
 IOV_MAX = 1024
 """Pieces handed to one writev at most (Linux's limit)."""
@@ -23,13 +24,18 @@ PIPE_SIZE = 1024 * 1024
 
 
 class PipeWriter:
-    """The write end of a pipe, owned by one event loop. `buffered` is what waits on this side."""
+    """The write end of a pipe, owned by one event loop. `buffered` is what waits on this side;
+    `sent` counts every byte the kernel took, so `sent + buffered` after a write marks where that
+    write ends (it is in the kernel once `sent` reaches the mark). `on_sent` is called after the
+    queue shrank, or when the pipe broke or closed (then nothing more will be sent)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
         self.loop = loop
         self.fd = fd
         self.buffered = 0
+        self.sent = 0
         self.broken = False
+        self.on_sent: Callable[[], None] | None = None
         self._queue: deque[memoryview] = deque()
         self._watching = False
         self._closing = False
@@ -53,6 +59,7 @@ class PipeWriter:
             written = self._writev(views)
             if written is None:
                 return
+            self.sent += written
             views = _skip(views, written)
             if not views:
                 return
@@ -86,13 +93,18 @@ class PipeWriter:
             if not written:  # full (0) or broken (None): wait for the next writable event, or stop
                 return
             self.buffered -= written
+            self.sent += written
             while written:
                 first = self._queue[0]
                 if written < len(first):
                     self._queue[0] = first[written:]
+                    if self.on_sent is not None:
+                        self.on_sent()
                     return  # the pipe took part of it: it is full now
                 written -= len(first)
                 self._queue.popleft()
+        if self.on_sent is not None:
+            self.on_sent()
         if self._watching:
             self.loop.remove_writer(self.fd)
             self._watching = False
@@ -106,6 +118,8 @@ class PipeWriter:
         with contextlib.suppress(OSError):
             os.close(self.fd)
         self.fd = -1
+        if self.on_sent is not None:
+            self.on_sent()
 
 
 def _skip(views: list[memoryview], count: int) -> list[memoryview]:

@@ -46,12 +46,25 @@ USAGE_MAX = 4 * 1024 * 1024
 """Streamed answers up to this size are read back for model and token usage."""
 
 
+@dataclass(frozen=True, slots=True)
+class ProxyDrops:
+    """Items the proxy dropped at its own bound, as one of its frames reported them (`run`: which
+    proxy process; `at`: when it reported them). Settled by the overflow event that records them."""
+
+    run: str
+    frame: int
+    count: int
+    at: float
+
+
 @dataclass
 class WriterStats:
     """Counters for logs, tests and the bench."""
 
     written: int = 0
     dropped: int = 0
+    proxy_dropped: int = 0
+    """Reported by the proxy (dropped at its bound, recorded each in its own overflow event)."""
     rejected: int = 0
     unrecordable: int = 0
     batches: int = 0
@@ -128,6 +141,12 @@ class Writer:
         self._produced_bytes += size
         self._queue.put((item, frame, time.monotonic()))
         return True
+
+    def put_proxy_drops(self, drops: ProxyDrops) -> None:
+        """Queue the proxy's report of its drops, past any bound (it is a few bytes, one per frame):
+        it becomes an overflow event, and its frame is acknowledged only once that event commits."""
+        self.stats.proxy_dropped += drops.count
+        self._queue.put((drops, drops.frame, time.monotonic()))
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -240,6 +259,10 @@ class Writer:
         or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on.
         `arrived`: when `put` queued it (records that waited behind a commit need not wait again)."""
         self._arrived = time.monotonic() if arrived is None else arrived
+        if isinstance(item, ProxyDrops):
+            event = ev.proxy_overflow_event(self.collector, item.run, item.frame, item.count, item.at)
+            self._add(event, [frame])
+            return
         self._consumed_bytes += size_of(item)
         if isinstance(item, StreamChunk):
             self._stream_frames.setdefault(item.flow_id, []).append(frame)

@@ -84,18 +84,20 @@ def main() -> int:
     # deferred until the process is named: these load SQLAlchemy, which takes a while
     from addons.recording.acks import FrameAcks
     from addons.recording.capture_setup import write_stats
+    from addons.recording.pipe_reader import polling_stdin
     from addons.recording.records import from_wire
-    from addons.recording.writer import Writer
+    from addons.recording.writer import ProxyDrops, Writer
     from addons.recording.writer_process import READY, WriterSpec, read_frame
     from storage.ledger import open_ledger
 
-    stream = sys.stdin.buffer
+    stream = polling_stdin()
     started = read_frame(stream)
     first = started[0] if started is not None else None
     if first is None or first[0] != "start" or not isinstance(first[1], WriterSpec):
         print("flightlog: the writer process expects to be started by the proxy", file=sys.stderr)
         return 2
     spec: WriterSpec = first[1]
+    run: str = first[3]
     writer = Writer(
         _opened_first(spec, open_ledger),
         first[2],
@@ -113,11 +115,14 @@ def main() -> int:
         message, buffers = framed
         kind = message[0]
         if kind == "items":
-            _, wires, number, dropped = message
-            writer.stats.dropped += int(dropped)  # at the proxy's bound: the overflow event records them
-            writer.acks.open(number, len(wires))
+            _, wires, number, dropped, reported = message
+            # The drops at the proxy's bound are one more thing the frame holds: settled by their own
+            # overflow event, whose id (the proxy's run and this frame) makes a second delivery a no-op.
+            writer.acks.open(number, len(wires) + (1 if dropped else 0))
             for wire in wires:
                 writer.put(from_wire(wire, buffers), number)
+            if dropped:
+                writer.put_proxy_drops(ProxyDrops(run, number, int(dropped), reported))
         elif kind == "processing":
             writer.processing = message[1]
         elif kind == "dropped":

@@ -28,10 +28,15 @@ class Taken:
     def __init__(self) -> None:
         self.items: list[Record] = []
         self.processing: object = None
+        self.answered_after: list[int] = []
+        """How many records had been put each time a hook asked for them before its answer went."""
 
     def put(self, item: Record) -> bool:
         self.items.append(item)
         return True
+
+    def answered(self) -> None:
+        self.answered_after.append(len(self.items))
 
 
 @pytest.fixture
@@ -103,6 +108,27 @@ def test_an_exchange_becomes_a_request_and_a_response_record(
     assert request.exchange.direction == "out"
     assert response.status == 200 and response.body == b"message" and response.error is None
     assert response.head.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_every_hook_before_an_answer_goes_out_asks_for_its_records_to_be_written_first(
+    capture: tuple[Capture, Taken, taddons.context],
+) -> None:
+    """The response, error and WebSocket hooks call `answered()` (the writer process writes what
+    waits to its pipe) after putting their record, so a proxy killed once the client has its answer
+    still has that answer's records in the pipe."""
+    addon, taken, _ = capture
+    through(addon, tflow.tflow(resp=True))
+    assert taken.answered_after == [2], "after the response record"
+    failed = tflow.tflow(err=True)
+    addon.requestheaders(failed)
+    addon.error(failed)
+    assert taken.answered_after == [2, 4], "after the error's answer record"
+    ws = tflow.twebsocketflow()
+    addon.requestheaders(ws)
+    addon.websocket_message(ws)
+    assert taken.answered_after[-1] == len(taken.items) and isinstance(taken.items[-1], WebSocketRecord)
+    addon.websocket_end(ws)
+    assert taken.answered_after[-1] == len(taken.items) and taken.items[-1].origin == "close"  # type: ignore[union-attr]
 
 
 def test_own_routes_and_ignored_hosts_are_never_recorded(

@@ -241,3 +241,133 @@ def test_a_stalled_writer_bounds_memory_drops_and_records_the_count(tmp_path: Pa
     finally:
         ledger.close()
     assert sum(int(e.split()[0]) for e in errors) == dropped
+
+
+def overflow_counts(url: str, blobs: str) -> list[int]:
+    """The count each capture.overflow event in the Ledger records."""
+    ledger = open_ledger(url, blobs)
+    try:
+        with ledger.engine.connect() as c:
+            rows = c.execute(text("SELECT error FROM events WHERE kind = 'capture.overflow'"))
+            return [int(row[0].split()[0]) for row in rows]
+    finally:
+        ledger.close()
+
+
+def test_drops_reported_in_a_frame_sent_again_are_recorded_once(tmp_path: Path) -> None:
+    """The proxy's drops travel in a frame; a writer killed after committing their overflow event but
+    before its acknowledgement reached the proxy (the ack reader is held here) gets that frame again
+    from the restarted writer's proxy side: the drops are recorded once, not twice."""
+    url, blobs = urls(tmp_path)
+    body = b"x" * 64 * 1024
+
+    async def main() -> int:
+        writer = make(url, blobs)
+        writer.max_bytes = 512 * 1024
+        await writer.start()
+        assert writer._proc is not None and writer._acks is not None
+        writer._acks.cancel()  # the kill below lands between the commits and their acknowledgement
+        os.kill(writer._proc.pid, signal.SIGSTOP)
+        for n in range(40):  # 2.5 MiB against the 1 MiB pipe and a 512 KiB bound: some are dropped
+            writer.put(response(n, body))
+            await asyncio.sleep(0)
+        dropped = writer.dropped
+        assert dropped > 0
+        os.kill(writer._proc.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 20
+        while sum(await asyncio.to_thread(overflow_counts, url, blobs)) < dropped:
+            assert time.monotonic() < deadline, "the first writer records the drops"
+            await asyncio.sleep(0.1)
+        first = writer._proc.pid
+        os.kill(first, signal.SIGKILL)
+        while writer._proc.pid == first:  # restarted, and handed every frame again
+            assert time.monotonic() < deadline + 20, "the writer is restarted"
+            await asyncio.sleep(0.1)
+        await writer.stop(timeout=10)
+        return dropped
+
+    dropped = asyncio.run(main())
+    assert sum(overflow_counts(url, blobs)) == dropped
+
+
+ANSWERED = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    sys.path.insert(0, {root!r})
+    from tests.capture.test_writer_process import make, request, response
+
+    async def main():
+        writer = make({url!r}, {blobs!r})
+        await writer.start()
+        for n in range(3):
+            writer.put(request(n))
+            writer.put(response(n))
+        held = writer.answered()  # what a hook returns just before mitmproxy sends the answer
+        if held is not None:
+            await held
+        os.kill(os.getpid(), signal.SIGKILL)  # at once: the 5 ms send delay has not passed
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_what_an_answer_waited_for_survives_a_proxy_killed_right_after(tmp_path: Path) -> None:
+    """Once `answered()` returns (or its future resolves), the records put before it are in the
+    kernel pipe, which the writer drains after the proxy's SIGKILL: none waits out the send delay."""
+    url, blobs = urls(tmp_path)
+    script = ANSWERED.format(root=str(ROOT), url=url, blobs=blobs)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert wait_for(url, blobs, "1 = 1", 6) == 6
+
+
+def test_a_full_pipe_holds_an_answer_only_within_its_bound(tmp_path: Path) -> None:
+    """The writer stopped (SIGSTOP) and its pipe full: an answer is held until its records reach the
+    kernel (released, unprotected 0, once the writer reads again); held no longer than HOLD_SECONDS
+    while the writer stays stopped (then each answer counted unprotected); and not held at all past
+    HOLD_BYTES."""
+    from addons.recording import answer_holds
+
+    url, blobs = urls(tmp_path)
+    body = b"x" * 64 * 1024
+
+    async def fill(writer: WriterProcess, until: int) -> None:
+        n = 0
+        while writer.backlog() <= until:
+            n += 1
+            writer.put(response(n, body))
+            await asyncio.sleep(0.006)  # past the send delay: the frames go to the pipe
+
+    async def main() -> None:
+        writer = make(url, blobs)
+        await writer.start()
+        assert writer._proc is not None
+        pid = writer._proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        await fill(writer, 0)  # the kernel pipe is full; a frame waits on this side
+        held = writer.answered()
+        assert held is not None, "the answer waits for its records"
+        await asyncio.sleep(0.05)
+        assert not held.done()
+        os.kill(pid, signal.SIGCONT)
+        await asyncio.wait_for(held, 5)
+        assert writer.unprotected_answers == 0
+
+        os.kill(pid, signal.SIGSTOP)
+        await fill(writer, 0)
+        writer.put(request(10_000))
+        started = time.monotonic()
+        held, again = writer.answered(), writer.answered()
+        assert held is not None and again is held, "the answers of one loop iteration share one frame"
+        await asyncio.wait_for(held, 5)
+        assert answer_holds.HOLD_SECONDS <= time.monotonic() - started + 0.01 < 2
+        assert writer.unprotected_answers == 2, "each answer released unprotected is counted"
+
+        await fill(writer, answer_holds.HOLD_BYTES)
+        assert writer.answered() is None, "far behind: the answer goes at once"
+        assert writer.unprotected_answers == 3
+        os.kill(pid, signal.SIGCONT)
+        await writer.stop(timeout=10)
+
+    asyncio.run(main())

@@ -62,6 +62,21 @@ def test_an_older_position_never_moves_the_collector_back(ledger) -> None:  # ty
     assert ledger.position("test") == 5
 
 
+def test_a_re_delivery_numbered_anew_is_a_duplicate_not_a_conflict(ledger) -> None:  # type: ignore[no-untyped-def]
+    """A writer process restarted by the proxy gets the unacknowledged frames again and numbers their
+    events from 1 (another `seq`) in a batch at another position: the same events, so duplicates,
+    and the batch row lists no conflict."""
+    first = [event(i) for i in range(4)]
+    ledger.append(batch(first, position=1))
+    again = [replace(e, seq=e.seq + 100) for e in first] + [event(4)]
+    result = ledger.append(batch(again, position=2))
+    assert (result.new, result.duplicates, result.conflicts) == (1, 4, ())
+    with ledger.engine.connect() as conn:
+        recorded = conn.execute(text("SELECT conflicts FROM batches WHERE position = 2")).scalar_one()
+    assert recorded == "[]"
+    assert ledger.event("ev-000001").seq == 1, "the first delivery's row is the one kept"
+
+
 def test_same_id_with_other_content_is_a_conflict_not_a_silent_drop(ledger) -> None:  # type: ignore[no-untyped-def]
     """The stored version is kept, and the offered one is reported with both fingerprints."""
     original = event(1, payload=b"first")
