@@ -259,7 +259,7 @@ class WriterProcess:
             return
 
     async def _watch_child(self) -> None:
-        delay = RESTART_DELAY
+        quick_deaths = 0
         while not self._stopping and self._proc is not None:
             started = time.monotonic()
             code = await self._proc.wait()
@@ -268,11 +268,15 @@ class WriterProcess:
             if self._pipe is not None:
                 self._pipe.close()
                 self._pipe = None
-            # A child that keeps dying at once (a broken install) is retried ever more slowly.
-            delay = RESTART_DELAY if time.monotonic() - started > RESTART_MAX else min(delay * 2, RESTART_MAX)
-            log.warning(
-                "flightlog: the writer process exited with code %s; restarting it in %.0f s", code, delay
-            )
+            # A death after a life (a one-off kill) is restarted at once: while no writer runs, answers
+            # go out before their records reach a pipe. A child that keeps dying at once (a broken
+            # install) is retried ever more slowly.
+            if time.monotonic() - started > RESTART_MAX:
+                quick_deaths = 0
+            delay = min(RESTART_DELAY * 2 ** (quick_deaths - 1), RESTART_MAX) if quick_deaths else 0.0
+            quick_deaths += 1
+            when = f"in {delay:g} s" if delay else "now"
+            log.warning("flightlog: the writer process exited with code %s; restarting it %s", code, when)
             await asyncio.sleep(delay)
             if not self._stopping:
                 await self._spawn()
