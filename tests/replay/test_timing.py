@@ -32,6 +32,10 @@ def test_replayed_stream_keeps_its_chunks_and_the_chosen_pace(home: Path) -> Non
         assert ran.code == 0, ran.err
         runs[name] = json.loads(ran.out)
         assert runs[name]["events"] == original["events"]
-    assert min(runs["fixed"]["gaps"]) >= 0.06
+    # The client timestamps an event when it reads it: a client held off the CPU for 80 ms (a loaded
+    # machine, parallel tests) reads two events in one go, a gap of 0 it did not get from the proxy.
+    # So the pace is checked on most gaps and on their sum, not on every one.
+    fixed = sorted(runs["fixed"]["gaps"])
+    assert len(fixed) == 5 and fixed[2] >= 0.06 and sum(fixed) >= 0.3, fixed
     assert sum(runs["recorded"]["gaps"]) >= 0.1
     assert sum(runs["fast"]["gaps"]) < sum(runs["recorded"]["gaps"])
