@@ -43,8 +43,13 @@ imports: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_cycles.py
 
+# The tests mostly wait on subprocesses (proxies, clients, servers), so they run on JOBS pytest-xdist
+# workers, a test file per worker (its module fixtures, such as a shared proxy, start once). The
+# `serial` tests (they restart the shared PostgreSQL server) run afterwards, alone.
+JOBS ?= auto
 pytest: $(STAMP)
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(JOBS) --dist loadfile -m 'not serial' $(PYTEST_ARGS)
+	$(BIN)/pytest -q -p no:xdist -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: the selection had none
 
 test: lint typecheck imports pytest
 

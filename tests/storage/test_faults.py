@@ -36,6 +36,7 @@ def restart_postgres_immediately() -> None:
     )
 
 
+@pytest.mark.serial  # the restart drops every other test's connections: `make test` runs it alone
 def test_a_writer_survives_a_postgres_restart_and_every_batch_lands_once(pg_url: str, tmp_path: Path) -> None:
     """Appending through an immediate restart: reconnect, retry, and no batch is lost or doubled."""
     ledger = open_ledger(pg_url, (tmp_path / "blobs").as_uri(), retry_seconds=60)
