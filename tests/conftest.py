@@ -14,8 +14,21 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: on a loaded machine (parallel workers, other jobs on the cores) one example
+# of a property test can take 300 ms where it takes 20 ms alone, and Hypothesis then reports the test
+# as flaky. The properties are about what the code does, not how fast it does it.
+settings.register_profile("flightlog", deadline=None)
+settings.load_profile("flightlog")
 
 PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `slow` (a module's `pytestmark`) first, the order otherwise kept: the xdist workers
+    start the long files at once, instead of one worker running them alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def _pg_server() -> str:
