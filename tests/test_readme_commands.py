@@ -36,6 +36,8 @@ import pytest
 from tests.support.proxy import LiveProxy, start_proxy
 from tests.support.upstream import Upstream, upstream
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -20,7 +20,7 @@ from tui.exchange_detail import ExchangeScreen
 from tui.source import ToolInfo
 
 __all__ = ["conversation_ledger", "sqlite_sample"]
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: run first on the xdist workers
 ROW = {"c8": 0, "c7": 1, "c6": 2, "c5": 3, "c4": 4, "c3": 5, "c2": 6, "c1": 7}
 """Where each exchange of the conversation ledger sits in the list, newest first."""
 

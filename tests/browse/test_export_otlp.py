@@ -23,6 +23,8 @@ from tests.support.phoenix import phoenix
 from tests.support.proxy import start_proxy
 from tests.support.upstream import upstream
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 
 def _spans(base: str, count: int, timeout: float = 20.0) -> list[dict[str, Any]]:
     """Phoenix's spans once `count` have been ingested (it writes them asynchronously)."""

@@ -14,10 +14,13 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.capture.ledger_view import ledger_of
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
+
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
 
 
 def writer_pid(proxy_pid: int) -> int | None:

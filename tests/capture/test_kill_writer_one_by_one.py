@@ -30,6 +30,8 @@ from addons.recording.records import Exchange, RequestRecord
 from addons.recording.writer_process import WriterProcess, WriterSpec
 from storage.ledger import Ledger, open_ledger
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 RECORDS = 500
 BAD = 250
 SQLITE_REFUSE = """

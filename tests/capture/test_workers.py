@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import text
 
 from tests.capture.ledger_view import ledger_of
@@ -27,6 +28,8 @@ from tests.capture.test_kill_writer import writer_pid
 from tests.support.ports import free_block
 from tests.support.proxy import LiveProxy, live_proxy, start_proxy
 from tests.support.upstream import Upstream
+
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
 
 
 def workers_of(supervisor: int) -> list[int]:

@@ -29,6 +29,8 @@ from tests.dispatch.conftest import SECRET, weather
 from tests.dispatch.upstreams import raw_upstream
 from tests.support.proxy import LiveProxy, live_proxy
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 BASE = "http://flightlog.local"
 ATTACK_COUNTS: dict[str, list[int]] = {}
 """door -> [attacks tried, refused]; printed by the last test for the report."""

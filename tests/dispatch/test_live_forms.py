@@ -37,6 +37,8 @@ from tests.dispatch.test_live_proxy import mcp_stdio, root, world
 from tests.dispatch.upstreams import Received
 from tests.support.proxy import LiveProxy
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 __all__ = ["world"]
 BIN = Path(sys.executable).parent
 ARGS = {"city": "Bern"}

@@ -26,6 +26,8 @@ from catalog import tokens
 from tests.dispatch.conftest import weather
 from tests.support.proxy import live_proxy
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -12,6 +12,8 @@ from addons.readback.drift import DriftError, compare, failures, parse_fail_on
 from tests.replay.conftest import agent, flightlog
 from tests.support.upstream import upstream
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 CHAT = "POST api.openai.com/v1/chat/completions"
 
 

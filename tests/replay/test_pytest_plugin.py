@@ -11,6 +11,8 @@ import pytest
 from tests.replay.conftest import AGENT
 from tests.support.upstream import upstream
 
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
 pytest_plugins = ["pytester"]
 
 INNER = f"""

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.replay.conftest import agent, flightlog
 from tests.support.upstream import upstream
+
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
 
 ROME = "What is the weather in Rome?"
 

@@ -7,8 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.replay.conftest import flightlog
 from tests.support.upstream import upstream
+
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
 
 CLIENT = str(Path(__file__).with_name("sse_client.py"))
 
