@@ -36,7 +36,10 @@ class _Handler(socketserver.StreamRequestHandler):
             if name.strip().lower() == b"content-length":
                 length = int(value.strip())
         while len(body) < length:
-            body += self.request.recv(65536)
+            chunk = self.request.recv(65536)
+            if not chunk:  # the client left mid-body: nothing to answer (b"" forever would spin)
+                return
+            body += chunk
         self.server.received.requests.append((head, body))
         answer = json.dumps(
             {"echo": body.decode("utf-8", "replace"), "target": head.split(b" ")[1].decode()}

@@ -159,12 +159,21 @@ def _read_all(sock: socket.socket) -> bytes:
         out += data
 
 
+def _head(sock: socket.socket, got: bytes = b"") -> bytes:
+    """Read until the end of a head; a connection closed before it fails at once (looping on the
+    b"" of a closed socket would hang the test until pytest-timeout)."""
+    while b"\r\n\r\n" not in got:
+        data = sock.recv(4096)
+        if not data:
+            raise AssertionError(f"connection closed before the end of the head: {got!r}")
+        got += data
+    return got
+
+
 def _tunnel(port: int, up_port: int, ca: Path, timeout: float) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     sock.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (up_port, up_port))
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(4096)
+    head = _head(sock)
     assert head.startswith(b"HTTP/1.1 200"), head
     context = ssl.create_default_context(cafile=str(ca))
     context.set_alpn_protocols(["http/1.1"])
@@ -181,9 +190,7 @@ def _h1(shape: Shape, port: int, up_port: int, ca: Path) -> bytes:
     with sock:
         if shape.expect_continue is not None:
             sock.sendall(raw)
-            interim = b""
-            while b"\r\n\r\n" not in interim:
-                interim += sock.recv(4096)
+            interim = _head(sock)
             sock.sendall(shape.expect_continue)
             return interim + _read_all(sock)
         if shape.websocket:
@@ -200,9 +207,7 @@ def _websocket(sock: socket.socket, raw: bytes, messages: tuple[bytes, ...]) -> 
     """Upgrade; send each message as a masked text frame (fixed key) and wait for its echo; close
     with 1000 and read to the end. One step at a time, so the order on the wire is fixed."""
     sock.sendall(raw)
-    got = b""
-    while b"\r\n\r\n" not in got:
-        got += sock.recv(4096)
+    got = _head(sock)
     mask = b"\x01\x02\x03\x04"
     for message in (*messages, None):
         payload = b"\x03\xe8" if message is None else message
