@@ -3,8 +3,8 @@
 Two threads relay, one per direction, with blocking `read`/`write` on the raw file descriptors and
 nothing else in between: the client's stdin goes to the server's stdin and the server's stdout to our
 stdout unchanged (stderr is the server's own, inherited). Each chunk read is also appended to an
-in-memory inbox once it was written on (O(1), no wake-up); the event loop takes the inbox every
-50 ms, splits it into lines (MCP's stdio framing) and hands them to the same `WriterProcess` the
+in-memory inbox as it is read, so a request precedes its result (O(1), no wake-up); the event loop
+takes the inbox every 50 ms, splits it into lines (MCP's stdio framing) and hands them to the same `WriterProcess` the
 proxy uses, in one frame per 50 ms, so the Ledger's speed or absence never reaches the relay and the
 wrapper's own work stays small beside the session's. Lines become events in the writer process
 (`addons.recording.mcp_stdio_events`).
@@ -158,8 +158,15 @@ class _Ends:
 def _pump(
     src: int, dst: int, origin: str, inbox: deque[tuple[str, float, bytes]], on_end: Callable[[str], None]
 ) -> None:
-    """Relay `src` to `dst` until end of file or a broken side; every chunk also goes to the inbox,
-    after it was written on (nothing but the read and the write is on the relay's path).
+    """Relay `src` to `dst` until end of file or a broken side; every chunk also goes to the inbox
+    (one deque append beside the read and the write on the relay's path).
+
+    A chunk goes to the inbox before it is written on: the inbox's order is then the order the
+    chunks were read in, so a request always precedes its result (the server cannot answer what it
+    has not been sent). Kept after the write, a result read by the other thread could come first
+    while this one was descheduled between its write and its append, and was then recorded as an
+    unmatched `mcp.result` (seen once in ten loaded `make test` runs). A chunk whose write failed is
+    still recorded: it is what the side sent, and the end says the write failed.
 
     `dst` is watched while waiting for `src`: when its reader goes away (POLLERR on a pipe) we stop
     reading before the next chunk, so `src`'s reader closes and its writer gets EPIPE on its next
@@ -185,7 +192,8 @@ def _pump(
             break
         if not chunk:
             break
-        try:  # the bytes go on first; recording them is what comes after
+        keep((origin, now(), chunk))  # before the write: see the docstring
+        try:
             written = write(dst, chunk)
         except BlockingIOError:
             written = 0
@@ -196,10 +204,8 @@ def _pump(
             if written < len(chunk):
                 _write_all(dst, chunk, written)
         except OSError:
-            keep((origin, now(), chunk))
             how = "write-error"
             break
-        keep((origin, now(), chunk))
     on_end(how)
 
 
