@@ -4,10 +4,10 @@ Two threads relay, one per direction, with blocking `read`/`write` on the raw fi
 nothing else in between: the client's stdin goes to the server's stdin and the server's stdout to our
 stdout unchanged (stderr is the server's own, inherited). Each chunk read is also appended to an
 in-memory inbox as it is read, so a request precedes its result (O(1), no wake-up); the event loop
-takes the inbox every 50 ms, splits it into lines (MCP's stdio framing) and hands them to the same `WriterProcess` the
-proxy uses, in one frame per 50 ms, so the Ledger's speed or absence never reaches the relay and the
-wrapper's own work stays small beside the session's. Lines become events in the writer process
-(`addons.recording.mcp_stdio_events`).
+takes the inbox every 50 ms, splits it into lines (MCP's stdio framing) and hands them to the same
+`WriterProcess` the proxy uses, in one frame per 50 ms, so the Ledger's speed or absence never
+reaches the relay and the wrapper's own work stays small beside the session's. Lines become events
+in the writer process (`addons.recording.mcp_stdio_events`).
 
 What the client would see without flightlog, it sees with it:
 - a line that is not JSON is relayed as it is and recorded as `mcp.invalid`;
