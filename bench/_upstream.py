@@ -103,7 +103,7 @@ def start_upstream(sizes: Iterable[int], kind: str = "auto") -> Upstream:
     port = free_port()
     code = f"from bench._upstream import serve_upstream; serve_upstream({port})"
     upstream = Upstream("asyncio", port, subprocess.Popen([sys.executable, "-c", code]), None)
-    _wait_listening(port, upstream.proc)
+    wait_listening(port, upstream.proc, "upstream", 15)
     return upstream
 
 
@@ -118,21 +118,24 @@ def _nginx(binary: str, sizes: list[int]) -> Upstream:
         [binary, "-p", str(root), "-c", str(root / "nginx.conf"), "-e", str(root / "error.log")]
     )
     upstream = Upstream("nginx", port, proc, root)
-    _wait_listening(port, proc)
+    wait_listening(port, proc, "upstream", 15)
     return upstream
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+def wait_listening(
+    port: int, proc: subprocess.Popen[bytes], what: str = "proxy", timeout: float = 30
+) -> None:
+    """Return once `port` takes a connection; `what` exiting first or never listening is an error."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the upstream exited with {proc.returncode}")
+            raise RuntimeError(f"the {what} exited with {proc.returncode}")
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError(f"the upstream is not listening on {port}")
+    raise RuntimeError(f"the {what} is not listening on {port}")
 
 
 # -- the asyncio server -----------------------------------------------------------------------------

@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._needs import Skip, need
-from bench._upstream import KINDS, free_port, start_upstream, stop_upstream
+from bench._upstream import KINDS, free_port, start_upstream, stop_upstream, wait_listening
 
 STATE_FILE = "proxy.json"
 """What `flightlog proxy` writes in FLIGHTLOG_HOME once it listens and its writer is ready."""
@@ -60,19 +59,6 @@ class Running:
     port: int
     stats: Path | None
     cleanup: list[str]
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"proxy exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("proxy did not listen")
 
 
 def _admin(sql: str) -> None:
