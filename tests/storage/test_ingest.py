@@ -117,7 +117,10 @@ def test_sparse_indexes_hold_only_rows_with_a_value_and_serve_their_reads(ledger
                 ).scalar_one()
             else:
                 sql = conn.execute(
-                    text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"),
+                    text(
+                        "SELECT indexdef FROM pg_indexes WHERE indexname = :n"
+                        " AND schemaname = current_schema()"
+                    ),
                     {"n": SPARSE_INDEXES[column]},
                 ).scalar_one()
             assert "IS NOT NULL" in sql, sql
