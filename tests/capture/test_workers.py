@@ -96,7 +96,7 @@ def test_two_workers_record_every_request_once_under_two_collectors(
     """`--workers 2`: proxy.json names the supervisor and one concrete port per listener (the reverse
     `@0` one chosen once, before the workers start, as a single proxy lists it; then the model APIs'
     listeners); 16 httpx clients and 4 curl runs through the forward and the
-    reverse listener are all answered; after SIGTERM on the supervisor every request and every
+    reverse listener are all answered; each worker leads its own session; after SIGTERM on the supervisor every request and every
     answer is in the Ledger exactly once, recorded by two collectors (both workers served), and no
     worker is left running."""
     home = tmp_path / "home"
@@ -111,6 +111,8 @@ def test_two_workers_record_every_request_once_under_two_collectors(
         assert sorted(x.get("api") for x in state["listeners"][2:]) == ["anthropic", "openai"]
         workers = workers_of(proxy.proc.pid)
         assert len(workers) == 2
+        # each worker leads a session of its own (its own CPU share beside its writer's)
+        assert [os.getsid(pid) for pid in workers] == workers != [os.getsid(proxy.proc.pid)] * 2
         reverse_url = f"http://127.0.0.1:{proxy.reverse_port('127.0.0.1')}/fixed"
         forward = send_load("f", f"{http_upstream.base}/fixed", proxy.url, clients=12, each=15)
         direct = send_load("r", reverse_url, None, clients=6, each=15)
