@@ -95,10 +95,10 @@ def test_two_workers_record_every_request_once_under_two_collectors(
 ) -> None:
     """`--workers 2`: proxy.json names the supervisor and one concrete port per listener (the reverse
     `@0` one chosen once, before the workers start, as a single proxy lists it; then the model APIs'
-    listeners); 16 httpx clients and 4 curl runs through the forward and the
-    reverse listener are all answered; each worker leads its own session; after SIGTERM on the supervisor every request and every
-    answer is in the Ledger exactly once, recorded by two collectors (both workers served), and no
-    worker is left running."""
+    listeners); each worker leads a session of its own; 16 httpx clients and 4 curl runs through
+    the forward and the reverse listener are all answered; after SIGTERM on the supervisor every
+    request and every answer is in the Ledger exactly once, recorded by two collectors (both
+    workers served), and no worker is left running."""
     home = tmp_path / "home"
     reverse = f"reverse:http://127.0.0.1:{http_upstream.port}@0"
     proxy = start_proxy(home, ledger_url, args=["--workers", "2", "--mode", reverse])
