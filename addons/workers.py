@@ -104,8 +104,8 @@ def spawn(config: ProxyConfig, index: int) -> Worker:
     already in a session of its own, waited on the run queue behind them. On this 2-core machine
     with both cores busy (bench.workers, 2 workers, SQLite), the writers were runnable but not
     running in 22% of samples and the answer->commit p99 was 0.13-3.2 s; with one session per
-    worker it was 0.08 s in each of 3 runs. Ctrl-C in a terminal now reaches the supervisor only,
-    which stops the workers itself; a supervisor that dies ends their line, which stops them too."""
+    worker it was 0.08 s in each of 3 runs. Ctrl-C in a terminal reaches the supervisor only, which
+    stops the workers itself; a supervisor that dies ends their line, which stops them too."""
     ours, theirs = socket.socketpair()
     try:
         proc = subprocess.Popen(

@@ -122,9 +122,7 @@ def _nginx(binary: str, sizes: list[int]) -> Upstream:
     return upstream
 
 
-def wait_listening(
-    port: int, proc: subprocess.Popen[bytes], what: str = "proxy", timeout: float = 30
-) -> None:
+def wait_listening(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
     """Return once `port` takes a connection; `what` exiting first or never listening is an error."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

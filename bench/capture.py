@@ -113,7 +113,7 @@ def start(config: str, upstream: int, work: Path) -> Running:
         args = [sys.executable, "-m", "flightlog", "proxy", "--workers", "1", "--listen", "127.0.0.1:0",
                 "--mode", target, "--ledger", ledger, "--blobs", (home / "blobs").as_uri()]  # fmt: skip
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_listening(port, proc)
+    wait_listening(port, proc, "proxy")
     if config.startswith("fl-"):  # ready when it says so: proxy.json is written with its start line
         deadline = time.monotonic() + 30
         while not (home / STATE_FILE).exists() and time.monotonic() < deadline:

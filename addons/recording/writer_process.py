@@ -70,6 +70,8 @@ HEADER = struct.Struct("!II")
 SIZE = struct.Struct("!I")
 RESTART_DELAY = 0.5
 RESTART_MAX = 30.0
+STEADY = 30.0
+"""A writer that ran this long before dying was killed, not broken: it is restarted at once again."""
 SEND_DELAY = 0.005
 """Records gather this long before one frame carries them all: one pickle and one write syscall per
 few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
@@ -136,6 +138,14 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def restart_delay(quick_deaths: int) -> float:
+    """Seconds before starting a writer again, after `quick_deaths` deaths each within `STEADY` of its
+    start. The first is restarted at once: while no writer runs, answers go out before their records
+    reach a pipe. A child that keeps dying at once (a broken install) is retried ever more slowly:
+    0.5 s, doubling to `RESTART_MAX`."""
+    return min(RESTART_DELAY * 2 ** (quick_deaths - 1), RESTART_MAX) if quick_deaths else 0.0
 
 
 class WriterProcess:
@@ -268,12 +278,9 @@ class WriterProcess:
             if self._pipe is not None:
                 self._pipe.close()
                 self._pipe = None
-            # A death after a life (a one-off kill) is restarted at once: while no writer runs, answers
-            # go out before their records reach a pipe. A child that keeps dying at once (a broken
-            # install) is retried ever more slowly.
-            if time.monotonic() - started > RESTART_MAX:
+            if time.monotonic() - started > STEADY:
                 quick_deaths = 0
-            delay = min(RESTART_DELAY * 2 ** (quick_deaths - 1), RESTART_MAX) if quick_deaths else 0.0
+            delay = restart_delay(quick_deaths)
             quick_deaths += 1
             when = f"in {delay:g} s" if delay else "now"
             log.warning("flightlog: the writer process exited with code %s; restarting it %s", code, when)

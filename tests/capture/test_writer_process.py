@@ -24,7 +24,7 @@ from sqlalchemy import text
 from addons.recording.events import Processing
 from addons.recording.identity import Identity
 from addons.recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
-from addons.recording.writer_process import WriterProcess, WriterSpec
+from addons.recording.writer_process import RESTART_MAX, WriterProcess, WriterSpec, restart_delay
 from storage.ledger import Ledger, open_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -371,3 +371,10 @@ def test_a_full_pipe_holds_an_answer_only_within_its_bound(tmp_path: Path) -> No
         await writer.stop(timeout=10)
 
     asyncio.run(main())
+
+
+def test_a_writer_dead_after_a_life_restarts_at_once_and_quick_deaths_back_off() -> None:
+    """The first death is restarted at once (no answer should wait unprotected); each quick death
+    after it waits twice as long as the one before, from 0.5 s, never more than RESTART_MAX."""
+    delays = [restart_delay(n) for n in range(9)]
+    assert delays == [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, RESTART_MAX, RESTART_MAX]
