@@ -129,7 +129,7 @@ def unchained() -> Iterator[None]:
     def stub(*args: object, **kwargs: object) -> chain.Link | None:
         return chain.Link(next(count), "", "[]", "", "")
 
-    def no_leaves(rows: Sequence[object], times: object = None) -> list[bytes]:
+    def no_leaves(rows: Sequence[object]) -> list[bytes]:
         return [b""] * len(rows)  # one (empty) leaf a row, unhashed: the writer pairs them with rows
 
     chain.link, chain.written_leaves = stub, no_leaves

@@ -2,10 +2,10 @@
 
 The event insert bypasses the ORM: SQLite takes a prepared `executemany` of the ids not stored yet
 (its BEFORE INSERT trigger refuses a known id from any connection, and fires before an ON CONFLICT
-clause is considered, so a re-delivery must not offer them); PostgreSQL asks which ids are stored
-and COPYs the others straight into `events`, hashing their chain leaves while the COPY streams; when
-another writer committed one of them in between, the batch runs again through a temporary table and
-one `INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING event_id` (reference/storage.md: ~96k
+clause is considered, so a re-delivery must not offer them); PostgreSQL COPYs the batch straight into
+`events`, hashing its chain leaves while the COPY streams; when the primary key refuses one (a
+re-delivery, an overlap, another writer's commit), the batch runs again through a temporary table
+and one `INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING event_id` (reference/storage.md: ~96k
 rows/s, against ~6.5k through the ORM). The rows that were new are chained into the batch row
 (storage.chain). The columns are the ones `storage.schema` defines.
 """
@@ -40,7 +40,6 @@ event_id (append-only from any connection, see migration 0004) before any ON CON
 PG_STAGE: Final = (
     "CREATE TEMP TABLE IF NOT EXISTS events_incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 )
-PG_KNOWN: Final = "SELECT event_id FROM events WHERE event_id = ANY(%s)"
 COPY_CHUNK: Final = 100
 """Rows written to the COPY between two rounds of leaf hashing (psycopg sends every ~32 KiB)."""
 PG_MOVE: Final = (
@@ -140,11 +139,11 @@ def _insert_events_pg(
     """Insert the rows; give back the ones that were new (sorted by event_id, like `rows`) and,
     from the direct path, their chain leaves.
 
-    Direct (the common case): one query names the ids already stored, and the new rows are COPYed
-    straight into `events`; their leaves are hashed between the chunks the COPY sends, while the
-    server is inserting the previous ones. A row another writer committed in between makes the COPY
-    fail on the primary key (`UniqueViolation`): the caller runs the batch again `staged`, through
-    the temporary table and `ON CONFLICT DO NOTHING`.
+    Direct (the common case, a batch not seen before): the rows are COPYed straight into `events`,
+    no lookup first; their leaves are hashed between the chunks the COPY sends, while the server is
+    inserting the previous ones. An id already stored (a re-delivery, an overlap, a row another
+    writer committed) makes the COPY fail on the primary key (`UniqueViolation`): the caller runs
+    the batch again `staged`, through the temporary table and `ON CONFLICT DO NOTHING`.
     """
     raw = conn.connection.driver_connection
     with raw.cursor() as cur:  # type: ignore[union-attr]
@@ -157,8 +156,7 @@ def _insert_events_pg(
             cur.execute(PG_MOVE)
             inserted = {r[0] for r in cur.fetchall()}
             return _fresh(rows, {r[0] for r in rows} - inserted), None
-        cur.execute(PG_KNOWN, ([r[0] for r in rows],))
-        fresh = _fresh(rows, {r[0] for r in cur.fetchall()})
+        fresh = _fresh(rows, set())  # an id stored before makes the COPY fail: the staged path
         leaves: list[bytes] = []
         with cur.copy(f"COPY events ({_COLS}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(list(PG_TYPES))
@@ -258,7 +256,7 @@ def write_batch(
     if conn.dialect.name == "sqlite":
         fresh = _insert_events_sqlite(conn, ordered)
         if leaves is None:
-            fresh_leaves = chain.written_leaves(fresh, [r[4] for r in fresh])
+            fresh_leaves = chain.written_leaves(fresh)
         else:
             of_row = {id(r): leaf for r, leaf in zip(rows, leaves, strict=True)}
             fresh_leaves = [of_row[id(r)] for r in fresh]

@@ -41,17 +41,6 @@ LEAF_HEX: Final = 16
 digest itself covers the full leaves)."""
 
 _TABLE = EventRow.__table__  # type: ignore[attr-defined]
-_encode: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
-try:  # the C encoder without JSONEncoder.encode's per-call set-up: the row loop's main cost
-    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-
-    if c_make_encoder is not None:
-        _c = c_make_encoder(None, None, encode_basestring_ascii, None, ":", ",", False, False, True)
-
-        def _encode(value: Any) -> str:
-            return "".join(_c(value, 0))
-except ImportError:  # pragma: no cover - CPython always has it
-    pass
 
 
 def time_text(at: datetime | str) -> str:
@@ -63,51 +52,50 @@ def time_text(at: datetime | str) -> str:
     return at.isoformat(" ", "microseconds")
 
 
-def _kinds(columns: Sequence[str]) -> tuple[list[int], list[int]]:
-    """Positions of the datetime and the bytes columns among `columns`."""
-    times, binaries = [], []
-    for i, name in enumerate(columns):
-        kind = _TABLE.c[name].type
-        if isinstance(kind, DateTime):
-            times.append(i)
-        elif isinstance(kind, LargeBinary):
-            binaries.append(i)
-    return times, binaries
+def _written(value: Any) -> str:
+    """The canonical text of the two kinds of value JSON has no form of, as the writer holds them:
+    bytes (latin-1) and a datetime (UTC text). The encoder asks only for these."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("latin-1")
+    if isinstance(value, datetime):
+        if value.tzinfo is UTC:  # what `to_row` gives: the offset is dropped, not converted
+            return value.isoformat(" ", "microseconds")[:26]
+        return time_text(value)
+    raise TypeError(f"no canonical form for {type(value).__name__}")
 
 
-_TIMES, _BINARIES = _kinds(COLUMNS)
-_AT, _HEAD = COLUMNS.index("at"), COLUMNS.index("head")
-_FAST = _TIMES == [_AT] and _BINARIES == [_HEAD] and _AT < _HEAD
+_encode: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+_encode_written: Callable[[Any], str] = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=True, default=_written
+).encode
+try:  # the C encoder without JSONEncoder.encode's per-call set-up: the row loop's main cost
+    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+
+    if c_make_encoder is not None:
+        _c = c_make_encoder(None, None, encode_basestring_ascii, None, ":", ",", False, False, True)
+        _c_written = c_make_encoder(
+            None, _written, encode_basestring_ascii, None, ":", ",", False, False, True
+        )
+
+        def _encode(value: Any) -> str:
+            return "".join(_c(value, 0))
+
+        def _encode_written(value: Any) -> str:
+            return "".join(_c_written(value, 0))
+except ImportError:  # pragma: no cover - CPython always has it
+    pass
 
 
-def written_leaves(rows: Sequence[Sequence[Any]], times: Sequence[str] | None = None) -> list[bytes]:
-    """The leaves of rows as the writer inserts them (`to_row` tuples, in `COLUMNS` order, the
-    time aware UTC, the head bytes: both NOT NULL).
+def written_leaves(rows: Sequence[Sequence[Any]]) -> list[bytes]:
+    """The leaves of rows as the writer inserts them (`to_row` tuples, in `COLUMNS` order).
 
-    `times` may give each row's time already as canonical text (the SQLite path formats it anyway).
-    The hot loop is written out for the one time and one bytes column the table has.
+    The row is encoded as it is (a tuple is a JSON array): the encoder turns its bytes and its
+    time, whether aware UTC or already SQLite's canonical text, into their canonical text on the
+    way (`_written`), so no second list is built per row.
     """
     sha = hashlib.sha256
-    encode = _encode
-    if not _FAST:  # another datetime or bytes column was added: the general (slower) form
-        out = []
-        for n, row in enumerate(rows):
-            values = list(row)
-            for i in _TIMES:
-                if values[i] is not None:
-                    values[i] = times[n] if times is not None and i == _AT else time_text(values[i])
-            for i in _BINARIES:
-                if values[i] is not None:
-                    values[i] = bytes(values[i]).decode("latin-1")
-            out.append(sha(encode(values).encode("ascii")).digest())
-        return out
-    a, h = _AT, _HEAD
-    if times is None:
-        times = [r[a].isoformat(" ", "microseconds")[:26] for r in rows]  # aware UTC: drop "+00:00"
-    return [
-        sha(encode([*r[:a], t, *r[a + 1 : h], r[h].decode("latin-1"), *r[h + 1 :]]).encode("ascii")).digest()
-        for r, t in zip(rows, times, strict=True)
-    ]
+    encode = _encode_written
+    return [sha(encode(row).encode("ascii")).digest() for row in rows]
 
 
 def _bool(value: Any) -> bool:
@@ -238,7 +226,6 @@ def link(
     batch: str,
     committed: str,
     rows: Sequence[Sequence[Any]],
-    times: Sequence[str] | None = None,
     *,
     leaves: Sequence[bytes] | None = None,
 ) -> Link | None:
@@ -250,7 +237,7 @@ def link(
         return None
     index, previous = head_now
     if leaves is None:
-        leaves = written_leaves(rows, times)
+        leaves = written_leaves(rows)
     head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows))
     return Link(
         index=index + 1,

@@ -92,7 +92,7 @@ class Ledger:
         sqlite = self.engine.dialect.name == "sqlite"
         rows = [to_row(e, payload_address(e, addresses), text_time=sqlite) for e in batch.events]
         # SQLite: the chain's leaves are hashed now, before the write lock (one for the database) is held.
-        leaves = chain.written_leaves(rows, [r[4] for r in rows]) if sqlite else None
+        leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
         return self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes, leaves))
