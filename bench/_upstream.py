@@ -84,10 +84,21 @@ class Upstream:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+def scratch_folder(work: Path) -> Path:
+    """`work` when it is a bench run's own scratch folder (`tempfile.mkdtemp(prefix="flightlog-...")`
+    in the system's temporary folder), the only kind `stop_upstream` may delete; ValueError else."""
+    resolved = work.resolve()
+    if resolved.parent != Path(tempfile.gettempdir()).resolve() or not resolved.name.startswith("flightlog-"):
+        raise ValueError(f"not a bench scratch folder (flightlog-* in {tempfile.gettempdir()}): {work}")
+    return resolved
+
+
 def stop_upstream(upstream: Upstream, work: Path) -> None:
-    """End a bench run: the upstream stopped, the run's scratch folder gone."""
+    """End a bench run: the upstream stopped, the run's scratch folder gone (only such a folder:
+    a path given by mistake, such as the checkout, is refused before anything is stopped)."""
+    folder = scratch_folder(work)
     upstream.stop()
-    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def start_upstream(sizes: Iterable[int], kind: str = "auto") -> Upstream:

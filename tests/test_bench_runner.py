@@ -71,3 +71,29 @@ def test_the_fallback_upstream_answers_the_bytes_nginx_would_serve(
     finally:
         upstream.stop()
     assert len(_upstream.body(1000)) == 1000
+
+
+def test_stopping_a_run_deletes_only_its_own_scratch_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`stop_upstream` deletes the run's `flightlog-*` folder in the system's temporary folder and
+    refuses any other path (a checkout passed by mistake), before stopping anything or deleting a file."""
+    import tempfile
+    from pathlib import Path
+
+    from bench import _upstream
+
+    keep = tmp_path_factory.mktemp("checkout")
+    (keep / "README.md").write_text("kept")
+    upstream = _upstream.start_upstream([100], "asyncio")
+    try:
+        for wrong in (keep, Path("."), Path(tempfile.gettempdir())):
+            with pytest.raises(ValueError, match="not a bench scratch folder"):
+                _upstream.stop_upstream(upstream, wrong)
+        assert (keep / "README.md").read_text() == "kept"
+        assert upstream.proc.poll() is None  # refused before the upstream was stopped
+        work = Path(tempfile.mkdtemp(prefix="flightlog-bench-"))
+        (work / "ledger.db").write_bytes(b"x")
+        _upstream.stop_upstream(upstream, work)
+        assert not work.exists()
+        assert upstream.proc.poll() is not None
+    finally:
+        upstream.stop()
