@@ -31,6 +31,7 @@ from pathlib import Path
 import psycopg
 from sqlalchemy import text
 
+from bench._probe import probe_line
 from storage import chain
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
@@ -188,6 +189,7 @@ def main(argv: list[str]) -> None:
         "--pg", default=os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
     )
     args = parser.parse_args(argv)
+    print(probe_line("before"), flush=True)
     print(f"generating {args.batches} x 1,000 events (2-50 KiB JSON bodies, ~70% repeats) ...", flush=True)
     work = batches(args.batches)
     rows: list[tuple[str, str, float, float, float, float]] = []
@@ -217,6 +219,7 @@ def main(argv: list[str]) -> None:
         r = "-" if mode != "full" else f"{ratio:.3f}"
         print(f"{engine:<11} {mode:<9} {median:>24,.0f} {total:>19,.0f} {per_cpu:>22,.0f} {r:>11}")
     print("goal: >= 50,000 events/s for the event rows (with the chain) on each engine; stored/raw <= 0.3")
+    print(probe_line("after"))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._probe import probe_line
 from bench.directory import generate
 
 MINIMAL_SERVER = '''"""The MCP SDK's own minimal stdio server: the baseline flightlog mcp is held to."""
@@ -99,6 +100,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--keep", type=Path, help="keep the generated folder and home here")
     args = parser.parse_args(argv)
     rounds = max(3, args.rounds)
+    print(probe_line("before"), flush=True)
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="flightlog-bench-startup-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -156,6 +158,7 @@ def main(argv: list[str]) -> None:
         print(f"{label:<5}--help {h:.0f}, find {f:.0f}: ratio {ratio:.2f} (goal <= 2.5)")
         print(f"{'':<5}SDK minimal {sdk:.0f}, flightlog mcp {m:.0f}: +{diff:.0f} ms (goal <= +150)", end="")
         print(f", {diff / h:.2f} --help (the goal's 150 ms / the issue's 100 ms --help = 1.50)")
+    print(probe_line("after"))
 
 
 if __name__ == "__main__":

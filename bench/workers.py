@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._needs import need
+from bench._probe import probe_line
 from bench._upstream import KINDS, Upstream, free_port, start_upstream, stop_upstream
 from bench.capture import STATE_FILE, create_pg, drop_pg, wrk
 
@@ -177,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     upstream = start_upstream([opts.size], opts.upstream)
     upstream_port = upstream.port
     print(f"upstream: {upstream.kind}", flush=True)
+    print(probe_line("before"), flush=True)
     results: dict[tuple[str, int], list[dict[str, float | None]]] = {}
     try:
         first = start(engines[0], 1, upstream_port, work, None)  # one CA for every run after it
@@ -192,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         stop_upstream(upstream, work)
     report(results, engines, counts)
+    print(probe_line("after"))
 
 
 def report(

@@ -97,3 +97,21 @@ def test_stopping_a_run_deletes_only_its_own_scratch_folder(tmp_path_factory: py
         assert upstream.proc.poll() is not None
     finally:
         upstream.stop()
+
+
+def test_the_ledger_bench_prints_the_machine_speed_before_and_after_its_figures(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run's absolute figures carry the CPU probe taken before and after them (a shared machine's
+    speed drifts between runs), and the probe is a positive number of milliseconds."""
+    import re
+
+    from bench import ledger
+
+    ledger.main(["--batches", "1", "--engines", "sqlite"])
+    lines = capsys.readouterr().out.splitlines()
+    probe = re.compile(r"cpu probe \((before|after)\): (\d+) ms for the fixed loop")
+    first, last = probe.match(lines[0]), probe.match(lines[-1])
+    assert first is not None and first.group(1) == "before" and int(first.group(2)) > 0
+    assert last is not None and last.group(1) == "after" and int(last.group(2)) > 0
+    assert any(line.startswith("sqlite      rows") for line in lines[1:-1])
