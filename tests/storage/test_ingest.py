@@ -197,3 +197,31 @@ def test_a_row_committed_by_another_writer_mid_batch_goes_through_on_conflict(
     finally:
         other.close()
         ledger.close()
+
+
+def test_a_leaf_is_the_same_whatever_form_the_writer_holds_its_time_and_bytes_in() -> None:
+    """The chain leaf of a row is that of its canonical values: an aware UTC time, the same time
+    in another zone, or SQLite's text of it; bytes, a bytearray or a memoryview of them; and it is
+    what `stored_leaf` derives from the row as either engine gives it back."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from storage import chain
+
+    row = to_row(event(3, b"body"), ("a" * 64, 4, True))
+    at, head = COLUMNS.index("at"), COLUMNS.index("head")
+    utc_time: datetime = row[at]
+    assert utc_time.tzinfo is UTC
+
+    def with_(time: Any, data: Any) -> tuple[Any, ...]:
+        return (*row[:at], time, *row[at + 1 : head], data, *row[head + 1 :])
+
+    forms = [
+        with_(utc_time, row[head]),
+        with_(utc_time.astimezone(timezone(timedelta(hours=5, minutes=30))), bytearray(row[head])),
+        with_(utc_time.isoformat(" ", "microseconds")[:26], memoryview(row[head])),
+    ]
+    leaves = chain.written_leaves(forms)
+    assert len(set(leaves)) == 1
+    assert leaves[0] == chain.stored_leaf(row, COLUMNS)
+    with pytest.raises(TypeError, match="no canonical form for set"):
+        chain.written_leaves([with_(utc_time, {1})])
