@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -115,3 +116,16 @@ def test_the_ledger_bench_prints_the_machine_speed_before_and_after_its_figures(
     assert first is not None and first.group(1) == "before" and int(first.group(2)) > 0
     assert last is not None and last.group(1) == "after" and int(last.group(2)) > 0
     assert any(line.startswith("sqlite      rows") for line in lines[1:-1])
+
+
+def test_the_writer_bench_figure_is_of_every_event_stored(capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench.writer` prints a CPU figure per engine and batch size only when the Ledger holds every
+    event of the requests it fed (two per request, none unrecordable): it raises otherwise."""
+    from bench import writer
+
+    home = os.environ.get("FLIGHTLOG_HOME")
+    writer.main(["--requests", "200", "--rounds", "1", "--engines", "sqlite", "--batches", "50,100"])
+    assert os.environ.get("FLIGHTLOG_HOME") == home  # its scratch home is not left to later tests
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines if line.startswith("sqlite ")]
+    assert [(r[1], float(r[2]) > 0, r[3]) for r in rows] == [("50", True, "1.00"), ("100", True, rows[1][3])]

@@ -1,0 +1,160 @@
+"""The writer's CPU per request without the proxy: records like bench.capture's, into a real Ledger.
+
+With several workers every core is busy, so the CPU a writer spends per request is CPU the proxies
+lack (bench.workers prints the ceiling it leaves). Measured behind the proxy it comes with wrk's,
+nginx's and the proxies' noise on a shared machine; here the same records (`GET /SIZE`, an nginx-like
+200 answer of SIZE bytes, the same body each time, as the bench's upstream serves it) go straight into
+`Writer._handle` and `Writer._flush` on this thread, with the proxy's own redaction, usage and prices,
+into a fresh SQLite file or PostgreSQL database, and the process's CPU time is divided by the requests.
+
+The batch size is what the flush interval makes of the load: 50 requests a batch is the default 50 ms
+at 1,000 requests/s. Printed per engine and batch size: the median CPU per request over the rounds,
+and its ratio to the first batch size (each commit rewrites the right edge of every index of `events`
+into the WAL, so fewer, larger batches cost less per request).
+
+    python -m bench.writer [--requests N] [--rounds R] [--batches 50,100,200] [--engines sqlite,postgresql]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from sqlalchemy import text
+
+from addons.recording.capture_setup import processing
+from addons.recording.records import Exchange, Record, RequestRecord, ResponseRecord
+from addons.recording.writer import Writer
+from bench._probe import probe_line
+from bench._upstream import body
+from bench.ledger import drop_pg, fresh_pg
+from storage.ledger import open_ledger
+
+ANSWER_HEAD = (
+    b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 01 Dec 2026 21:00:00 GMT\r\n"
+    b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n"
+    b'Last-Modified: Tue, 01 Dec 2026 20:00:00 GMT\r\nConnection: keep-alive\r\nETag: "x"\r\n'
+    b"Accept-Ranges: bytes\r\n\r\n"
+)
+"""The answer head nginx gives the bench's `GET /SIZE` (its size filled in)."""
+
+
+def exchange_records(first: int, requests: int, size: int) -> list[Record]:
+    """A request and its answer for each of `requests` exchanges, numbered from `first`."""
+    payload = body(size)
+    head = ANSWER_HEAD % size
+    out: list[Record] = []
+    for n in range(first, first + requests):
+        at = time.time()
+        ex = Exchange(f"bench-flow-{n:09d}", "out", "GET", f"http://127.0.0.1:8080/{size}", "127.0.0.1")
+        out.append(RequestRecord(ex, at, b"GET /%d HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n" % size, None))
+        timing = (at, at + 0.0005, at + 0.001, None)
+        out.append(
+            ResponseRecord(ex, at + 0.001, 200, head, payload, "application/octet-stream", timing=timing)
+        )
+    return out
+
+
+def cpu_per_request(writer: Writer, records: list[Record], per_batch: int) -> float:
+    """CPU milliseconds per request to turn `records` into events and commit them, `per_batch`
+    requests (two records each) a batch."""
+    step = 2 * per_batch
+    start = time.process_time()
+    for k in range(0, len(records), step):
+        for record in records[k : k + step]:
+            writer._handle(record, None, time.monotonic())
+        writer._flush()
+    return (time.process_time() - start) / (len(records) / 2) * 1000
+
+
+def run(url: str, blobs: Path, requests: int, per_batch: int, size: int) -> float:
+    """One fresh Ledger: warmed up with 1,000 requests, then `requests` measured."""
+    opts = SimpleNamespace(
+        flightlog_secrets="", flightlog_secret_env=[], flightlog_redact_auth_headers=True, flightlog_prices=""
+    )
+    writer = Writer(
+        lambda retry: open_ledger(url, blobs.as_uri(), retry_seconds=retry),
+        processing(opts),
+        collector="bench",
+    )
+    try:
+        ledger = writer._ensure_ledger()
+        cpu_per_request(writer, exchange_records(0, 1000, size), per_batch)
+        ms = cpu_per_request(writer, exchange_records(1000, requests, size), per_batch)
+        with ledger.engine.connect() as conn:
+            stored = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
+        if stored != 2 * (1000 + requests) or writer.stats.unrecordable:
+            raise RuntimeError(f"the writer stored {stored} events of {2 * (1000 + requests)}: not a figure")
+        return ms
+    finally:
+        if writer._ledger is not None:
+            writer._ledger.close()
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.writer", description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=6000, help="measured requests per run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument(
+        "--batches", default="50,100,200", help="requests per batch (the first is the baseline)"
+    )
+    parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
+    parser.add_argument(
+        "--engines",
+        default=os.environ.get("FLIGHTLOG_BENCH_ENGINES", "sqlite,postgresql"),
+        help="comma-separated: sqlite, postgresql (FLIGHTLOG_BENCH_ENGINES)",
+    )
+    parser.add_argument(
+        "--pg", default=os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+    )
+    args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.batches.split(",")]
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    home = Path(tempfile.mkdtemp(prefix="flightlog-bench-writer-"))
+    before = os.environ.get("FLIGHTLOG_HOME")
+    os.environ["FLIGHTLOG_HOME"] = str(home)  # no operator's secrets or prices file is read
+    print(probe_line("before"), flush=True)
+    results: dict[tuple[str, int], list[float]] = {}
+    try:
+        for round_ in range(args.rounds):
+            for engine in engines:
+                for per_batch in sizes:
+                    work = Path(tempfile.mkdtemp(prefix="flightlog-bench-", dir=home))
+                    name = ""
+                    if engine == "sqlite":
+                        url = f"sqlite:///{work / 'ledger.db'}"
+                    else:
+                        name, url = fresh_pg(args.pg)
+                    try:
+                        ms = run(url, work / "blobs", args.requests, per_batch, args.size)
+                    finally:
+                        if name:
+                            drop_pg(args.pg, name)
+                        shutil.rmtree(work, ignore_errors=True)
+                    results.setdefault((engine, per_batch), []).append(ms)
+                    print(f"round {round_ + 1} {engine:10} {per_batch:4} a batch: {ms:.3f} ms", flush=True)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        if before is None:
+            os.environ.pop("FLIGHTLOG_HOME", None)
+        else:
+            os.environ["FLIGHTLOG_HOME"] = before
+    print(f"\n{'engine':<11} {'requests/batch':>14} {'cpu-ms/request':>15} {'ratio':>6}")
+    for engine in engines:
+        base = statistics.median(results[(engine, sizes[0])])
+        for per_batch in sizes:
+            ms = statistics.median(results[(engine, per_batch)])
+            print(f"{engine:<11} {per_batch:>14} {ms:>15.3f} {ms / base:>6.2f}")
+    print(probe_line("after"))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
