@@ -99,8 +99,8 @@ def run(url: str, blobs: Path, requests: int, per_batch: int, size: int) -> floa
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.writer", description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=6000, help="measured requests per run")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--requests", type=int, default=10_000, help="measured requests per run")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument(
         "--batches", default="50,100,200", help="requests per batch (the first is the baseline)"
     )
