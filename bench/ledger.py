@@ -177,9 +177,8 @@ def drop_pg(admin: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.ledger")
-    parser.add_argument("--batches", type=int, default=20)
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """`--engines` and `--pg`, as every Ledger benchmark takes them."""
     parser.add_argument(
         "--engines",
         default=os.environ.get("FLIGHTLOG_BENCH_ENGINES", "sqlite,postgresql"),
@@ -188,29 +187,48 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--pg", default=os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
     )
+
+
+def engine_names(args: argparse.Namespace) -> list[str]:
+    """The engines `--engines` names, in its order."""
+    return [e.strip() for e in args.engines.split(",") if e.strip()]
+
+
+@contextmanager
+def fresh_ledger(engine: str, admin: str, parent: Path | None = None) -> Iterator[tuple[str, Path]]:
+    """An empty Ledger's URL and a scratch folder for its blobs (a SQLite file inside it, or a new
+    database on `admin`'s PostgreSQL server); both are gone afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="flightlog-bench-", dir=parent))
+    name = ""
+    try:
+        if engine == "sqlite":
+            url = f"sqlite:///{folder / 'ledger.db'}"
+        else:
+            name, url = fresh_pg(admin)
+        yield url, folder
+    finally:
+        if name:
+            drop_pg(admin, name)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.ledger")
+    parser.add_argument("--batches", type=int, default=20)
+    add_engine_options(parser)
     args = parser.parse_args(argv)
     print(probe_line("before"), flush=True)
     print(f"generating {args.batches} x 1,000 events (2-50 KiB JSON bodies, ~70% repeats) ...", flush=True)
     work = batches(args.batches)
     rows: list[tuple[str, str, float, float, float, float]] = []
-    for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
+    for engine in engine_names(args):
         for mode in ("rows", "unchained", "full"):
-            tmp = Path(tempfile.mkdtemp(prefix="flightlog-bench-"))
-            name = ""
-            if engine == "sqlite":
-                url = f"sqlite:///{tmp / 'ledger.db'}"
-            else:
-                name, url = fresh_pg(args.pg)
-            try:
+            with fresh_ledger(engine, args.pg) as (url, tmp):
                 if mode == "unchained":
                     with unchained():
                         median, total, ratio, per_cpu = run(url, work, tmp / "blobs", strip=True)
                 else:
                     median, total, ratio, per_cpu = run(url, work, tmp / "blobs", strip=(mode == "rows"))
-            finally:
-                if name:
-                    drop_pg(args.pg, name)
-                shutil.rmtree(tmp, ignore_errors=True)
             rows.append((engine, mode, median, total, ratio, per_cpu))
     header = f"{'engine':<11} {'path':<9} {'events/s (median batch)':>24} {'events/s (overall)':>19}"
     header += f" {'events/cpu-s (client)':>22}"

@@ -33,7 +33,7 @@ from addons.recording.records import Exchange, Record, RequestRecord, ResponseRe
 from addons.recording.writer import Writer
 from bench._probe import probe_line
 from bench._upstream import body
-from bench.ledger import drop_pg, fresh_pg
+from bench.ledger import add_engine_options, engine_names, fresh_ledger
 from storage.ledger import open_ledger
 
 ANSWER_HEAD = (
@@ -105,17 +105,10 @@ def main(argv: list[str]) -> None:
         "--batches", default="50,100,200", help="requests per batch (the first is the baseline)"
     )
     parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
-    parser.add_argument(
-        "--engines",
-        default=os.environ.get("FLIGHTLOG_BENCH_ENGINES", "sqlite,postgresql"),
-        help="comma-separated: sqlite, postgresql (FLIGHTLOG_BENCH_ENGINES)",
-    )
-    parser.add_argument(
-        "--pg", default=os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-    )
+    add_engine_options(parser)
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.batches.split(",")]
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    engines = engine_names(args)
     home = Path(tempfile.mkdtemp(prefix="flightlog-bench-writer-"))
     before = os.environ.get("FLIGHTLOG_HOME")
     os.environ["FLIGHTLOG_HOME"] = str(home)  # no operator's secrets or prices file is read
@@ -125,18 +118,8 @@ def main(argv: list[str]) -> None:
         for round_ in range(args.rounds):
             for engine in engines:
                 for per_batch in sizes:
-                    work = Path(tempfile.mkdtemp(prefix="flightlog-bench-", dir=home))
-                    name = ""
-                    if engine == "sqlite":
-                        url = f"sqlite:///{work / 'ledger.db'}"
-                    else:
-                        name, url = fresh_pg(args.pg)
-                    try:
+                    with fresh_ledger(engine, args.pg, home) as (url, work):
                         ms = run(url, work / "blobs", args.requests, per_batch, args.size)
-                    finally:
-                        if name:
-                            drop_pg(args.pg, name)
-                        shutil.rmtree(work, ignore_errors=True)
                     results.setdefault((engine, per_batch), []).append(ms)
                     print(f"round {round_ + 1} {engine:10} {per_batch:4} a batch: {ms:.3f} ms", flush=True)
     finally:
