@@ -69,26 +69,28 @@ def _written(value: Any) -> str:
     raise TypeError(f"no canonical form for {type(value).__name__}")
 
 
-_encode: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
-_encode_written: Callable[[Any], str] = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=True, default=_written
-).encode
-try:  # the C encoder without JSONEncoder.encode's per-call set-up: the row loop's main cost
-    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+def _encoder(default: Callable[[Any], str] | None = None) -> Callable[[Any], str]:
+    """Compact ASCII JSON, `default` giving the text of what JSON has no form of; CPython's C
+    encoder called directly, without `JSONEncoder.encode`'s per-call set-up (the row loop's main cost)."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - CPython always has it
+        c_make_encoder = None
+    if c_make_encoder is None:  # pragma: no cover
+        return json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=default).encode
+    c = c_make_encoder(None, default, encode_basestring_ascii, None, ":", ",", False, False, True)
 
-    if c_make_encoder is not None:
-        _c = c_make_encoder(None, None, encode_basestring_ascii, None, ":", ",", False, False, True)
-        _c_written = c_make_encoder(
-            None, _written, encode_basestring_ascii, None, ":", ",", False, False, True
-        )
+    def encode(value: Any) -> str:
+        return "".join(c(value, 0))
 
-        def _encode(value: Any) -> str:
-            return "".join(_c(value, 0))
+    return encode
 
-        def _encode_written(value: Any) -> str:
-            return "".join(_c_written(value, 0))
-except ImportError:  # pragma: no cover - CPython always has it
-    pass
+
+_encode = _encoder()
+"""For values already canonical: bytes or a datetime raise `TypeError` (how `stored_leaf` tells a
+forged row)."""
+_encode_written = _encoder(_written)
+"""For rows as the writer holds them (`written_leaves`)."""
 
 
 def written_leaves(rows: Sequence[Sequence[Any]]) -> list[bytes]:
