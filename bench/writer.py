@@ -83,8 +83,8 @@ def run(url: str, blobs: Path, requests: int, per_batch: int, size: int) -> floa
         processing(opts),
         collector="bench",
     )
+    ledger = writer._ensure_ledger()  # opened as the writer thread opens it
     try:
-        ledger = writer._ensure_ledger()
         cpu_per_request(writer, exchange_records(0, 1000, size), per_batch)
         ms = cpu_per_request(writer, exchange_records(1000, requests, size), per_batch)
         with ledger.engine.connect() as conn:
@@ -93,8 +93,7 @@ def run(url: str, blobs: Path, requests: int, per_batch: int, size: int) -> floa
             raise RuntimeError(f"the writer stored {stored} events of {2 * (1000 + requests)}: not a figure")
         return ms
     finally:
-        if writer._ledger is not None:
-            writer._ledger.close()
+        ledger.close()
 
 
 def main(argv: list[str]) -> None:
