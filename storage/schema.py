@@ -65,7 +65,7 @@ def _index(name: str, *columns: str) -> Index:
 
 """Columns the read routes and the browser filter on: `(column, at, event_id)`, so a filtered page
 is read in index order instead of walking the whole timeline. (The hour-bucket expression index the
-counts use is dialect-specific and lives in the migration alone.)"""
+counts use is dialect-specific and lives in the migrations alone: 0001, and 0007 for SQLite's.)"""
 
 
 class EventRow(SQLModel, table=True):

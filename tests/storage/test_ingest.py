@@ -7,6 +7,7 @@ batch through the `ON CONFLICT` path instead of failing it.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -225,3 +226,48 @@ def test_a_leaf_is_the_same_whatever_form_the_writer_holds_its_time_and_bytes_in
     assert leaves[0] == chain.stored_leaf(row, COLUMNS)
     with pytest.raises(TypeError, match="no canonical form for set"):
         chain.written_leaves([with_(utc_time, {1})])
+
+
+def _commit_frames(path: Path, hour_index: bool) -> int:
+    """WAL frames (pages) that one 100-event commit writes into a 5,000-event SQLite Ledger whose
+    events all fall in one hour with scattered token counts, with or without `ix_events_hour`."""
+    rng = random.Random(14)
+    ledger = open_ledger(f"sqlite:///{path}", (path.parent / f"{path.stem}-blobs").as_uri())
+    try:
+        if not hour_index:
+            with ledger.engine.begin() as conn:
+                conn.exec_driver_sql("DROP INDEX ix_events_hour")
+        events = [event(i, payload=None, tokens_in=rng.randint(1, 100_000)) for i in range(5_100)]
+        for b in range(5):
+            ledger.append(batch(events[b * 1000 : (b + 1) * 1000], position=b + 1))
+        with ledger.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        ledger.append(batch(events[5000:], position=6))
+        with ledger.engine.connect() as conn:
+            busy, frames, _ = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+        assert busy == 0
+        return int(frames)
+    finally:
+        ledger.close()
+
+
+def test_sqlite_hour_index_takes_an_hours_events_at_its_end(tmp_path: Path) -> None:
+    """Within the current hour the hour index is in time order (migration 0007): a commit adds its
+    events at the index's last pages, not one page each by token count (a 100-event commit writes 6
+    of its pages, against 35 in the old order), and counting by hour still reads the index alone."""
+    with_index = _commit_frames(tmp_path / "with.db", hour_index=True)
+    without = _commit_frames(tmp_path / "without.db", hour_index=False)
+    assert 0 < with_index - without <= 8, (with_index, without)
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'with.db'}", (tmp_path / "with-blobs").as_uri())
+    try:
+        with ledger.engine.connect() as conn:
+            plan = " ".join(
+                str(r[-1])
+                for r in conn.exec_driver_sql(
+                    "EXPLAIN QUERY PLAN SELECT substr(at, 1, 13), count(*), sum(tokens_in),"
+                    " sum(tokens_out), sum(cost_usd) FROM events GROUP BY substr(at, 1, 13)"
+                )
+            )
+    finally:
+        ledger.close()
+    assert "USING COVERING INDEX ix_events_hour" in plan, plan
