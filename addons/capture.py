@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING
 from addons.capture_options import DEFAULT_OUTBOUND, OPTIONS
 from addons.errors import AddonError
 from addons.recording import identity as ident
+from addons.recording.action_ids import action_id
 from addons.recording.capture_setup import (
     PROCESSING_OPTIONS,
     default_urls,
@@ -246,7 +247,7 @@ class Capture:
         if identified:
             who = take_identity(request, who)
         flow.metadata[META_EXCHANGE] = Exchange(
-            flow_id=flow.id,
+            flow_id=action_id(flow.id, flow.timestamp_created),
             direction=direction(flow, self._outbound),
             method=request.method,
             url=url,
@@ -326,7 +327,8 @@ class Capture:
             return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
         if response.stream or should_tee(ctype or "", length):
-            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(flow.id, self._sink, coding or "")
+            exchange: Exchange = flow.metadata[META_EXCHANGE]
+            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(exchange.flow_id, self._sink, coding or "")
             flow.metadata[META_TEED] = True
 
     def response(self, flow: http.HTTPFlow) -> Awaitable[None] | None:

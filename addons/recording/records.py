@@ -18,6 +18,8 @@ class Exchange:
     """What both events of one exchange share: where it went, who sent it."""
 
     flow_id: str
+    """The exchange's id in the Ledger (its action id, and its events' ids with their role): the
+    mitmproxy flow's id as a UUIDv7 of the flow's creation time (`addons.recording.action_ids`)."""
     direction: str
     method: str
     url: str

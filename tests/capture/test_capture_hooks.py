@@ -19,6 +19,7 @@ from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.test import taddons, tflow
 
 from addons.capture import META_EXCHANGE, Capture
+from addons.recording.action_ids import action_id
 from addons.recording.records import Record, RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord
 
 
@@ -101,7 +102,7 @@ def test_an_exchange_becomes_a_request_and_a_response_record(
     through(addon, flow)
     request, response = taken.items
     assert isinstance(request, RequestRecord) and isinstance(response, ResponseRecord)
-    assert request.exchange.flow_id == flow.id == response.exchange.flow_id
+    assert request.exchange.flow_id == action_id(flow.id, flow.timestamp_created) == response.exchange.flow_id
     assert request.head.startswith(b"GET /path HTTP/1.1\r\n") and b"X-Trace: a\r\n" in request.head
     assert request.body == b"content"
     assert request.exchange.method == "GET" and request.exchange.url == "http://address:22/path"

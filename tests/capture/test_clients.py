@@ -11,6 +11,7 @@ import hashlib
 import os
 import ssl
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +194,33 @@ def test_flightlog_local_is_answered_by_the_proxy_and_never_recorded(
     )  # a marker that is recorded
     events = wait_for(ledger, "session = :s", {"s": session}, 2)
     assert [e.host for e in events] == ["127.0.0.1", "127.0.0.1"]
+
+
+def test_action_ids_are_uuid7s_in_the_order_the_requests_were_made(
+    world: tuple[LiveProxy, Upstream, Upstream, Ledger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five requests one after another through the proxy: each exchange's action id is a UUIDv7 of
+    when the proxy received it (within the test's clock), they sort in the order the requests were
+    made, and each event id is the action id and the event's role."""
+    proxy, plain, _, ledger = world
+    session = uuid.uuid4().hex
+    for name, value in proxy.client_env(Identity(agent="tester", session=session)).items():
+        monkeypatch.setenv(name, value)
+    started = time.time()
+    with httpx.Client(trust_env=True, timeout=30) as c:
+        for n in range(5):
+            assert c.get(f"{plain.base}/bytes/{n + 1}").status_code == 200
+            time.sleep(0.005)  # a new millisecond for each: the order is then the ids' alone
+    ended = time.time()
+    events = wait_for(ledger, "session = :s", {"s": session}, 10)
+    requests_made = sorted((e for e in events if e.kind == "http.request"), key=lambda e: e.url or "")
+    actions = [e.action_id for e in requests_made]
+    assert [e.url for e in requests_made] == [f"{plain.base}/bytes/{n + 1}" for n in range(5)]
+    assert actions == sorted(actions) and len(set(actions)) == 5
+    for action in actions:
+        parsed = uuid.UUID(action)
+        assert parsed.version == 7 and str(parsed) == action
+        assert int(started * 1000) <= parsed.int >> 80 <= int(ended * 1000)
+    assert sorted(e.event_id for e in events) == sorted(
+        f"{a}:{role}" for a in actions for role in ("request", "response")
+    )
