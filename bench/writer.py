@@ -8,11 +8,16 @@ nginx's and the proxies' noise on a shared machine; here the same records (`GET 
 into a fresh SQLite file or PostgreSQL database, and the process's CPU time is divided by the requests.
 
 The batch size is what the flush interval makes of the load: 50 requests a batch is the default 50 ms
-at 1,000 requests/s. Printed per engine and batch size: the median CPU per request over the rounds,
-and its ratio to the first batch size (each commit rewrites the right edge of every index of `events`
-into the WAL, so fewer, larger batches cost less per request).
+at 1,000 requests/s. The ids are the proxy's (`ordered`: each flow's id as the UUIDv7 of its creation,
+addons.recording.action_ids) or, for comparison, mitmproxy's own random UUID4 flow ids (`uuid4`, what
+the proxy recorded before): a random id lands each event on its own page of the id indexes, which
+costs the more, the more the Ledger already holds (`--before`). Printed per engine, ids and batch
+size: the median CPU per request over the rounds, and its ratio to the first batch size and ids
+(each commit rewrites the pages it touched into the WAL, so fewer, larger batches cost less per
+request).
 
-    python -m bench.writer [--requests N] [--rounds R] [--batches 50,100,200] [--engines sqlite,postgresql]
+    python -m bench.writer [--requests N] [--rounds R] [--batches 50,100,200] [--ids ordered,uuid4]
+                           [--before REQUESTS] [--engines sqlite,postgresql]
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ import shutil
 import statistics
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
 from sqlalchemy import text
 
+from addons.recording.action_ids import action_id
 from addons.recording.capture_setup import processing
 from addons.recording.records import Exchange, Record, RequestRecord, ResponseRecord
 from addons.recording.writer import Writer
@@ -45,14 +52,22 @@ ANSWER_HEAD = (
 """The answer head nginx gives the bench's `GET /SIZE` (its size filled in)."""
 
 
-def exchange_records(first: int, requests: int, size: int) -> list[Record]:
-    """A request and its answer for each of `requests` exchanges, numbered from `first`."""
+IDS = ("ordered", "uuid4")
+
+
+def exchange_records(requests: int, size: int, ids: str = "ordered") -> list[Record]:
+    """A request and its answer for each of `requests` exchanges, with the proxy's ids (`ordered`) or
+    mitmproxy's random flow ids (`uuid4`)."""
     payload = body(size)
     head = ANSWER_HEAD % size
     out: list[Record] = []
-    for n in range(first, first + requests):
+    for _ in range(requests):
         at = time.time()
-        ex = Exchange(f"bench-flow-{n:09d}", "out", "GET", f"http://127.0.0.1:8080/{size}", "127.0.0.1")
+        flow = str(uuid.uuid4())
+        ex = Exchange(
+            action_id(flow, at) if ids == "ordered" else flow,
+            "out", "GET", f"http://127.0.0.1:8080/{size}", "127.0.0.1",
+        )  # fmt: skip
         out.append(RequestRecord(ex, at, b"GET /%d HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n" % size, None))
         timing = (at, at + 0.0005, at + 0.001, None)
         out.append(
@@ -73,8 +88,9 @@ def cpu_per_request(writer: Writer, records: list[Record], per_batch: int) -> fl
     return (time.process_time() - start) / (len(records) / 2) * 1000
 
 
-def run(url: str, blobs: Path, requests: int, per_batch: int, size: int) -> float:
-    """One fresh Ledger: warmed up with 1,000 requests, then `requests` measured."""
+def run(url: str, blobs: Path, requests: int, per_batch: int, size: int, ids: str, before: int) -> float:
+    """One fresh Ledger: `before` requests put in first (1,000 a batch, not measured), warmed up
+    with 1,000 requests, then `requests` measured."""
     opts = SimpleNamespace(
         flightlog_secrets="", flightlog_secret_env=[], flightlog_redact_auth_headers=True, flightlog_prices=""
     )
@@ -85,12 +101,15 @@ def run(url: str, blobs: Path, requests: int, per_batch: int, size: int) -> floa
     )
     ledger = writer._ensure_ledger()  # opened as the writer thread opens it
     try:
-        cpu_per_request(writer, exchange_records(0, 1000, size), per_batch)
-        ms = cpu_per_request(writer, exchange_records(1000, requests, size), per_batch)
+        for first in range(0, before, 10_000):
+            cpu_per_request(writer, exchange_records(min(10_000, before - first), size, ids), 1000)
+        cpu_per_request(writer, exchange_records(1000, size, ids), per_batch)
+        ms = cpu_per_request(writer, exchange_records(requests, size, ids), per_batch)
         with ledger.engine.connect() as conn:
             stored = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
-        if stored != 2 * (1000 + requests) or writer.stats.unrecordable:
-            raise RuntimeError(f"the writer stored {stored} events of {2 * (1000 + requests)}: not a figure")
+        expected = 2 * (before + 1000 + requests)
+        if stored != expected or writer.stats.unrecordable:
+            raise RuntimeError(f"the writer stored {stored} events of {expected}: not a figure")
         return ms
     finally:
         ledger.close()
@@ -104,35 +123,46 @@ def main(argv: list[str]) -> None:
         "--batches", default="50,100,200", help="requests per batch (the first is the baseline)"
     )
     parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
+    parser.add_argument("--ids", default=",".join(IDS), help="ordered (the proxy's), uuid4 (mitmproxy's)")
+    parser.add_argument("--before", type=int, default=0, help="requests already in each Ledger")
     add_engine_options(parser)
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.batches.split(",")]
+    kinds = [k for k in args.ids.split(",") if k]
+    if not kinds or set(kinds) - set(IDS):
+        parser.error(f"--ids: one or more of {', '.join(IDS)}")
     engines = engine_names(args)
     home = Path(tempfile.mkdtemp(prefix="flightlog-bench-writer-"))
     before = os.environ.get("FLIGHTLOG_HOME")
     os.environ["FLIGHTLOG_HOME"] = str(home)  # no operator's secrets or prices file is read
     print(probe_line("before"), flush=True)
-    results: dict[tuple[str, int], list[float]] = {}
+    results: dict[tuple[str, str, int], list[float]] = {}
     try:
         for round_ in range(args.rounds):
             for engine in engines:
-                for per_batch in sizes:
-                    with fresh_ledger(engine, args.pg, home) as (url, work):
-                        ms = run(url, work / "blobs", args.requests, per_batch, args.size)
-                    results.setdefault((engine, per_batch), []).append(ms)
-                    print(f"round {round_ + 1} {engine:10} {per_batch:4} a batch: {ms:.3f} ms", flush=True)
+                for ids in kinds:
+                    for per_batch in sizes:
+                        with fresh_ledger(engine, args.pg, home) as (url, work):
+                            ms = run(
+                                url, work / "blobs", args.requests, per_batch, args.size, ids, args.before
+                            )
+                        results.setdefault((engine, ids, per_batch), []).append(ms)
+                        line = f"round {round_ + 1} {engine:10} {ids:7} {per_batch:4} a batch: {ms:.3f} ms"
+                        print(line, flush=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)
         if before is None:
             os.environ.pop("FLIGHTLOG_HOME", None)
         else:
             os.environ["FLIGHTLOG_HOME"] = before
-    print(f"\n{'engine':<11} {'requests/batch':>14} {'cpu-ms/request':>15} {'ratio':>6}")
+    print(f"\nrequests already in each Ledger: {args.before:,}")
+    print(f"{'engine':<11} {'ids':<8} {'requests/batch':>14} {'cpu-ms/request':>15} {'ratio':>6}")
     for engine in engines:
-        base = statistics.median(results[(engine, sizes[0])])
-        for per_batch in sizes:
-            ms = statistics.median(results[(engine, per_batch)])
-            print(f"{engine:<11} {per_batch:>14} {ms:>15.3f} {ms / base:>6.2f}")
+        base = statistics.median(results[(engine, kinds[0], sizes[0])])
+        for ids in kinds:
+            for per_batch in sizes:
+                ms = statistics.median(results[(engine, ids, per_batch)])
+                print(f"{engine:<11} {ids:<8} {per_batch:>14} {ms:>15.3f} {ms / base:>6.2f}")
     print(probe_line("after"))
 
 

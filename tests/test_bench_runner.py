@@ -119,13 +119,31 @@ def test_the_ledger_bench_prints_the_machine_speed_before_and_after_its_figures(
 
 
 def test_the_writer_bench_figure_is_of_every_event_stored(capsys: pytest.CaptureFixture[str]) -> None:
-    """`bench.writer` prints a CPU figure per engine and batch size only when the Ledger holds every
-    event of the requests it fed (two per request, none unrecordable): it raises otherwise."""
+    """`bench.writer` prints a CPU figure per engine, ids and batch size only when the Ledger holds
+    every event of the requests it fed, those put in before included (two per request, none
+    unrecordable): it raises otherwise."""
     from bench import writer
 
     home = os.environ.get("FLIGHTLOG_HOME")
-    writer.main(["--requests", "200", "--rounds", "1", "--engines", "sqlite", "--batches", "50,100"])
+    writer.main(
+        [
+            "--requests",
+            "200",
+            "--rounds",
+            "1",
+            "--engines",
+            "sqlite",
+            "--batches",
+            "50,100",
+            "--before",
+            "300",
+        ]
+    )
     assert os.environ.get("FLIGHTLOG_HOME") == home  # its scratch home is not left to later tests
     lines = capsys.readouterr().out.splitlines()
+    assert "requests already in each Ledger: 300" in lines
     rows = [line.split() for line in lines if line.startswith("sqlite ")]
-    assert [(r[1], float(r[2]) > 0, r[3]) for r in rows] == [("50", True, "1.00"), ("100", True, rows[1][3])]
+    assert [(r[1], r[2], float(r[3]) > 0) for r in rows] == [
+        ("ordered", "50", True), ("ordered", "100", True), ("uuid4", "50", True), ("uuid4", "100", True),
+    ]  # fmt: skip
+    assert rows[0][4] == "1.00"
