@@ -56,5 +56,6 @@ RESPONSE_ROLE: Final = "response"
 
 
 def event_id(flow_id: str, role: str) -> str:
-    """A stable event id from mitmproxy's flow id and the event's role: a retried write is the same write."""
+    """A stable event id from the exchange's id (for the proxy, derived from mitmproxy's flow id) and
+    the event's role: a retried write is the same write."""
     return f"{flow_id}:{role}"
