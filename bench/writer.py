@@ -133,7 +133,7 @@ def main(argv: list[str]) -> None:
         parser.error(f"--ids: one or more of {', '.join(IDS)}")
     engines = engine_names(args)
     home = Path(tempfile.mkdtemp(prefix="flightlog-bench-writer-"))
-    before = os.environ.get("FLIGHTLOG_HOME")
+    saved_home = os.environ.get("FLIGHTLOG_HOME")
     os.environ["FLIGHTLOG_HOME"] = str(home)  # no operator's secrets or prices file is read
     print(probe_line("before"), flush=True)
     results: dict[tuple[str, str, int], list[float]] = {}
@@ -151,10 +151,10 @@ def main(argv: list[str]) -> None:
                         print(line, flush=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-        if before is None:
+        if saved_home is None:
             os.environ.pop("FLIGHTLOG_HOME", None)
         else:
-            os.environ["FLIGHTLOG_HOME"] = before
+            os.environ["FLIGHTLOG_HOME"] = saved_home
     print(f"\nrequests already in each Ledger: {args.before:,}")
     print(f"{'engine':<11} {'ids':<8} {'requests/batch':>14} {'cpu-ms/request':>15} {'ratio':>6}")
     for engine in engines:

@@ -42,7 +42,7 @@ PG_STAGE: Final = (
 )
 COPY_CHUNK: Final = 100
 """Rows written to the COPY between two rounds of leaf hashing (psycopg sends every ~32 KiB)."""
-COPY_OPTIONS: Final = " (FORMAT BINARY)"
+COPY_FORMAT: Final = "BINARY"
 """The COPY's format. The server buffers a COPY's rows and inserts them (heap and indexes) in groups
 of 1,000 rows or 64 KiB of input lines, but binary input has no lines: a batch of up to 1,000 rows
 is inserted only once its COPY has ended, while the client waits (measured: ~1.7 ms of the server's
@@ -148,7 +148,7 @@ def _insert_events_pg(
 
     Direct (the common case, a batch not seen before): the rows are COPYed straight into `events`,
     no lookup first; their leaves are hashed between the chunks the COPY sends (the server reads
-    them meanwhile, and inserts a batch of up to 1,000 rows once the COPY ends: `COPY_OPTIONS`). An
+    them meanwhile, and inserts a batch of up to 1,000 rows once the COPY ends: `COPY_FORMAT`). An
     id already stored (a re-delivery, an overlap, a row another writer committed) makes the COPY
     fail on the primary key (`UniqueViolation`): the caller runs the batch again `staged`, through
     the temporary table and `ON CONFLICT DO NOTHING`.
@@ -157,7 +157,7 @@ def _insert_events_pg(
     with raw.cursor() as cur:  # type: ignore[union-attr]
         if staged:
             cur.execute(PG_STAGE)
-            with cur.copy(f"COPY events_incoming ({_COLS}) FROM STDIN{COPY_OPTIONS}") as copy:
+            with cur.copy(f"COPY events_incoming ({_COLS}) FROM STDIN (FORMAT {COPY_FORMAT})") as copy:
                 copy.set_types(list(PG_TYPES))
                 for row in rows:
                     copy.write_row(row)
@@ -166,7 +166,7 @@ def _insert_events_pg(
             return _fresh(rows, {r[0] for r in rows} - inserted), None
         fresh = _fresh(rows, set())  # an id stored before makes the COPY fail: the staged path
         leaves: list[bytes] = []
-        with cur.copy(f"COPY events ({_COLS}) FROM STDIN{COPY_OPTIONS}") as copy:
+        with cur.copy(f"COPY events ({_COLS}) FROM STDIN (FORMAT {COPY_FORMAT})") as copy:
             copy.set_types(list(PG_TYPES))
             write = copy.write_row
             for i in range(0, len(fresh), COPY_CHUNK):
