@@ -7,9 +7,12 @@ batch through the `ON CONFLICT` path instead of failing it.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -271,3 +274,40 @@ def test_sqlite_hour_index_takes_an_hours_events_at_its_end(tmp_path: Path) -> N
     finally:
         ledger.close()
     assert "USING COVERING INDEX ix_events_hour" in plan, plan
+
+
+def test_a_forked_child_chains_its_own_batches(pg_url: str, tmp_path: Path) -> None:
+    """A process that appended to PostgreSQL (so its leaf-hashing thread runs) forks; the child's own
+    Ledger appends and chains its batch. A thread is not copied by a fork: leaves queued for the
+    parent's would never be hashed, and the child's append would wait forever."""
+    blobs = (tmp_path / "blobs").as_uri()
+    parent = open_ledger(pg_url, blobs)
+    parent.append(batch([mixed(i) for i in range(40)], position=1))
+    parent.close()
+    with warnings.catch_warnings():  # the parent has threads (this one is the point of the test)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            child = open_ledger(pg_url, blobs)
+            code = 0 if child.append(batch([mixed(i) for i in range(40, 80)], 1, "child")).new == 40 else 2
+            child.close()
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's append did not finish in 30 s")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    ledger = open_ledger(pg_url, blobs)
+    try:
+        with ledger.engine.connect() as conn:
+            chained = conn.execute(text("SELECT collector, chain_index FROM batches ORDER BY 1")).all()
+        assert [tuple(r) for r in chained] == [("child", 1), ("test", 1)]
+        assert problems(ledger) == []
+    finally:
+        ledger.close()
