@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from addons.capture_options import DEFAULT_OUTBOUND, OPTIONS
+from addons.capture_options import DEFAULT_OUTBOUND, MAX_COMMIT_MS, OPTIONS
 from addons.errors import AddonError
 from addons.recording import identity as ident
 from addons.recording.action_ids import action_id
@@ -114,6 +114,11 @@ class Capture:
         opts = ctx.options
         if "flightlog_stream_grace" in updated and opts.flightlog_stream_grace < 0:
             raise exceptions.OptionsError("flightlog_stream_grace must be 0 or more seconds")
+        commit = opts.flightlog_commit_ms
+        if "flightlog_commit_ms" in updated and not 1 <= commit <= MAX_COMMIT_MS:
+            raise exceptions.OptionsError(
+                f"flightlog_commit_ms must be 1 to {MAX_COMMIT_MS} ms, not {commit}"
+            )
         if "flightlog_max_request_body" in updated:
             try:
                 size = human.parse_size(opts.flightlog_max_request_body)

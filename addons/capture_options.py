@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from typing import Final
 
 DEFAULT_OUTBOUND: Final = ("api.openai.com", "api.anthropic.com")
+MAX_COMMIT_MS: Final = 10_000
+"""The longest `flightlog_commit_ms`: past it what a writer holds unwritten is a risk, not a saving."""
 """Reverse-proxy targets whose traffic is outbound by default: the model APIs an agent calls."""
 
 OPTIONS: tuple[tuple[str, object, object, str], ...] = (
@@ -49,6 +51,13 @@ OPTIONS: tuple[tuple[str, object, object, str], ...] = (
         int,
         30,
         "Seconds to keep trying to write what is queued at exit when the Ledger is down.",
+    ),
+    (
+        "flightlog_commit_ms",
+        int,
+        50,
+        "Milliseconds the writer gathers events before one batch commits (more: less CPU an event,"
+        " a later commit). `flightlog proxy` gives 100 when its processes outnumber the cores.",
     ),
     ("flightlog_stats_file", str, "", "Write the writer's counters here as JSON at exit."),
 )

@@ -63,6 +63,8 @@ class ProxyConfig:
     redact_auth_headers: bool = True
     collector: str = ""
     stats_file: str = ""
+    commit_ms: int = 50
+    """How long the writer gathers events before a batch commits (`addons.workers.commit_ms`)."""
     directory: str = ""
     open_mode: bool = False
     """Calls through the door need no token (local development only; the start line says so)."""
@@ -325,6 +327,7 @@ async def serve(
             flightlog_redact_auth_headers=config.redact_auth_headers,
             flightlog_collector=config.collector,
             flightlog_stats_file=config.stats_file,
+            flightlog_commit_ms=config.commit_ms,
             flightlog_directory=config.directory,
             flightlog_open=config.open_mode,
             flightlog_local_commands=config.local_commands,

@@ -96,6 +96,7 @@ def write_stats(path: Path, writer: Writer) -> None:
                 "unrecordable": writer.stats.unrecordable,
                 "rejected": writer.stats.rejected,
                 "batches": writer.stats.batches,
+                "commit_ms": round(writer.flush_interval * 1000),
                 "delay_p50": pct(0.50),
                 "delay_p99": pct(0.99),
             }
@@ -114,4 +115,5 @@ def writer_spec(options: Any, collector: str) -> WriterSpec:
         collector=collector,
         drain_timeout=float(options.flightlog_drain_timeout),
         stats_file=options.flightlog_stats_file,
+        flush_interval=options.flightlog_commit_ms / 1000,
     )

@@ -195,6 +195,7 @@ def proxy(
     published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.master import ProxyConfig, run_proxy
+    from addons.workers import commit_ms
 
     count = worker_count(workers)
     settings = load_settings()
@@ -215,6 +216,7 @@ def proxy(
         redact_auth_headers=not no_redact_auth_headers,
         collector=collector,
         stats_file=os.environ.get("FLIGHTLOG_STATS_FILE", ""),
+        commit_ms=commit_ms(count, os.cpu_count() or 1),
         directory=str(settings.directory) if settings.directory else "",
         open_mode=open_mode,
         local_commands=allow_local_commands,

@@ -23,6 +23,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from addons.workers import commit_ms
 from tests.capture.ledger_view import ledger_of
 from tests.capture.test_kill_writer import writer_pid
 from tests.support.ports import free_block
@@ -101,7 +102,8 @@ def test_two_workers_record_every_request_once_under_two_collectors(
     workers served), and no worker is left running."""
     home = tmp_path / "home"
     reverse = f"reverse:http://127.0.0.1:{http_upstream.port}@0"
-    proxy = start_proxy(home, ledger_url, args=["--workers", "2", "--mode", reverse])
+    env = {"FLIGHTLOG_STATS_FILE": str(tmp_path / "stats.json")}
+    proxy = start_proxy(home, ledger_url, args=["--workers", "2", "--mode", reverse], env=env)
     try:
         state = json.loads((home / "proxy.json").read_text())
         assert state["pid"] == proxy.proc.pid and state["workers"] == 2
@@ -128,6 +130,10 @@ def test_two_workers_record_every_request_once_under_two_collectors(
     wrong = {rid: n for rid, n in wrong.items() if n != (1, 1)}
     assert wrong == {}, (len(wrong), list(wrong.items())[:5], log[-2000:])
     assert len(collectors) == 2, collectors
+    # each worker's writer commits as often as two workers on this machine's cores call for
+    stats = [json.loads((tmp_path / f"stats-{i}.json").read_text()) for i in (0, 1)]
+    assert [s["commit_ms"] for s in stats] == [commit_ms(2, os.cpu_count() or 1)] * 2
+    assert sum(s["written"] for s in stats) == 2 * len(sent)
 
 
 def test_a_killed_worker_is_restarted_while_the_other_serves(tmp_path: Path, http_upstream: Upstream) -> None:
@@ -261,3 +267,38 @@ def test_both_workers_sign_with_the_one_ca_they_were_started_without(
     assert answered == [200] * 16, proxy.log()[-2000:]
     _, collectors = recorded(proxy)
     assert len(collectors) == 2, collectors
+
+
+def test_writers_commit_less_often_once_the_processes_outnumber_the_cores() -> None:
+    """Each worker is a proxy and a writer: while both fit on the cores a writer commits every 50 ms;
+    past that (the default, one worker a core) every 100 ms, so its batches carry twice the events."""
+    assert [commit_ms(1, 2), commit_ms(2, 4), commit_ms(4, 16)] == [50, 50, 50]
+    assert [commit_ms(1, 1), commit_ms(2, 2), commit_ms(3, 4), commit_ms(16, 16)] == [100, 100, 100, 100]
+
+
+def test_a_commit_interval_set_by_the_operator_reaches_the_writer_and_a_bad_one_is_refused(
+    tmp_path: Path, http_upstream: Upstream
+) -> None:
+    """`--set flightlog_commit_ms=250` wins over the proxy's own choice: the writer commits every
+    250 ms and records all it carried. 0 is refused before anything listens: one line, exit 1."""
+    stats = tmp_path / "stats.json"
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    env = {"FLIGHTLOG_STATS_FILE": str(stats)}
+    proxy = start_proxy(tmp_path / "home", url, args=["--set", "flightlog_commit_ms=250"], env=env)
+    try:
+        sent = send_load("c", f"{http_upstream.base}/fixed", proxy.url, clients=2, each=5)
+    finally:
+        proxy.stop()
+    assert json.loads(stats.read_text())["commit_ms"] == 250
+    counts, _ = recorded(proxy)
+    assert len(sent) == 10 and all(counts[("http.response", rid)] == 1 for rid in sent)
+    refused = subprocess.run(
+        [sys.executable, "-m", "flightlog", "proxy", "--workers", "1", "--listen", "127.0.0.1:0",
+         "--set", "flightlog_commit_ms=0"],
+        env={**os.environ, "FLIGHTLOG_HOME": str(tmp_path / "home2")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "flightlog: flightlog_commit_ms must be 1 to 10000 ms, not 0"
+    ]
