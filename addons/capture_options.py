@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import Final
 
 DEFAULT_OUTBOUND: Final = ("api.openai.com", "api.anthropic.com")
+"""Reverse-proxy targets whose traffic is outbound by default: the model APIs an agent calls."""
 MAX_COMMIT_MS: Final = 10_000
 """The longest `flightlog_commit_ms`: past it what a writer holds unwritten is a risk, not a saving."""
-"""Reverse-proxy targets whose traffic is outbound by default: the model APIs an agent calls."""
 
 OPTIONS: tuple[tuple[str, object, object, str], ...] = (
     ("flightlog_ledger", str, "", "Ledger database URL (default: FLIGHTLOG_LEDGER)."),
