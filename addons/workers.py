@@ -59,8 +59,10 @@ def commit_ms(workers: int, cores: int) -> int:
     writers' CPU is taken from the proxies, and a commit every `SHARED_COMMIT_MS` carries twice the
     events: the Ledger cost of one writer fed by every worker (its batches are as large), with each
     worker keeping a writer of its own. Measured with 2 workers on 2 cores (bench.workers, nginx,
-    5 interleaved rounds): writer CPU per request 0.36 -> 0.29 ms on SQLite and 0.33 -> 0.26 ms on
-    PostgreSQL, 1.07x and 1.11x the requests a second, answer->commit p99 80 -> 145 ms (goal 250).
+    two runs of 5 interleaved rounds): writer CPU per request 10-19% less on SQLite (0.30 -> 0.27,
+    0.36 -> 0.29 ms) and 14-21% on PostgreSQL (0.21 -> 0.18, 0.33 -> 0.26 ms), the same requests a
+    second or up to 1.11x (this machine's noise is as large), answer->commit p99 80 -> 145 ms (goal
+    250 ms). One process fed by every worker would save no more: its other costs are per frame.
     """
     return SHARED_COMMIT_MS if 2 * workers > cores else COMMIT_MS
 
