@@ -147,3 +147,21 @@ def test_the_writer_bench_figure_is_of_every_event_stored(capsys: pytest.Capture
         ("ordered", "50", True), ("ordered", "100", True), ("uuid4", "50", True), ("uuid4", "100", True),
     ]  # fmt: skip
     assert rows[0][4] == "1.00"
+
+
+def test_the_trickle_bench_prints_cpu_a_second_beside_plain_mitmdump(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`bench.trickle` paces requests through plain mitmdump and flightlog and prints, per rate, each
+    one's CPU a second with flightlog's writer apart and its ratio to plain (a flightlog figure is
+    refused unless every request sent is in its Ledger)."""
+    import re
+
+    from bench import trickle
+
+    trickle.main(["--rates", "10", "--seconds", "1", "--rounds", "1", "--upstream", "asyncio"])
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split() for line in lines if re.match(r"(plain|fl-sqlite) +10 ", line)}
+    assert set(rows) == {"plain", "fl-sqlite"}, lines
+    assert rows["plain"][5] == "1.00" and rows["plain"][3] == "0.0"  # plain mitmdump has no writer
+    assert float(rows["fl-sqlite"][4]) > 0 and rows["fl-sqlite"][-1] == "ms"
