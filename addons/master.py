@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from addons.ai_listeners import AiListener
 from addons.capture import Capture
-from addons.capture_options import DEFAULT_OUTBOUND
+from addons.capture_options import COMMIT_MS, DEFAULT_OUTBOUND
 from addons.certificate_store import load_ca_before_listening
 from addons.errors import AddonError
 from addons.hook_dispatch import skip_idle_addons
@@ -63,8 +63,8 @@ class ProxyConfig:
     redact_auth_headers: bool = True
     collector: str = ""
     stats_file: str = ""
-    commit_ms: int = 50
-    """How long the writer gathers events before a batch commits (`addons.workers.commit_ms`)."""
+    commit_ms: int = COMMIT_MS
+    """How long the writer gathers events before a batch commits (`capture_options.commit_ms`)."""
     directory: str = ""
     open_mode: bool = False
     """Calls through the door need no token (local development only; the start line says so)."""

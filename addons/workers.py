@@ -47,24 +47,6 @@ STEADY = 10.0
 """A worker that ran this long before dying is restarted after the first delay again."""
 STOP_TIMEOUT = 90.0
 """How long stopping waits for the workers' drains (each is bounded by its own drain timeout)."""
-COMMIT_MS = 50
-SHARED_COMMIT_MS = 100
-
-
-def commit_ms(workers: int, cores: int) -> int:
-    """How long each writer gathers events before it commits, for `workers` proxies on `cores`.
-
-    Each worker is two busy processes (its proxy and its writer). While they fit on the cores, a
-    writer's CPU is spare and a commit comes every `COMMIT_MS`. Once they outnumber the cores, the
-    writers' CPU is taken from the proxies, and a commit every `SHARED_COMMIT_MS` carries twice the
-    events: the Ledger cost of one writer fed by every worker (its batches are as large), with each
-    worker keeping a writer of its own. Measured with 2 workers on 2 cores (bench.workers, nginx,
-    two runs of 5 interleaved rounds): writer CPU per request 10-19% less on SQLite (0.30 -> 0.27,
-    0.36 -> 0.29 ms) and 14-21% on PostgreSQL (0.21 -> 0.18, 0.33 -> 0.26 ms), the same requests a
-    second or up to 1.11x (this machine's noise is as large), answer->commit p99 80 -> 145 ms (goal
-    250 ms). One process fed by every worker would save no more: its other costs are per frame.
-    """
-    return SHARED_COMMIT_MS if 2 * workers > cores else COMMIT_MS
 
 
 def config_to_json(config: ProxyConfig) -> dict[str, Any]:

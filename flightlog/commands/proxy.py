@@ -194,8 +194,8 @@ def proxy(
     reverse listeners for OpenAI and Anthropic; every port is fixed before mitmproxy starts and
     published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
+    from addons.capture_options import commit_ms
     from addons.master import ProxyConfig, run_proxy
-    from addons.workers import commit_ms
 
     count = worker_count(workers)
     settings = load_settings()

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from addons.workers import commit_ms
+from addons.capture_options import commit_ms
 from tests.capture.ledger_view import ledger_of
 from tests.capture.test_kill_writer import writer_pid
 from tests.support.ports import free_block
