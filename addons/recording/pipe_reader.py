@@ -70,9 +70,9 @@ class PollingPipe(io.RawIOBase):
         self.fd = fd
         self.interval = POLL
         """The current sleep between looks (`next_interval`)."""
-        self.looks = 0
-        """Sleeps taken so far: what the looking cost, counted."""
         self._found = 0
+        self._capacity = 0
+        """The pipe's size, asked once something came: the proxy sets it before its first write."""
         os.set_blocking(fd, False)
 
     def readable(self) -> bool:
@@ -88,13 +88,12 @@ class PollingPipe(io.RawIOBase):
             else:
                 self._found += read
                 return read
-            # The pipe is empty: everything that came since the last sleep has been read. (Its size
-            # is asked each time something came: the proxy sets it once the child has started.)
-            capacity = pipe_capacity(self.fd) if self._found else DEFAULT_CAPACITY
-            self.interval = next_interval(self.interval, self._found, capacity)
+            # The pipe is empty: everything that came since the last sleep has been read.
+            if self._found and not self._capacity:
+                self._capacity = pipe_capacity(self.fd)
+            self.interval = next_interval(self.interval, self._found, self._capacity or DEFAULT_CAPACITY)
             self._found = 0
             if time.monotonic() - idle_since < IDLE:
-                self.looks += 1
                 time.sleep(self.interval)
             else:
                 select.select([self.fd], [], [])
