@@ -105,14 +105,14 @@ def report(
             proxy = statistics.median(r["proxy"] or 0 for r in rows)
             writer = statistics.median(r["writer"] or 0 for r in rows)
             total = statistics.median((r["proxy"] or 0) + (r["writer"] or 0) for r in rows)
-            delays = [r["delay_p99"] for r in rows if r.get("delay_p99") is not None]
+            delays = [d for r in rows if (d := r.get("delay_p99")) is not None]
             cells = (
                 f"{rate:g}",
                 f"{proxy:.1f}",
                 f"{writer:.1f}",
                 f"{total:.1f}",
                 f"{total / base:.2f}" if base else "-",
-                f"{statistics.median(delays) * 1000:.0f} ms" if delays else "-",  # type: ignore[type-var]
+                f"{statistics.median(delays) * 1000:.0f} ms" if delays else "-",
             )
             print(ROW.format(config, *cells))
 
