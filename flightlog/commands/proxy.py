@@ -183,7 +183,9 @@ def proxy(
         int | None,
         typer.Option(
             help="Proxy processes sharing the listeners, each on its own core (default: the "
-            "machine's cores on Linux, else 1; 1: one process).",
+            "machine's cores on Linux, else 1; 1: one process). When they and their writers "
+            "outnumber the cores, each writer commits every 100 ms, not 50 (--set "
+            "flightlog_commit_ms=N chooses).",
             show_default=False,
         ),
     ] = None,
