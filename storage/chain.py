@@ -180,8 +180,19 @@ def _mark(conn: Connection) -> str:
 
 
 def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Rows of one small query in the driver's own parameter style (errors wrapped by SQLAlchemy,
-    so the Ledger maps them like any other)."""
+    """Rows of one small query in the driver's own parameter style.
+
+    SQLite runs it on the driver's cursor: SQLAlchemy's execution context costs more CPU than the
+    statement (measured: ~1.31 -> ~1.03 ms a one-request commit, six statements), and its errors
+    come unwrapped, which `storage.errors.from_library` maps the same. PostgreSQL keeps SQLAlchemy's
+    wrapper: it is what tells a lost connection and invalidates the pool."""
+    if conn.dialect.name == "sqlite":
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(sql, tuple(params))
+            return [tuple(r) for r in cursor.fetchall()] if cursor.description else []
+        finally:
+            cursor.close()
     result = conn.exec_driver_sql(sql, tuple(params))
     return [tuple(r) for r in result] if result.returns_rows else []
 
