@@ -2,8 +2,9 @@
 
 SQLite (the embedded default): WAL, foreign keys, `recursive_triggers` (so `INSERT OR REPLACE`
 fires the delete trigger and is refused), a busy timeout, and `BEGIN IMMEDIATE` for writes so two
-writers queue instead of failing half-way. PostgreSQL: psycopg 3 with pre-ping so a restarted
-server costs one reconnect, not an error.
+writers queue instead of failing half-way. PostgreSQL: psycopg 3, a connection idle for a while
+pinged before it is handed out (`ping_when_idle`), so a restarted server costs one reconnect, not an
+error.
 
 The write lock is not waited for with SQLite's busy timeout: its handler sleeps in growing steps
 (1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, then 100 ms), so a writer that found the lock taken for
@@ -22,7 +23,7 @@ from typing import Any, Final
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DisconnectionError
 
 from storage.errors import BadLedgerUrl
 from storage.locations import private_file
@@ -112,6 +113,40 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
+PING_IDLE: Final = 1.0
+"""Seconds a pooled PostgreSQL connection may have been idle and still be handed out unpinged."""
+
+
+def ping_when_idle(engine: Engine, idle: float = PING_IDLE) -> None:
+    """Ping a PostgreSQL connection at checkout only when it has been idle `idle` seconds or more.
+
+    SQLAlchemy's `pool_pre_ping` pings at every checkout: a round trip a commit, ~83 us of the
+    writer's CPU and ~160 us of wall time on this machine, for a connection used 50 ms before. A
+    server that went away within the last second is met by the first statement instead: SQLAlchemy
+    sees the disconnect, invalidates the pool, and the Ledger retries the batch (it is idempotent),
+    as it already must for a server lost mid-transaction. A failed ping raises `DisconnectionError`,
+    on which the pool connects afresh (SQLAlchemy's documented pessimistic recipe)."""
+
+    @event.listens_for(engine, "connect")
+    def _fresh(_dbapi_conn: Any, record: Any) -> None:
+        record.info["flightlog_used"] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _used(_dbapi_conn: Any, record: Any) -> None:
+        record.info["flightlog_used"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        if time.monotonic() - record.info.get("flightlog_used", 0.0) < idle:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except engine.dialect.loaded_dbapi.Error as e:
+            if engine.dialect.is_disconnect(e, dbapi_conn, None):
+                raise DisconnectionError(str(e)) from e
+            raise
+
+
 def make_engine(url: str) -> Engine:
     """An engine for a Ledger URL; one clear error for a URL flightlog cannot use."""
     url = normalize_url(url)
@@ -119,7 +154,9 @@ def make_engine(url: str) -> Engine:
         if url.startswith("sqlite"):
             return _sqlite_engine(url)
         if url.startswith("postgresql+psycopg"):
-            return create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=4)
+            engine = create_engine(url, pool_size=4, max_overflow=4)
+            ping_when_idle(engine)
+            return engine
         raise BadLedgerUrl(f"ledger URL {url!r}: use sqlite:///PATH or postgresql+psycopg://USER@HOST/DB")
     except ArgumentError as e:
         raise BadLedgerUrl(f"ledger URL {url!r} is not a database URL: {e}") from e
