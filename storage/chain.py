@@ -183,7 +183,7 @@ def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[
     """Rows of one small query in the driver's own parameter style, run on the driver's cursor.
 
     SQLAlchemy's execution context cost more CPU than these statements themselves (measured at
-    one request a commit: SQLite ~1.31 -> ~1.03 ms, six statements). Errors come unwrapped, which
+    one request a commit, SQLite: ~1.31 -> ~1.03 ms for its six). Errors come unwrapped, which
     `storage.errors.from_library` maps the same; a lost connection is invalidated here, as SQLAlchemy
     would, so the pool never hands it out again and the Ledger's retry gets a new one."""
     raw = conn.connection.driver_connection

@@ -122,10 +122,11 @@ def ping_when_idle(engine: Engine, idle: float = PING_IDLE) -> None:
 
     SQLAlchemy's `pool_pre_ping` pings at every checkout: a round trip a commit, ~83 us of the
     writer's CPU and ~160 us of wall time on this machine, for a connection used 50 ms before. A
-    server that went away within the last second is met by the first statement instead: SQLAlchemy
-    sees the disconnect, invalidates the pool, and the Ledger retries the batch (it is idempotent),
-    as it already must for a server lost mid-transaction. A failed ping raises `DisconnectionError`,
-    on which the pool connects afresh (SQLAlchemy's documented pessimistic recipe)."""
+    server that went away within the last second is met by the first statement instead: it
+    invalidates the connection (SQLAlchemy for its own statements, `storage.chain.query` for the
+    writer's) and the Ledger retries the batch (it is idempotent), as it already must for a server
+    lost mid-transaction. A failed ping raises `DisconnectionError`, on which the pool connects
+    afresh (SQLAlchemy's documented pessimistic recipe)."""
 
     @event.listens_for(engine, "connect")
     def _fresh(_dbapi_conn: Any, record: Any) -> None:
