@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from storage.append import TRIGGER_OFF_MIN, trigger_off
+from storage.append import HASH_APART_MIN, TRIGGER_OFF_MIN, hash_apart, trigger_off
 from storage.chain_verify import verify_chain
 from storage.events import AppendResult, Event
 from storage.ledger import Ledger, open_ledger
@@ -165,6 +165,14 @@ def test_a_redelivery_adds_no_row_and_no_link_and_an_overlap_only_its_new_rows(
     assert count == size + half and [r[0] for r in links] == [1, 2]
     assert links[1][1].count("ev-") == half and f"ev-{half:06d}" not in links[1][1]
     assert problems(ledger) == []
+
+
+def test_only_batches_worth_the_hand_off_hash_their_leaves_on_a_thread() -> None:
+    """PostgreSQL: handing a batch's leaves to the hashing thread costs more CPU than hashing a few
+    rows inline, so only a batch of `HASH_APART_MIN` new rows or more is handed over (both paths
+    chain and verify: the trigger-on/off re-delivery test runs 6- and 100-event batches)."""
+    assert not hash_apart(1) and not hash_apart(HASH_APART_MIN - 1)
+    assert hash_apart(HASH_APART_MIN) and hash_apart(1000)
 
 
 def test_the_insert_trigger_is_switched_off_only_for_batches_worth_it() -> None:
