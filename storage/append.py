@@ -35,14 +35,6 @@ PG_TYPES: Final = (
     "text", "text", "text", "text", "text", "text", "int8", "int8", "float8", "bytea", "text", "text",
     "int8", "bool", "text", "text", "text", "bool", "float8", "float8", "float8",
 )  # fmt: skip
-_COLS: Final = ", ".join(COLUMNS)
-_MARKS: Final = ", ".join("?" for _ in COLUMNS)
-SQLITE_INSERT: Final = f"INSERT INTO events ({_COLS}) VALUES ({_MARKS})"
-"""Only ids not yet stored are offered: SQLite fires the BEFORE INSERT trigger that refuses a known
-event_id (append-only from any connection, see migration 0004) before any ON CONFLICT clause."""
-PG_STAGE: Final = (
-    "CREATE TEMP TABLE IF NOT EXISTS events_incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-)
 
 
 @functools.cache
@@ -54,6 +46,14 @@ def pg_type_oids() -> tuple[int, ...]:
     return tuple(types[name].oid for name in PG_TYPES)
 
 
+_COLS: Final = ", ".join(COLUMNS)
+_MARKS: Final = ", ".join("?" for _ in COLUMNS)
+SQLITE_INSERT: Final = f"INSERT INTO events ({_COLS}) VALUES ({_MARKS})"
+"""Only ids not yet stored are offered: SQLite fires the BEFORE INSERT trigger that refuses a known
+event_id (append-only from any connection, see migration 0004) before any ON CONFLICT clause."""
+PG_STAGE: Final = (
+    "CREATE TEMP TABLE IF NOT EXISTS events_incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+)
 COPY_FORMAT: Final = "BINARY"
 """The COPY's format. The server buffers a COPY's rows and inserts them (heap and indexes) in groups
 of 1,000 rows or 64 KiB of input lines, but binary input has no lines: a batch of up to 1,000 rows
@@ -202,11 +202,12 @@ def _insert_events_pg(
     conn: Connection, rows: Sequence[tuple[Any, ...]], staged: bool
 ) -> tuple[list[tuple[Any, ...]], list[bytes] | None]:
     """Insert the rows; give back the ones that were new (sorted by event_id, like `rows`) and,
-    from the direct path, their chain leaves.
+    when the direct path hashed them on `_hasher`'s thread (`hash_apart`), their chain leaves.
 
     Direct (the common case, a batch not seen before): the rows are COPYed straight into `events`,
-    no lookup first; their leaves are hashed on `_hasher`'s thread while the server inserts them
-    (it inserts a batch of up to 1,000 rows once the COPY ends: `COPY_FORMAT`). An
+    no lookup first; the leaves of a batch of `HASH_APART_MIN` rows or more are hashed on `_hasher`'s
+    thread while the server inserts them (it inserts a batch of up to 1,000 rows once the COPY
+    ends: `COPY_FORMAT`); a smaller batch's are left to `chain.link`. An
     id already stored (a re-delivery, an overlap, a row another writer committed) makes the COPY
     fail on the primary key (`UniqueViolation`): the caller runs the batch again `staged`, through
     the temporary table and `ON CONFLICT DO NOTHING`.
@@ -230,7 +231,7 @@ def _insert_events_pg(
                 write(row)
             hashing = _hasher().submit(chain.written_leaves, fresh) if hash_apart(len(fresh)) else None
         # leaving the block ended the COPY and waited for the server's insert
-    return fresh, chain.written_leaves(fresh) if hashing is None else hashing.result()
+    return fresh, None if hashing is None else hashing.result()
 
 
 def _stored_fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
@@ -316,18 +317,14 @@ def write_batch(
     chain.lock(conn, batch.collector)
     _insert_blobs(conn, blobs, now)
     ordered = sorted(rows, key=lambda r: r[0])
-    fresh_leaves: list[bytes] | None
+    fresh_leaves: list[bytes] | None = None  # chain.link hashes what was not hashed already
     if conn.dialect.name == "sqlite":
         fresh = _insert_events_sqlite(conn, ordered)
-        if leaves is None:
-            fresh_leaves = chain.written_leaves(fresh)
-        else:
+        if leaves is not None:
             of_row = {id(r): leaf for r, leaf in zip(rows, leaves, strict=True)}
             fresh_leaves = [of_row[id(r)] for r in fresh]
     else:
         fresh, fresh_leaves = _insert_events_pg(conn, ordered, staged)
-        if fresh_leaves is None:
-            fresh_leaves = chain.written_leaves(fresh)
     new = len(fresh)
     conflicts: list[Conflict] = []
     if new < len(ordered):
