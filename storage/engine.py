@@ -128,13 +128,11 @@ def ping_when_idle(engine: Engine, idle: float = PING_IDLE) -> None:
     lost mid-transaction. A failed ping raises `DisconnectionError`, on which the pool connects
     afresh (SQLAlchemy's documented pessimistic recipe)."""
 
-    @event.listens_for(engine, "connect")
-    def _fresh(_dbapi_conn: Any, record: Any) -> None:
-        record.info["flightlog_used"] = time.monotonic()
-
-    @event.listens_for(engine, "checkin")
     def _used(_dbapi_conn: Any, record: Any) -> None:
         record.info["flightlog_used"] = time.monotonic()
+
+    event.listen(engine, "connect", _used)  # a new connection was just used to connect
+    event.listen(engine, "checkin", _used)
 
     @event.listens_for(engine, "checkout")
     def _ping(dbapi_conn: Any, record: Any, _proxy: Any) -> None:

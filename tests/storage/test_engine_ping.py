@@ -2,8 +2,9 @@
 
 A busy writer's connection, used 50 ms before, is handed out without a round trip; one idle longer
 is pinged first, and a dead one is replaced before anyone uses it. A server that went away within
-the idle window is met by the first statement: the pool is invalidated and the next checkout works,
-and a Ledger append retries through it (the restart test in test_faults drives that end to end).
+the idle window is met by the first statement: that connection is invalidated and the next checkout
+works, and a Ledger append retries through it (the restart test in test_faults drives that end to
+end).
 """
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ from tests.storage.factory import batch, event
 IDLE = 0.3
 
 
+def _pid(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+
 def _kill(engine: Engine) -> None:
     """Terminate the server backend behind the pool's one connection, as a restart would."""
-    with engine.connect() as conn:
-        pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    pid = _pid(engine)
     admin_url = engine.url.set(drivername="postgresql", query={}).render_as_string(hide_password=False)
     with psycopg.connect(admin_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
@@ -48,14 +53,9 @@ def engine(pg_url: str) -> Iterator[Engine]:
     made.dispose()
 
 
-def _pid(engine: Engine) -> int:
-    with engine.connect() as conn:
-        return int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
-
-
 def test_a_connection_used_within_the_idle_window_is_handed_out_without_a_ping(engine: Engine) -> None:
-    """Back-to-back checkouts reuse the connection with no round trip first: the server sees only
-    the statements asked for."""
+    """Back-to-back checkouts reuse the connection with no ping first; one idle past the window is
+    pinged once."""
     first = _pid(engine)
     pings: list[int] = []
     real = engine.dialect.do_ping
