@@ -204,13 +204,14 @@ def _insert_events_pg(
     """Insert the rows; give back the ones that were new (sorted by event_id, like `rows`) and,
     when the direct path hashed them on `_hasher`'s thread (`hash_apart`), their chain leaves.
 
-    Direct (the common case, a batch not seen before): the rows are COPYed straight into `events`,
-    no lookup first; the leaves of a batch of `HASH_APART_MIN` rows or more are hashed on `_hasher`'s
-    thread while the server inserts them (it inserts a batch of up to 1,000 rows once the COPY
-    ends: `COPY_FORMAT`); a smaller batch's are left to `chain.link`. An
-    id already stored (a re-delivery, an overlap, a row another writer committed) makes the COPY
-    fail on the primary key (`UniqueViolation`): the caller runs the batch again `staged`, through
-    the temporary table and `ON CONFLICT DO NOTHING`.
+    Direct (the steady state, once the Ledger has seen a collector's batch come back wholly new:
+    `Ledger._append_once`): the rows are COPYed straight into `events`, no lookup first; the
+    leaves of a batch of `HASH_APART_MIN` rows or more are hashed on `_hasher`'s thread while the
+    server inserts them (it inserts a batch of up to 1,000 rows once the COPY ends:
+    `COPY_FORMAT`); a smaller batch's are left to `chain.link`. `staged` (a collector
+    still catching up after a start, which re-delivers) goes through the temporary table and
+    `ON CONFLICT DO NOTHING`; an id stored meanwhile by another writer makes the direct COPY fail
+    on the primary key (`UniqueViolation`), and the caller runs the batch again `staged`.
     """
     raw = conn.connection.driver_connection
     with raw.cursor() as cur:  # type: ignore[union-attr]

@@ -76,6 +76,9 @@ class Ledger:
         self.url = url
         self.blobs = blobs
         self.retry_seconds = retry_seconds
+        self._caught_up: set[str] = set()
+        """PostgreSQL: collectors whose last batch here was wholly new, so their next batch is
+        COPYed straight into `events` (`_append_once`)."""
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -118,18 +121,35 @@ class Ledger:
         raw_bytes: int,
         leaves: list[bytes] | None,
     ) -> AppendResult:
+        """One attempt at the batch's transaction.
+
+        PostgreSQL: a collector's batches go through the `ON CONFLICT` path (`staged`) until one
+        comes back wholly new, and are COPYed straight into `events` from then on. A writer started
+        again re-delivers what its predecessor committed, often over several batches: offered to
+        the direct COPY, each would fail on the primary key, roll back, and leave an ERROR line in
+        the server's log. Staging costs one temporary table a connection, and only while catching up.
+        A batch that fails (a lost connection: its commit may have landed) makes the retry stage too.
+        """
         if self.engine.dialect.name == "sqlite":  # read first: BEGIN IMMEDIATE would hold the lock
             with self.engine.connect() as conn:
                 present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
             blobs = self._blobs(unique, refs, present)
             with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
                 return write_batch(conn, batch, rows, blobs, raw_bytes, leaves=leaves)
-        try:
-            return self._append_pg(batch, rows, unique, refs, raw_bytes, staged=False)
-        except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped
-            if not _raced(e):
-                raise
-            return self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)
+        direct = batch.collector in self._caught_up
+        self._caught_up.discard(batch.collector)  # until this batch is known wholly new
+        if not direct:
+            result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)
+        else:
+            try:
+                result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=False)
+            except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped
+                if not _raced(e):
+                    raise
+                result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)
+        if result.new == result.received:
+            self._caught_up.add(batch.collector)
+        return result
 
     def _append_pg(
         self,

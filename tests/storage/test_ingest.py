@@ -198,6 +198,7 @@ def test_a_row_committed_by_another_writer_mid_batch_goes_through_on_conflict(
     and commits while the batch's COPY waits on it; the batch still commits, counting that event as
     a duplicate, and its link covers exactly the rows it inserted."""
     ledger = open_ledger(pg_url, (tmp_path / "blobs").as_uri())
+    assert ledger.append(batch([mixed(i) for i in range(100, 105)], position=1)).new == 5  # caught up
     events = [mixed(i) for i in range(40)]
     other = psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1))
     try:
@@ -208,7 +209,7 @@ def test_a_row_committed_by_another_writer_mid_batch_goes_through_on_conflict(
         marks = ", ".join("%s" for _ in COLUMNS)
         other.execute(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({marks})", values)  # not committed
         done: dict[str, AppendResult] = {}
-        worker = threading.Thread(target=lambda: done.update(result=ledger.append(batch(events))))
+        worker = threading.Thread(target=lambda: done.update(result=ledger.append(batch(events, position=2))))
         worker.start()
         deadline = time.monotonic() + 30
         while _waiting_backends(pg_url) == 0 and time.monotonic() < deadline:
@@ -219,11 +220,56 @@ def test_a_row_committed_by_another_writer_mid_batch_goes_through_on_conflict(
         result = done["result"]
         assert (result.new, result.duplicates + len(result.conflicts)) == (39, 1)
         with ledger.engine.connect() as conn:
-            ids = conn.execute(text("SELECT event_ids FROM batches WHERE chain_index = 1")).scalar_one()
+            ids = conn.execute(text("SELECT event_ids FROM batches WHERE chain_index = 2")).scalar_one()
         assert ids.count("ev-") == 39 and "ev-000007" not in ids
     finally:
         other.close()
         ledger.close()
+
+
+def test_a_restarted_writers_redelivery_never_fails_a_copy_and_then_copies_directly(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: a writer started again re-delivers what its predecessor had committed, often over
+    several batches. Offered straight to `COPY events`, each such batch would fail on the primary key,
+    roll back, and leave an ERROR line in the server's log for the operator to chase; a fresh Ledger
+    instead sends a collector's batches through the `ON CONFLICT` path until one comes back wholly
+    new, and only then copies directly. No transaction of the new Ledger rolls back."""
+    from sqlalchemy import event as sa_event
+
+    from storage import append as append_module
+
+    blobs = (tmp_path / "blobs").as_uri()
+    first = open_ledger(pg_url, blobs)
+    delivered = [batch([mixed(i) for i in range(k * 20, k * 20 + 20)], position=k + 1) for k in range(3)]
+    try:
+        for b in delivered:
+            assert first.append(b).new == 20
+    finally:
+        first.close()
+
+    paths: list[bool] = []
+    real = append_module._insert_events_pg
+
+    def spy(conn: Any, rows: Any, staged: bool) -> Any:
+        paths.append(staged)
+        return real(conn, rows, staged)
+
+    monkeypatch.setattr(append_module, "_insert_events_pg", spy)
+    again = open_ledger(pg_url, blobs)
+    rollbacks: list[object] = []
+    sa_event.listen(again.engine, "rollback", lambda conn: rollbacks.append(conn))
+    try:
+        assert [again.append(b).duplicates for b in delivered[1:]] == [20, 20]
+        overlap = again.append(batch([mixed(i) for i in range(50, 90)], position=4))
+        assert (overlap.new, overlap.duplicates) == (30, 10)
+        after = [again.append(batch([mixed(i) for i in range(k, k + 5)], position=k)).new for k in (90, 95)]
+        assert after == [5, 5]
+        assert rollbacks == [], "a re-delivered batch failed its COPY and rolled back"
+        assert paths == [True, True, True, True, False], "staged until a batch is wholly new, then direct"
+        assert problems(again) == []
+    finally:
+        again.close()
 
 
 def test_a_leaf_is_the_same_whatever_form_the_writer_holds_its_time_and_bytes_in() -> None:
