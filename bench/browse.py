@@ -29,15 +29,14 @@ import shutil
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from sqlalchemy import text
 
+from bench._pg import ADMIN, scratch_database
 from storage.events import Batch, Event
 from storage.exchanges import select_exchanges
 from storage.ledger import Ledger, open_ledger
@@ -46,7 +45,6 @@ from storage.timeline import timeline
 
 END = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DAYS = 30
-PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 FILTERS: dict[str, Filter] = {
     "agent": Filter(agent="agent-3"),
@@ -295,28 +293,11 @@ def measure(name: str, url: str, blobs: str, n: int, runs: int) -> dict[str, dic
     return {name: {"generate": generated, **reads(url, blobs, n, runs)}}
 
 
-def admin_execute(admin_url: str, sql: str) -> bool:
-    """One admin statement, waiting out a restart of the shared server; False if it never came back."""
-    for attempt in range(30):
-        try:
-            with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as admin:
-                admin.execute(sql.encode())
-            return True
-        except psycopg.OperationalError:
-            time.sleep(min(2.0, 0.2 * (attempt + 1)))
-    return False
-
-
-def drop_database(admin_url: str, name: str) -> None:
-    if not admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'):
-        print(f"could not drop the scratch database {name}; drop it by hand")
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.browse", description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--pg", default=PG_ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
+    parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     args = parser.parse_args(argv)
 
@@ -327,14 +308,8 @@ def main(argv: list[str] | None = None) -> None:
             url = f"sqlite:///{tmp / 'ledger.db'}"
             show(measure("sqlite", url, (tmp / "blobs").as_uri(), args.events, args.runs))
         if args.only in (None, "postgres"):
-            db = f"bench_browse_{uuid.uuid4().hex[:8]}"
-            admin_execute(args.pg, f'CREATE DATABASE "{db}"')
-            server = args.pg.rsplit("/", 1)[0].replace("postgresql://", "")
-            try:
-                url = f"postgresql+psycopg://{server}/{db}"
+            with scratch_database(args.pg, "bench_browse") as url:
                 show(measure("postgres", url, (tmp / "pgblobs").as_uri(), args.events, args.runs))
-            finally:
-                drop_database(args.pg, db)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

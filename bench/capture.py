@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._needs import Skip, need
+from bench._pg import create_database, drop_database
 from bench._probe import probe_line
 from bench._upstream import KINDS, free_port, start_upstream, stop_upstream, wait_listening
 
 STATE_FILE = "proxy.json"
 """What `flightlog proxy` writes in FLIGHTLOG_HOME once it listens and its writer is ready."""
-PG_ADMIN = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 CONFIGS = ("plain", "savefile", "fl-sqlite", "fl-pg")
 ROW = "{:10} {:>7} {:>6} {:>6} {:>7} {:>6} {:>7} {:>6} {:>9} {:>8} {:>11} {:>11}"
 """Columns: config, size, req/s, its ratio to plain, p99 ms, its ratio, CPU ms per request of the proxy
@@ -62,32 +62,6 @@ class Running:
     cleanup: list[str]
 
 
-def _admin(sql: str) -> None:
-    """Run one admin statement, riding out a PostgreSQL restart (other test runs share the server)."""
-    import psycopg
-
-    for attempt in range(20):
-        try:
-            with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5) as admin:
-                admin.execute(sql.encode())
-            return
-        except psycopg.OperationalError:
-            if attempt == 19:
-                raise
-            time.sleep(0.5)
-
-
-def create_pg() -> str:
-    name = f"flbench_{uuid.uuid4().hex[:10]}"
-    _admin(f'CREATE DATABASE "{name}"')
-    server = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "")
-    return f"postgresql+psycopg://{server}/{name}"
-
-
-def drop_pg(url: str) -> None:
-    _admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-
-
 def start(config: str, upstream: int, work: Path) -> Running:
     port = free_port()
     target = f"reverse:http://127.0.0.1:{upstream}@{port}"
@@ -105,7 +79,7 @@ def start(config: str, upstream: int, work: Path) -> Running:
         home.mkdir()
         shutil.copytree(confdir, home / "mitmproxy", dirs_exist_ok=True)
         if config == "fl-pg":
-            ledger = create_pg()
+            ledger = create_database()
             cleanup.append(ledger)
         else:
             ledger = f"sqlite:///{home / 'ledger.db'}"
@@ -171,7 +145,7 @@ def stop(run: Running) -> dict[str, float | None]:
         data = json.loads(run.stats.read_text())
         out.update(delay_p50=data["delay_p50"], delay_p99=data["delay_p99"], written=data["written"])
     for url in run.cleanup:
-        drop_pg(url)
+        drop_database(url)
     return out
 
 

@@ -24,11 +24,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
-import psycopg
 
 from addons.readback.export import export, plan
 from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.serve_replay import Matcher, ServeReplay, build_master
+from bench._pg import ADMIN, create_database, drop_database
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 
@@ -155,19 +155,13 @@ def time_serve_replay(ledger: Ledger, sent: list[tuple[str, bytes]], confdir: Pa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exchanges", type=int, default=2000)
-    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="flightlog-bench-export-"))
-    name = f"bench_export_{uuid.uuid4().hex[:8]}"
-    server = args.pg.rsplit("/", 1)[0]
-    with psycopg.connect(args.pg, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+    pg = create_database(args.pg, "bench_export")
     engines = {
         "sqlite": (f"sqlite:///{tmp / 'ledger.db'}", (tmp / "blobs").as_uri()),
-        "postgres": (
-            f"{server.replace('postgresql://', 'postgresql+psycopg://')}/{name}",
-            (tmp / "pgblobs").as_uri(),
-        ),
+        "postgres": (pg, (tmp / "pgblobs").as_uri()),
     }
     results: dict[str, dict[str, tuple[float, float]]] = {}
     serve: dict[str, float] = {}
@@ -179,8 +173,7 @@ def main() -> None:
             serve[engine] = time_serve_replay(ledger, sent[: min(len(sent), 500)], tmp / "conf")
             ledger.close()
     finally:
-        with psycopg.connect(args.pg, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(pg, args.pg)
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{args.exchanges} exchanges; figures: items/s (MB/s written)")
     print(f"{'':18}" + "".join(f"{e:>24}" for e in engines))

@@ -28,9 +28,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import psycopg
 from sqlalchemy import text
 
+from bench._pg import ADMIN, scratch_database
 from bench._probe import probe_line
 from storage import chain
 from storage.events import Batch, Event
@@ -164,19 +164,6 @@ def run(url: str, work: list[Batch], blob_dir: Path, strip: bool) -> tuple[float
     return statistics.median(rates), total, ratio, per_cpu
 
 
-def fresh_pg(admin: str) -> tuple[str, str]:
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    server = admin.rsplit("/", 1)[0].replace("postgresql://", "")
-    return name, f"postgresql+psycopg://{server}/{name}"
-
-
-def drop_pg(admin: str, name: str) -> None:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
     """`--engines` and `--pg`, as every Ledger benchmark takes them."""
     parser.add_argument(
@@ -184,9 +171,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("FLIGHTLOG_BENCH_ENGINES", "sqlite,postgresql"),
         help="comma-separated: sqlite, postgresql (FLIGHTLOG_BENCH_ENGINES; sqlite alone needs no server)",
     )
-    parser.add_argument(
-        "--pg", default=os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-    )
+    parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
 
 
 def engine_names(args: argparse.Namespace) -> list[str]:
@@ -199,16 +184,13 @@ def fresh_ledger(engine: str, admin: str, parent: Path | None = None) -> Iterato
     """An empty Ledger's URL and a scratch folder for its blobs (a SQLite file inside it, or a new
     database on `admin`'s PostgreSQL server); both are gone afterwards."""
     folder = Path(tempfile.mkdtemp(prefix="flightlog-bench-", dir=parent))
-    name = ""
     try:
         if engine == "sqlite":
-            url = f"sqlite:///{folder / 'ledger.db'}"
+            yield f"sqlite:///{folder / 'ledger.db'}", folder
         else:
-            name, url = fresh_pg(admin)
-        yield url, folder
+            with scratch_database(admin) as url:
+                yield url, folder
     finally:
-        if name:
-            drop_pg(admin, name)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -37,9 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._needs import need
+from bench._pg import create_database, drop_database
 from bench._probe import probe_line
 from bench._upstream import KINDS, Upstream, free_port, start_upstream, stop_upstream
-from bench.capture import STATE_FILE, create_pg, drop_pg, wrk
+from bench.capture import STATE_FILE, wrk
 
 ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8}"
 HEADER = (
@@ -90,7 +91,7 @@ def start(engine: str, workers: int, upstream: int, work: Path, ca: Path | None)
     home.mkdir()
     if ca is not None:
         subprocess.run(["cp", "-r", str(ca), str(home / "mitmproxy")], check=True)
-    ledger = create_pg() if engine == "pg" else f"sqlite:///{home / 'ledger.db'}"
+    ledger = create_database() if engine == "pg" else f"sqlite:///{home / 'ledger.db'}"
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     env.update(FLIGHTLOG_HOME=str(home), FLIGHTLOG_STATS_FILE=str(home / "stats.json"))
     args = [sys.executable, "-m", "flightlog", "proxy", "--workers", str(workers), "--listen", "127.0.0.1:0",
@@ -128,7 +129,7 @@ def stop(proxy: Proxy) -> tuple[float, float | None, float]:
         if data["delay_p99"] is not None:
             delays.append(data["delay_p99"])
     if proxy.ledger.startswith("postgresql"):
-        drop_pg(proxy.ledger)
+        drop_database(proxy.ledger)
     written = sum(each)
     return written, max(delays, default=None), max(each, default=0.0) / written if written else 0.0
 
