@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +30,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from addons.door.upstream import Exchange
+from addons.recording import action_ids
 from addons.recording.redact import Redactor
 from catalog.wire import mcp_requests, wire
 from storage import kinds
@@ -46,8 +46,8 @@ COLLECTOR: Final = "dispatch"
 
 
 def new_action_id() -> str:
-    """A fresh action id for one dispatch."""
-    return "d" + uuid.uuid4().hex
+    """A fresh action id for one dispatch ("d" and a time-ordered id: `action_ids.new_action_id`)."""
+    return action_ids.new_action_id("d")
 
 
 def door_url(door: str, tool: str, token_id: str | None) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +27,7 @@ from addons.readback.recorded import (
     body,
     exchange_from_events,
 )
+from addons.recording.action_ids import new_action_id
 from addons.recording.redact import Redactor
 from addons.wire.sender import send_raw
 from storage.events import Batch, Event
@@ -347,7 +347,7 @@ def replay(
         )
     wire = filled(template, secrets, encoding)
     sent = send(wire, proxy=proxy, verify=verify, timeout=timeout)
-    new_action = uuid.uuid4().hex
+    new_action = new_action_id()
     request, response, answer = replay_events(exchange, template, sent, secrets, new_action)
     ledger.append(Batch(COLLECTOR, time.time_ns(), (request, response)))
     diff = diff_answers(recorded_answer(exchange, ledger.payload), answer, action_id, new_action)

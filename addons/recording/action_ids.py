@@ -16,6 +16,8 @@ that is not a UUID4 (a flow made some other way) is kept as it is.
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Final
 
 _MS_MASK: Final = (1 << 48) - 1
@@ -28,3 +30,11 @@ def action_id(flow_id: str, created: float) -> str:
         return flow_id
     ms = f"{int(created * 1000) & _MS_MASK:012x}"
     return f"{ms[:8]}-{ms[8:]}-7{flow_id[15:]}"
+
+
+def new_action_id(prefix: str = "", now: float | None = None) -> str:
+    """A fresh action id for an action flightlog starts itself (a dispatch, a replay), not a flow:
+    `prefix` and 32 hex digits, a random UUID4 laid out as the UUIDv7 of `now` (default: the clock),
+    so these too sort in the order they were made and land at the id indexes' right edge."""
+    made = action_id(str(uuid.uuid4()), time.time() if now is None else now)
+    return prefix + made.replace("-", "")

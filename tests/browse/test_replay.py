@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,7 @@ def test_browser_replay_hook_replays_in_process(ledger: Ledger) -> None:
     kept = ledger.action(new_action)
     assert [e.kind for e in kept] == ["http.request", "http.response"]
     assert all(e.parent == original for e in kept)
+    assert uuid.UUID(hex=new_action).version == 7, "a replay's action id is time-ordered, as a flow's is"
 
 
 def test_replay_refuses_when_a_recorded_secret_has_no_value(ledger: Ledger) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from addons.recording.action_ids import action_id
+from addons.recording.action_ids import action_id, new_action_id
 
 T0 = 1_796_000_000.0  # 2026-11-30
 
@@ -47,3 +47,27 @@ def test_a_flow_id_that_is_not_a_uuid4_is_kept() -> None:
     """Only mitmproxy's own UUID4s are laid out again; anything else is its own id already."""
     for flow in ("bench-flow-000000001", str(uuid.uuid1()), str(uuid.uuid4()).replace("-", "_"), ""):
         assert action_id(flow, T0) == flow
+
+
+def test_an_action_flightlog_starts_itself_gets_a_fresh_time_ordered_id() -> None:
+    """Dispatches and replays have no flow: their ids are a prefix and 32 hex digits of a fresh
+    UUIDv7 of the moment, so they sort in the order they were made and never repeat."""
+    made = [new_action_id("d", T0 + i * 0.001) for i in range(500)]
+    assert all(m.startswith("d") and len(m) == 33 for m in made)
+    parsed = uuid.UUID(hex=made[0][1:])
+    assert parsed.version == 7 and parsed.int >> 80 == int(T0 * 1000)
+    assert sorted(made) == made and len(set(made)) == len(made)
+    assert uuid.UUID(hex=new_action_id()).version == 7
+
+
+def test_a_dispatch_takes_its_id_from_the_clock() -> None:
+    """The door's new actions are time-ordered ids of now, not random UUID4s (a replay's: the
+    browser replay test in tests/browse/test_replay.py)."""
+    import time
+
+    from addons.door import dispatch_record
+
+    before = int(time.time() * 1000)
+    dispatched = dispatch_record.new_action_id()
+    assert dispatched.startswith("d") and uuid.UUID(hex=dispatched[1:]).version == 7
+    assert before <= uuid.UUID(hex=dispatched[1:]).int >> 80 <= int(time.time() * 1000)
