@@ -17,12 +17,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from argparse import ArgumentParser
 from collections.abc import Iterable
 from pathlib import Path
 
 from bench._needs import Skip, need
 
 KINDS = ("auto", "nginx", "asyncio")
+ROUNDS = 3
+"""Interleaved rounds a load benchmark runs by default: issue 14 takes its ratios from at least three."""
+
+
+def add_load_options(parser: ArgumentParser, seconds: float, what: str = "measured") -> None:
+    """`--seconds`, `--rounds` and `--upstream`, as every load benchmark behind wrk takes them."""
+    parser.add_argument("--seconds", type=float, default=seconds, help=f"{what} seconds per run")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds")
+    parser.add_argument("--upstream", choices=KINDS, default="auto", help="nginx if it can be had (auto)")
+
+
 NGINX_CONF = """daemon off;
 master_process off;
 worker_processes 1;

@@ -39,7 +39,7 @@ from pathlib import Path
 from bench._needs import Skip, need
 from bench._pg import create_database, drop_database
 from bench._probe import probe_line
-from bench._upstream import KINDS, free_port, start_upstream, stop_upstream, wait_listening
+from bench._upstream import add_load_options, free_port, start_upstream, stop_upstream, wait_listening
 
 STATE_FILE = "proxy.json"
 """What `flightlog proxy` writes in FLIGHTLOG_HOME once it listens and its writer is ready."""
@@ -213,11 +213,9 @@ def print_paired(
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.capture", description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    add_load_options(parser, 8.0)
     parser.add_argument("--sizes", default="1024,102400", help="answer sizes in bytes")
     parser.add_argument("--configs", default=",".join(CONFIGS))
-    parser.add_argument("--upstream", choices=KINDS, default="auto", help="nginx if it can be had (auto)")
     parser.add_argument(
         "--rss-requests", type=int, default=100_000, help="requests of the long RSS runs (0: skip them)"
     )

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from bench._needs import Skip, need
-from bench._upstream import KINDS, start_upstream, stop_upstream
+from bench._upstream import add_load_options, start_upstream, stop_upstream
 from bench.capture import cpu_seconds, start, stop, wrk
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -140,11 +140,9 @@ def report(runs: dict[str, list[dict[str, object]]], top: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.loop_profile", description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=10.0, help="sampled seconds per run")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    add_load_options(parser, 10.0, "sampled")
     parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
     parser.add_argument("--top", type=int, default=15, help="frames listed")
-    parser.add_argument("--upstream", choices=KINDS, default="auto", help="nginx if it can be had (auto)")
     opts = parser.parse_args()
     need("wrk")
     spy = py_spy()

@@ -9,7 +9,7 @@ Printed per configuration and rate: CPU milliseconds a second of the proxy, of t
 their ratio to plain mitmdump's, and the answer->commit p99. A flightlog figure is refused unless
 its Ledger holds two events for every request sent.
 
-    python -m bench.trickle [--rates 5,20,100] [--seconds 10] [--rounds 2] [--configs plain,fl-sqlite]
+    python -m bench.trickle [--rates 5,20,100] [--seconds 10] [--rounds 3] [--configs plain,fl-sqlite]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 
 from bench._probe import probe_line
-from bench._upstream import KINDS, start_upstream, stop_upstream
+from bench._upstream import add_load_options, start_upstream, stop_upstream
 from bench.capture import Running, cpu_seconds, start, stop
 
 ROW = "{:10} {:>6} {:>10} {:>11} {:>9} {:>8} {:>11}"
@@ -62,10 +62,8 @@ def measure(run: Running, rate: float, seconds: float) -> dict[str, float | None
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.trickle", description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="5,20,100", help="requests a second")
-    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per run")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    add_load_options(parser, 10.0)
     parser.add_argument("--configs", default="plain,fl-sqlite", help="plain, fl-sqlite, fl-pg")
-    parser.add_argument("--upstream", choices=KINDS, default="auto", help="nginx if it can be had (auto)")
     opts = parser.parse_args(argv)
     rates = [float(r) for r in opts.rates.split(",")]
     configs = opts.configs.split(",")

@@ -39,7 +39,7 @@ from pathlib import Path
 from bench._needs import need
 from bench._pg import create_database, drop_database
 from bench._probe import probe_line
-from bench._upstream import KINDS, Upstream, free_port, start_upstream, stop_upstream
+from bench._upstream import Upstream, add_load_options, free_port, start_upstream, stop_upstream
 from bench.capture import STATE_FILE, wrk
 
 ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8}"
@@ -164,13 +164,11 @@ def _children_cpu() -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.workers", description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    add_load_options(parser, 8.0)
     parser.add_argument("--workers", default="1,2,3,4", help="worker counts (the first is the baseline)")
     parser.add_argument("--engines", default="sqlite,pg")
     parser.add_argument("--size", type=int, default=1024, help="answer size in bytes")
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--upstream", choices=KINDS, default="auto", help="nginx if it can be had (auto)")
     opts = parser.parse_args(argv)
     need("wrk")
     counts = [int(n) for n in opts.workers.split(",")]
