@@ -30,6 +30,8 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -114,12 +116,13 @@ def scenario(name: str, clients: int, seconds: float, ledger_url: str | None) ->
     home.mkdir()
     port = _free_port()
     answered: list[str] = []
+    tag = f"{name}-{uuid.uuid4().hex[:8]}-"  # a Ledger given with --ledger holds earlier runs' ids too
     with ExitStack() as stack:
         ledger, blobs, target = stack.enter_context(_ledger_for(name, base, ledger_url))
         up = stack.enter_context(upstream())
         proc = _start(home, port, ledger, blobs)
         worker = threading.Thread(
-            target=load, args=(f"http://127.0.0.1:{port}", up.base, clients, seconds, answered)
+            target=load, args=(f"http://127.0.0.1:{port}", up.base, clients, seconds, answered, tag)
         )
         worker.start()
         time.sleep(seconds / 3)
@@ -133,7 +136,7 @@ def scenario(name: str, clients: int, seconds: float, ledger_url: str | None) ->
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)
         time.sleep(2)
-        recorded = recorded_ids(ledger, blobs)
+        recorded = Counter({rid: n for rid, n in recorded_ids(ledger, blobs).items() if rid.startswith(tag)})
     missing = sum(1 for rid in answered if rid not in recorded)
     doubled = sum(1 for n in recorded.values() if n > 1)
     return f"| {name} | {len(answered)} | {len(recorded)} | {missing} | {doubled} |", _outage_lines(home)

@@ -33,8 +33,9 @@ def writer_pid(proxy_pid: int) -> int | None:
     return None
 
 
-def load(proxy_url: str, base: str, clients: int, seconds: float, answered: list[str]) -> None:
+def load(proxy_url: str, base: str, clients: int, seconds: float, answered: list[str], tag: str = "") -> None:
     """`clients` threads sending GETs with unique ids for `seconds`; ids answered 200 are kept.
+    `tag` starts every id, so runs recording into one Ledger never count each other's exchanges.
 
     The threads share one TLS context: each httpx client otherwise loads the CA bundle itself, and 20
     of them doing so at once (OpenSSL 3's certificate store locks) held every thread for seconds."""
@@ -45,7 +46,7 @@ def load(proxy_url: str, base: str, clients: int, seconds: float, answered: list
         with httpx.Client(proxy=proxy_url, timeout=10, verify=tls) as client:
             i = 0
             while time.monotonic() < stop:
-                rid = f"c{n}-{i}"
+                rid = f"{tag}c{n}-{i}"
                 i += 1
                 try:
                     if client.get(f"{base}/fixed?rid={rid}").status_code == 200:
