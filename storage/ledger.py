@@ -123,6 +123,10 @@ class Ledger:
     ) -> AppendResult:
         """One attempt at the batch's transaction.
 
+        SQLite: which blobs are stored is read, and the new ones compressed, before BEGIN IMMEDIATE
+        takes the database's one write lock; on the same pooled connection as the write (a checkout
+        and its return cost ~50 us of CPU, ~8% of a one-request commit's).
+
         PostgreSQL: a collector's batches go through the `ON CONFLICT` path (`staged`) until one
         comes back wholly new, and are COPYed straight into `events` from then on. A writer started
         again re-delivers what its predecessor committed, often over several batches: offered to
@@ -133,9 +137,9 @@ class Ledger:
         if self.engine.dialect.name == "sqlite":  # read first: BEGIN IMMEDIATE would hold the lock
             with self.engine.connect() as conn:
                 present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
-            blobs = self._blobs(unique, refs, present)
-            with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
-                return write_batch(conn, batch, rows, blobs, raw_bytes, leaves=leaves)
+                blobs = self._blobs(unique, refs, present)
+                with conn.execution_options(**WRITE).begin():
+                    return write_batch(conn, batch, rows, blobs, raw_bytes, leaves=leaves)
         direct = batch.collector in self._caught_up
         self._caught_up.discard(batch.collector)  # until this batch is known wholly new
         if not direct:
