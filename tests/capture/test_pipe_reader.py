@@ -10,13 +10,20 @@ import threading
 import time
 from pathlib import Path
 
-from addons.recording import pipe_reader
-from addons.recording.pipe_reader import POLL, POLL_MAX, PollingPipe, next_interval
+from addons.recording.pipe_reader import (
+    POLL,
+    POLL_GAP,
+    POLL_MAX,
+    WAKES,
+    PollingPipe,
+    next_interval,
+    should_look,
+)
 
 
 def test_bytes_written_busy_or_after_an_idle_spell_all_arrive_then_end_of_file() -> None:
-    """Frames written back to back, then one after more than IDLE of silence (the reader waits on
-    the pipe by then), then the write end closed: the reader gets all of them, then b''."""
+    """Frames written back to back, then one after a silence (the reader waits on the pipe by
+    then), then the write end closed: the reader gets all of them, then b''."""
     read_end, write_end = os.pipe()
     reader = io.BufferedReader(PollingPipe(read_end), buffer_size=64 * 1024)
     got: list[bytes] = []
@@ -30,7 +37,7 @@ def test_bytes_written_busy_or_after_an_idle_spell_all_arrive_then_end_of_file()
     busy = b"".join(b"%04d" % n * 250 for n in range(50))  # 50 frames of 1000 bytes
     for n in range(50):
         os.write(write_end, busy[n * 1000 : (n + 1) * 1000])
-    time.sleep(pipe_reader.IDLE * 2)
+    time.sleep(0.3)
     os.write(write_end, b"late" * 250)
     os.close(write_end)
     thread.join(10)
@@ -84,3 +91,61 @@ def test_a_trickle_of_records_costs_few_wakeups_and_arrives_whole() -> None:
     assert b"".join(got) == b"".join(sent)
     assert woken < 1.5 * 150, woken  # looking every 3 ms: ~500 in these 1.5 s
     reader.close()
+
+
+def test_a_waiting_reader_looks_again_only_once_writes_come_close_together() -> None:
+    """`WAKES` wake-ups less than `POLL_GAP` apart on average: look; a request and its answer (two
+    writes 1 ms apart) once a second, or fewer wake-ups than `WAKES`: keep waiting."""
+    fast = [i * POLL_GAP * 0.5 for i in range(WAKES)]
+    assert should_look(fast)
+    assert not should_look(fast[:-1]), "too few wake-ups to tell a rate"
+    assert not should_look([i * POLL_GAP * 1.5 for i in range(WAKES)])
+    pairs = [t + d for t in (0.0, 1.0, 2.0) for d in (0.0, 0.001)][-WAKES:]
+    assert not should_look(pairs)
+
+
+def _trickle(pairs: int, every: float) -> tuple[int, list[bytes], list[bytes]]:
+    """A request and an answer frame (1 ms apart) every `every` seconds, `pairs` times: the reader
+    thread's wake-ups meanwhile, what it read and what was sent."""
+    read_end, write_end = os.pipe()
+    reader = io.BufferedReader(PollingPipe(read_end), buffer_size=64 * 1024)
+    got: list[bytes] = []
+    tids: list[int] = []
+
+    def read_all() -> None:
+        tids.append(threading.get_native_id())
+        while chunk := reader.read1(65536):
+            got.append(chunk)
+
+    thread = threading.Thread(target=read_all)
+    thread.start()
+    time.sleep(0.05)
+    before = _wakeups(tids[0])
+    sent = []
+    for n in range(pairs):
+        for part in (b"req", b"ans"):
+            sent.append(b"%s%05d" % (part, n) * 50)
+            os.write(write_end, sent[-1])
+            time.sleep(0.001)
+        time.sleep(every)
+    woken = _wakeups(tids[0]) - before
+    os.close(write_end)
+    thread.join(10)
+    reader.close()
+    return woken, got, sent
+
+
+def test_at_an_agents_pace_the_reader_wakes_once_a_write_not_between_them() -> None:
+    """Five requests a second for 1.2 s: the reader waits on the pipe between them, so it wakes
+    about once a write (12 writes), where looking until a silence woke it ~4 times a write."""
+    woken, got, sent = _trickle(6, 0.2)
+    assert b"".join(got) == b"".join(sent)
+    assert woken <= 2 * len(sent), woken
+
+
+def test_a_burst_switches_the_reader_to_looking_and_every_byte_arrives() -> None:
+    """Writes every 2 ms (a busy proxy): the waiting reader sees them come close together and looks
+    instead, waking far less often than once a write."""
+    woken, got, sent = _trickle(150, 0.0)
+    assert b"".join(got) == b"".join(sent)
+    assert woken < len(sent) / 2, woken
