@@ -67,30 +67,10 @@ def test_a_trickle_of_records_costs_few_wakeups_and_arrives_whole() -> None:
     """A small frame every 20 ms for 1.5 s (an agent's pace): every byte arrives, and the reader
     thread wakes ~60 times a second, not the ~330 a look every 3 ms costs (each wake-up is CPU
     the writer process spends while records come at all)."""
-    read_end, write_end = os.pipe()
-    reader = io.BufferedReader(PollingPipe(read_end), buffer_size=64 * 1024)
-    got: list[bytes] = []
-    tids: list[int] = []
-
-    def read_all() -> None:
-        tids.append(threading.get_native_id())
-        while chunk := reader.read(100):
-            got.append(chunk)
-
-    thread = threading.Thread(target=read_all)
-    thread.start()
-    time.sleep(0.05)
-    before = _wakeups(tids[0])
     sent = [b"%05d" % n * 20 for n in range(75)]
-    for frame in sent:
-        os.write(write_end, frame)
-        time.sleep(0.02)
-    woken = _wakeups(tids[0]) - before
-    os.close(write_end)
-    thread.join(10)
+    woken, got = _read_while([(frame, 0.02) for frame in sent])
     assert b"".join(got) == b"".join(sent)
     assert woken < 1.5 * 150, woken  # looking every 3 ms: ~500 in these 1.5 s
-    reader.close()
 
 
 def test_a_waiting_reader_looks_again_only_once_writes_come_close_together() -> None:
@@ -104,9 +84,9 @@ def test_a_waiting_reader_looks_again_only_once_writes_come_close_together() -> 
     assert not should_look(pairs)
 
 
-def _trickle(pairs: int, every: float) -> tuple[int, list[bytes], list[bytes]]:
-    """A request and an answer frame (1 ms apart) every `every` seconds, `pairs` times: the reader
-    thread's wake-ups meanwhile, what it read and what was sent."""
+def _read_while(writes: list[tuple[bytes, float]]) -> tuple[int, list[bytes]]:
+    """Each frame written, then a pause of its seconds, while a thread reads the pipe through a
+    `PollingPipe`: the reader thread's wake-ups meanwhile, and what it read."""
     read_end, write_end = os.pipe()
     reader = io.BufferedReader(PollingPipe(read_end), buffer_size=64 * 1024)
     got: list[bytes] = []
@@ -121,17 +101,23 @@ def _trickle(pairs: int, every: float) -> tuple[int, list[bytes], list[bytes]]:
     thread.start()
     time.sleep(0.05)
     before = _wakeups(tids[0])
-    sent = []
-    for n in range(pairs):
-        for part in (b"req", b"ans"):
-            sent.append(b"%s%05d" % (part, n) * 50)
-            os.write(write_end, sent[-1])
-            time.sleep(0.001)
-        time.sleep(every)
+    for frame, pause in writes:
+        os.write(write_end, frame)
+        time.sleep(pause)
     woken = _wakeups(tids[0]) - before
     os.close(write_end)
     thread.join(10)
     reader.close()
+    return woken, got
+
+
+def _trickle(pairs: int, every: float) -> tuple[int, list[bytes], list[bytes]]:
+    """A request and an answer frame (1 ms apart) every `every` seconds, `pairs` times: the reader
+    thread's wake-ups, what it read and what was sent."""
+    sent = [b"%s%05d" % (part, n) * 50 for n in range(pairs) for part in (b"req", b"ans")]
+    woken, got = _read_while(
+        [(frame, 0.001 if i % 2 == 0 else 0.001 + every) for i, frame in enumerate(sent)]
+    )
     return woken, got, sent
 
 
