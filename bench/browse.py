@@ -46,6 +46,10 @@ from storage.timeline import timeline
 END = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DAYS = 30
 
+MIN_EVENTS = 20_000
+"""The fewest events whose generated values include every filter's (agent-3 and s-3 start at event
+15,000: `VALUES` changes agent and session every 5,000 events)."""
+
 FILTERS: dict[str, Filter] = {
     "agent": Filter(agent="agent-3"),
     "errors+agent": Filter(agent="agent-3", status="errors"),
@@ -300,6 +304,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     args = parser.parse_args(argv)
+    if args.events < MIN_EVENTS:
+        parser.error(
+            f"--events {args.events:,}: at least {MIN_EVENTS:,}, so every filter it times finds rows"
+        )
 
     print(f"{args.events:,} events, median of {args.runs} runs (ms)", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-browse-"))
