@@ -151,8 +151,8 @@ def _insert_blobs(conn: Connection, blobs: Sequence[BlobRecord], now: datetime) 
     )
     stamp: Any = sqlite_time(now) if sqlite else now
     rows = [(b.sha256, b.size, b.stored_size, b.location, "zstd", b.frame, stamp) for b in blobs]
-    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    cursor.executemany(sql, rows)
+    with chain.DriverCursor(conn) as cursor:
+        cursor.executemany(sql, rows)
 
 
 def _fresh(rows: Sequence[tuple[Any, ...]], known: set[str]) -> list[tuple[Any, ...]]:
@@ -185,16 +185,16 @@ def _insert_events_sqlite(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> 
     trigger could never fire here: for a batch of `TRIGGER_OFF_MIN` rows or more it is off for this
     one statement (on this connection only; every other connection and statement keeps it)."""
     fresh = _fresh(rows, _known(conn, "events", "event_id", [r[0] for r in rows]))
-    raw = conn.connection.driver_connection
-    cursor = raw.cursor()  # type: ignore[union-attr]
-    if not trigger_off(len(fresh)):
-        cursor.executemany(SQLITE_INSERT, fresh)
-        return fresh
-    raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, False)  # type: ignore[union-attr]
-    try:
-        cursor.executemany(SQLITE_INSERT, fresh)
-    finally:
-        raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, True)  # type: ignore[union-attr]
+    with chain.DriverCursor(conn) as cursor:
+        if not trigger_off(len(fresh)):
+            cursor.executemany(SQLITE_INSERT, fresh)
+            return fresh
+        raw = cursor.connection
+        raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, False)
+        try:
+            cursor.executemany(SQLITE_INSERT, fresh)
+        finally:
+            raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, True)
     return fresh
 
 
@@ -213,8 +213,7 @@ def _insert_events_pg(
     `ON CONFLICT DO NOTHING`; an id stored meanwhile by another writer makes the direct COPY fail
     on the primary key (`UniqueViolation`), and the caller runs the batch again `staged`.
     """
-    raw = conn.connection.driver_connection
-    with raw.cursor() as cur:  # type: ignore[union-attr]
+    with chain.DriverCursor(conn) as cur:
         if staged:
             cur.execute(PG_STAGE)
             with cur.copy(f"COPY events_incoming ({_COLS}) FROM STDIN (FORMAT {COPY_FORMAT})") as copy:

@@ -179,24 +179,42 @@ def _mark(conn: Connection) -> str:
     return "?" if conn.dialect.name == "sqlite" else "%s"
 
 
-def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Rows of one small query in the driver's own parameter style, run on the driver's cursor.
+class DriverCursor:
+    """The driver's own cursor in `conn`'s transaction, for the writer's statements:
+    `with DriverCursor(conn) as cursor`.
 
-    SQLAlchemy's execution context cost more CPU than these statements themselves (measured at
+    SQLAlchemy's execution context cost more CPU than the small statements themselves (measured at
     one request a commit, SQLite: ~1.31 -> ~1.03 ms for its six). Errors come unwrapped, which
     `storage.errors.from_library` maps the same; a lost connection is invalidated here, as SQLAlchemy
-    would, so the pool never hands it out again and the Ledger's retry gets a new one."""
-    raw = conn.connection.driver_connection
-    cursor = raw.cursor()  # type: ignore[union-attr]
-    try:
+    would, so the pool never hands it out again and the Ledger's retry gets a new one, whichever
+    statement (a query, the rows' insert or COPY) met the loss. A class, not a generator: entered
+    for every statement of every commit, it costs half as much (~0.6 against ~1.4 us)."""
+
+    __slots__ = ("conn", "cursor", "raw")
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.raw: Any = conn.connection.driver_connection
+
+    def __enter__(self) -> Any:
+        self.cursor = self.raw.cursor()
+        return self.cursor
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: object) -> None:
+        dialect = self.conn.dialect
+        lost = isinstance(error, dialect.loaded_dbapi.Error) and dialect.is_disconnect(
+            error, self.raw, self.cursor
+        )
+        self.cursor.close()
+        if lost:
+            self.conn.invalidate(error)
+
+
+def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one small query in the driver's own parameter style, on a `DriverCursor`."""
+    with DriverCursor(conn) as cursor:
         cursor.execute(sql, tuple(params))
         return [tuple(r) for r in cursor.fetchall()] if cursor.description else []
-    except conn.dialect.loaded_dbapi.Error as e:
-        if conn.dialect.is_disconnect(e, raw, cursor):
-            conn.invalidate(e)
-        raise
-    finally:
-        cursor.close()
 
 
 def legacy_batches(conn: Connection, collector: str) -> list[tuple[Any, ...]]:
