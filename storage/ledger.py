@@ -140,17 +140,14 @@ class Ledger:
                 blobs = self._blobs(unique, refs, present)
                 with conn.execution_options(**WRITE).begin():
                     return write_batch(conn, batch, rows, blobs, raw_bytes, leaves=leaves)
-        direct = batch.collector in self._caught_up
+        staged = batch.collector not in self._caught_up
         self._caught_up.discard(batch.collector)  # until this batch is known wholly new
-        if not direct:
+        try:
+            result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=staged)
+        except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped
+            if staged or not _raced(e):
+                raise
             result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)
-        else:
-            try:
-                result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=False)
-            except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped
-                if not _raced(e):
-                    raise
-                result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)
         if result.new == result.received:
             self._caught_up.add(batch.collector)
         return result
