@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from argparse import ArgumentParser
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
@@ -19,6 +20,11 @@ ADMIN: Final = os.environ.get("FLIGHTLOG_TEST_PG", "postgresql://postgres@127.0.
 """The admin URL (a database to connect to for CREATE/DROP DATABASE); `--pg` overrides it."""
 ATTEMPTS: Final = 30
 """Connection attempts before an admin statement gives up (~40 s: a restart takes a few)."""
+
+
+def add_pg_option(parser: ArgumentParser) -> None:
+    """`--pg`, the admin URL, as every PostgreSQL benchmark takes it."""
+    parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
 
 
 def admin_execute(sql: str, admin: str = ADMIN) -> None:

@@ -36,7 +36,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from bench._pg import ADMIN, scratch_database
+from bench._pg import add_pg_option, scratch_database
 from storage.events import Batch, Event
 from storage.exchanges import select_exchanges
 from storage.ledger import Ledger, open_ledger
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.browse", description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
+    add_pg_option(parser)
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     args = parser.parse_args(argv)
     if args.events < MIN_EVENTS:

@@ -28,7 +28,7 @@ import httpx
 from addons.readback.export import export, plan
 from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.serve_replay import Matcher, ServeReplay, build_master
-from bench._pg import ADMIN, create_database, drop_database
+from bench._pg import add_pg_option, create_database, drop_database
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 
@@ -153,9 +153,9 @@ def time_serve_replay(ledger: Ledger, sent: list[tuple[str, bytes]], confdir: Pa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.export", description=__doc__.splitlines()[0])
     parser.add_argument("--exchanges", type=int, default=2000)
-    parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
+    add_pg_option(parser)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="flightlog-bench-export-"))
     pg = create_database(args.pg, "bench_export")

@@ -31,7 +31,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -136,7 +135,7 @@ def scenario(name: str, clients: int, seconds: float, ledger_url: str | None) ->
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)
         time.sleep(2)
-        recorded = Counter({rid: n for rid, n in recorded_ids(ledger, blobs).items() if rid.startswith(tag)})
+        recorded = {rid: n for rid, n in recorded_ids(ledger, blobs).items() if rid.startswith(tag)}
     missing = sum(1 for rid in answered if rid not in recorded)
     doubled = sum(1 for n in recorded.values() if n > 1)
     return f"| {name} | {len(answered)} | {len(recorded)} | {missing} | {doubled} |", _outage_lines(home)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from bench._pg import ADMIN, scratch_database
+from bench._pg import add_pg_option, scratch_database
 from bench._probe import probe_line
 from storage import chain
 from storage.events import Batch, Event
@@ -171,7 +171,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("FLIGHTLOG_BENCH_ENGINES", "sqlite,postgresql"),
         help="comma-separated: sqlite, postgresql (FLIGHTLOG_BENCH_ENGINES; sqlite alone needs no server)",
     )
-    parser.add_argument("--pg", default=ADMIN, help="PostgreSQL admin URL (a scratch database is made)")
+    add_pg_option(parser)
 
 
 def engine_names(args: argparse.Namespace) -> list[str]:
