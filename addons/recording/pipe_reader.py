@@ -1,4 +1,5 @@
-"""The writer process's end of the pipe, read by looking every few milliseconds instead of waiting.
+"""The writer process's end of the pipe: looked at every few milliseconds while writes come fast,
+waited on otherwise.
 
 The proxy writes each answer's records into the pipe before the answer goes out (`WriterProcess.
 answered`), so it writes far more often than every 5 ms. A write that finds a reader asleep on the
