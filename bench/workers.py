@@ -41,6 +41,7 @@ from bench._pg import create_database, drop_database
 from bench._probe import probe_line
 from bench._upstream import Upstream, add_load_options, free_port, start_upstream, stop_upstream
 from bench.capture import STATE_FILE, wrk
+from flightlog.cores import usable_cores
 
 ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8}"
 HEADER = (
@@ -223,7 +224,7 @@ def report(
             print(ROW.format(engine, n, *cells))
         last = results[(engine, counts[-1])]
         per_request = statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in last)
-        cores = os.cpu_count() or 1
+        cores = usable_cores()
         if per_request:
             ceiling = cores * 1000 / per_request
             print(

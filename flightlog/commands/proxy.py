@@ -20,6 +20,7 @@ from addons.recording.identity import Identity
 from flightlog import ports, proxy_process
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
+from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
@@ -183,7 +184,8 @@ def proxy(
         int | None,
         typer.Option(
             help="Proxy processes sharing the listeners, each on its own core (default: the "
-            "machine's cores on Linux, else 1; 1: one process). When they and their writers "
+            "cores this process may use on Linux, its CPU affinity bounded by its cgroup's CPU "
+            "quota, else 1; 1: one process). When they and their writers "
             "outnumber the cores, each writer commits every 100 ms, not 50 (--set "
             "flightlog_commit_ms=N chooses).",
             show_default=False,
@@ -199,7 +201,8 @@ def proxy(
     from addons.capture_options import commit_ms
     from addons.master import ProxyConfig, run_proxy
 
-    count = worker_count(workers)
+    cores = usable_cores()
+    count = worker_count(workers, cores)
     settings = load_settings()
     host, port, modes, ai = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
     config = ProxyConfig(
@@ -218,7 +221,7 @@ def proxy(
         redact_auth_headers=not no_redact_auth_headers,
         collector=collector,
         stats_file=os.environ.get("FLIGHTLOG_STATS_FILE", ""),
-        commit_ms=commit_ms(count, os.cpu_count() or 1),
+        commit_ms=commit_ms(count, cores),
         directory=str(settings.directory) if settings.directory else "",
         open_mode=open_mode,
         local_commands=allow_local_commands,
@@ -232,11 +235,12 @@ def proxy(
         supervise(config, count)
 
 
-def worker_count(given: int | None) -> int:
-    """`--workers N`, or when not given the machine's cores on Linux, whose SO_REUSEPORT spreads
-    connections over the workers (macOS hands them all to one socket, so one process there)."""
+def worker_count(given: int | None, cores: int) -> int:
+    """`--workers N`, or when not given the `cores` this process may use (`flightlog.cores`) on
+    Linux, whose SO_REUSEPORT spreads connections over the workers (macOS hands them all to one
+    socket, so one process there)."""
     if given is None:
-        return (os.cpu_count() or 1) if sys.platform.startswith("linux") else 1
+        return cores if sys.platform.startswith("linux") else 1
     if given < 1:
         raise CommandError(f"--workers wants 1 or more, not {given}")
     return given

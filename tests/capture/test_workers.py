@@ -24,6 +24,7 @@ import pytest
 from sqlalchemy import text
 
 from addons.capture_options import commit_ms
+from flightlog.cores import usable_cores
 from tests.capture.ledger_view import ledger_of
 from tests.capture.test_kill_writer import writer_pid
 from tests.support.ports import free_block
@@ -132,7 +133,7 @@ def test_two_workers_record_every_request_once_under_two_collectors(
     assert len(collectors) == 2, collectors
     # each worker's writer commits as often as two workers on this machine's cores call for
     stats = [json.loads((tmp_path / f"stats-{i}.json").read_text()) for i in (0, 1)]
-    assert [s["commit_ms"] for s in stats] == [commit_ms(2, os.cpu_count() or 1)] * 2
+    assert [s["commit_ms"] for s in stats] == [commit_ms(2, usable_cores())] * 2
     assert sum(s["written"] for s in stats) == 2 * len(sent)
 
 
@@ -302,3 +303,32 @@ def test_a_commit_interval_set_by_the_operator_reaches_the_writer_and_a_bad_one_
     assert refused.stderr.strip().splitlines() == [
         "flightlog: flightlog_commit_ms must be 1 to 10000 ms, not 0"
     ]
+
+
+@pytest.mark.parametrize(("cpus", "workers", "commit"), [("0", 1, 100), ("0,1", 2, 100)])
+def test_without_workers_the_proxy_runs_one_worker_a_core_it_may_use(
+    tmp_path: Path, http_upstream: Upstream, cpus: str, workers: int, commit: int
+) -> None:
+    """No `--workers`: as many workers as CPUs the proxy may run on, not the machine's count
+    (`os.cpu_count()`, which a container's cpuset or `taskset` does not change). Under `taskset -c
+    0` it is one process (no supervisor, no worker children) whose writer commits every 100 ms, as
+    one proxy and its writer on one core should; under `taskset -c 0,1`, two workers. Either way a
+    request through it is recorded."""
+    assert len(os.sched_getaffinity(0)) >= 2, "this test needs a machine of 2 CPUs or more"
+    stats = tmp_path / "stats.json"
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    proxy = start_proxy(
+        tmp_path / "home", url, launcher=["taskset", "-c", cpus], default_workers=True,
+        env={"FLIGHTLOG_STATS_FILE": str(stats)},
+    )  # fmt: skip
+    try:
+        assert len(workers_of(proxy.proc.pid)) == (workers if workers > 1 else 0)
+        sent = send_load("a", f"{http_upstream.base}/fixed", proxy.url, clients=1, each=2)
+    finally:
+        log = proxy.stop()
+    assert (f"({workers} workers)" in log) == (workers > 1), log
+    counts, _ = recorded(proxy)
+    assert len(sent) == 2 and all(counts[("http.response", rid)] == 1 for rid in sent)
+    files = sorted(tmp_path.glob("stats*.json"))
+    assert len(files) == workers
+    assert [json.loads(f.read_text())["commit_ms"] for f in files] == [commit] * workers

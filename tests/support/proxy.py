@@ -94,9 +94,12 @@ def start_proxy(
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     timeout: float = 30.0,
+    launcher: Sequence[str] = (),
+    default_workers: bool = False,
 ) -> LiveProxy:
     """Start `flightlog proxy --listen 127.0.0.1:0` and wait until it listens: one worker unless
-    `args` say `--workers N` (the writer is then the proxy's own child, and start-up is cheapest)."""
+    `args` say `--workers N` (the writer is then the proxy's own child, and start-up is cheapest)
+    or `default_workers` leaves the count to the proxy. `launcher` runs it (`taskset -c 0`)."""
     home.mkdir(parents=True, exist_ok=True)
     _seed_ca(home)
     blobs = blobs_url or (home / "blobs").as_uri()
@@ -105,13 +108,23 @@ def start_proxy(
     }
     child_env.update({"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": blobs})
     child_env.update(env or {})
-    workers = () if "--workers" in args else ("--workers", "1")
+    workers = () if "--workers" in args or default_workers else ("--workers", "1")
     log_path = home / f"proxy-{time.monotonic_ns()}.log"
     state_path = home / "proxy.json"
     state_path.unlink(missing_ok=True)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flightlog", "proxy", "--listen", "127.0.0.1:0", *workers, *args],
+            [
+                *launcher,
+                sys.executable,
+                "-m",
+                "flightlog",
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                *workers,
+                *args,
+            ],
             env=child_env,
             stdout=log,
             stderr=subprocess.STDOUT,
