@@ -186,11 +186,15 @@ class Writer:
             backlog_full = len(self._pending) >= self.max_items or self._pending_bytes > self.max_bytes
             if (
                 self._down_since is not None
-                and backlog_full
+                and self._pending
                 and now < self._retry_at
                 and not self._stop_requested
+                and (backlog_full or self._queue.empty())
             ):
-                time.sleep(min(self._retry_at - now, 0.2))  # leave items queued: the bound is the queue's
+                # Nothing can be written before the retry and nothing is waiting to be taken in (or
+                # the backlog is full: items stay queued, the bound is the queue's). Without this
+                # sleep the loop below found nothing due and spun: a core per writer while down.
+                time.sleep(min(self._retry_at - now, 0.2))
                 continue
             if not stopping:
                 if self._pending:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,7 @@ from sqlalchemy import text
 
 from storage.ledger import Ledger
 from tests.capture.ledger_view import events_where, ledger_of, wait_for
+from tests.capture.test_kill_writer import writer_pid
 from tests.support.proxy import LiveProxy, live_proxy
 from tests.support.upstream import Upstream, pattern, upstream
 
@@ -34,6 +37,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 UNREACHABLE = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -43,7 +52,9 @@ def free_port() -> int:
 def test_sync_path_with_ledger_unreachable_answers_503_and_never_calls_upstream(
     home: Path, http_upstream: Upstream
 ) -> None:
-    """Inbound request on a sync path, Ledger down: 503 + Retry-After; other paths still flow."""
+    """Inbound request on a sync path, Ledger down: 503 + Retry-After; other paths still flow, and
+    the writer process, holding their records, waits for its retries instead of spinning on a core
+    (it took ~1 s of CPU a second before, for as long as the Ledger was down)."""
     args = ["--mode", f"reverse:{http_upstream.base}@0", "--sync-path", "/hooks/*"]
     args += ["--set", "flightlog_drain_timeout=1"]
     with live_proxy(home, UNREACHABLE, args=args) as proxy:
@@ -55,6 +66,13 @@ def test_sync_path_with_ledger_unreachable_answers_503_and_never_calls_upstream(
         other = httpx.get(f"{inbound}/echo", timeout=10)
         assert other.status_code == 200, "traffic keeps flowing while the Ledger is down"
         assert [x[1] for x in http_upstream.received] == ["/echo"]
+        writer = writer_pid(proxy.proc.pid)
+        assert writer is not None
+        time.sleep(0.5)
+        before = cpu_seconds(writer)
+        time.sleep(2.0)
+        spent = cpu_seconds(writer) - before
+        assert spent < 0.3, f"the writer spent {spent:.2f} s of CPU in 2 s with the Ledger down"
         log = proxy.stop(timeout=60)
     assert "ledger unavailable" in log
     assert log.count("ledger unavailable") == 1, "one log line per change of state"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from pathlib import Path
 
@@ -88,6 +89,40 @@ def test_ledger_down_then_back_overflow_is_counted_and_recorded(
     lines = [r.getMessage() for r in caplog.records]
     assert sum("ledger unavailable" in line for line in lines) == 1
     assert sum("ledger is back" in line for line in lines) == 1
+
+
+def test_a_writer_whose_ledger_is_down_waits_for_its_retry_instead_of_spinning(tmp_path: Path) -> None:
+    """A Ledger that refuses connections (a real closed port) while a few records are pending, far
+    below the bound: the writer thread sleeps until each retry, so the process spends almost no CPU
+    (it spun at ~1 s of CPU a second, a whole core per writer for as long as a database was down,
+    taken from the proxies on the same machine). Records put meanwhile are taken in, and all are
+    written once the Ledger is back."""
+    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
+    with socket.socket() as s:  # a port nothing listens on: connecting is refused at once
+        s.bind(("127.0.0.1", 0))
+        closed = f"postgresql+psycopg://flightlog@127.0.0.1:{s.getsockname()[1]}/none"
+    up = {"ok": False}
+
+    def opener(retry: float) -> Ledger:
+        return open_ledger(url if up["ok"] else closed, blobs, retry_seconds=0)
+
+    writer = Writer(opener, Processing(), collector="t", backoff_max=0.5)
+    writer.start()
+    for n in range(5):
+        writer.put(request(n))
+    time.sleep(1.0)  # down, backing off to its longest wait
+    cpu = time.process_time()
+    time.sleep(2.0)
+    for n in range(5, 10):
+        writer.put(request(n))
+    time.sleep(1.0)
+    spent = time.process_time() - cpu
+    assert spent < 0.3, f"the writer spent {spent:.2f} s of CPU in 3 s while the Ledger was down"
+    up["ok"] = True
+    writer.stop(timeout=10)
+    ledger = open_ledger(url, blobs)
+    assert count(ledger, "kind = 'http.request'") == 10
+    ledger.close()
 
 
 def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> None:
