@@ -230,17 +230,23 @@ class Writer:
                 or now - self._pending_since >= self.flush_interval
                 or self.stats.dropped > self._reported_dropped
             )
-            if due and (self._down_since is None or now >= self._retry_at):
+            retry_due = self._down_since is None or now >= self._retry_at
+            unreported = self.stats.dropped > self._reported_dropped
+            if due and retry_due:
                 self._flush()
-            elif (
-                not self._pending and self.stats.dropped > self._reported_dropped and self._down_since is None
-            ):
+            elif not self._pending and unreported and retry_due:  # a report of drops alone, retried too
                 self._pending_since = now
                 self._flush()
             if stopping and self._queue.empty():
-                if not self._pending or time.monotonic() >= self._stop_deadline:
+                settled = not self._pending and self.stats.dropped <= self._reported_dropped
+                if settled or time.monotonic() >= self._stop_deadline:
                     if self._pending:
                         log.warning("flightlog: %d events not written at exit", len(self._pending))
+                    elif not settled:
+                        log.warning(
+                            "flightlog: a count of %d dropped items not written at exit",
+                            self.stats.dropped - self._reported_dropped,
+                        )
                     return
                 if self._down_since is not None:
                     time.sleep(max(0.0, min(self._retry_at - time.monotonic(), 0.2)))

@@ -125,6 +125,38 @@ def test_a_writer_whose_ledger_is_down_waits_for_its_retry_instead_of_spinning(t
     ledger.close()
 
 
+def test_drops_reported_while_idle_and_down_are_recorded_once_the_ledger_is_back(tmp_path: Path) -> None:
+    """Drops counted while nothing is pending (the proxy's `dropped` message, added to the writer's
+    count as `writer_child` does) are reported by an overflow event of their own. If the Ledger is
+    down when that report is first tried, it is tried again at each retry, not only with the next
+    records: here no record ever comes, the Ledger comes back, and the count is written (it was
+    kept in memory only until records came, and lost at exit if none did)."""
+    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
+    up = {"ok": False}
+
+    def opener(retry: float) -> Ledger:
+        if not up["ok"]:
+            raise ConnectionError("connection refused (test: the Ledger is down)")
+        return open_ledger(url, blobs, retry_seconds=retry)
+
+    writer = Writer(opener, Processing(), collector="t", backoff_max=0.2)
+    writer.start()
+    writer.stats.dropped += 5
+    time.sleep(1.0)  # the report is tried (at most 0.5 s later) and fails
+    up["ok"] = True
+    time.sleep(1.0)  # back: the next retry writes it
+    ledger = open_ledger(url, blobs)
+    try:
+        with ledger.engine.connect() as c:
+            errors = (
+                c.execute(text("SELECT error FROM events WHERE kind = 'capture.overflow'")).scalars().all()
+            )
+    finally:
+        ledger.close()
+    writer.stop(timeout=5)
+    assert len(errors) == 1 and errors[0].startswith("5 captured items dropped"), errors
+
+
 def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> None:
     """A batch the Ledger refuses (bad content, not a lost connection) is written event by event, and
     the refused event is filed in its place as `capture.unrecordable` naming it and the error."""
