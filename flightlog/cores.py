@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -27,25 +28,31 @@ V1_CPU: Final = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
 """Where cgroup v1 mounts the `cpu` controller (distributions differ)."""
 
 
-def v2_limit(cpu_max: str) -> float | None:
-    """CPUs a cgroup v2 `cpu.max` allows ("150000 100000" is 1.5), None for "max" or what is not one."""
-    fields = cpu_max.split()
-    if len(fields) != 2 or fields[0] == "max":
-        return None
-    try:
-        quota, period = int(fields[0]), int(fields[1])
-    except ValueError:
-        return None
-    return quota / period if quota > 0 and period > 0 else None
-
-
-def v1_limit(quota: str, period: str) -> float | None:
-    """CPUs a cgroup v1 `cpu.cfs_quota_us` and `cpu.cfs_period_us` allow, None for -1 (no quota)."""
+def quota_limit(quota: str, period: str) -> float | None:
+    """CPUs a quota of `quota` per `period` microseconds allows; None for no quota (v1's -1, v2's
+    "max") or what is not a number."""
     try:
         q, p = int(quota), int(period)
     except ValueError:
         return None
     return q / p if q > 0 and p > 0 else None
+
+
+def v2_limit(cpu_max: str) -> float | None:
+    """CPUs a cgroup v2 `cpu.max` ("QUOTA PERIOD", "max PERIOD") allows ("150000 100000" is 1.5)."""
+    fields = cpu_max.split()
+    return quota_limit(*fields) if len(fields) == 2 else None
+
+
+def _v1_limit(folder: Path) -> float | None:
+    """CPUs a cgroup v1 `cpu` folder's `cpu.cfs_quota_us` over `cpu.cfs_period_us` allows."""
+    quota, period = _read(folder / "cpu.cfs_quota_us"), _read(folder / "cpu.cfs_period_us")
+    return quota_limit(quota, period) if quota is not None and period is not None else None
+
+
+def _v2_limit(folder: Path) -> float | None:
+    text = _read(folder / "cpu.max")
+    return v2_limit(text) if text is not None else None
 
 
 def cgroup_paths(proc_cgroup: str) -> dict[str, str]:
@@ -79,23 +86,18 @@ def cgroup_limit(proc_cgroup: str, root: Path = CGROUP_ROOT) -> float | None:
     Inside a container with its own cgroup namespace the path is "/", the container's own group,
     mounted at `root`: the walk then reads that one folder."""
     paths = cgroup_paths(proc_cgroup)
-    limits: list[float] = []
     unified = paths.get("")
+    own: str | None
+    limit_of: Callable[[Path], float | None]
     if unified is not None and (root / "cgroup.controllers").exists():
-        for folder in _lineage(root / unified.lstrip("/"), root):
-            text = _read(folder / "cpu.max")
-            limit = v2_limit(text) if text is not None else None
-            if limit is not None:
-                limits.append(limit)
+        own, mount, limit_of = unified, root, _v2_limit
     else:
         own = next((p for controllers, p in paths.items() if "cpu" in controllers.split(",")), None)
-        mount = next((root / name for name in V1_CPU if (root / name / "cpu.cfs_quota_us").exists()), None)
-        if own is not None and mount is not None:
-            for folder in _lineage(mount / own.lstrip("/"), mount):
-                quota, period = _read(folder / "cpu.cfs_quota_us"), _read(folder / "cpu.cfs_period_us")
-                limit = v1_limit(quota, period) if quota is not None and period is not None else None
-                if limit is not None:
-                    limits.append(limit)
+        mount = next((root / name for name in V1_CPU if (root / name / "cpu.cfs_quota_us").exists()), root)
+        limit_of = _v1_limit
+    if own is None:
+        return None
+    limits = [limit for f in _lineage(mount / own.lstrip("/"), mount) if (limit := limit_of(f)) is not None]
     return min(limits, default=None)
 
 

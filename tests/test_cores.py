@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flightlog.cores import bounded_cores, cgroup_limit, cgroup_paths, usable_cores, v1_limit, v2_limit
+from flightlog.cores import bounded_cores, cgroup_limit, cgroup_paths, quota_limit, usable_cores, v2_limit
 
 
 def test_a_v2_cpu_max_is_its_quota_over_its_period_and_max_is_no_bound() -> None:
@@ -26,9 +26,9 @@ def test_a_v2_cpu_max_is_its_quota_over_its_period_and_max_is_no_bound() -> None
 
 
 def test_a_v1_quota_of_minus_one_is_no_bound() -> None:
-    assert v1_limit("50000\n", "100000\n") == 0.5
-    assert v1_limit("-1\n", "100000\n") is None
-    assert v1_limit("x", "100000") is None
+    assert quota_limit("50000\n", "100000\n") == 0.5
+    assert quota_limit("-1\n", "100000\n") is None
+    assert quota_limit("x", "100000") is None
 
 
 def test_proc_self_cgroup_names_each_hierarchy_and_v2_as_the_empty_one() -> None:
