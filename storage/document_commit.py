@@ -100,7 +100,6 @@ class Committer:
         new_docs: dict[str, str] = {}
         change_rows: list[dict[str, Any]] = []
         gone: list[dict[str, Any]] = []
-        added: list[dict[str, Any]] = []
         for c in changes:
             key = (c.bundle, c.path)
             if c.content is None:
@@ -116,11 +115,10 @@ class Committer:
             new_docs[sha] = c.content
             if key in current:
                 gone.append({"k_bundle": c.bundle, "k_path": c.path})
-            added.append({"space": self.space, "bundle": c.bundle, "path": c.path, "sha256": sha})
             current[key] = sha
             written += 1
             change_rows.append({"bundle": c.bundle, "path": c.path, "sha256": sha})
-        self._replace_entries(conn, gone, added)
+        self._replace_entries(conn, gone, [row for row in change_rows if row["sha256"] is not None])
         self._store_documents(conn, new_docs)
         if change_rows:
             conn.execute(
@@ -164,7 +162,8 @@ class Committer:
     def _replace_entries(
         self, conn: Connection, gone: list[dict[str, Any]], added: list[dict[str, Any]]
     ) -> None:
-        """Delete the tree entries `gone` names, then insert `added`, each as one executemany.
+        """Delete the tree entries `gone` names, then insert the `added` (bundle, path, sha256)
+        entries into this space, each as one executemany.
 
         A change names each document once (`commit` refuses two for one path), so deleting every
         replaced or removed entry first and inserting after is the same as doing it change by change.
@@ -181,7 +180,7 @@ class Committer:
                 gone,
             )
         if added:
-            conn.execute(sa.insert(t), added)
+            conn.execute(sa.insert(t), [{"space": self.space, **row} for row in added])
 
     def _store_documents(self, conn: Connection, docs: dict[str, str]) -> None:
         if not docs:

@@ -224,14 +224,14 @@ class Writer:
                             break
                         self._handle(*more)
             now = time.monotonic()
+            unreported = self.stats.dropped > self._reported_dropped
             due = self._pending and (
                 stopping
                 or len(self._pending) >= self.batch_size
                 or now - self._pending_since >= self.flush_interval
-                or self.stats.dropped > self._reported_dropped
+                or unreported
             )
             retry_due = self._down_since is None or now >= self._retry_at
-            unreported = self.stats.dropped > self._reported_dropped
             if due and retry_due:
                 self._flush()
             elif not self._pending and unreported and retry_due:  # a report of drops alone, retried too
