@@ -30,6 +30,24 @@ def count(ledger: Ledger, where: str = "1 = 1") -> int:
         return int(c.execute(text(f"SELECT count(*) FROM events WHERE {where}")).scalar() or 0)
 
 
+class Switch:
+    """A Writer's Ledger opener that is down until `up` is set, then opens a SQLite Ledger in
+    `folder`. Down, it opens `refused` (a real connection refused at a closed port) when given,
+    else raises ConnectionError as a refused connection would."""
+
+    def __init__(self, folder: Path, refused: str | None = None) -> None:
+        self.url, self.blobs = f"sqlite:///{folder / 'ledger.db'}", (folder / "blobs").as_uri()
+        self.refused = refused
+        self.up = False
+
+    def __call__(self, retry: float) -> Ledger:
+        if self.up:
+            return open_ledger(self.url, self.blobs, retry_seconds=retry)
+        if self.refused is not None:
+            return open_ledger(self.refused, self.blobs, retry_seconds=0)
+        raise ConnectionError("connection refused (test: the Ledger is down)")
+
+
 def test_writer_batches_pairs_and_streams(ledger_url: str, tmp_path: Path) -> None:
     """Requests, buffered answers and streamed answers all land, on SQLite and PostgreSQL alike."""
     blobs = (tmp_path / "blobs").as_uri()
@@ -59,15 +77,8 @@ def test_ledger_down_then_back_overflow_is_counted_and_recorded(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Down: nothing blocks, one log line; the bound drops and counts; back: everything kept is written."""
-    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
-    up = {"ok": False}
-
-    def opener(retry: float) -> Ledger:
-        if not up["ok"]:
-            raise ConnectionError("connection refused (test: the Ledger is down)")
-        return open_ledger(url, blobs, retry_seconds=retry)
-
-    writer = Writer(opener, Processing(), collector="t", max_items=50, batch_size=20, backoff_max=0.2)
+    ledger_at = Switch(tmp_path)
+    writer = Writer(ledger_at, Processing(), collector="t", max_items=50, batch_size=20, backoff_max=0.2)
     caplog.set_level(logging.WARNING, logger="flightlog.capture")
     writer.start()
     started = time.monotonic()
@@ -76,9 +87,9 @@ def test_ledger_down_then_back_overflow_is_counted_and_recorded(
     time.sleep(1.0)
     accepted += sum(writer.put(request(n)) for n in range(200, 400))
     assert writer.stats.dropped == 400 - accepted > 0
-    up["ok"] = True
+    ledger_at.up = True
     writer.stop(timeout=10)
-    ledger = open_ledger(url, blobs)
+    ledger = open_ledger(ledger_at.url, ledger_at.blobs)
     assert count(ledger, "kind = 'http.request'") == accepted
     overflow = count(ledger, "kind = 'capture.overflow'")
     assert overflow == 1
@@ -97,16 +108,11 @@ def test_a_writer_whose_ledger_is_down_waits_for_its_retry_instead_of_spinning(t
     (it spun at ~1 s of CPU a second, a whole core per writer for as long as a database was down,
     taken from the proxies on the same machine). Records put meanwhile are taken in, and all are
     written once the Ledger is back."""
-    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
     with socket.socket() as s:  # a port nothing listens on: connecting is refused at once
         s.bind(("127.0.0.1", 0))
         closed = f"postgresql+psycopg://flightlog@127.0.0.1:{s.getsockname()[1]}/none"
-    up = {"ok": False}
-
-    def opener(retry: float) -> Ledger:
-        return open_ledger(url if up["ok"] else closed, blobs, retry_seconds=0)
-
-    writer = Writer(opener, Processing(), collector="t", backoff_max=0.5)
+    ledger_at = Switch(tmp_path, refused=closed)
+    writer = Writer(ledger_at, Processing(), collector="t", backoff_max=0.5)
     writer.start()
     for n in range(5):
         writer.put(request(n))
@@ -118,9 +124,9 @@ def test_a_writer_whose_ledger_is_down_waits_for_its_retry_instead_of_spinning(t
     time.sleep(1.0)
     spent = time.process_time() - cpu
     assert spent < 0.3, f"the writer spent {spent:.2f} s of CPU in 3 s while the Ledger was down"
-    up["ok"] = True
+    ledger_at.up = True
     writer.stop(timeout=10)
-    ledger = open_ledger(url, blobs)
+    ledger = open_ledger(ledger_at.url, ledger_at.blobs)
     assert count(ledger, "kind = 'http.request'") == 10
     ledger.close()
 
@@ -131,21 +137,14 @@ def test_drops_reported_while_idle_and_down_are_recorded_once_the_ledger_is_back
     down when that report is first tried, it is tried again at each retry, not only with the next
     records: here no record ever comes, the Ledger comes back, and the count is written (it was
     kept in memory only until records came, and lost at exit if none did)."""
-    url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
-    up = {"ok": False}
-
-    def opener(retry: float) -> Ledger:
-        if not up["ok"]:
-            raise ConnectionError("connection refused (test: the Ledger is down)")
-        return open_ledger(url, blobs, retry_seconds=retry)
-
-    writer = Writer(opener, Processing(), collector="t", backoff_max=0.2)
+    ledger_at = Switch(tmp_path)
+    writer = Writer(ledger_at, Processing(), collector="t", backoff_max=0.2)
     writer.start()
     writer.stats.dropped += 5
     time.sleep(1.0)  # the report is tried (at most 0.5 s later) and fails
-    up["ok"] = True
+    ledger_at.up = True
     time.sleep(1.0)  # back: the next retry writes it
-    ledger = open_ledger(url, blobs)
+    ledger = open_ledger(ledger_at.url, ledger_at.blobs)
     try:
         with ledger.engine.connect() as c:
             errors = (
