@@ -45,7 +45,7 @@ from catalog.aliases import ALIASES_PATH, Aliases, alias_problems, read_aliases,
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
-from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, compile_section
+from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, compile_section, recompile_section
 from catalog.prescan import Prescanned
 from catalog.resolver import Hit, Resolver
 from storage.documents import (
@@ -54,6 +54,7 @@ from storage.documents import (
     DocumentStoreError,
     Revision,
     open_document_store,
+    section_tag,
     sha256_text,
 )
 from storage.documents import snapshot_digest as _digest
@@ -86,6 +87,14 @@ class Committed:
     deleted: int
     hashes: dict[str, str | None]
     warnings: tuple[str, ...]
+
+
+def _compiled(bundle: str, kept: tuple[str, bytes] | None) -> SectionIndex | None:
+    """A stored compile of `bundle` in this format, whatever version of the section it was made
+    from: the base `recompile_section` patches (None when there is none, or in an older format)."""
+    if kept is None or not kept[0].endswith(f":{INDEX_FORMAT}"):
+        return None
+    return SectionIndex(bundle, kept[0], kept[1])
 
 
 def starter_folder() -> Path:
@@ -146,9 +155,8 @@ class Directory:
             if kept is not None and kept[0] == tag:
                 sections.append(SectionIndex(bundle, tag, kept[1]))
                 continue
-            data, notes = compile_section(
-                bundle, self._guard(lambda b=bundle: self._store.bundle_documents(b))
-            )
+            base = old if old is not None else _compiled(bundle, kept)
+            tag, data, notes = self._compile(bundle, base)
             warnings.extend(notes)
             with contextlib.suppress(DocumentStoreError):  # derived data: the next load rebuilds it
                 self._store.save_index(bundle, tag, data)
@@ -172,6 +180,24 @@ class Directory:
         self._index, self._aliases, self._resolver, self._tags = index, aliases, resolver, tags
         self._head, self.rebuilt, self.warnings = head, tuple(rebuilt), tuple(warnings)
         self.alias_problems = tuple(problems)
+
+    def _compile(self, bundle: str, base: SectionIndex | None) -> tuple[str, bytes, list[str]]:
+        """The section's tag, compiled data and warnings, as of the documents read now: from `base`
+        (an earlier compile of it) when there is one, reading only the documents it lacks.
+
+        The tag is derived from what was read, not taken from the tags read before: a commit in
+        between would otherwise file the newer documents' index under the older tag, served
+        again should that content ever come back (a restore)."""
+        if base is None:
+            documents = self._guard(lambda: self._store.bundle_documents(bundle))
+            data, notes = compile_section(bundle, documents)
+            entries = [(p, h) for p, h, _ in documents]
+        else:
+            entries = [(p, h) for (_, p), h in self._guard(lambda: self._store.tree(bundle)).items()]
+            data, notes = recompile_section(
+                bundle, entries, lambda hashes: self._guard(lambda: self._store.contents(hashes)), base
+            )
+        return f"{section_tag(entries)}:{INDEX_FORMAT}", data, notes
 
     def _guard(self, call: Any) -> Any:
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
@@ -34,8 +34,10 @@ from catalog.index_format import (
 )
 from catalog.words import forms, normal, words
 
-INDEX_FORMAT: Final = "v7"
-"""Part of every stored index tag, so a change of this format rebuilds every section once."""
+INDEX_FORMAT: Final = "v8"
+"""Part of every stored index tag, so a change of this format rebuilds every section once (v8: words
+stored sorted, rows in code point order of their paths: a section's data is a function of its
+documents, however it was compiled)."""
 SUMMARY_MAX: Final = 120
 _SPACE = re.compile(r"\s+")
 
@@ -66,43 +68,145 @@ def summarize(description: str) -> str:
     return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1].rstrip() + "…"
 
 
+Analysed = tuple[list[Any], Iterable[str], Iterable[str], list[str]]
+"""One document as its section's index holds it: the compiled row, the words of its name, every
+word of the row (name, path and text, each once), and what parsing it had to say."""
+
+
+def analyse(bundle: str, path: str, sha: str, text: str) -> Analysed:
+    """What one document contributes to its section's index: a function of `bundle`, `path` and
+    the text alone (no other document is read), so a row whose path and hash are unchanged can be
+    taken from a previous compile as it was (`recompile_section`)."""
+    front, body, notes = parse(text)
+    warnings = [f"{bundle}/{path}: {n}" for n in notes]
+    stem = path.removesuffix(".md")
+    name = str(front.get("name") or stem.rsplit("/", 1)[-1])
+    kind = str(front.get("kind") or front.get("type") or _singular(bundle))
+    if kind == "tool" and bundle != "tool":
+        warnings.append(f"{bundle}/{path}: kind: tool outside tool/ is not callable (move it to tool/)")
+    row = [
+        path,
+        sha,
+        name,
+        normal(name),
+        kind,
+        str(front.get("status") or "-"),
+        str(front.get("grain") or "-"),
+        summarize(str(front.get("description") or "")),
+        links(front, body),
+        len(text),
+    ]
+    own = dict.fromkeys(words(name))
+    every = dict.fromkeys([*own, *words(stem), *words(text)])  # however long: search -> pos -> get
+    return row, own, every, warnings
+
+
 def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> tuple[bytes, list[str]]:
-    """Compile one section's `(path, hash, text)` documents; returns the data and its warnings."""
+    """Compile one section's `(path, hash, text)` documents; returns the data and its warnings.
+
+    Rows are in path order (code point order, as Python sorts: never the database's collation, which
+    on PostgreSQL may be a locale's), and the data is a function of the documents alone."""
     rows: list[list[Any]] = []
     name_words: dict[str, list[int]] = {}
     text_words: dict[str, list[int]] = {}
     warnings: list[str] = []
-    for path, sha, text in documents:
+    for path, sha, text in sorted(documents):
         if not path.endswith(".md"):
             continue
-        front, body, notes = parse(text)
-        warnings.extend(f"{bundle}/{path}: {n}" for n in notes)
-        i = len(rows)
-        stem = path.removesuffix(".md")
-        name = str(front.get("name") or stem.rsplit("/", 1)[-1])
-        kind = str(front.get("kind") or front.get("type") or _singular(bundle))
-        if kind == "tool" and bundle != "tool":
-            warnings.append(f"{bundle}/{path}: kind: tool outside tool/ is not callable (move it to tool/)")
-        rows.append(
-            [
-                path,
-                sha,
-                name,
-                normal(name),
-                kind,
-                str(front.get("status") or "-"),
-                str(front.get("grain") or "-"),
-                summarize(str(front.get("description") or "")),
-                links(front, body),
-                len(text),
-            ]
-        )
-        own = dict.fromkeys(words(name))
-        for w in own:
-            name_words.setdefault(w, []).append(i)
-        every = dict.fromkeys([*own, *words(stem), *words(text)])
-        for w in every:  # every word of the row, however long: search -> pos -> get needs them all
-            text_words.setdefault(w, []).append(i)
+        row, own, every, notes = analyse(bundle, path, sha, text)
+        warnings.extend(notes)
+        _post(len(rows), own, name_words)
+        _post(len(rows), every, text_words)
+        rows.append(row)
+    return _pack(bundle, rows, name_words, text_words), warnings
+
+
+RECOMPILE_SHARE: Final = 0.5
+"""Above this share of a section's documents new or changed, `recompile_section` compiles the
+section afresh: patching the previous postings costs more than it saves."""
+
+
+def recompile_section(
+    bundle: str,
+    entries: Sequence[tuple[str, str]],
+    texts: Callable[[Sequence[str]], Mapping[str, str]],
+    previous: SectionIndex,
+) -> tuple[bytes, list[str]]:
+    """Compile a section of `(path, hash)` entries from `previous`, a compiled form of an earlier
+    version of it: a document whose path and hash are unchanged keeps its row and its postings,
+    and only the others are fetched (`texts`: hash -> text) and analysed. The data equals what
+    `compile_section` makes of the same documents, byte for byte; the warnings are those of the
+    documents analysed (the others' were said when they were compiled).
+
+    Editing one row of a large section recompiled every document of it (parse, cut into words) at
+    the next open: ~2.6 s for a tool section of 8,500 rows, where nothing changed costs ~0.4 s."""
+    paths = sorted((p, h) for p, h in entries if p.endswith(".md"))
+    kept: dict[tuple[str, str], int] = {}
+    old_rows = previous.rows
+    for j in range(len(previous.stems)):
+        r = old_rows[j]
+        kept[(r[PATH], r[HASH])] = j
+    remap = [-1] * len(previous.stems)
+    rows: list[list[Any] | None] = []
+    fresh: list[int] = []
+    last = -1
+    for i, key in enumerate(paths):
+        was = kept.get(key)
+        if was is None or was < last:  # new or changed (or out of order: a row not in path order)
+            fresh.append(i)
+            rows.append(None)
+            continue
+        remap[was], last = i, was
+        rows.append(old_rows[was])
+    if len(fresh) > RECOMPILE_SHARE * max(len(paths), 1):
+        found = texts([h for _, h in paths])
+        return compile_section(bundle, [(p, h, found[h]) for p, h in paths])
+    found = texts([paths[i][1] for i in fresh])
+    warnings: list[str] = []
+    name_words = _remapped(previous.name_words, remap)
+    text_words = _remapped(previous.text_words, remap)
+    touched: set[str] = set()
+    for i in fresh:
+        path, sha = paths[i]
+        row, own, every, notes = analyse(bundle, path, sha, found[sha])
+        warnings.extend(notes)
+        rows[i] = row
+        _post(i, own, name_words)
+        _post(i, every, text_words)
+        touched.update(every)
+    for w in touched:  # a fresh row's number may fall inside a list kept in order
+        for postings in (name_words, text_words):
+            if w in postings:
+                postings[w].sort()
+    return _pack(bundle, [r for r in rows if r is not None], name_words, text_words), warnings
+
+
+def _post(i: int, ws: Iterable[str], postings: dict[str, list[int]]) -> None:
+    for w in ws:
+        postings.setdefault(w, []).append(i)
+
+
+def _remapped(old: Mapping[str, Sequence[int]], remap: Sequence[int]) -> dict[str, list[int]]:
+    """Each word's kept rows under their new numbers (`remap`: old -> new, -1 for a row gone);
+    a word no kept row holds is dropped. `remap` keeps order, so every list stays sorted."""
+    get = remap.__getitem__
+    out: dict[str, list[int]] = {}
+    for w in old:
+        rows = [k for k in map(get, old[w]) if k >= 0]
+        if rows:
+            out[w] = rows
+    return out
+
+
+def _pack(
+    bundle: str,
+    rows: Sequence[list[Any]],
+    name_words: Mapping[str, list[int]],
+    text_words: Mapping[str, list[int]],
+) -> bytes:
+    """The compiled form of a section's rows (in path order) and postings. The words are stored
+    sorted: the data depends on which documents there are, not on the order they were analysed in
+    (a recompiled section equals a fresh compile of it)."""
     head = {
         "format": INDEX_FORMAT,
         "bundle": bundle,
@@ -116,8 +220,12 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         "by_lower": sorted(range(len(rows)), key=lambda i: rows[i][NAME].lower()),
         "by_rank": sorted(range(len(rows)), key=lambda i: (len(rows[i][NAME]), rows[i][NAME])),
     }
-    parts = (pack_json(head), stems, pack_json(names), pack_postings(name_words), pack_rows(rows))
-    return frames(*parts, pack_postings(text_words)), warnings
+    parts = (pack_json(head), stems, pack_json(names), pack_postings(_sorted(name_words)), pack_rows(rows))
+    return frames(*parts, pack_postings(_sorted(text_words)))
+
+
+def _sorted(postings: Mapping[str, list[int]]) -> dict[str, list[int]]:
+    return {w: postings[w] for w in sorted(postings)}
 
 
 def _line_bytes(r: list[Any], bundle: str) -> int:
