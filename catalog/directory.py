@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from catalog import changes as changeset
+from catalog import file_listing as listing
 from catalog.aliases import ALIASES_PATH, Aliases, alias_problems, read_aliases, resolve_aliases
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
@@ -361,23 +363,41 @@ class Directory:
         if remember and prescanned is not None and prescanned() == known:
             self.refresh()
             return 0
+        started = time.time_ns()
         scanned = scan(folder)
         dirty = sorted(
             b for b in set(scanned) | set(known) if b not in scanned or scanned[b].stat_tag != known.get(b)
         )
+        keys = [listing.key(b) for b in dirty]
+        kept = self._guard(lambda: self._store.index_data(keys)) if remember and dirty else {}
         changes: list[Change] = []
+        read: dict[str, listing.Listing] = {}
         for bundle in dirty:
-            files = scanned[bundle].files if bundle in scanned else {}
             current = {p: h for (_, p), h in self._guard(lambda b=bundle: self._store.tree(b)).items()}
+            found = scanned.get(bundle)
+            if found is None:  # the whole bundle folder is gone
+                changes.extend(Change(bundle, p, None, check=False) for p in current)
+                continue
+            files = found.files
+            listed = listing.unpack(kept[listing.key(bundle)][1]) if listing.key(bundle) in kept else {}
+            now = read[bundle] = {}
             for path, full in files.items():
-                text = read_text(full)
-                if current.get(path) != sha256_text(text):
-                    changes.append(Change(bundle, path, text, check=False))
+                stat = found.stats[path]
+                sha = listing.unchanged(listed, path, stat, current.get(path))
+                if sha is None:  # new, changed, or not known to be unchanged: read it
+                    text = read_text(full)
+                    sha = sha256_text(text)
+                    if current.get(path) != sha:
+                        changes.append(Change(bundle, path, text, check=False))
+                now[path] = listing.entry(stat, sha, started)
             changes.extend(Change(bundle, p, None, check=False) for p in current if p not in files)
         if changes:
             changeset.commit(self._store, changes, None, message)
         if remember and dirty:
             self._guard(lambda: self._store.save_folder_tags({b: f.stat_tag for b, f in scanned.items()}))
+            for bundle, now in read.items():
+                with contextlib.suppress(DocumentStoreError):  # derived data: the next sync reads all
+                    self._store.save_index(listing.key(bundle), "files", listing.pack(now))
         self.refresh()
         return len(changes)
 

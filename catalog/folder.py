@@ -29,10 +29,11 @@ _SEGMENT = re.compile(r"^[^/\\\x00]+$")
 
 @dataclass(frozen=True, slots=True)
 class BundleFiles:
-    """One bundle subfolder: its stat tag and its documents by path."""
+    """One bundle subfolder: its stat tag, its documents by path, and each one's (size, mtime_ns)."""
 
     stat_tag: str
     files: dict[str, str]
+    stats: dict[str, tuple[int, int]]
 
 
 def check_target(bundle: str, path: str) -> None:
@@ -59,19 +60,25 @@ def scan(folder: Path) -> dict[str, BundleFiles]:
     out: dict[str, BundleFiles] = {}
     aliases = folder / ALIASES_PATH
     if aliases.is_file():
-        out[ROOT_BUNDLE] = BundleFiles(_stat_tag([(ALIASES_PATH, aliases)]), {ALIASES_PATH: str(aliases)})
+        try:
+            st = os.stat(aliases)
+        except OSError as e:
+            raise BadFolder(f"cannot read {aliases}: {e.strerror}") from e
+        stat = (st.st_size, st.st_mtime_ns)
+        out[ROOT_BUNDLE] = BundleFiles(
+            _tag([(ALIASES_PATH, *stat)]), {ALIASES_PATH: str(aliases)}, {ALIASES_PATH: stat}
+        )
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as e:
         raise BadFolder(f"cannot read directory folder {folder}: {e.strerror}") from e
     for entry in entries:
         if entry.is_dir() and _BUNDLE.match(entry.name):
-            files, tag = _documents(Path(entry.path))
-            out[entry.name] = BundleFiles(tag, files)
+            out[entry.name] = _documents(Path(entry.path))
     return out
 
 
-def _documents(root: Path) -> tuple[dict[str, str], str]:
+def _documents(root: Path) -> BundleFiles:
     """Every `.md` file under `root` by its posix path relative to it (dot-names skipped), and
     the stat tag of them all (path, size, mtime).
 
@@ -93,16 +100,17 @@ def _documents(root: Path) -> tuple[dict[str, str], str]:
                     st = entry.stat()
                     found.append((prefix + name, entry.path, st.st_size, st.st_mtime_ns))
     found.sort()
-    listing = "".join([f"{rel}\0{size}\0{mtime}\n" for rel, _, size, mtime in found])
-    return {rel: full for rel, full, _, _ in found}, hashlib.sha256(listing.encode()).hexdigest()
+    return BundleFiles(
+        _tag([(rel, size, mtime) for rel, _, size, mtime in found]),
+        {rel: full for rel, full, _, _ in found},
+        {rel: (size, mtime) for rel, _, size, mtime in found},
+    )
 
 
-def _stat_tag(files: Iterable[tuple[str, Path]]) -> str:
-    h = hashlib.sha256()
-    for rel, full in files:
-        st = os.stat(full)
-        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
+def _tag(files: Iterable[tuple[str, int, int]]) -> str:
+    """The stat tag of some (path, size, mtime_ns), in path order: one hash over one string."""
+    listing = "".join([f"{rel}\0{size}\0{mtime}\n" for rel, size, mtime in files])
+    return hashlib.sha256(listing.encode()).hexdigest()
 
 
 def read_text(path: str) -> str:

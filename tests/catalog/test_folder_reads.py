@@ -1,0 +1,116 @@
+"""A folder sync reads only the files whose size or mtime changed since the last sync read them, and
+never trusts a stat that a write in the same clock tick could have left unchanged."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import catalog.directory as directory_module
+from catalog import file_listing
+from catalog.directory import open_directory
+from storage.documents import open_document_store
+from tests.catalog.conftest import make_folder, row
+
+HOUR_NS = 3600 * 10**9
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The file names the folder sync reads from now on."""
+    seen: list[str] = []
+    real: Callable[[str], str] = directory_module.read_text
+
+    def counting(path: str) -> str:
+        seen.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(directory_module, "read_text", counting)
+    yield seen
+
+
+def aged(folder: Path) -> Path:
+    """Every file of `folder` as if written an hour ago (as a folder usually is)."""
+    past = time.time_ns() - HOUR_NS
+    for path in folder.rglob("*.md"):
+        os.utime(path, ns=(past, past))
+    return folder
+
+
+def rows(n: int) -> dict[str, str]:
+    return {f"tool/t_{i:03d}.md": row(f"TOOL_{i:03d}", f"Does thing {i}.") for i in range(n)}
+
+
+def names(url: str, folder: Path) -> list[str]:
+    d = open_directory(url, folder)
+    try:
+        return [r.name for r in d.rows("tool")]
+    finally:
+        d.close()
+
+
+def test_an_edit_reads_the_edited_file_alone(tmp_path: Path, reads: list[str]) -> None:
+    """300 files synced an hour after they were written; one is edited, one added, one removed:
+    the next sync reads the two that are new or changed, and the Directory holds all three changes."""
+    folder = aged(make_folder(tmp_path / "d", rows(300), aliases=None))
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    assert len(names(url, folder)) == 300 and len(reads) == 300
+    reads.clear()
+    (folder / "tool" / "t_150.md").write_text(row("ZEBRA_COUNT", "Stripes."), encoding="utf-8")
+    (folder / "tool" / "t_300.md").write_text(row("OKAPI_COUNT", "Okapis."), encoding="utf-8")
+    (folder / "tool" / "t_007.md").unlink()
+    listed = names(url, folder)
+    assert sorted(reads) == ["t_150.md", "t_300.md"]
+    assert "ZEBRA_COUNT" in listed and "OKAPI_COUNT" in listed and "TOOL_007" not in listed
+    assert "TOOL_150" not in listed and len(listed) == 300
+
+
+def test_a_file_rewritten_in_the_same_clock_tick_is_read_again(tmp_path: Path, reads: list[str]) -> None:
+    """A file changed just before a sync is listed without its stat: when it is rewritten with the
+    same size and mtime (two writes in one tick of a coarse clock), the next sync still reads it
+    and records the second content."""
+    folder = aged(make_folder(tmp_path / "d", rows(20), aliases=None))
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    names(url, folder)
+    target = folder / "tool" / "t_005.md"
+    target.write_text(row("FIRST_WRITE", "Same size."), encoding="utf-8")
+    stamp = target.stat().st_mtime_ns
+    assert "FIRST_WRITE" in names(url, folder)
+    target.write_text(row("OTHER_WRITE", "Same size."), encoding="utf-8")
+    os.utime(target, ns=(stamp, stamp))  # the same size and mtime as the sync saw
+    (folder / "tool" / "t_011.md").write_text(row("TOOL_011", "Changed too."), encoding="utf-8")
+    reads.clear()
+    listed = names(url, folder)
+    assert "t_005.md" in reads and "OTHER_WRITE" in listed and "FIRST_WRITE" not in listed
+
+
+def test_an_unreadable_listing_costs_reads_and_loses_nothing(tmp_path: Path, reads: list[str]) -> None:
+    """The listing is derived data: garbage in its place makes the sync read every file again, and
+    the edit is still found."""
+    folder = aged(make_folder(tmp_path / "d", rows(30), aliases=None))
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    names(url, folder)
+    store = open_document_store(url, f"folder:{folder}")
+    try:
+        assert file_listing.key("tool") in store.index_data([file_listing.key("tool")])
+        store.save_index(file_listing.key("tool"), "files", b"not a listing")
+    finally:
+        store.close()
+    (folder / "tool" / "t_003.md").write_text(row("ZEBRA_COUNT", "Stripes."), encoding="utf-8")
+    reads.clear()
+    assert "ZEBRA_COUNT" in names(url, folder)
+    assert len(reads) == 30
+
+
+def test_a_listing_round_trips_and_refuses_what_it_did_not_write() -> None:
+    """Paths with spaces and non-ASCII survive; anything else unpacks as nothing listed."""
+    listing = {"a b/é.md": (10, 1_700_000_000_000_000_000, "f" * 64), "c.md": (-1, -1, "0" * 64)}
+    assert file_listing.unpack(file_listing.pack(listing)) == listing
+    assert file_listing.unpack(b"junk") == {}
+    now = time.time_ns()
+    assert file_listing.entry((3, now - 10**9), "h", now) == (-1, -1, "h")
+    assert file_listing.entry((3, now - 10 * 10**9), "h", now) == (3, now - 10 * 10**9, "h")
