@@ -20,6 +20,7 @@ import sys
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate, chain
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 import zstandard
@@ -68,10 +69,32 @@ def unpack_strings(data: bytes) -> list[str]:
 # ---- rows: one JSON line each ----------------------------------------------------------------
 
 
+def encode_row(row: Sequence[Any]) -> bytes:
+    """One row's line. JSON escapes every newline inside a string, so a row never spans two lines."""
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def pack_lines(lines: Sequence[bytes]) -> bytes:
+    """Rows already encoded (`encode_row`, or a line of an earlier section kept as it was)."""
+    return zstandard.ZstdCompressor(level=_LEVEL).compress(b"\n".join(lines))
+
+
 def pack_rows(rows: Sequence[Sequence[Any]]) -> bytes:
-    """JSON escapes every newline inside a string, so a row never spans two lines."""
-    lines = (json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows)
-    return zstandard.ZstdCompressor(level=_LEVEL).compress("\n".join(lines).encode("utf-8"))
+    return pack_lines([encode_row(r) for r in rows])
+
+
+def row_key(line: bytes) -> tuple[str, str]:
+    """The first two values of a row line, its path and hash, decoded without parsing the rest
+    (a section's thousands of kept rows are matched by these alone). ValueError when the line
+    does not start with two strings."""
+    text = line.decode("utf-8")
+    if not text.startswith('["'):
+        raise ValueError("not a row line")
+    path, at = scanstring(text, 2)
+    if text[at : at + 2] != ',"':
+        raise ValueError("not a row line")
+    sha, _ = scanstring(text, at + 2)
+    return path, sha
 
 
 class RowLines:
@@ -83,6 +106,10 @@ class RowLines:
 
     def __len__(self) -> int:
         return len(self._lines)
+
+    def line(self, i: int) -> bytes:
+        """Row `i` as stored (`encode_row`'s line), undecoded."""
+        return self._lines[i]
 
     def __getitem__(self, i: int) -> list[Any]:  # a row by number (nothing reads slices)
         row = self._parsed.get(i)

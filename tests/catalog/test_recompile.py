@@ -14,6 +14,7 @@ import pytest
 import catalog.index as index_module
 from catalog.directory import open_directory
 from catalog.index import INDEX_FORMAT, SectionIndex, compile_section, recompile_section
+from catalog.index_format import frames, pack_lines, split_frames
 from storage.documents import Change, open_document_store, sha256_text
 from tests.catalog.conftest import make_folder, row
 from tests.conftest import PG_ADMIN
@@ -83,6 +84,23 @@ def test_a_section_mostly_changed_is_compiled_afresh() -> None:
     asked = Asked(texts)
     entries = [(p, sha256_text(t)) for p, t in docs.items()]
     patched, _ = recompile_section("tool", entries, asked, SectionIndex("tool", "t", data))
+    assert patched == compile_section("tool", [(p, h, texts[h]) for p, h in entries])[0]
+    assert len(asked.asked) == 10
+
+
+def test_a_previous_compile_with_rows_it_cannot_read_is_not_trusted() -> None:
+    """Rows that do not start with a path and a hash (damaged, or not this format's) make the
+    section compile afresh from every text, never a patch over rows it could not match."""
+    docs = {f"r{i}.md": row(f"R{i}", "first") for i in range(10)}
+    data, _ = compile_section("tool", [(p, sha256_text(t), t) for p, t in docs.items()])
+    parts = split_frames(data)
+    parts[4] = pack_lines([b'{"not": "a row"}'] * 10)
+    damaged = SectionIndex("tool", "t", frames(*parts))
+    docs["r3.md"] = row("R3", "second")
+    texts = {sha256_text(t): t for t in docs.values()}
+    asked = Asked(texts)
+    entries = [(p, sha256_text(t)) for p, t in docs.items()]
+    patched, _ = recompile_section("tool", entries, asked, damaged)
     assert patched == compile_section("tool", [(p, h, texts[h]) for p, h in entries])[0]
     assert len(asked.asked) == 10
 
