@@ -212,7 +212,11 @@ class _Rows:
 
 def _post(i: int, ws: Iterable[str], postings: dict[str, list[int]]) -> None:
     for w in ws:
-        postings.setdefault(w, []).append(i)
+        rows = postings.get(w)
+        if rows is None:
+            postings[w] = [i]
+        else:
+            rows.append(i)  # not setdefault: it would make an empty list for every word it finds
 
 
 def _remapped(old: Mapping[str, Sequence[int]], remap: Sequence[int]) -> dict[str, list[int]]:
