@@ -34,7 +34,7 @@ from catalog.index_format import (
     unpack_json,
     unpack_strings,
 )
-from catalog.words import forms, normal, words
+from catalog.words import forms, normal, word_set
 
 INDEX_FORMAT: Final = "v8"
 """Part of every stored index tag, so a change of this format rebuilds every section once (v8: words
@@ -98,8 +98,8 @@ def analyse(bundle: str, path: str, sha: str, text: str) -> Analysed:
         links(front, body),
         len(text),
     ]
-    own = dict.fromkeys(words(name))
-    every = dict.fromkeys([*own, *words(stem), *words(text)])  # however long: search -> pos -> get
+    own = word_set(name)
+    every = own | word_set(stem) | word_set(text)  # however long: search -> pos -> get needs them all
     return row, own, every, warnings
 
 

@@ -12,6 +12,8 @@ from typing import Final
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+"""`_WORD` on ASCII text (its letters and digits are these), matched ~1.5x faster."""
 
 FRAMING: Final = re.compile(
     r"^(?:(?:how|where|what|which|who|when|why)\s+(?:do|does|can|could|should|would|is|are|was|were)\s+"
@@ -35,16 +37,32 @@ def words(text: str) -> list[str]:
 
     The same as cutting the humps of the whole text first, then the words (the hump pattern looks
     only at letters and digits, which never straddle a word's edge), but the pattern's look-behinds
-    run only on the few words that can hold a hump: one all lowercase, all digits, capitalized, or
-    all capitals without a digit cannot (1.7x faster over a section's documents, which are mostly
-    prose; a section is compiled from every word of every document)."""
+    run only on the few words that can hold a hump (`_humpless`)."""
     out: list[str] = []
-    for w in _WORD.findall(text):
-        if w.islower() or w.isdigit() or w[1:].islower() or (w.isupper() and w.isalpha()):
+    for w in (_ASCII_WORD if text.isascii() else _WORD).findall(text):
+        if _humpless(w):
             out.append(w.lower())
         else:
             out.extend(_CAMEL.sub(" ", w).lower().split())
     return out
+
+
+def word_set(text: str) -> set[str]:
+    """`set(words(text))`, each distinct spelling cut once: a section is indexed by every distinct
+    word of every document, and a document repeats most of its words (~230 words, ~90 distinct)."""
+    out: set[str] = set()
+    for w in set((_ASCII_WORD if text.isascii() else _WORD).findall(text)):
+        if _humpless(w):
+            out.add(w.lower())
+        else:
+            out.update(_CAMEL.sub(" ", w).lower().split())
+    return out
+
+
+def _humpless(w: str) -> bool:
+    """Whether a word (a run of letters and digits) cannot hold a camelCase hump: all lowercase,
+    all digits, capitalized, or all capitals without a digit. Most words of prose are."""
+    return w.islower() or w.isdigit() or w[1:].islower() or (w.isupper() and w.isalpha())
 
 
 def strip_framing(query: str) -> str:
