@@ -44,10 +44,11 @@ from typing import Any, Final
 from catalog import changes as changeset
 from catalog import file_listing as listing
 from catalog.aliases import ALIASES_PATH, Aliases, alias_problems, read_aliases, resolve_aliases
+from catalog.compile_jobs import Job, compile_all
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
-from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, compile_section, recompile_section
+from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, recompile_section
 from catalog.prescan import Prescanned
 from catalog.resolver import Hit, Resolver
 from storage.documents import (
@@ -148,6 +149,7 @@ class Directory:
         if ROOT_BUNDLE in tags:
             missing.append(ROOT_BUNDLE)  # the marker of the last alias check
         stored = self._guard(lambda: self._store.index_data(missing)) if missing else {}
+        fresh: list[Job] = []  # sections with no earlier compile: compiled together (compile_jobs)
         for bundle, tag in sorted(wanted.items()):
             old = self._index.sections.get(bundle)
             if old is not None and old.tag == tag:
@@ -158,12 +160,21 @@ class Directory:
                 sections.append(SectionIndex(bundle, tag, kept[1]))
                 continue
             base = old if old is not None else _compiled(bundle, kept)
-            tag, data, notes = self._compile(bundle, base)
+            if base is None:
+                fresh.append((bundle, self._guard(lambda b=bundle: self._store.bundle_documents(b))))
+                continue
+            entries = [(p, h) for (_, p), h in self._guard(lambda b=bundle: self._store.tree(b)).items()]
+            data, notes = recompile_section(bundle, entries, self._texts, base)
+            sections.append(self._keep(bundle, entries, data))
             warnings.extend(notes)
-            with contextlib.suppress(DocumentStoreError):  # derived data: the next load rebuilds it
-                self._store.save_index(bundle, tag, data)
-            sections.append(SectionIndex(bundle, tag, data))
             rebuilt.append(bundle)
+        done, _ = compile_all(fresh)
+        for bundle, documents in fresh:
+            data, notes = done[bundle]
+            sections.append(self._keep(bundle, [(p, h) for p, h, _ in documents], data))
+            warnings.extend(notes)
+            rebuilt.append(bundle)
+        rebuilt.sort()
         index = Index(sections)
         aliases: Aliases = {}
         problems: list[str] = []
@@ -183,23 +194,19 @@ class Directory:
         self._head, self.rebuilt, self.warnings = head, tuple(rebuilt), tuple(warnings)
         self.alias_problems = tuple(problems)
 
-    def _compile(self, bundle: str, base: SectionIndex | None) -> tuple[str, bytes, list[str]]:
-        """The section's tag, compiled data and warnings, as of the documents read now: from `base`
-        (an earlier compile of it) when there is one, reading only the documents it lacks.
+    def _keep(self, bundle: str, entries: Sequence[tuple[str, str]], data: bytes) -> SectionIndex:
+        """A section compiled from `entries`, filed under the tag of those entries.
 
         The tag is derived from what was read, not taken from the tags read before: a commit in
         between would otherwise file the newer documents' index under the older tag, served
         again should that content ever come back (a restore)."""
-        if base is None:
-            documents = self._guard(lambda: self._store.bundle_documents(bundle))
-            data, notes = compile_section(bundle, documents)
-            entries = [(p, h) for p, h, _ in documents]
-        else:
-            entries = [(p, h) for (_, p), h in self._guard(lambda: self._store.tree(bundle)).items()]
-            data, notes = recompile_section(
-                bundle, entries, lambda hashes: self._guard(lambda: self._store.contents(hashes)), base
-            )
-        return f"{section_tag(entries)}:{INDEX_FORMAT}", data, notes
+        tag = f"{section_tag(entries)}:{INDEX_FORMAT}"
+        with contextlib.suppress(DocumentStoreError):  # derived data: the next load rebuilds it
+            self._store.save_index(bundle, tag, data)
+        return SectionIndex(bundle, tag, data)
+
+    def _texts(self, hashes: Sequence[str]) -> dict[str, str]:
+        return self._guard(lambda: self._store.contents(hashes))
 
     def _guard(self, call: Any) -> Any:
         try:
