@@ -5,8 +5,9 @@ reads another, so a first open of a large folder, where every section is compile
 over forked children: each compiles its share and hands back the compiled data through a pipe. A
 25,000-row folder's five sections took ~2.8 s of a ~7.7 s first `flightlog find` on one core.
 
-Forking is only done where it is safe and pays: a process with no other thread (a thread could
-hold a lock the child needs; the MCP server and the HTTP door have threads and compile in turn),
+Forking is only done where it is safe and pays: a process with no other thread, Python's or a
+library's (`catalog.prescan.single_threaded`: a thread could hold a lock the child needs; the MCP
+server and the HTTP door have threads and compile in turn),
 more than one usable core, at least two sections and `FORK_MIN` documents in all. A child that
 fails or answers short is not trusted: its sections are compiled here, in turn.
 """
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 import os
 import pickle
-import threading
 from collections.abc import Sequence
 from typing import Final
 
 from catalog.index import compile_section
+from catalog.prescan import single_threaded
 
 FORK_MIN: Final = 2000
 """Documents from which the sections are compiled in children (a fork and a child's start cost
@@ -54,7 +55,7 @@ def can_fork(jobs: Sequence[Job]) -> bool:
     """Whether compiling `jobs` in children is safe here and worth it."""
     return (
         hasattr(os, "fork")
-        and threading.active_count() == 1
+        and single_threaded()
         and len(jobs) > 1
         and sum(len(documents) for _, documents in jobs) >= FORK_MIN
         and usable_cores() > 1

@@ -22,6 +22,18 @@ Prescanned = Callable[[], dict[str, str] | None]
 """Waits for the child's tags (None when it could not give them)."""
 
 
+def single_threaded() -> bool:
+    """Whether this process runs one thread: no other of Python's, and none a library started
+    natively (a watchdog, a driver's I/O thread), which `threading` does not count. A fork copies
+    only the calling thread, so a lock another thread held stays held in the child for good."""
+    if threading.active_count() > 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: Python's own threads are all that can be counted
+        return True
+
+
 def prescan(folder: Path) -> Prescanned:
     """Start scanning `folder` in a forked child; call the result for its stat tags by bundle.
 
@@ -30,7 +42,7 @@ def prescan(folder: Path) -> Prescanned:
     writes to its pipe and leaves with `os._exit`, so it never flushes the parent's buffered stdout
     (the MCP channel) nor runs its exit handlers.
     """
-    if not hasattr(os, "fork") or threading.active_count() > 1:
+    if not hasattr(os, "fork") or not single_threaded():
         return lambda: None  # a thread could hold a lock the child needs: the open scans itself
     try:
         read_end, write_end = os.pipe()

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from catalog.compile_jobs import FORK_MIN, Job, can_fork, compile_all, shares
@@ -36,11 +37,19 @@ def test_shares_deal_the_documents_about_evenly() -> None:
     assert len(shares(sized[:2], 4)) == 2 and shares([], 2) == []
 
 
-def test_in_a_process_with_threads_the_sections_compile_here(tmp_path: Path) -> None:
-    """pytest's own process may hold threads (xdist's): no fork there; same data as compile_section."""
+def test_in_a_process_with_another_thread_the_sections_compile_here() -> None:
+    """Beside another thread a child could inherit a held lock: no fork, the same data."""
     work = jobs(3, FORK_MIN // 2)
-    done, forked = compile_all(work)
-    assert forked == 0 or can_fork(work)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not can_fork(work)
+        done, forked = compile_all(work)
+    finally:
+        stop.set()
+        other.join()
+    assert forked == 0
     assert done == {bundle: compile_section(bundle, documents) for bundle, documents in work}
 
 
@@ -68,6 +77,21 @@ print(json.dumps({{"forked": forked, "same": same}}))
 """
     got = json.loads(run_python(code).strip().splitlines()[-1])
     assert got == {"forked": min(cores, 3) - 1, "same": True}
+
+
+def test_a_thread_python_does_not_count_still_prevents_the_fork() -> None:
+    """faulthandler's watchdog is a native thread `threading` never sees: no fork beside it either
+    (and so no warning from Python that a multi-threaded process forked)."""
+    code = f"""
+import faulthandler, json, warnings
+warnings.simplefilter("error")
+from tests.catalog.test_compile_jobs import jobs
+from catalog.compile_jobs import compile_all
+faulthandler.dump_traceback_later(600)
+done, forked = compile_all(jobs(3, {FORK_MIN // 2}))
+print(json.dumps({{"forked": forked}}))
+"""
+    assert json.loads(run_python(code).strip().splitlines()[-1]) == {"forked": 0}
 
 
 def test_a_child_that_dies_costs_time_not_sections() -> None:
