@@ -131,13 +131,13 @@ def analysed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def test_editing_one_row_of_a_large_section_analyses_that_row_alone(
-    tmp_path: Path, analysed: list[str]
+    tmp_path: Path, analysed: list[str], ledger_url: str
 ) -> None:
     """A file edited, one added and one removed in a 300-row folder section: the next open reads
     and analyses those two documents, not the section's 300, and answers from the new content."""
     rows = {f"tool/t_{i:03d}.md": row(f"TOOL_{i:03d}", f"Does thing {i}.") for i in range(300)}
     folder = make_folder(tmp_path / "d", rows, aliases=None)
-    url = f"sqlite:///{tmp_path / 'l.db'}"
+    url = ledger_url
     open_directory(url, folder).close()
     assert len(analysed) == 300
     analysed.clear()
