@@ -109,9 +109,12 @@ class Directory:
     """One Directory over its space of the revision store. Reads refresh from the head first."""
 
     def __init__(
-        self, store: DocumentStore, *, folder: Path | None = None, owns_engine: bool = False
+        self, store: DocumentStore, *, folder: Path | None = None, owns_engine: bool = False, cores: int = 1
     ) -> None:
         self._store = store
+        self.cores = cores
+        """Processes a load may compile new sections on (`catalog.compile_jobs`): the caller knows
+        what this process may use (`flightlog.cores`); 1 compiles them here, in turn."""
         self.folder = folder
         self.name = folder.name if folder is not None else "flightlog"
         self._owns_engine = owns_engine
@@ -168,7 +171,7 @@ class Directory:
             sections.append(self._keep(bundle, entries, data))
             warnings.extend(notes)
             rebuilt.append(bundle)
-        done, _ = compile_all(fresh)
+        done, _ = compile_all(fresh, self.cores)
         for bundle, documents in fresh:
             data, notes = done[bundle]
             sections.append(self._keep(bundle, [(p, h) for p, h, _ in documents], data))
@@ -386,7 +389,7 @@ class Directory:
                 changes.extend(Change(bundle, p, None, check=False) for p in current)
                 continue
             files = found.files
-            listed = listing.unpack(kept[listing.key(bundle)][1]) if listing.key(bundle) in kept else {}
+            listed = listing.unpack(kept[key][1]) if (key := listing.key(bundle)) in kept else {}
             now = read[bundle] = {}
             for path, full in files.items():
                 stat = found.stats[path]
@@ -420,13 +423,17 @@ class Directory:
 
 
 def open_directory(
-    ledger_url: str, folder: Path | str | None = None, *, prescanned: Prescanned | None = None
+    ledger_url: str,
+    folder: Path | str | None = None,
+    *,
+    prescanned: Prescanned | None = None,
+    cores: int = 1,
 ) -> Directory:
     """Open the Directory in the Ledger's database: the folder's space, or the native one.
 
     The native space is seeded from the starter Directory on first open; a folder's space is
     synced from the folder (only the bundles whose files changed). An alias that names no row is
-    skipped and listed in `alias_problems`, never fatal.
+    skipped and listed in `alias_problems`, never fatal. `cores`: see `Directory.cores`.
     """
     path = Path(folder).expanduser().resolve() if folder is not None else None
     space = f"folder:{path}" if path is not None else NATIVE_SPACE
@@ -434,7 +441,7 @@ def open_directory(
         store = open_document_store(ledger_url, space)
     except DocumentStoreError as e:
         raise StoreFailed(str(e)) from e
-    directory = Directory(store, folder=path, owns_engine=True)
+    directory = Directory(store, folder=path, owns_engine=True, cores=cores)
     try:
         if path is not None:
             directory.sync(path, prescanned=prescanned)

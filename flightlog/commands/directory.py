@@ -41,10 +41,14 @@ def open_from_settings(
     database, else the configured Ledger's). `prescanned`: see `catalog.prescan`."""
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import open_directory
+    from flightlog.cores import usable_cores
 
     settings = load_settings()
     opened = open_directory(
-        ledger_url or settings.ledger_url, folder or settings.directory, prescanned=prescanned
+        ledger_url or settings.ledger_url,
+        folder or settings.directory,
+        prescanned=prescanned,
+        cores=usable_cores(),  # a first open compiles its sections on them (catalog.compile_jobs)
     )
     problems = opened.alias_problems
     if problems:

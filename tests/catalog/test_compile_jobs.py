@@ -44,8 +44,8 @@ def test_in_a_process_with_another_thread_the_sections_compile_here() -> None:
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert not can_fork(work)
-        done, forked = compile_all(work)
+        assert not can_fork(work, 4)
+        done, forked = compile_all(work, 4)
     finally:
         stop.set()
         other.join()
@@ -71,7 +71,7 @@ from tests.catalog.test_compile_jobs import jobs
 from catalog.compile_jobs import compile_all
 from catalog.index import compile_section
 work = jobs(3, {FORK_MIN // 2})
-done, forked = compile_all(work)
+done, forked = compile_all(work, {cores})
 same = done == {{b: compile_section(b, d) for b, d in work}}
 print(json.dumps({{"forked": forked, "same": same}}))
 """
@@ -88,7 +88,7 @@ warnings.simplefilter("error")
 from tests.catalog.test_compile_jobs import jobs
 from catalog.compile_jobs import compile_all
 faulthandler.dump_traceback_later(600)
-done, forked = compile_all(jobs(3, {FORK_MIN // 2}))
+done, forked = compile_all(jobs(3, {FORK_MIN // 2}), 4)
 print(json.dumps({{"forked": forked}}))
 """
     assert json.loads(run_python(code).strip().splitlines()[-1]) == {"forked": 0}
@@ -109,7 +109,7 @@ def dying(bundle, documents):
     return real(bundle, documents)
 jobs_module.compile_section = dying
 work = jobs(2, {FORK_MIN})
-done, forked = jobs_module.compile_all(work)
+done, forked = jobs_module.compile_all(work, 2)
 print(json.dumps({{"forked": forked, "same": done == {{b: real(b, d) for b, d in work}}}}))
 """
     got = json.loads(run_python(code).strip().splitlines()[-1])
