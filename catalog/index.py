@@ -151,12 +151,16 @@ def recompile_section(
     the next open: ~2.3 s of a `flightlog find` for a tool section of 8,500 rows, against ~0.3 s
     for its everyday open; patched, the section costs ~0.1 s."""
     paths = sorted((p, h) for p, h in entries if p.endswith(".md"))
+
+    def afresh() -> tuple[bytes, list[str]]:
+        found = texts([h for _, h in paths])
+        return compile_section(bundle, [(p, h, found[h]) for p, h in paths])
+
     old = previous.rows
     try:
         kept = {row_key(old.line(j)): j for j in range(len(previous.stems))}
     except ValueError:  # not what this format writes: nothing of it is trusted
-        found = texts([h for _, h in paths])
-        return compile_section(bundle, [(p, h, found[h]) for p, h in paths])
+        return afresh()
     remap = [-1] * len(previous.stems)
     fresh: list[int] = []
     last = -1
@@ -167,8 +171,7 @@ def recompile_section(
             continue
         remap[was], last = i, was
     if len(fresh) > RECOMPILE_SHARE * max(len(paths), 1):
-        found = texts([h for _, h in paths])
-        return compile_section(bundle, [(p, h, found[h]) for p, h in paths])
+        return afresh()
     found = texts([paths[i][1] for i in fresh])
     n = len(paths)
     section = _Rows([b""] * n, [""] * n, [""] * n, [""] * n, previous.manifest_bytes)

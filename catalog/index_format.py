@@ -79,10 +79,6 @@ def pack_lines(lines: Sequence[bytes]) -> bytes:
     return zstandard.ZstdCompressor(level=_LEVEL).compress(b"\n".join(lines))
 
 
-def pack_rows(rows: Sequence[Sequence[Any]]) -> bytes:
-    return pack_lines([encode_row(r) for r in rows])
-
-
 def row_key(line: bytes) -> tuple[str, str]:
     """The first two values of a row line, its path and hash, decoded without parsing the rest
     (a section's thousands of kept rows are matched by these alone). ValueError when the line
