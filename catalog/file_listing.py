@@ -35,20 +35,22 @@ def key(bundle: str) -> str:
 
 
 def pack(listing: Mapping[str, tuple[int, int, str]]) -> bytes:
-    """One line a file: path, size, mtime and hash separated by NUL (no path holds one)."""
-    text = "".join(f"{p}\0{size}\0{mtime}\0{sha}\n" for p, (size, mtime, sha) in listing.items())
+    """Path, size, mtime and hash of each file, every field ended by a NUL: the one character no
+    path holds (a file name may hold a newline)."""
+    text = "".join(f"{p}\0{size}\0{mtime}\0{sha}\0" for p, (size, mtime, sha) in listing.items())
     return zstandard.ZstdCompressor(level=3).compress(text.encode("utf-8"))
 
 
 def unpack(data: bytes) -> Listing:
     """The listing `pack` made; an empty one for anything else (then every file is read)."""
     try:
-        text = zstandard.ZstdDecompressor().decompress(data).decode("utf-8")
-        out: Listing = {}
-        for line in text.splitlines():
-            path, size, mtime, sha = line.split("\0")
-            out[path] = (int(size), int(mtime), sha)
-        return out
+        fields = zstandard.ZstdDecompressor().decompress(data).decode("utf-8").split("\0")
+        if len(fields) % 4 != 1 or fields[-1]:
+            return {}
+        it = iter(fields[:-1])
+        return {
+            path: (int(size), int(mtime), sha) for path, size, mtime, sha in zip(it, it, it, it, strict=True)
+        }
     except (zstandard.ZstdError, UnicodeDecodeError, ValueError):
         return {}
 

@@ -87,24 +87,40 @@ def _documents(root: Path) -> BundleFiles:
     one hash over one joined string, not an update per file."""
     found: list[tuple[str, str, int, int]] = []
     stack = [("", str(root))]
-    while stack:
-        prefix, path = stack.pop()
-        with os.scandir(path) as entries:
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                if entry.is_dir():
-                    stack.append((f"{prefix}{name}/", entry.path))
-                elif name.endswith(".md"):
-                    st = entry.stat()
-                    found.append((prefix + name, entry.path, st.st_size, st.st_mtime_ns))
+    try:
+        while stack:
+            prefix, path = stack.pop()
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith("."):
+                        continue
+                    if entry.is_dir():
+                        stack.append((f"{prefix}{name}/", entry.path))
+                    elif name.endswith(".md"):
+                        st = entry.stat()
+                        found.append((prefix + name, entry.path, st.st_size, st.st_mtime_ns))
+    except OSError as e:
+        raise BadFolder(f"cannot read {e.filename or root}: {e.strerror}") from e
     found.sort()
+    try:
+        tag = _tag([(rel, size, mtime) for rel, _, size, mtime in found])
+    except UnicodeEncodeError as e:  # a name the file system holds as bytes that are not UTF-8
+        bad = next(full for rel, full, _, _ in found if not _utf8(rel))
+        raise BadFolder(f"{bad!a} is not a UTF-8 file name: rename it (a row's path is text)") from e
     return BundleFiles(
-        _tag([(rel, size, mtime) for rel, _, size, mtime in found]),
+        tag,
         {rel: full for rel, full, _, _ in found},
         {rel: (size, mtime) for rel, _, size, mtime in found},
     )
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _tag(files: Iterable[tuple[str, int, int]]) -> str:

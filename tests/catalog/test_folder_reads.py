@@ -13,6 +13,7 @@ import pytest
 import catalog.directory as directory_module
 from catalog import file_listing
 from catalog.directory import open_directory
+from catalog.errors import BadFolder
 from storage.documents import open_document_store
 from tests.catalog.conftest import make_folder, row
 
@@ -108,10 +109,27 @@ def test_an_unreadable_listing_costs_reads_and_loses_nothing(tmp_path: Path, rea
 
 
 def test_a_listing_round_trips_and_refuses_what_it_did_not_write() -> None:
-    """Paths with spaces and non-ASCII survive; anything else unpacks as nothing listed."""
-    listing = {"a b/é.md": (10, 1_700_000_000_000_000_000, "f" * 64), "c.md": (-1, -1, "0" * 64)}
+    """Paths with spaces, newlines (a file name may hold one) and non-ASCII survive; anything else
+    unpacks as nothing listed."""
+    listing = {
+        "a b/é.md": (10, 1_700_000_000_000_000_000, "f" * 64),
+        "c.md": (-1, -1, "0" * 64),
+        "two\nlines.md": (7, 1_700_000_000_000_000_001, "a" * 64),
+    }
     assert file_listing.unpack(file_listing.pack(listing)) == listing
     assert file_listing.unpack(b"junk") == {}
     now = time.time_ns()
     assert file_listing.entry((3, now - 10**9), "h", now) == (-1, -1, "h")
     assert file_listing.entry((3, now - 10 * 10**9), "h", now) == (3, now - 10 * 10**9, "h")
+
+
+def test_a_file_name_that_is_not_utf8_is_one_clear_refusal(tmp_path: Path) -> None:
+    """A name the file system holds as bytes that are not UTF-8 cannot be a row's path: the open
+    says which file and what to do, in one line, instead of a traceback."""
+    folder = make_folder(tmp_path / "d", rows(3), aliases=None)
+    with open(os.fsencode(folder / "tool") + b"/bad\xff.md", "w", encoding="utf-8") as f:
+        f.write(row("BAD", "Its name is not UTF-8."))
+    with pytest.raises(BadFolder) as refused:
+        open_directory(f"sqlite:///{tmp_path / 'l.db'}", folder)
+    message = str(refused.value)
+    assert "\n" not in message and "bad\\udcff.md" in message and "not a UTF-8 file name" in message
