@@ -180,8 +180,9 @@ class Supervisor:
             now = time.monotonic()
             for index in [i for i, at in self.due.items() if at <= now]:
                 self._start(index)
-            timeout = min(self.due.values(), default=now + 1.0) - now
-            for key, _ in self.selector.select(timeout=max(0.0, timeout)):
+            # Nothing due: wait for a worker's line, its exit or a signal (the wake-up socket) alone.
+            timeout = max(0.0, min(self.due.values()) - now) if self.due else None
+            for key, _ in self.selector.select(timeout=timeout):
                 if key.data is None:
                     _drain(wake)
                 elif not self.stopping:

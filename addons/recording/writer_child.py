@@ -126,7 +126,7 @@ def main() -> int:
         elif kind == "processing":
             writer.processing = message[1]
         elif kind == "dropped":
-            writer.stats.dropped += int(message[1])
+            writer.count_dropped(int(message[1]))
         elif kind == "stop":
             drain = float(message[1])
             break

@@ -332,3 +332,57 @@ def test_without_workers_the_proxy_runs_one_worker_a_core_it_may_use(
     files = sorted(tmp_path.glob("stats*.json"))
     assert len(files) == workers
     assert [json.loads(f.read_text())["commit_ms"] for f in files] == [commit] * workers
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and every process below it."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        pid, ppid = map(int, line.split())
+        children.setdefault(ppid, []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
+
+
+def sleeps(pids: list[int]) -> dict[str, int]:
+    """Each thread's voluntary context switches so far (one a wake-up from a sleep), by pid/tid."""
+    counts = {}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                status = (task / "status").read_text()
+            except OSError:
+                continue
+            line = next(x for x in status.splitlines() if x.startswith("voluntary_ctxt_switches"))
+            counts[f"{pid}/{task.name}"] = int(line.split()[1])
+    return counts
+
+
+def test_an_idle_proxy_wakes_only_to_look_at_its_secrets_file(
+    tmp_path: Path, http_upstream: Upstream
+) -> None:
+    """A proxy left on all day is idle most of it. Two workers that served a request, then nothing:
+    the only wake-ups left are each worker's once-a-second look at its secrets and price files
+    (`processing_watch`, documented as "within a second"). The supervisor waited on its workers
+    with a 1 s timeout and each writer on its queue with 0.5 s: 7.2 wake-ups a second in all,
+    2.0 now."""
+    proxy = start_proxy(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", args=["--workers", "2"])
+    try:
+        assert len(send_load("i", f"{http_upstream.base}/fixed", proxy.url, clients=1, each=2)) == 2
+        time.sleep(1.5)  # the writers commit, then all is idle
+        pids = process_tree(proxy.proc.pid)
+        assert len(pids) == 5, pids  # the supervisor, 2 workers, 2 writers
+        before = sleeps(pids)
+        time.sleep(4.0)
+        after = sleeps(pids)
+    finally:
+        proxy.stop()
+    woke = {t: after[t] - before[t] for t in before if t in after}
+    supervisor = sum(n for t, n in woke.items() if t.startswith(f"{proxy.proc.pid}/"))
+    assert supervisor <= 1, woke
+    assert sum(woke.values()) <= 2 * 4 + 2, woke  # 2 workers x 1 a second, and a margin

@@ -140,8 +140,8 @@ def test_drops_reported_while_idle_and_down_are_recorded_once_the_ledger_is_back
     ledger_at = Switch(tmp_path)
     writer = Writer(ledger_at, Processing(), collector="t", backoff_max=0.2)
     writer.start()
-    writer.stats.dropped += 5
-    time.sleep(1.0)  # the report is tried (at most 0.5 s later) and fails
+    writer.count_dropped(5)
+    time.sleep(1.0)  # the report is tried at once and fails
     ledger_at.up = True
     time.sleep(1.0)  # back: the next retry writes it
     ledger = open_ledger(ledger_at.url, ledger_at.blobs)
@@ -154,6 +154,60 @@ def test_drops_reported_while_idle_and_down_are_recorded_once_the_ledger_is_back
         ledger.close()
     writer.stop(timeout=5)
     assert len(errors) == 1 and errors[0].startswith("5 captured items dropped"), errors
+
+
+def wakeups(thread_id: int) -> int:
+    """How many times the OS thread `thread_id` of this process has gone to sleep so far (each
+    sleep of a thread that then wakes: a wake-up)."""
+    status = Path(f"/proc/self/task/{thread_id}/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("voluntary_ctxt"))
+
+
+def test_an_idle_writer_sleeps_until_something_arrives(tmp_path: Path) -> None:
+    """A proxy left on all day is idle most of it: with nothing queued, nothing pending and nothing
+    to report, the writer thread waits on its queue without a timeout. It woke every 0.5 s to look
+    (2 wake-ups a second per worker, the larger part of an idle proxy's 7.2). A record put after
+    the quiet spell is still written at once."""
+    ledger_at = Switch(tmp_path)
+    ledger_at.up = True
+    writer = Writer(ledger_at, Processing(), collector="t")
+    writer.start()
+    writer.put(request(0))
+    time.sleep(0.5)  # written, and idle since
+    assert writer._thread is not None and writer._thread.native_id is not None
+    before = wakeups(writer._thread.native_id)
+    time.sleep(2.0)
+    woke = wakeups(writer._thread.native_id) - before
+    assert woke <= 1, f"the idle writer thread woke {woke} times in 2 s"
+    writer.put(request(1))
+    deadline = time.monotonic() + 5
+    while writer.stats.written < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writer.stats.written == 2, "a record after the quiet spell waited"
+    writer.stop(timeout=5)
+
+
+def test_an_item_dropped_while_the_writer_is_idle_is_reported_without_waiting_for_more(
+    tmp_path: Path,
+) -> None:
+    """An item larger than the whole byte bound is dropped even with an empty queue; the idle
+    writer, which no longer wakes on its own, is woken to record the drop as it happens rather than
+    with whatever record comes next (perhaps never)."""
+    ledger_at = Switch(tmp_path)
+    ledger_at.up = True
+    writer = Writer(ledger_at, Processing(), collector="t", max_bytes=1024)
+    writer.start()
+    time.sleep(0.3)  # idle
+    huge = ResponseRecord(exchange(1), time.time(), 200, b"HTTP/1.1 200 OK\r\n\r\n", b"x" * 4096)
+    assert writer.put(huge) is False
+    deadline = time.monotonic() + 3
+    while writer.stats.batches < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writer.stats.batches == 1, "the drop was not reported while the writer was idle"
+    writer.stop(timeout=5)
+    ledger = open_ledger(ledger_at.url, ledger_at.blobs)
+    assert count(ledger, "kind = 'capture.overflow'") == 1
+    ledger.close()
 
 
 def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> None:
