@@ -54,6 +54,26 @@ def flightlog_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "flightlog"]
 
 
+PACKAGES = ("flightlog", "catalog", "storage", "addons", "tui")
+
+
+def compile_bytecode() -> str:
+    """Write the .pyc files of flightlog's own packages, as `pip install` does for an installed
+    package and a first run does for a checkout. Where PYTHONDONTWRITEBYTECODE is set (this VM's
+    shell sets it), no run ever writes them, so every `flightlog` start compiled its own modules
+    from source (~8% of `flightlog mcp`'s CPU) while the SDK it is held to loaded the .pyc files
+    its install wrote: a cost no installed flightlog pays."""
+    import compileall
+    import importlib.util
+
+    folders = []
+    for name in PACKAGES:
+        spec = importlib.util.find_spec(name)
+        folders += list(spec.submodule_search_locations or []) if spec is not None else []
+    ok = all(compileall.compile_dir(f, quiet=1) for f in folders)
+    return f"bytecode of {', '.join(PACKAGES)}: {'written' if ok else 'NOT all written'}"
+
+
 def children_cpu_ms() -> float:
     """CPU (user + system) of every child reaped so far, theirs included: robust to a loaded machine."""
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -126,9 +146,10 @@ def main(argv: list[str]) -> None:
             shutil.rmtree(home, ignore_errors=True)
             n = generate(folder, args.rows)
             print(f"generated {n:,} rows ({folder})", flush=True)
+        print(compile_bytecode(), flush=True)
         first, _ = wall_ms(find_argv, env, ok=(0, 1))
         print(f"first find (imports the folder): {first / 1000:.1f} s", flush=True)
-        for warm in (help_argv, find_argv):  # page cache and .pyc files, for both sides alike
+        for warm in (help_argv, find_argv):  # the page cache, for both sides alike
             wall_ms(warm, env, ok=(0, 1))
         tools_list_ms(sdk_argv, env)
         tools_list_ms(mcp_argv, env)
