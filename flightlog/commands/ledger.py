@@ -25,6 +25,7 @@ from flightlog.commands.options import (
 )
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
+from flightlog.terminal_text import json_text, shown
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Events at most.")]
@@ -32,24 +33,24 @@ LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Event
 
 def _print_event(event: dict[str, Any]) -> None:
     head = event.get("head")
-    typer.echo(f"{event['event_id']}  {event['kind']}  {event['direction']}  {event['at']}")
+    typer.echo(shown(f"{event['event_id']}  {event['kind']}  {event['direction']}  {event['at']}"))
     for name in ("action_id", "method", "url", "status", "tool", "session", "task", "turn", "agent"):
         if event.get(name) is not None:
-            typer.echo(f"  {name}: {event[name]}")
+            typer.echo(f"  {name}: {shown(event[name])}")
     for name in ("model", "tokens_in", "tokens_out", "cost_usd", "error", "parent"):
         if event.get(name) is not None:
-            typer.echo(f"  {name}: {event[name]}")
+            typer.echo(f"  {name}: {shown(event[name])}")
     payload = event["payload_state"]
     if event.get("payload_sha256"):
         kind = "text" if event.get("payload_text") else "binary"
         payload += f" {event['payload_sha256']} ({event['payload_size']} bytes, {kind})"
     typer.echo(f"  payload: {payload}")
     if event.get("redacted"):
-        typer.echo(f"  redacted: {', '.join(event['redacted'])}")
+        typer.echo(f"  redacted: {shown(', '.join(event['redacted']))}")
     if head:
         typer.echo("  head:")
         for line in head.split("\r\n"):
-            typer.echo(f"    {line}")
+            typer.echo(f"    {shown(line)}")
 
 
 @ledger_app.command()
@@ -164,17 +165,18 @@ def verify(
 
 
 def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    typer.echo(json_text(value))
 
 
 def _groups_table(by: str, groups: list[Any]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(by, "events", "tokens in", "tokens out", "cost (USD)", box=None)
     for g in groups:
         cost = f"{g.cost_usd:,.6f}" if g.cost_usd else ""
-        key = g.key if g.key is not None else "(none)"
+        key = Text(shown(g.key)) if g.key is not None else "(none)"  # Text: never read as markup
         table.add_row(key, f"{g.events:,}", f"{g.tokens_in:,}", f"{g.tokens_out:,}", cost)
     Console(soft_wrap=True).print(table)
 
@@ -195,7 +197,7 @@ def _events_table(events: list[Any]) -> None:
             parts.append(f"cost=${e.cost_usd:.6f}")
         if e.error:
             parts.append(f"error={e.error!r}")
-        typer.echo("  ".join(parts))
+        typer.echo(shown("  ".join(parts)))
     if not events:
         typer.echo("no events match", err=True)
 
@@ -226,7 +228,7 @@ def counts_command(
                 _print_json(summary)
             else:
                 for key, value in summary.items():
-                    typer.echo(f"{key:18} {value}")
+                    typer.echo(shown(f"{key:18} {value}"))
             return
         groups = counts(ledger.engine, flt, by)
     finally:
@@ -303,6 +305,6 @@ def ask_command(
         _groups_table(question.group_by or "", groups)
     elif question.view == "totals":
         for name, value in reply["totals"].items():
-            typer.echo(f"{name}\t{value}")
+            typer.echo(f"{shown(name)}\t{shown(value)}")
     else:
         _events_table(events)

@@ -84,3 +84,44 @@ def test_verify_sample_checks_about_that_share(home: Path) -> None:
     ledger.close()
     sampled = json.loads(flightlog(home, "ledger", "verify", "--sample", "10", "--json").stdout)
     assert 5 <= sampled["checked"] <= 80 and sampled["ok"] is True
+
+
+HOSTILE_URL = "https://api.example.com/a\x1b]0;PWNED\x07\x1b[2K\rfine"
+"""A URL as a hostile page can make an agent send it (mitmproxy keeps the request line's bytes):
+sets the terminal's title, erases the line and starts over with a harmless-looking one."""
+HOSTILE_AGENT = "[link=https://evil.example]alpha[/link]\x9b31m"
+"""An agent name from a header: Rich markup (a hyperlink in the operator's terminal) and an 8-bit CSI."""
+
+
+def test_recorded_text_cannot_drive_the_operators_terminal(home: Path) -> None:
+    """What the Ledger holds came from the traffic, which anyone may have written. Printed as is,
+    a URL's escape sequences set the terminal's title and rewrote the line being read, and an agent
+    name's Rich markup became a hyperlink in `counts`. Every text view shows such characters as
+    `\\xHH` and markup as the brackets it is; `--json` still gives the exact values."""
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    head = b"GET /a\x1b]0;PWNED\x07 HTTP/1.1\r\nHost: api.example.com\r\nX-Agent: \x1b[31mred"
+    ledger.append(
+        batch([event(0, url=HOSTILE_URL, agent=HOSTILE_AGENT, head=head, error="bad\x1b[8mhidden")])
+    )
+    ledger.close()
+    views = {
+        "row": flightlog(home, "ledger", "row", "ev-000000"),
+        "action": flightlog(home, "ledger", "action", "act-000000"),
+        "query": flightlog(home, "ledger", "query"),
+        "counts": flightlog(home, "ledger", "counts", "--by", "agent"),
+        "totals": flightlog(home, "ledger", "counts"),
+        "ask": flightlog(home, "ledger", "ask", "events", "by", "agent"),
+    }
+    for name, out in views.items():
+        assert out.returncode == 0, (name, out.stderr)
+        text = out.stdout.decode()
+        driving = [c for c in text if c not in "\t\n" and (c < " " or "\x7f" <= c <= "\x9f")]
+        assert not driving, (name, driving, text)
+    for name in ("row", "action", "query"):
+        assert "/a\\x1b]0;PWNED\\x07\\x1b[2K\\x0dfine" in views[name].stdout.decode(), name
+    assert "[link=https://evil.example]alpha[/" in views["counts"].stdout.decode()  # (80 columns)
+    assert "X-Agent: \\x1b[31mred" in views["row"].stdout.decode()
+    exact = json.loads(flightlog(home, "ledger", "row", "ev-000000", "--json").stdout)
+    assert (exact["url"], exact["agent"]) == (HOSTILE_URL, HOSTILE_AGENT)
+    grouped = flightlog(home, "ledger", "counts", "--by", "agent", "--json").stdout.decode()
+    assert "\x9b" not in grouped and json.loads(grouped)["groups"][0]["key"] == HOSTILE_AGENT
