@@ -29,6 +29,7 @@ from tui.conversation_text import blocks
 from tui.errors import TuiError
 from tui.exchange_keys import ExchangeKeys
 from tui.sections import event_widgets, section
+from tui.terminal_text import shown
 
 TABS = ("request", "answer", "conversation", "inner", "timing", "row", "mcp")
 
@@ -232,7 +233,7 @@ class ExchangeScreen(ExchangeKeys):
         first = parts.request[0].event
         answer = parts.answer[0].event if parts.answer else None
         status = f" → {answer.status}" if answer and answer.status else ""
-        title.update(f"{first.method or first.kind} {first.url or ''}{status}  ({len(loaded)} events)")
+        title.update(shown(f"{first.method or first.kind} {first.url or ''}{status}  ({len(loaded)} events)"))
         tabs = self.query_one("#tabs", TabbedContent)
         if not (parts.request and api_of(first.url)):
             tabs.hide_tab("tab-conversation")

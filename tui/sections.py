@@ -14,15 +14,21 @@ from textual.widgets import Static, TextArea
 from storage.events import StoredEvent
 from tui import cells
 from tui.body import Body, Mode, render
+from tui.terminal_text import shown, shown_lines
 
 LARGE = 32 * 1024
 """Characters above which a body is drawn in a scrolling text area rather than laid out whole."""
 
 
 def section(title: str, content: str | Text, *, classes: str = "section") -> Static:
-    """A bordered block of plain text (never read as markup) titled `title`."""
+    """A bordered block of plain text (never read as markup, no control obeyed) titled `title`."""
+    if isinstance(content, Text):
+        plain = content.plain
+        content = content if shown_lines(plain) == plain else Text(shown_lines(plain), style=content.style)
+    else:
+        content = shown_lines(content)
     widget = Static(content, classes=classes, markup=False)
-    widget.border_title = title
+    widget.border_title = shown(title)
     return widget
 
 
@@ -67,7 +73,9 @@ def event_widgets(
     if event.redacted:
         names = ", ".join(event.redacted)
         out.append(
-            Static(f"redacted: {names} (each value replaced by its [NAME])", classes="note", markup=False)
+            Static(
+                f"redacted: {shown(names)} (each value replaced by its [NAME])", classes="note", markup=False
+            )
         )
     body = render(data, event.head, mode) if data is not None else None
     if event.payload_sha256 is None or data is not None or error:

@@ -7,8 +7,8 @@ and a carriage return erased the line being read and wrote another over it, and 
 does the same on terminals that honour it; Rich, which draws the `counts` table, reads `[link=...]`
 in a string as markup for a hyperlink. The text views therefore show each C0 and C1 control, DEL and
 the Unicode line and paragraph separators as `\\xHH` (`\\uHHHH` for the two separators), and hand
-Rich plain `Text`. The form is for reading: a backslash is left as it is, so `--json`, which escapes
-what JSON must and, here, the C1 controls as well, is where the exact values are.
+Rich and Textual plain `Text` (`cell`). The form is for reading: a backslash is left as it is, so
+`--json`, which escapes what JSON must and, here, the C1 controls as well, gives the exact values.
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ import json
 import re
 from typing import Any, Final
 
+from rich.text import Text
+
 _DRIVES: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_DRIVES_IN_LINES: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _C1: Final = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 
@@ -30,6 +33,21 @@ def shown(value: object) -> str:
     """One value (a cell, a field) as text that cannot drive a terminal: tabs and line breaks
     included, so it stays on its line."""
     return _DRIVES.sub(_escaped, str(value))
+
+
+def shown_lines(text: str) -> str:
+    """A block of lines (a head, a body, a title) as text that cannot drive a terminal: its tabs and
+    newlines kept, every other control `shown`."""
+    return _DRIVES_IN_LINES.sub(_escaped, text)
+
+
+def cell(value: str | Text) -> Text:
+    """A table cell that shows `value` as written: a string becomes plain `Text` (a `DataTable`
+    reads a string as Rich markup, and `[/x]` in a URL stopped the browser with a MarkupError), and
+    what could drive the terminal is `shown`. A `Text` of ours keeps its style."""
+    if isinstance(value, Text):
+        return Text(shown(value.plain), style=value.style) if _DRIVES.search(value.plain) else value
+    return Text(shown(value))
 
 
 def json_text(value: Any) -> str:
