@@ -35,17 +35,24 @@ def hold_lock(path: Path, seconds: float, released: list[float], taken: threadin
     other.close()
 
 
+def held(path: Path, seconds: float) -> tuple[threading.Thread, list[float]]:
+    """Another connection holding the write lock for `seconds`, from now: its thread, and a list
+    that gets the moment it released it."""
+    released: list[float] = []
+    taken = threading.Event()
+    holder = threading.Thread(target=hold_lock, args=(path, seconds, released, taken))
+    holder.start()
+    assert taken.wait(10)
+    return holder, released
+
+
 def test_a_waiting_writer_takes_the_lock_promptly_after_its_release(tmp_path: Path) -> None:
     """The lock is released 0.26 s after the append began waiting; the append commits well within
     50 ms of the release (SQLite's own busy timeout would have slept until 0.328 s)."""
     path = tmp_path / "ledger.db"
     ledger = open_ledger(f"sqlite:///{path}", (tmp_path / "blobs").as_uri())
     ledger.append(batch([event(0)], position=1))  # opened and warm: the wait below is the lock's only
-    released: list[float] = []
-    taken = threading.Event()
-    holder = threading.Thread(target=hold_lock, args=(path, HELD, released, taken))
-    holder.start()
-    assert taken.wait(10)
+    holder, released = held(path, HELD)
     started = time.monotonic()
     result = ledger.append(batch([event(1)], position=2))
     done = time.monotonic()
@@ -63,11 +70,7 @@ def test_a_lock_held_past_the_bound_is_an_outage(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(engine, "LOCK_WAIT", 0.2)
     path = tmp_path / "ledger.db"
     ledger = open_ledger(f"sqlite:///{path}", (tmp_path / "blobs").as_uri(), retry_seconds=0.0)
-    released: list[float] = []
-    taken = threading.Event()
-    holder = threading.Thread(target=hold_lock, args=(path, 1.5, released, taken))
-    holder.start()
-    assert taken.wait(10)
+    holder, _ = held(path, 1.5)
     started = time.monotonic()
     with pytest.raises(LedgerBusy) as info:
         ledger.append(batch([event(0)], position=1))
@@ -118,11 +121,7 @@ def test_a_writer_behind_a_long_lock_holder_looks_less_often_the_longer_it_waits
     )
     ledger.append(batch([event(0)], position=1))
     assert tries == ["BEGIN IMMEDIATE"]
-    released: list[float] = []
-    taken = threading.Event()
-    holder = threading.Thread(target=hold_lock, args=(path, 2.0, released, taken))
-    holder.start()
-    assert taken.wait(10)
+    holder, released = held(path, 2.0)
     cpu = time.thread_time()
     result = ledger.append(batch([event(1)], position=2))
     spent, done = time.thread_time() - cpu, time.monotonic()
