@@ -16,6 +16,7 @@ import typer
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, JsonOpt, LedgerOpt, filter_from_options
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
+from tui.terminal_text import shown_lines
 
 if TYPE_CHECKING:
     from addons.readback.behaviour import Step
@@ -82,8 +83,8 @@ def diff(
     if as_json:
         typer.echo(json.dumps({**drift.to_json(), "failed": failed}, indent=2))
     else:
-        typer.echo(drift.render())
+        typer.echo(shown_lines(drift.render()))
         for reason in failed:
-            typer.echo(f"FAIL (--fail-on): {reason}")
+            typer.echo(shown_lines(f"FAIL (--fail-on): {reason}"))
     if failed:
         raise typer.Exit(1)

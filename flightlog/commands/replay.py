@@ -33,6 +33,7 @@ from flightlog.commands.options import (
 )
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
+from tui.terminal_text import shown_lines
 
 if TYPE_CHECKING:
     from mitmproxy.master import Master
@@ -95,7 +96,7 @@ def replay(
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
-    typer.echo(result.render())
+    typer.echo(shown_lines(result.render()))
 
 
 @with_filters
@@ -189,7 +190,7 @@ def serve_replay(
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
-        typer.echo(report.render())
+        typer.echo(shown_lines(report.render()))
 
 
 async def _serve(

@@ -218,3 +218,35 @@ def test_replay_command_prints_the_diff_and_json(sqlite_ledger: Ledger, home: Pa
     no_proxy = subprocess.run([*base, "--via-proxy"], capture_output=True, text=True, env=env, timeout=60)
     assert no_proxy.returncode == 1
     assert no_proxy.stderr.startswith("flightlog: no flightlog proxy with a forward listener is running")
+
+
+def test_replay_shows_what_a_hostile_upstream_answered_without_obeying_it(
+    sqlite_ledger: Ledger, tmp_path: Path
+) -> None:
+    """The replayed answer comes from whatever now serves that URL. Its body lines went into the
+    printed diff as they were, escape sequences and all (a title set, a line rewritten on the
+    operator's terminal); they are shown as `\\xHH` now, and `--json` still gives them exactly."""
+    hostile = b"plain \x1b]0;PWNED\x07 text\n\x1b[2K\rfine"
+    original = record(
+        sqlite_ledger,
+        method="GET",
+        url="http://api.gone.test/page",
+        request_head=head("GET /page HTTP/1.1", [("Host", "api.gone.test")]),
+        response_head=head("HTTP/1.1 200 OK", [("Content-Type", "text/plain")]),
+        response_body=b"plain text\n",
+    )
+    env = {
+        **os.environ,
+        "FLIGHTLOG_LEDGER": sqlite_ledger.url,
+        "FLIGHTLOG_BLOBS": (tmp_path / "blobs").as_uri(),
+    }
+    base = [sys.executable, "-m", "flightlog", "replay", original]
+    with upstream(lambda seen: Reply(200, [("Content-Type", "text/plain")], hostile)) as up:
+        text = subprocess.run([*base, "--to", up.url], capture_output=True, text=True, env=env, timeout=60)
+        data = subprocess.run(
+            [*base, "--to", up.url, "--json"], capture_output=True, text=True, env=env, timeout=60
+        )
+    assert text.returncode == 0, text.stderr
+    assert "+plain \\x1b]0;PWNED\\x07 text" in text.stdout and "+\\x1b[2K\n+fine" in text.stdout
+    assert not [c for c in text.stdout if c not in "\t\n" and (c < " " or "\x7f" <= c <= "\x9f")]
+    assert "+plain \x1b]0;PWNED\x07 text" in json.loads(data.stdout)["body_diff"]
