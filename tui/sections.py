@@ -51,7 +51,7 @@ def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None
         return out
     if len(body.text) > LARGE:
         # A Static lays out every line before it draws; a read-only TextArea draws only what is visible.
-        area = TextArea(body.text, read_only=True, soft_wrap=False, classes="large-body")
+        area = TextArea(shown_lines(body.text), read_only=True, soft_wrap=False, classes="large-body")
         area.border_title = f"body ({body.kind}, {len(body.text):,} characters shown; scroll sideways)"
         out.append(area)
         return out

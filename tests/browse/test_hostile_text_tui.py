@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Static, TextArea
 
 from storage.ledger import open_ledger
 from tests.browse.sample import NOW
@@ -94,3 +94,22 @@ async def test_an_exchanges_title_head_and_body_are_shown_as_written(hostile: An
     assert "/a\\x1b]0;PWNED\\x07[b]bold" in shown  # the title
     assert "X-Agent: \\x9b31mred" in shown and "plain \\x1b[2Jtext\nline two" in shown
     assert not [c for c in shown if c not in "\n\t" and (c < " " or "\x7f" <= c <= "\x9f")]
+
+
+async def test_a_large_body_is_shown_as_written_too(tmp_path: Path) -> None:
+    """A body over 32 KiB is drawn in a scrolling TextArea rather than a section: the same showing."""
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    large = b"\x1b]0;PWNED\x07 line\n" * 3000
+    ledger.append(batch([event(i, large, at=NOW - timedelta(minutes=5)) for i in (0, 1)]))
+    app = make_app(ledger)
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            await pilot.press("1")
+            await settle(pilot)
+            areas = [a.text for a in app.screen.query(TextArea)]
+    finally:
+        ledger.close()
+    assert areas and all(a.startswith("\\x1b]0;PWNED\\x07 line\n") and "\x1b" not in a for a in areas)
