@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from rich.text import Text
 
 from storage.events import StoredEvent
-from tui import figures
+from tui import figures, terminal_text
 
 COLUMNS: Final = (
     "time (UTC)",
@@ -71,7 +71,9 @@ def row(event: StoredEvent) -> tuple[str | Text, ...]:
 
 
 def summary(event: StoredEvent) -> list[tuple[str, str]]:
-    """Label and value of every metadata field that is set, for the detail view."""
+    """Label and value of every metadata field that is set, for the detail view. Each value is
+    `shown` on its one line: an error or a header value holding a newline would otherwise draw a
+    line of its own that reads as another field."""
     pairs = [
         ("event", event.event_id),
         ("action", event.action_id),
@@ -94,7 +96,7 @@ def summary(event: StoredEvent) -> list[tuple[str, str]]:
         ("parent", event.parent or ""),
         ("collector", f"{event.collector} #{event.seq}"),
     ]
-    return [(k, v) for k, v in pairs if v]
+    return [(k, terminal_text.shown(v)) for k, v in pairs if v]
 
 
 def payload_line(event: StoredEvent) -> str:

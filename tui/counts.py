@@ -76,7 +76,7 @@ class CountsScreen(Screen[None]):
         yield Header(show_clock=False, icon="≡")
         with VerticalScroll():
             yield Static(f"filter: {self.flt.describe()}", id="counts-filter", markup=False)
-            yield Static("reading…", id="hour-caption")
+            yield Static("reading…", id="hour-caption", markup=False)
             yield Sparkline([], id="sparkline", summary_function=max)
             for by in TABLES:
                 table: DataTable[object] = DataTable(id=f"by-{by}", classes="group-table", cursor_type="row")
@@ -101,7 +101,9 @@ class CountsScreen(Screen[None]):
             views = {by: self.source.counts(flt, by) for by in ("hour", *TABLES)}
             lines = {by: self.source.timeline(flt, by) for by in TABLES}
         except StorageError as e:
-            self.app.call_from_thread(self.query_one("#hour-caption", Static).update, f"cannot count: {e}")
+            self.app.call_from_thread(
+                self.query_one("#hour-caption", Static).update, terminal_text.shown(f"cannot count: {e}")
+            )
             return
         self.app.call_from_thread(self._show, views, lines)
 

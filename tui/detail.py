@@ -26,6 +26,7 @@ from tui.errors import TuiError
 from tui.exchange_keys import join_text, show_replay
 from tui.sections import body_widgets, head_text, section
 from tui.source import Source
+from tui.terminal_text import shown_lines
 
 __all__ = ["DetailScreen", "OutputScreen"]
 
@@ -115,7 +116,7 @@ class DetailScreen(Screen[None]):
         self.app.call_from_thread(self._show_join, text)
 
     def _show_join(self, text: str) -> None:
-        self.query_one(".join", Static).update(text)
+        self.query_one(".join", Static).update(shown_lines(text))
 
     def action_cycle_mode(self) -> None:
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]

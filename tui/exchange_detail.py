@@ -218,7 +218,9 @@ class ExchangeScreen(ExchangeKeys):
         return rows
 
     def _failed(self, message: str) -> None:
-        self.query_one("#exchange-title", Static).update(f"cannot read action {self.action_id}: {message}")
+        self.query_one("#exchange-title", Static).update(
+            shown(f"cannot read action {self.action_id}: {message}")
+        )
 
     def _show(self, loaded: list[Loaded], parts: Parts, calls: list[mcp_calls.McpCall]) -> None:
         with self.app.batch_update():  # one repaint for every tab filled, not one per tab

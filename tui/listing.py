@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Final
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,6 +20,7 @@ from storage.errors import StorageError
 from storage.events import StoredEvent
 from storage.queries import Cursor, Filter
 from tui.exchange_keys import ExchangeKeys
+from tui.terminal_text import noted, shown
 
 if TYPE_CHECKING:
     from tui.app import BrowseApp
@@ -149,7 +151,7 @@ class ListScreen[T](ExchangeKeys):
     def _failed(self, generation: int, message: str) -> None:
         self.reading = False
         if generation == self.generation:
-            self.query_one("#status", Static).update(f"[red]cannot read the Ledger:[/] {message}")
+            self.query_one("#status", Static).update(noted("cannot read the Ledger: ", "red", message))
 
     def _add_page(self, generation: int, page: list[T]) -> None:
         self.reading = False
@@ -214,11 +216,13 @@ class ListScreen[T](ExchangeKeys):
     def show_understood(self, refused: str | None = None) -> None:
         label = self.query_one("#understood", Static)
         if refused:
-            label.update(f"[red]not understood:[/] {refused}")
+            label.update(noted("not understood: ", "red", refused))
             return
-        text = f"filter: {self.browse.filter.describe()}"
+        text = Text(shown(f"filter: {self.browse.filter.describe()}"))
         if self.browse.unknown:
-            text += "   [yellow]did not understand:[/] " + ", ".join(repr(w) for w in self.browse.unknown)
+            text += noted(
+                "   did not understand: ", "yellow", ", ".join(repr(w) for w in self.browse.unknown)
+            )
         label.update(text)
 
     # -- keys -------------------------------------------------------------------------------------

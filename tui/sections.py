@@ -6,7 +6,6 @@ the app (a message upward, or `push_screen` by whoever owns the stack).
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static, TextArea
@@ -14,7 +13,7 @@ from textual.widgets import Static, TextArea
 from storage.events import StoredEvent
 from tui import cells
 from tui.body import Body, Mode, render
-from tui.terminal_text import shown, shown_lines
+from tui.terminal_text import cell, noted, shown, shown_lines
 
 LARGE = 32 * 1024
 """Characters above which a body is drawn in a scrolling text area rather than laid out whole."""
@@ -28,14 +27,14 @@ def section(title: str, content: str | Text, *, classes: str = "section") -> Sta
     else:
         content = shown_lines(content)
     widget = Static(content, classes=classes, markup=False)
-    widget.border_title = shown(title)
+    widget.border_title = cell(title)  # a border title given as a string is read as markup
     return widget
 
 
 def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None) -> list[Widget]:
     """The body as widgets: one bordered chunk per server-sent event, else one section."""
     if error:
-        return [Static(f"[red]payload unreadable:[/] {escape(error)}", classes="note")]
+        return [Static(noted("payload unreadable: ", "red", error), classes="note")]
     if event.payload_sha256 is None:
         return [section("body", f"no bytes kept (payload {event.payload_state})")]
     if body is None:
@@ -52,7 +51,7 @@ def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None
     if len(body.text) > LARGE:
         # A Static lays out every line before it draws; a read-only TextArea draws only what is visible.
         area = TextArea(shown_lines(body.text), read_only=True, soft_wrap=False, classes="large-body")
-        area.border_title = f"body ({body.kind}, {len(body.text):,} characters shown; scroll sideways)"
+        area.border_title = cell(f"body ({body.kind}, {len(body.text):,} characters shown; scroll sideways)")
         out.append(area)
         return out
     out.append(section(f"body ({body.kind})", body.text or "(empty)"))

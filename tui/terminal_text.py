@@ -50,6 +50,12 @@ def cell(value: str | Text) -> Text:
     return Text(shown(value))
 
 
+def noted(note: str, style: str, value: str) -> Text:
+    """A status line: our `note` in `style`, then `value` (an error's words, a typed question, which
+    may quote recorded text) shown as written, never read as markup."""
+    return Text.assemble((note, style), shown(value))
+
+
 def json_text(value: Any) -> str:
     """`value` as indented JSON that reads back exactly and holds no control a terminal obeys:
     `json.dumps` escapes C0 itself; C1, DEL and the separators become `\\u00HH` / `\\u20HH` here."""

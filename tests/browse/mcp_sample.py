@@ -89,15 +89,16 @@ STDIO_LINES: list[tuple[float, str, dict[str, Any]]] = [
 ]
 
 
-def stdio_events() -> list[Event]:
-    """The stdio session's events, through the writer's own `stdio_event`."""
+def stdio_events(lines: list[tuple[float, str, dict[str, Any]]] = STDIO_LINES) -> list[Event]:
+    """A stdio session's events (by default the sample's `STDIO_LINES`), through the writer's own
+    `stdio_event`."""
     pairs = mcp_stdio_events.Pairing()
     proc = Processing()
     base = T.timestamp()
     index = {"client": 0, "server": 0}
     start = json.dumps({"command": SERVER.split(), "pid": 42}).encode()
     records = [StdioRecord("sess1", SERVER, WHO, "start", 0, base - 0.5, start, len(start))]
-    for offset, origin, value in STDIO_LINES:
+    for offset, origin, value in lines:
         index[origin] += 1
         data = _line(value)
         records.append(

@@ -13,14 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Static, TextArea
+from rich.text import Text
+from textual.app import App
+from textual.widgets import DataTable, Input, Static, TextArea
+from textual.widgets._toast import Toast
 
+from storage.events import Batch
 from storage.ledger import open_ledger
+from tests.browse.mcp_sample import stdio_events
 from tests.browse.sample import NOW
 from tests.browse.tui_support import make_app, settle
 from tests.storage.factory import batch, event
 from tui.counts import CountsScreen
+from tui.dialogs import OutputScreen
+from tui.errors import TuiError
 from tui.exchange_detail import ExchangeScreen
+from tui.source import ToolInfo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -29,6 +37,7 @@ MODEL = "m[/y]\x1b[2J"
 HEAD = b"POST /a\x1b]0;PWNED\x07 HTTP/1.1\r\nHost: api.example.com\r\nX-Agent: \x9b31mred"
 BODY = b"plain \x1b[2Jtext\nline two"
 AGENT = "[link=https://evil.example]a[/link]\x1b[2J"
+TOOL = "t[/x]\x1b]0;PWNED\x07"
 
 
 @pytest.fixture
@@ -113,3 +122,127 @@ async def test_a_large_body_is_shown_as_written_too(tmp_path: Path) -> None:
     finally:
         ledger.close()
     assert areas and all(a.startswith("\\x1b]0;PWNED\\x07 line\n") and "\x1b" not in a for a in areas)
+
+
+def obeyable(text: str) -> list[str]:
+    """The characters of `text` a terminal would obey (line breaks and tabs are laid out, not sent)."""
+    return [c for c in text if c not in "\n\t" and (c < " " or "\x7f" <= c <= "\x9f")]
+
+
+def drawn(app: App[None]) -> str:
+    """Every Static of the current screen as drawn, each with its border's title (which Textual
+    hands back as markup)."""
+    titles = (Text.from_markup(w.border_title or "").plain for w in app.screen.query(Static))
+    return "\n".join(f"{t}\n{w.render()}" for t, w in zip(titles, app.screen.query(Static), strict=True))
+
+
+async def test_a_typed_filter_is_echoed_as_written(hostile: Any) -> None:
+    """The filter line echoes the question understood, and a refused one: a value holding `[/x]` (a
+    URL or a name copied from a recorded one) stopped the browser with a MarkupError, and `[b]` was
+    read as bold."""
+    app = make_app(hostile)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        said = []
+        for question in ("agent [/x][b]y", "agent a [/z]", "by [/x]"):
+            app.screen.query_one("#filter", Input).value = question
+            await pilot.press("enter")
+            await settle(pilot)
+            said.append(str(app.screen.query_one("#understood", Static).render()))
+    assert app.return_code is None
+    assert "filter: agent=[/x][b]y" in said[0]
+    assert "not understood: did not understand '[/z]'" in said[1]
+    assert "not understood: " in said[2] and "[/x]" in said[2]
+
+
+async def test_an_mcp_call_a_server_named_is_shown_as_written(tmp_path: Path) -> None:
+    """A tool name and a result an MCP server chose: the call's section title (a border title, which
+    Textual reads as markup, so `[/x]` closed the exchange screen) and its text."""
+    call = {"name": TOOL, "arguments": {"q": "\x1b[2J"}}
+    result = {"content": [{"type": "text", "text": "ok\x1b]0;PWNED\x07"}]}
+    lines = [
+        (0.0, "client", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}),
+        (0.01, "server", {"jsonrpc": "2.0", "id": 1, "result": result}),
+    ]
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    ledger.append(Batch(collector="mcp-record:sess1", position=1, events=tuple(stdio_events(lines))))
+    app = make_app(ledger)
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await settle(pilot)
+            table = app.screen.query_one(DataTable)
+            row = next(i for i in range(table.row_count) if "tools/call" in str(table.get_row_at(i)))
+            table.move_cursor(row=row)
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, ExchangeScreen)
+            shown = drawn(app)
+    finally:
+        ledger.close()
+    assert app.return_code is None
+    assert "tools/call t[/x]\\x1b]0;PWNED\\x07 (id 1)" in shown
+    assert '"text": "ok\\u001b]0;PWNED\\u0007"' in shown and not obeyable(shown)
+
+
+async def test_a_directory_row_is_shown_as_written(tmp_path: Path) -> None:
+    """The page `d` opens, and the event's Directory join: a tool named in the traffic and a row an
+    agent may have written (its text reaches the Directory through the doors)."""
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    ledger.append(batch([event(i, b"{}", at=NOW - timedelta(minutes=5), tool=TOOL) for i in (0, 1)]))
+    row = {"name": TOOL, "description": "Read [/x] \x1b]0;PWNED\x07"}
+    info = ToolInfo(TOOL, row, {"curl": {"command": "curl \x1b[2J"}})
+    app = make_app(ledger, view="events", directory=lambda name: info if name == TOOL else None)
+    try:
+        async with app.run_test(size=(160, 60)) as pilot:
+            await settle(pilot)
+            await pilot.press("d")
+            await settle(pilot)
+            assert isinstance(app.screen, OutputScreen)
+            page = drawn(app)
+            await pilot.press("escape")
+            await pilot.press("enter")
+            await settle(pilot)
+            join = drawn(app)
+    finally:
+        ledger.close()
+    assert app.return_code is None
+    for shown in (join, page):
+        assert "Directory: t[/x]\\x1b]0;PWNED\\x07" in shown
+        assert "description: Read [/x] \\x1b]0;PWNED\\x07" in shown and not obeyable(shown)
+
+
+async def test_a_failure_notice_is_shown_as_written(hostile: Any) -> None:
+    """A replay that cannot run says why in a notice, and the why names the recorded URL."""
+
+    def replayer(action: str) -> str:
+        raise TuiError(f"cannot reach {URL}")
+
+    app = make_app(hostile, replayer=replayer)
+    async with app.run_test(size=(160, 40), notifications=True) as pilot:  # toasts drawn, as for a user
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        toasts = "\n".join(str(t.render()) for t in app.screen.query(Toast))
+    assert app.return_code is None
+    assert "cannot reach https://api.example.com/[/x]/a\\x1b]0;PWNED\\x07[b]bold" in toasts
+
+
+async def test_a_field_holding_a_line_break_stays_on_its_line(tmp_path: Path) -> None:
+    """The event's field list: an upstream's error (or a header's value) holding a newline drew a
+    line of its own that read as another field, here a forged model."""
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    forged = "boom\nmodel     gpt-forged"
+    ledger.append(batch([event(i, b"{}", at=NOW - timedelta(minutes=5), error=forged) for i in (0, 1)]))
+    app = make_app(ledger, view="events")
+    try:
+        async with app.run_test(size=(160, 60)) as pilot:
+            await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            shown = drawn(app)
+    finally:
+        ledger.close()
+    assert app.return_code is None
+    assert "boom\\x0amodel     gpt-forged" in shown
+    assert not any(line.startswith("model") and "gpt-forged" in line for line in shown.splitlines())
