@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _DRIVES: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _DRIVES_IN_LINES: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -45,6 +46,8 @@ def cell(value: str | Text) -> Text:
     """A table cell that shows `value` as written: a string becomes plain `Text` (a `DataTable`
     reads a string as Rich markup, and `[/x]` in a URL stopped the browser with a MarkupError), and
     what could drive the terminal is `shown`. A `Text` of ours keeps its style."""
+    from rich.text import Text  # deferred: the CLI prints through this module and starts without Rich
+
     if isinstance(value, Text):
         return Text(shown(value.plain), style=value.style) if _DRIVES.search(value.plain) else value
     return Text(shown(value))
@@ -53,11 +56,14 @@ def cell(value: str | Text) -> Text:
 def noted(note: str, style: str, value: str) -> Text:
     """A status line: our `note` in `style`, then `value` (an error's words, a typed question, which
     may quote recorded text) shown as written, never read as markup."""
+    from rich.text import Text  # deferred, as in `cell`
+
     return Text.assemble((note, style), shown(value))
 
 
-def json_text(value: Any) -> str:
+def json_text(value: Any, *, sort_keys: bool = True) -> str:
     """`value` as indented JSON that reads back exactly and holds no control a terminal obeys:
-    `json.dumps` escapes C0 itself; C1, DEL and the separators become `\\u00HH` / `\\u20HH` here."""
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    `json.dumps` escapes C0 itself; C1, DEL and the separators become `\\u00HH` / `\\u20HH` here.
+    A value JSON cannot hold (a datetime) is written as its `str`."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys, default=str)
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -18,6 +18,7 @@ from flightlog.commands.call import open_dispatcher
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt
 from flightlog.settings import load_settings
+from tui.terminal_text import json_text, shown, shown_lines
 
 if TYPE_CHECKING:
     from catalog.prescan import Prescanned
@@ -58,10 +59,11 @@ def find(
         }
         if not hits:
             out["message"] = no_match(query)
-        typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        typer.echo(json_text(out, sort_keys=False))
     else:
         for h in hits:
-            typer.echo(f"{h.score}\t{h.layer}\t{h.row.id}\t{' '.join(h.matched)}\t{h.row.summary}")
+            fields = (h.score, h.layer, h.row.id, " ".join(h.matched), h.row.summary)
+            typer.echo("\t".join(shown(f) for f in fields))
         if not hits:
             typer.echo(no_match(query))
     if not hits:
@@ -87,7 +89,7 @@ def get(
         text = AgentApi(d).get(ids, section, offset, limit, find)
     finally:
         d.close()
-    typer.echo(text, nl=not text.endswith("\n"))
+    typer.echo(shown_lines(text), nl=not text.endswith("\n"))
     if text.startswith("@@ missing") or "\n@@ missing\n" in text:
         raise typer.Exit(1)
 
@@ -109,7 +111,7 @@ def manifest(
             for label, size in api.sizes().items():
                 typer.echo(f"{label}\t{size.bytes} bytes\t~{size.tokens} tokens")
             return
-        typer.echo(api.manifest(bundle, names), nl=False)
+        typer.echo(shown_lines(api.manifest(bundle, names)), nl=False)
     finally:
         d.close()
 

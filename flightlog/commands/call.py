@@ -15,6 +15,7 @@ import typer
 from flightlog.commands.options import DirectoryOpt, LedgerOpt
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
+from tui.terminal_text import json_text, shown
 
 if TYPE_CHECKING:
     # deferred: mitmproxy/httpx load slowly; other commands start without them
@@ -47,11 +48,11 @@ def call(
         raise CommandError(f"--args is not JSON: {e}") from e
     door = open_dispatcher(load_settings(), directory, ledger, secrets)
     result = door.dispatch({"tool": tool, "args": parsed}, door="cli", token=token, dry_run=dry_run)
-    typer.echo(json.dumps(result.reply, indent=2, ensure_ascii=False))
+    typer.echo(json_text(result.reply, sort_keys=False))
     if refused := result.reply.get("refused"):
-        typer.echo(f"flightlog: call refused by {refused['limit']}: {refused['message']}", err=True)
+        typer.echo(shown(f"flightlog: call refused by {refused['limit']}: {refused['message']}"), err=True)
     elif result.status >= 300:
-        typer.echo(f"flightlog: the upstream call failed: {result.reply.get('error')}", err=True)
+        typer.echo(shown(f"flightlog: the upstream call failed: {result.reply.get('error')}"), err=True)
     if result.status >= 300:
         raise typer.Exit(1)
 

@@ -16,6 +16,7 @@ from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt, LedgerOpt
 from flightlog.settings import load_settings
 from storage.kinds import MCP_TOOL_CALL, MCP_TOOL_RESULT
+from tui.terminal_text import json_text, shown
 
 if TYPE_CHECKING:
     from catalog.tool import Tool
@@ -76,13 +77,14 @@ def trace(
     rows = open_from_settings(directory, ledger)
     found = join.trace(opened.engine, opened.payload, find_in(rows), render_upstream, event_id)
     if as_json:
-        typer.echo(json.dumps(found.as_dict(), indent=2, default=str, ensure_ascii=False))
+        typer.echo(json_text(found.as_dict(), sort_keys=False))
     else:
-        typer.echo(f"{event_id}: action {found.event['action_id']}, tool {found.tool or '-'}")
+        typer.echo(shown(f"{event_id}: action {found.event['action_id']}, tool {found.tool or '-'}"))
         for c in found.checks:
-            typer.echo(f"  {c.event_id}: {'matches the contract' if c.matches else 'MISMATCH: ' + c.differs}")
+            said = "matches the contract" if c.matches else "MISMATCH: " + c.differs
+            typer.echo(shown(f"  {c.event_id}: {said}"))
         if found.note:
-            typer.echo(f"  {found.note}")
+            typer.echo(shown(f"  {found.note}"))
     if found.mismatch:
         raise typer.Exit(1)
 
@@ -114,10 +116,9 @@ def _trace_mcp(
             json.dumps({**out, "arguments": arguments, "mismatch": mismatch, "note": note}, default=str)
         )
     else:
-        typer.echo(f"{event['event_id']}: call {call['event_id']}, row {row.name if row else '-'}")
-        typer.echo(
-            f"  {'MISMATCH: ' + mismatch if mismatch else 'the arguments fit the row' if row else note}"
-        )
+        typer.echo(shown(f"{event['event_id']}: call {call['event_id']}, row {row.name if row else '-'}"))
+        said = "MISMATCH: " + mismatch if mismatch else "the arguments fit the row" if row else note
+        typer.echo(shown(f"  {said}"))
     if mismatch:
         raise typer.Exit(1)
 
@@ -190,4 +191,4 @@ def _events(events: list[dict[str, Any]], as_json: bool) -> None:
             said = f"MISMATCH: {e['mismatch']}"
         elif "arguments" in e:
             said = f"{json.dumps(e['arguments'], ensure_ascii=False)[:200]}"
-        typer.echo(f"{e['at']}  {e['action_id']}  {e['kind']:<28} {status!s:<4} {said}")
+        typer.echo(shown(f"{e['at']}  {e['action_id']}  {e['kind']:<28} {status!s:<4} {said}"))

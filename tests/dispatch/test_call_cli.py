@@ -64,3 +64,17 @@ def test_call_refusals_are_one_line_and_exit_1(cli_world: tuple[dict[str, str], 
         "flightlog: --args is not JSON"
     )
     assert received.requests == []
+
+
+def test_an_upstreams_answer_is_printed_as_json_that_cannot_drive_the_terminal(
+    cli_world: tuple[dict[str, str], Received],
+) -> None:
+    """The reply holds what the upstream answered, which anyone may have written (here it echoes a
+    city holding an 8-bit CSI): printed with every control escaped, and it reads back exactly."""
+    env, _ = cli_world
+    out = flightlog(env, "call", "weather", "--args", json.dumps({"city": "Bern\x9b2K\x1b]0;PWNED\x07"}))
+    assert out.returncode == 0, out.stderr
+    assert not [c for c in out.stdout if c not in "\n" and (c < " " or "\x7f" <= c <= "\x9f")]
+    assert "\\u009b2K" in out.stdout
+    echoed = json.loads(json.loads(out.stdout)["result"]["echo"])
+    assert echoed["city"] == "Bern\x9b2K\x1b]0;PWNED\x07"
