@@ -103,5 +103,9 @@ def main() -> None:
     try:
         build_app(named_command(sys.argv[1:]))()
     except known_errors() as e:
-        print(f"flightlog: {e}", file=sys.stderr)
+        # deferred: --help starts without it. The message may quote the Ledger (a recorded URL):
+        # shown, it stays one line and cannot drive the terminal.
+        from tui.terminal_text import shown
+
+        print(shown(f"flightlog: {e}"), file=sys.stderr)
         sys.exit(1)

@@ -18,6 +18,7 @@ import typer
 from flightlog.commands.options import DirectoryOpt
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
+from tui.terminal_text import shown
 
 if TYPE_CHECKING:
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
@@ -54,7 +55,8 @@ def open_from_settings(
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         typer.echo(
-            f"flightlog: warning: {problems[0]}{more}; `flightlog directory check` lists them", err=True
+            shown(f"flightlog: warning: {problems[0]}{more}; `flightlog directory check` lists them"),
+            err=True,
         )
     return opened
 
@@ -72,7 +74,7 @@ def check(directory: DirectoryOpt = None) -> None:
     finally:
         d.close()
     for line in problems:
-        typer.echo(line)
+        typer.echo(shown(line))
     if problems:
         raise typer.Exit(1)
     typer.echo(f"ok: {rows} rows, {aliases} aliases, every alias names a row")

@@ -86,3 +86,16 @@ def test_a_recorded_url_and_error_are_shown_as_written_by_the_joins(home: Path) 
         assert "/a\\x1b]0;PWNED\\x07\\x9b2Kfine" in views[name].stdout, name
         assert "bad\\x1b]0;PWNED\\x07\\x9b8mhidden" in views[name].stdout, name
     assert json.loads(views["task --json"].stdout)[0]["url"] == HOSTILE_URL
+
+
+def test_an_alias_problem_is_shown_as_written(tmp_path: Path, home: Path) -> None:
+    """An alias pattern naming no row is quoted by `directory check` and warned about by every
+    command that opens the Directory: its controls are shown."""
+    aliases = '"mail" = ["NOPE\\u001b]0;PWNED\\u0007\\u009b2K"]\n'
+    folder = make_folder(tmp_path / "dir", {"tool/evil.md": HOSTILE_ROW}, aliases=aliases)
+    check = flightlog(home, "directory", "check", "--directory", str(folder))
+    found = flightlog(home, "find", "--directory", str(folder), "reads")
+    assert check.returncode == 1 and found.returncode == 0
+    for said in (check.stdout, found.stderr):
+        assert 'pattern "NOPE\\x1b]0;PWNED\\x07\\x9b2K" names no row' in said, said
+        assert not obeyable(said)

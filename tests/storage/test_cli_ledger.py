@@ -125,3 +125,17 @@ def test_recorded_text_cannot_drive_the_operators_terminal(home: Path) -> None:
     assert (exact["url"], exact["agent"]) == (HOSTILE_URL, HOSTILE_AGENT)
     grouped = flightlog(home, "ledger", "counts", "--by", "agent", "--json").stdout.decode()
     assert "\x9b" not in grouped and json.loads(grouped)["groups"][0]["key"] == HOSTILE_AGENT
+
+
+def test_an_error_naming_recorded_text_is_one_line_that_cannot_drive_the_terminal(home: Path) -> None:
+    """Every command's failure is one `flightlog: ...` line, and the line may quote the Ledger:
+    replaying an exchange whose URL holds escape sequences printed them to the operator's terminal."""
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    url = "http://127.0.0.1:9/a\x1b]0;PWNED\x07\x9b2K\nflightlog: all good"
+    ledger.append(batch([event(0, url=url), event(1, url=url)]))
+    ledger.close()
+    out = flightlog(home, "replay", "act-000000")
+    said = out.stderr.decode()
+    assert out.returncode == 1 and said.startswith("flightlog: ") and said.count("\n") == 1, said
+    assert "/a\\x1b]0;PWNED\\x07\\x9b2K\\x0aflightlog: all good" in said
+    assert not [c for c in said if c != "\n" and (c < " " or "\x7f" <= c <= "\x9f")]
