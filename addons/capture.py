@@ -31,7 +31,7 @@ from addons.recording.capture_setup import (
 )
 from addons.recording.collector import default_collector
 from addons.recording.events import Processing
-from addons.recording.processing_watch import watch as watch_processing
+from addons.recording.processing_watch import ProcessingWatch
 from addons.recording.records import Exchange, Record, RequestRecord, WebSocketRecord
 from addons.recording.writer_process import WriterProcess
 from addons.wire.arrived import arrived_body, cut_short_error
@@ -97,6 +97,10 @@ class Capture:
         self._max_request_body = 8 * 1024 * 1024
         self._processing: Processing | None = None
         self._watch: asyncio.Task[None] | None = None
+        self.files: ProcessingWatch | None = None
+        self.looks_itself = True
+        """Looks at its secrets and price files once a second; False in a worker, whose supervisor
+        looks for every worker and nudges it (`look_at_files`) when one changed."""
         self._own_ports: frozenset[int] = frozenset()
         self._started: asyncio.Event | None = None
         self._collector_lock: IO[bytes] | None = None
@@ -181,7 +185,9 @@ class Capture:
         from mitmproxy import ctx
 
         await self.start()
-        self._watch = asyncio.create_task(watch_processing(ctx.options, self._use_processing))
+        self.files = ProcessingWatch(ctx.options, self._use_processing)
+        if self.looks_itself:
+            self._watch = asyncio.create_task(self.files.run())
         server = ctx.master.addons.get("proxyserver")
         self._own_ports = frozenset(port for _, port, *_ in server.listen_addrs()) if server else frozenset()
         # Everything alive now (mitmproxy, SQLAlchemy, the parsed options) lives as long as the proxy:
@@ -200,6 +206,11 @@ class Capture:
         if self.writer is not None:
             await self.writer.stop(timeout=ctx.options.flightlog_drain_timeout)
             self.writer = None
+
+    def look_at_files(self) -> None:
+        """A secrets or price file changed (the supervisor saw it): re-read them if so."""
+        if self.files is not None:
+            self.files.look()
 
     def _use_processing(self, fresh: Processing) -> None:
         """New redaction and prices (a secrets file changed): the writer applies them from now on."""

@@ -119,7 +119,7 @@ class Flightlog:
     """
 
     def __init__(self, *extra: object) -> None:
-        capture = Capture()
+        self.capture = capture = Capture()
         self.parts: list[object] = [LocalRoutes(), SyncPaths(capture), capture, ListenerHops(), *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
@@ -228,7 +228,9 @@ class _Ready:
                 listener = {"mode": spec, "host": addrs[0][0], "port": addrs[0][1]}
                 listeners.append(listener | ({"api": apis[spec]} if spec in apis else {}))
         if self.link is not None:
-            self.link.ready(listeners)
+            from addons.recording.processing_watch import watched
+
+            self.link.ready(listeners, [str(path) for path in watched(ctx.options)])
             return
         write_state(self.config, os.getpid(), listeners)
         self.announce(start_line(self.config, listeners))
@@ -354,7 +356,8 @@ async def serve(
 
         servers = master.addons.get("proxyserver").servers
         sharing = ReusePort(servers, udp=link.udp)  # held here: the signal's receiver is weak
-        link.watch(loop, stop)
+        flightlog.capture.looks_itself = False  # the supervisor looks at the files for every worker
+        link.watch(loop, stop, flightlog.capture.look_at_files)
     await flightlog.start()  # the writer and the relay run before the port accepts a connection
     if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on
         await master.run()

@@ -2,9 +2,11 @@
 
 The supervisor sends the worker its configuration on it (not on the command line, where `ps`
 would show a Ledger URL's password); the worker answers once, with the listeners it bound or the
-one line that says why it did not start. After that the socket stays open and silent: when the
-supervisor dies, however it dies, the worker reads end of file and stops (draining its writer),
-and when a worker dies the supervisor reads end of file and knows at once.
+one line that says why it did not start, and names the files whose change it must hear of (its
+secrets and prices: `processing_watch`). After that the socket carries only the supervisor's
+`{"look": true}` when one of those files changed; when the supervisor dies, however it dies, the
+worker reads end of file and stops (draining its writer), and when a worker dies the supervisor
+reads end of file and knows at once.
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ class WorkerLink:
             if got := lines.feed(data):
                 return got[0]
 
-    def ready(self, listeners: list[dict[str, Any]]) -> None:
-        self._report({"listeners": listeners})
+    def ready(self, listeners: list[dict[str, Any]], watched: list[str]) -> None:
+        self._report({"listeners": listeners, "watch": watched})
 
     def failed(self, line: str) -> None:
         self._report({"error": line})
@@ -71,9 +73,12 @@ class WorkerLink:
             with contextlib.suppress(OSError):
                 send(self.sock, message)
 
-    def watch(self, loop: asyncio.AbstractEventLoop, on_end: Callable[[], None]) -> None:
-        """Call `on_end` when the supervisor's end closes (it sends nothing more after the config)."""
+    def watch(
+        self, loop: asyncio.AbstractEventLoop, on_end: Callable[[], None], on_look: Callable[[], None]
+    ) -> None:
+        """Call `on_look` for each nudge the supervisor sends, and `on_end` when its end closes."""
         self.sock.setblocking(False)
+        lines = Lines()
 
         def readable() -> None:
             try:
@@ -85,5 +90,8 @@ class WorkerLink:
             if not data:
                 loop.remove_reader(self.sock.fileno())
                 on_end()
+                return
+            if any(message.get("look") for message in lines.feed(data)):
+                on_look()  # once, however many nudges came together
 
         loop.add_reader(self.sock.fileno(), readable)

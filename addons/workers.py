@@ -10,6 +10,9 @@ event is written once, by the writer of the worker that carried it.
 
 Once every worker listens, the supervisor prints the one start line and writes `proxy.json` with
 its own pid, as a single proxy does, so `flightlog run` and `flightlog env` see no difference.
+It also looks at the secrets and price files the workers named, once a second for all of them,
+and nudges every worker to re-read them when one changed (`processing_watch`): an idle proxy
+wakes once a second, however many workers it has.
 SIGINT/SIGTERM on it stops every worker (SIGTERM) and waits while each drains its writer.
 
 A worker that fails to start stops them all: the first one's reason is the one error line. A
@@ -21,6 +24,8 @@ every other connection, where stopping all would turn one crash into an outage.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import selectors
 import signal
@@ -36,6 +41,8 @@ from typing import Any
 from addons.ai_listeners import AiListener
 from addons.errors import AddonError
 from addons.master import ProxyConfig, forget_state, start_line, write_state
+from addons.recording.file_stamps import Stamp, stamp
+from addons.recording.processing_watch import INTERVAL
 from addons.shared_ports import PortPlan, plan_ports
 from addons.worker_link import Lines, WorkerLink, send
 from storage.locations import private_home
@@ -139,6 +146,11 @@ class Supervisor:
         self.stopping = False
         self.published = False
         self.plan = PortPlan((), 0)
+        self.watched: tuple[Path, ...] = ()
+        """The secrets and price files the workers read (the first ready worker names them)."""
+        self.seen: tuple[Stamp, ...] | None = None
+        """Their stamps at the last look; None before the first, which therefore nudges."""
+        self.next_look = math.inf
 
     def run(self) -> None:
         """Until SIGINT/SIGTERM; an AddonError (one line) if the workers do not start."""
@@ -180,8 +192,12 @@ class Supervisor:
             now = time.monotonic()
             for index in [i for i, at in self.due.items() if at <= now]:
                 self._start(index)
-            # Nothing due: wait for a worker's line, its exit or a signal (the wake-up socket) alone.
-            timeout = max(0.0, min(self.due.values()) - now) if self.due else None
+            if now >= self.next_look:
+                self._look()
+            # Until the next restart or look is due, or a worker's line, its exit or a signal (the
+            # wake-up socket) comes.
+            due = min([*self.due.values(), self.next_look])
+            timeout = max(0.0, due - now) if due < math.inf else None
             for key, _ in self.selector.select(timeout=timeout):
                 if key.data is None:
                     _drain(wake)
@@ -201,11 +217,26 @@ class Supervisor:
         for message in worker.lines.feed(data):
             if "error" in message and not self.published:
                 raise AddonError(str(message["error"]))
+            if "watch" in message and not self.watched:
+                self.watched = tuple(Path(p) for p in message["watch"])
+                self.next_look = time.monotonic() + INTERVAL
             if "listeners" in message:
                 worker.listeners = [
                     {**x, "mode": self.plan.as_given(str(x["mode"]))} for x in message["listeners"]
                 ]
                 self._ready(worker)
+
+    def _look(self) -> None:
+        """Stat the workers' secrets and price files; when a stamp moved, nudge every worker to
+        look too (each compares with what it last read, so a nudge too many costs two stats)."""
+        self.next_look = time.monotonic() + INTERVAL
+        now = tuple(stamp(path) for path in self.watched)
+        if now == self.seen:
+            return
+        self.seen = now
+        for worker in self.workers.values():
+            with contextlib.suppress(OSError):  # a worker gone: its end of file is read next
+                send(worker.sock, {"look": True})
 
     def _ready(self, worker: Worker) -> None:
         if self.published:

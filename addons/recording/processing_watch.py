@@ -2,10 +2,14 @@
 
 An operator who rotates a secret (or adds one) in the secrets file expects the running proxy to redact
 it from the next request on, not after a restart; the door does the same for its own copy
-(`addons.door.live_config`). Once a second the proxy stats the secrets file (the named one, or
+(`addons.door.live_config`). A look stats the secrets file (the named one, or
 FLIGHTLOG_HOME/secrets.env, which may appear later) and the price override; when a stamp moved it
 builds the processing again and hands it to the writer process. A file that turns unreadable or
 malformed keeps the last good values, said once in one line.
+
+A lone proxy looks once a second itself (`watch`). One of `--workers N` does not: its supervisor
+stats the files (`watched`, which the worker reports) once a second for all of them and nudges
+every worker to look only when a stamp moved, so an idle proxy wakes once a second, not N times.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from addons.errors import AddonError
 from addons.recording.capture_setup import processing, processing_files
 from addons.recording.events import Processing
 from addons.recording.file_stamps import Stamp, stamp
+from storage.locations import flightlog_home
 
 log = logging.getLogger("flightlog.capture")
 
@@ -33,23 +38,41 @@ def stamps(opts: Any) -> tuple[tuple[Path | None, Path], tuple[Stamp, Stamp]]:
     return files, (stamp(files[0]), stamp(files[1]))
 
 
-async def watch(opts: Any, apply: Callable[[Processing], None], interval: float = INTERVAL) -> None:
-    """Re-read processing whenever its files change, until cancelled."""
-    last = stamps(opts)
-    failed = False
-    while True:
-        await asyncio.sleep(interval)
-        now = stamps(opts)
-        if now == last:
-            continue
-        last = now
+def watched(opts: Any) -> list[Path]:
+    """Every file whose change means a look: the secrets file named, else the default one whether
+    it exists or not (it may appear), and the price override."""
+    secrets, prices = processing_files(opts)
+    return [secrets or flightlog_home() / "secrets.env", prices]
+
+
+class ProcessingWatch:
+    """The last stamps seen and what to do when they move: re-read, or keep the last good values."""
+
+    def __init__(self, opts: Any, apply: Callable[[Processing], None]) -> None:
+        self.opts = opts
+        self.apply = apply
+        self.last = stamps(opts)
+        self.failed = False
+
+    def look(self) -> None:
+        """Stat the files; re-read and apply the processing when a stamp moved since the last look."""
+        now = stamps(self.opts)
+        if now == self.last:
+            return
+        self.last = now
         try:
-            fresh = processing(opts)
+            fresh = processing(self.opts)
         except AddonError as e:
-            if not failed:
+            if not self.failed:
                 log.warning("flightlog: kept the last good secrets and prices: %s", e)
-            failed = True
-            continue
-        failed = False
-        apply(fresh)
+            self.failed = True
+            return
+        self.failed = False
+        self.apply(fresh)
         log.info("flightlog: secrets and prices re-read (%s)", now[0][0] or "no secrets file")
+
+    async def run(self, interval: float = INTERVAL) -> None:
+        """Look every `interval` seconds, until cancelled (a lone proxy, which nobody nudges)."""
+        while True:
+            await asyncio.sleep(interval)
+            self.look()

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.support.proxy import live_proxy
@@ -26,15 +27,18 @@ def _wait_for_reload(seconds: float = 1.5) -> None:
     time.sleep(seconds)  # the proxy looks once a second (processing_watch.INTERVAL), and a margin
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_rotated_secret_is_redacted_without_a_restart(
-    home: Path, tmp_path: Path, http_upstream: Upstream
+    home: Path, tmp_path: Path, http_upstream: Upstream, workers: str
 ) -> None:
     """NEW is not a secret at first (recorded as sent); once written into the secrets file it is
-    replaced by [NEW_KEY] in the next request's body, and OLD stays redacted throughout."""
+    replaced by [NEW_KEY] in the next request's body, and OLD stays redacted throughout. A lone
+    proxy looks at the file itself; with 2 workers the supervisor looks and nudges both (each
+    request a new connection, which either worker may take)."""
     secrets = tmp_path / "secrets.env"
     secrets.write_text(f"OLD_KEY={OLD}\n")
     db = tmp_path / "ledger.db"
-    with live_proxy(home, f"sqlite:///{db}", args=["--secrets", str(secrets)]) as proxy:
+    with live_proxy(home, f"sqlite:///{db}", args=["--secrets", str(secrets), "--workers", workers]) as proxy:
         _send(proxy.url, http_upstream, "before", NEW)
         secrets.write_text(f"OLD_KEY={OLD}\nNEW_KEY={NEW}\n")
         _wait_for_reload()

@@ -367,10 +367,10 @@ def test_an_idle_proxy_wakes_only_to_look_at_its_secrets_file(
     tmp_path: Path, http_upstream: Upstream
 ) -> None:
     """A proxy left on all day is idle most of it. Two workers that served a request, then nothing:
-    the only wake-ups left are each worker's once-a-second look at its secrets and price files
-    (`processing_watch`, documented as "within a second"). The supervisor waited on its workers
-    with a 1 s timeout and each writer on its queue with 0.5 s: 7.2 wake-ups a second in all,
-    2.0 now."""
+    the only wake-up left is the supervisor's once-a-second look at the secrets and price files
+    (`processing_watch`, documented as "within a second"), which it makes for every worker. The
+    supervisor waited on its workers with a 1 s timeout and each writer on its queue with 0.5 s,
+    and each worker looked at the files itself: 7.2 wake-ups a second in all, then 2.0, 1.0 now."""
     proxy = start_proxy(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", args=["--workers", "2"])
     try:
         assert len(send_load("i", f"{http_upstream.base}/fixed", proxy.url, clients=1, each=2)) == 2
@@ -384,5 +384,5 @@ def test_an_idle_proxy_wakes_only_to_look_at_its_secrets_file(
         proxy.stop()
     woke = {t: after[t] - before[t] for t in before if t in after}
     supervisor = sum(n for t, n in woke.items() if t.startswith(f"{proxy.proc.pid}/"))
-    assert supervisor <= 1, woke
-    assert sum(woke.values()) <= 2 * 4 + 2, woke  # 2 workers x 1 a second, and a margin
+    assert supervisor <= 4 + 1, woke  # its looks, and a margin
+    assert sum(woke.values()) - supervisor <= 2, woke  # the workers and writers sleep (8 before)
