@@ -11,8 +11,9 @@ the per-round paired ratio (median and range: drift between rounds cancels), the
 of the proxies (supervisor and workers: their event loops bound the throughput) and of the writer
 processes (what one writer fed by every worker would have to do alone on one core), `rest-ms`: the
 upstream's and wrk's (on a 2-core machine they share the cores with the proxies, so 2 workers can
-serve at most cores / (cpu + writer + rest) requests per ms: the `ceiling` line; PostgreSQL's own
-backends are not counted, so on `pg` the ceiling is above what can be reached), the
+serve at most cores / (cpu + writer + rest) requests per ms: `ceiling` is that rate as a ratio to
+one worker's req/s, and `reached` the share of it served; PostgreSQL's own backends are not
+counted, so on `pg` the ceiling is above what can be reached), the
 answer->commit delay p99 (the worst worker's), and `recorded`: events the writers wrote over two
 per request wrk counted (the warm-up's included; slightly above 1.00, as wrk does not count the
 requests still in flight when it stops, which are answered and recorded all the same), and
@@ -43,10 +44,11 @@ from bench._upstream import Upstream, add_load_options, free_port, start_upstrea
 from bench.capture import STATE_FILE, wrk
 from flightlog.cores import usable_cores
 
-ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8}"
+ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8} {:>7} {:>8}"
 HEADER = (
-    "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms rest-ms commit-p99 recorded busiest".split()
-)
+    "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms rest-ms commit-p99 recorded busiest"
+    " ceiling reached"
+).split()
 
 
 @dataclass
@@ -210,6 +212,7 @@ def report(
             paired = [(r["rps"] or 0.0) / b for r, b in zip(rows, base, strict=True) if b]
             spread = f"{statistics.median(paired):.2f} [{min(paired):.2f}-{max(paired):.2f}]"
             delays = [r["delay"] for r in rows if r["delay"] is not None]
+            ceiling = cores_ceiling(rows)
             cells = (
                 f"{rps:.0f}",
                 f"{rps / statistics.median(base):.2f}",
@@ -220,18 +223,25 @@ def report(
                 f"{statistics.median(delays) * 1000:.0f} ms" if delays else "-",
                 f"{min(r['recorded'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(r['busiest'] or 0.0 for r in rows):.2f}",
+                f"{ceiling / statistics.median(base):.2f}" if ceiling else "-",
+                f"{rps / ceiling:.0%}" if ceiling else "-",
             )
             print(ROW.format(engine, n, *cells))
         last = results[(engine, counts[-1])]
         per_request = statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in last)
-        cores = usable_cores()
-        if per_request:
-            ceiling = cores * 1000 / per_request
+        if ceiling := cores_ceiling(last):
             print(
                 f"{engine}: every core busy at {ceiling:.0f} req/s with {counts[-1]} workers "
-                f"({cores} cores / {per_request:.2f} ms per request): a ratio of at most "
+                f"({usable_cores()} cores / {per_request:.2f} ms per request): a ratio of at most "
                 f"{ceiling / statistics.median(base):.2f} to one worker"
             )
+
+
+def cores_ceiling(rows: list[dict[str, float | None]]) -> float | None:
+    """The req/s at which every usable core would be busy, at the CPU per request these runs
+    measured (proxies, writers, upstream and wrk; medians): what no worker count can exceed here."""
+    per_request = statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in rows)
+    return usable_cores() * 1000 / per_request if per_request else None
 
 
 if __name__ == "__main__":
