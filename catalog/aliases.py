@@ -16,14 +16,11 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
-from typing import Final
 
 from catalog.errors import BadAlias
+from catalog.folder import ALIASES_PATH
 from catalog.index import Index
 from catalog.words import normal
-
-ALIASES_PATH: Final = "aliases.toml"
-"""Where the alias table lives: the root of the Directory folder (bundle "" in the store)."""
 
 Aliases = dict[str, tuple[str, ...]]
 Targets = dict[str, list[tuple[str, int]]]

@@ -370,9 +370,10 @@ class Directory:
         `prescanned` gives the folder's stat tags from a scan already under way (`catalog.prescan`):
         when they equal the stored ones nothing changed and the folder is not scanned again."""
         known = self._guard(self._store.folder_tags) if remember else {}
-        if remember and prescanned is not None and prescanned() == known:
-            self.refresh()
-            return 0
+        if remember and prescanned is not None:
+            self.refresh()  # the stored index loads while the child scans (reloaded below if stale)
+            if prescanned() == known:
+                return 0
         started = time.time_ns()
         scanned = scan(folder)
         dirty = sorted(

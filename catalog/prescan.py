@@ -7,7 +7,10 @@ in a child on the other core and hands back each bundle's stat tag. The parent, 
 open, compares them with the tags it stored: all equal, and nothing of the folder is read; any
 difference, or no answer at all, and the Directory syncs as it always does, scanning again itself.
 A skipped check can therefore never serve stale rows: it only skips when a full scan said so.
-(`flightlog find`, which has no such import to overlap, scans in-process: forking cost it more.)
+`flightlog find` does the same where it may use more than one core: its own imports and the
+stored index's load overlap the check (0.89x its wall time on an idle 2-core machine, 1.07x with
+the other core busy). The parent loads the stored index before it waits for the tags, so that
+load is overlapped too.
 """
 
 from __future__ import annotations

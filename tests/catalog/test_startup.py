@@ -39,7 +39,8 @@ def find_ids(home: Path, folder: Path, *words: str) -> list[str]:
 
 def test_find_sees_a_file_changed_added_and_removed_since_the_last_open(tmp_path: Path, home: Path) -> None:
     """An in-place edit (the folder's own mtime unchanged), a new file and a deleted file each show in
-    the next `flightlog find`, although the open before stored stat tags and an index."""
+    the next `flightlog find`, although the open before stored stat tags and an index, which find
+    loads while a forked child checks the folder (on a machine of more than one core)."""
     folder = make_folder(tmp_path / "d")
     assert find_ids(home, folder, "get", "weather")[0] == "get_weather"
     assert find_ids(home, folder, "zebra", "forecast") == []
