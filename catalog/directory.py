@@ -368,16 +368,22 @@ class Directory:
         """Commit what changed in `folder` since it was last synced; returns the changes committed.
 
         `prescanned` gives the folder's stat tags from a scan already under way (`catalog.prescan`):
-        when they equal the stored ones nothing changed and the folder is not scanned again."""
+        when they equal the stored ones nothing changed and the folder is not scanned again; else
+        only the bundles whose tag moved are scanned again (the others were checked just now)."""
         known = self._guard(self._store.folder_tags) if remember else {}
+        tags = None
         if remember and prescanned is not None:
             self.refresh()  # the stored index loads while the child scans (reloaded below if stale)
-            if prescanned() == known:
+            tags = prescanned()
+            if tags == known:
                 return 0
+        moved = None if tags is None else {b for b in set(tags) | set(known) if tags.get(b) != known.get(b)}
         started = time.time_ns()
-        scanned = scan(folder)
+        scanned = scan(folder, moved)
         dirty = sorted(
-            b for b in set(scanned) | set(known) if b not in scanned or scanned[b].stat_tag != known.get(b)
+            b
+            for b in (set(scanned) | set(known) if moved is None else moved)
+            if b not in scanned or scanned[b].stat_tag != known.get(b)
         )
         keys = [listing.key(b) for b in dirty]
         kept = self._guard(lambda: self._store.index_data(keys)) if remember and dirty else {}
@@ -405,7 +411,10 @@ class Directory:
         if changes:
             changeset.commit(self._store, changes, None, message)
         if remember and dirty:
-            self._guard(lambda: self._store.save_folder_tags({b: f.stat_tag for b, f in scanned.items()}))
+            fresh = {b: f.stat_tag for b, f in scanned.items()}
+            if tags is not None and moved is not None:  # the bundles not scanned again keep the child's
+                fresh = {**{b: t for b, t in tags.items() if b not in moved}, **fresh}
+            self._guard(lambda: self._store.save_folder_tags(fresh))
             for bundle, now in read.items():
                 with contextlib.suppress(DocumentStoreError):  # derived data: the next sync reads all
                     self._store.save_index(listing.key(bundle), "files", listing.pack(now))

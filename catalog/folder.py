@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Final
@@ -77,13 +77,14 @@ def check_target(bundle: str, path: str) -> None:
         )
 
 
-def scan(folder: Path) -> dict[str, BundleFiles]:
-    """Every bundle of `folder` with its stat tag and files (root `aliases.toml` as bundle "")."""
+def scan(folder: Path, bundles: Collection[str] | None = None) -> dict[str, BundleFiles]:
+    """Every bundle of `folder` with its stat tag and files (root `aliases.toml` as bundle ""), or
+    only those of `bundles` that are there."""
     if not folder.is_dir():
         raise BadFolder(f"directory folder {folder} does not exist or is not a folder")
     out: dict[str, BundleFiles] = {}
     aliases = folder / ALIASES_PATH
-    if aliases.is_file():
+    if (bundles is None or ROOT_BUNDLE in bundles) and aliases.is_file():
         try:
             st = os.stat(aliases)
         except OSError as e:
@@ -95,7 +96,8 @@ def scan(folder: Path) -> dict[str, BundleFiles]:
     except OSError as e:
         raise BadFolder(f"cannot read directory folder {folder}: {e.strerror}") from e
     for entry in entries:
-        if entry.is_dir() and _BUNDLE.match(entry.name):
+        wanted = bundles is None or entry.name in bundles
+        if wanted and entry.is_dir() and _BUNDLE.match(entry.name):
             out[entry.name] = _documents(Path(entry.path))
     return out
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -119,6 +120,38 @@ def test_a_stale_prescan_is_never_trusted(tmp_path: Path, home: Path) -> None:
         assert d.find("yak herd")[0].row.id == "imsg_read"
     finally:
         d.close()
+
+
+def test_a_moved_prescan_tag_scans_only_that_bundle_again(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's tags say which bundles changed: the open scans those again itself (an edit
+    there is committed) and keeps the child's tags for the rest, which it does not scan twice."""
+    import catalog.directory
+
+    folder = make_folder(tmp_path / "d")
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    open_directory(url, folder).close()
+    (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Read the yak herd."), encoding="utf-8")
+    tags = {b: f.stat_tag for b, f in scan(folder).items()}
+    asked: list[object] = []
+
+    def spied(where: Path, bundles: Any = None) -> Any:
+        asked.append(None if bundles is None else sorted(bundles))
+        return scan(where, bundles)
+
+    monkeypatch.setattr(catalog.directory, "scan", spied)
+    d = open_directory(url, folder, prescanned=lambda: tags)
+    try:
+        assert d.find("yak herd")[0].row.id == "imsg_read"
+    finally:
+        d.close()
+    assert asked == [["tool"]]
+    store = open_document_store(url, f"folder:{folder.resolve()}")
+    try:
+        assert store.folder_tags() == tags  # every bundle's, the next open compares with
+    finally:
+        store.close()
 
 
 def test_reading_a_directory_never_imports_sqlalchemy(tmp_path: Path, home: Path) -> None:
