@@ -19,13 +19,12 @@ from textual.widgets import DataTable, Input, Static, TextArea
 from textual.widgets._toast import Toast
 
 from storage.events import Batch
-from storage.ledger import open_ledger
+from storage.ledger import Ledger, open_ledger
 from tests.browse.mcp_sample import stdio_events
 from tests.browse.sample import NOW
 from tests.browse.tui_support import make_app, settle
 from tests.storage.factory import batch, event
 from tui.counts import CountsScreen
-from tui.dialogs import OutputScreen
 from tui.errors import TuiError
 from tui.exchange_detail import ExchangeScreen
 from tui.source import ToolInfo
@@ -136,6 +135,24 @@ def drawn(app: App[None]) -> str:
     return "\n".join(f"{t}\n{w.render()}" for t, w in zip(titles, app.screen.query(Static), strict=True))
 
 
+async def drawn_after(ledger: Ledger, steps: list[str], **options: Any) -> tuple[App[None], list[str]]:
+    """Open the browser on `ledger` (closed after), and for each step press its keys (separated by
+    spaces), let the screen settle and take what it draws."""
+    app = make_app(ledger, **options)
+    taken = []
+    try:
+        async with app.run_test(size=(160, 60)) as pilot:
+            await settle(pilot)
+            for step in steps:
+                for key in step.split():
+                    await pilot.press(key)
+                await settle(pilot)
+                taken.append(drawn(app))
+    finally:
+        ledger.close()
+    return app, taken
+
+
 async def test_a_typed_filter_is_echoed_as_written(hostile: Any) -> None:
     """The filter line echoes the question understood, and a refused one: a value holding `[/x]` (a
     URL or a name copied from a recorded one) stopped the browser with a MarkupError, and `[b]` was
@@ -192,20 +209,9 @@ async def test_a_directory_row_is_shown_as_written(tmp_path: Path) -> None:
     ledger.append(batch([event(i, b"{}", at=NOW - timedelta(minutes=5), tool=TOOL) for i in (0, 1)]))
     row = {"name": TOOL, "description": "Read [/x] \x1b]0;PWNED\x07"}
     info = ToolInfo(TOOL, row, {"curl": {"command": "curl \x1b[2J"}})
-    app = make_app(ledger, view="events", directory=lambda name: info if name == TOOL else None)
-    try:
-        async with app.run_test(size=(160, 60)) as pilot:
-            await settle(pilot)
-            await pilot.press("d")
-            await settle(pilot)
-            assert isinstance(app.screen, OutputScreen)
-            page = drawn(app)
-            await pilot.press("escape")
-            await pilot.press("enter")
-            await settle(pilot)
-            join = drawn(app)
-    finally:
-        ledger.close()
+    app, (page, join) = await drawn_after(
+        ledger, ["d", "escape enter"], view="events", directory=lambda name: info if name == TOOL else None
+    )
     assert app.return_code is None
     for shown in (join, page):
         assert "Directory: t[/x]\\x1b]0;PWNED\\x07" in shown
@@ -234,15 +240,7 @@ async def test_a_field_holding_a_line_break_stays_on_its_line(tmp_path: Path) ->
     ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
     forged = "boom\nmodel     gpt-forged"
     ledger.append(batch([event(i, b"{}", at=NOW - timedelta(minutes=5), error=forged) for i in (0, 1)]))
-    app = make_app(ledger, view="events")
-    try:
-        async with app.run_test(size=(160, 60)) as pilot:
-            await settle(pilot)
-            await pilot.press("enter")
-            await settle(pilot)
-            shown = drawn(app)
-    finally:
-        ledger.close()
+    app, (shown,) = await drawn_after(ledger, ["enter"], view="events")
     assert app.return_code is None
     assert "boom\\x0amodel     gpt-forged" in shown
     assert not any(line.startswith("model") and "gpt-forged" in line for line in shown.splitlines())
