@@ -7,9 +7,9 @@ FLIGHTLOG_HOME/secrets.env, which may appear later) and the price override; when
 builds the processing again and hands it to the writer process. A file that turns unreadable or
 malformed keeps the last good values, said once in one line.
 
-A lone proxy looks once a second itself (`watch`). One of `--workers N` does not: its supervisor
-stats the files (`watched`, which the worker reports) once a second for all of them and nudges
-every worker to look only when a stamp moved, so an idle proxy wakes once a second, not N times.
+A lone proxy looks once a second itself (`ProcessingWatch.run`). One of `--workers N` does not: its
+supervisor stats the files (`watched`, which the worker reports) once a second for all of them and
+nudges every worker to look only when a stamp moved: an idle proxy wakes once a second, not N times.
 """
 
 from __future__ import annotations
