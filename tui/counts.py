@@ -75,7 +75,9 @@ class CountsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≡")
         with VerticalScroll():
-            yield Static(f"filter: {self.flt.describe()}", id="counts-filter", markup=False)
+            yield Static(
+                terminal_text.shown(f"filter: {self.flt.describe()}"), id="counts-filter", markup=False
+            )
             yield Static("reading…", id="hour-caption", markup=False)
             yield Sparkline([], id="sparkline", summary_function=max)
             for by in TABLES:

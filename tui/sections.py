@@ -43,7 +43,7 @@ def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None
     if event.payload_state == "partial":
         out.append(Static("partial: the stream ended before its answer was complete", classes="note"))
     if body.note:
-        out.append(Static(body.note, classes="note", markup=False))
+        out.append(Static(shown(body.note), classes="note", markup=False))  # may name a recorded header
     if body.kind == "sse":
         for n, chunk in enumerate(body.chunks, 1):
             out.append(section(f"event {n} of {len(body.chunks)}", chunk, classes="chunk"))

@@ -244,3 +244,30 @@ async def test_a_field_holding_a_line_break_stays_on_its_line(tmp_path: Path) ->
     assert app.return_code is None
     assert "boom\\x0amodel     gpt-forged" in shown
     assert not any(line.startswith("model") and "gpt-forged" in line for line in shown.splitlines())
+
+
+async def test_a_body_note_naming_a_recorded_header_is_shown_as_written(tmp_path: Path) -> None:
+    """A body whose Content-Encoding the browser cannot undo is shown as kept, with a note naming
+    the encoding: the header's value, which the upstream (or the client) wrote."""
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    head = b"POST /a HTTP/1.1\r\nHost: api.example.com\r\nContent-Encoding: x\x1b]0;PWNED\x07\x9b2K"
+    ledger.append(batch([event(i, b"plain", at=NOW - timedelta(minutes=5), head=head) for i in (0, 1)]))
+    app, (request,) = await drawn_after(ledger, ["enter 1"])
+    assert app.return_code is None
+    assert "content-encoding x\\x1b]0;pwned\\x07\\x9b2k is shown as kept" in request  # (lowercased)
+    assert not obeyable(request)
+
+
+async def test_an_mcp_call_id_a_client_chose_is_shown_as_written(tmp_path: Path) -> None:
+    """A JSON-RPC id is the client's to choose and names the call's action (`mcp:S:call:c:ID`), which
+    the exchange's header and the event's show."""
+    rpc_id = "[/x]\x1b]0;PWNED\x07"
+    lines = [
+        (0.0, "client", {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call", "params": {"name": "t"}}),
+        (0.01, "server", {"jsonrpc": "2.0", "id": rpc_id, "result": {"content": []}}),
+    ]
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    ledger.append(Batch(collector="mcp-record:sess1", position=1, events=tuple(stdio_events(lines))))
+    app, (exchange,) = await drawn_after(ledger, ["enter"], view="exchanges")
+    assert app.return_code is None  # the header read no markup
+    assert '"[/x]\\u001b]0;PWNED\\u0007"' in exchange and not obeyable(exchange)
