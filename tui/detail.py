@@ -26,7 +26,7 @@ from tui.errors import TuiError
 from tui.exchange_keys import join_text, show_replay
 from tui.sections import body_widgets, head_text, section
 from tui.source import Source
-from tui.terminal_text import shown_lines
+from tui.terminal_text import shown, shown_lines
 
 __all__ = ["DetailScreen", "OutputScreen"]
 
@@ -120,7 +120,7 @@ class DetailScreen(Screen[None]):
 
     def action_cycle_mode(self) -> None:
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
-        self.notify(f"body shown as {self.mode}", timeout=2)
+        self.notify(f"body shown as {self.mode}", timeout=2, markup=False)
         if self.data is not None:
             self.show_body()
 
@@ -128,7 +128,7 @@ class DetailScreen(Screen[None]):
         self.post_message(self.ActionWanted(self.event.action_id))
 
     def action_replay(self) -> None:
-        self.notify(f"replaying {self.event.action_id}…", timeout=3)
+        self.notify(shown(f"replaying {self.event.action_id}…"), timeout=3, markup=False)
         self.run_replay(self.event.action_id)
 
     @work(thread=True, exclusive=True, group="replay")

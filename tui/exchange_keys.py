@@ -87,7 +87,7 @@ class ExchangeKeys(Screen[None]):
         action = self.current_action()
         if action is None:
             return
-        self.notify(f"replaying {action}…", timeout=3)
+        self.notify(shown(f"replaying {action}…"), timeout=3, markup=False)
         self.run_replay(action)
 
     @work(thread=True, exclusive=True, group="replay")
@@ -151,7 +151,7 @@ class ExchangeKeys(Screen[None]):
     def action_directory(self) -> None:
         tool = self.current_tool()
         if tool is None:
-            self.notify("this exchange names no tool", timeout=3)
+            self.notify("this exchange names no tool", timeout=3, markup=False)
             return
         self.read_tool(tool)
 

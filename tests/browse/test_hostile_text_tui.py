@@ -135,19 +135,22 @@ def drawn(app: App[None]) -> str:
     return "\n".join(f"{t}\n{w.render()}" for t, w in zip(titles, app.screen.query(Static), strict=True))
 
 
-async def drawn_after(ledger: Ledger, steps: list[str], **options: Any) -> tuple[App[None], list[str]]:
+async def drawn_after(
+    ledger: Ledger, steps: list[str], *, toasts: bool = False, **options: Any
+) -> tuple[App[None], list[str]]:
     """Open the browser on `ledger` (closed after), and for each step press its keys (separated by
-    spaces), let the screen settle and take what it draws."""
+    spaces), let the screen settle and take what it draws (with its notices, if `toasts`)."""
     app = make_app(ledger, **options)
     taken = []
     try:
-        async with app.run_test(size=(160, 60)) as pilot:
+        async with app.run_test(size=(160, 60), notifications=toasts) as pilot:
             await settle(pilot)
             for step in steps:
                 for key in step.split():
                     await pilot.press(key)
                 await settle(pilot)
-                taken.append(drawn(app))
+                notices = [str(t.render()) for t in app.screen.query(Toast)]
+                taken.append("\n".join([drawn(app), *notices]))
     finally:
         ledger.close()
     return app, taken
@@ -268,6 +271,7 @@ async def test_an_mcp_call_id_a_client_chose_is_shown_as_written(tmp_path: Path)
     ]
     ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
     ledger.append(Batch(collector="mcp-record:sess1", position=1, events=tuple(stdio_events(lines))))
-    app, (exchange,) = await drawn_after(ledger, ["enter"], view="exchanges")
-    assert app.return_code is None  # the header read no markup
+    app, (exchange, _, listed) = await drawn_after(ledger, ["enter", "escape", "r"], toasts=True)
+    assert app.return_code is None  # the header and the replay's notice read no markup
     assert '"[/x]\\u001b]0;PWNED\\u0007"' in exchange and not obeyable(exchange)
+    assert 'replaying mcp:sess1:call:c:"[/x]\\u001b]0;PWNED\\u0007"' in listed
