@@ -81,7 +81,9 @@ class DetailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{self.event.kind} {self.event.event_id}"
+        self.sub_title = shown(
+            f"{self.event.kind} {self.event.event_id}"
+        )  # a kind names an MCP method a client chose
         if self.event.payload_sha256:
             self.read_payload(self.event.payload_sha256)
         if self.event.tool:

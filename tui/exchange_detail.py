@@ -121,7 +121,7 @@ class ExchangeScreen(ExchangeKeys):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"exchange {self.action_id}"
+        self.sub_title = shown(f"exchange {self.action_id}")
         self.read_exchange(self.action_id)
 
     # -- what the keys act on (ExchangeKeys) ------------------------------------------------------

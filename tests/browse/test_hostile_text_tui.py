@@ -16,6 +16,7 @@ import pytest
 from rich.text import Text
 from textual.app import App
 from textual.widgets import DataTable, Input, Static, TextArea
+from textual.widgets._header import HeaderTitle
 from textual.widgets._toast import Toast
 
 from storage.events import Batch
@@ -275,3 +276,29 @@ async def test_an_mcp_call_id_a_client_chose_is_shown_as_written(tmp_path: Path)
     assert app.return_code is None  # the header and the replay's notice read no markup
     assert '"[/x]\\u001b]0;PWNED\\u0007"' in exchange and not obeyable(exchange)
     assert 'replaying mcp:sess1:call:c:"[/x]\\u001b]0;PWNED\\u0007"' in listed
+
+
+async def test_an_mcp_method_a_client_chose_is_shown_as_written_in_the_header(tmp_path: Path) -> None:
+    """An MCP event's kind is `mcp.<method>`, and the method is the client's to choose: the event's
+    screen names its kind in the header, which Textual draws as it is (ESC and all)."""
+    method = "tools/x\x1b]0;PWNED\x07"
+    lines = [
+        (0.0, "client", {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}),
+        (0.01, "server", {"jsonrpc": "2.0", "id": 1, "result": {}}),
+    ]
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "blobs").as_uri())
+    ledger.append(Batch(collector="mcp-record:sess1", position=1, events=tuple(stdio_events(lines))))
+    app = make_app(ledger, view="events")
+    try:
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot)
+            table = app.screen.query_one(DataTable)
+            rows = [str(table.get_row_at(i)) for i in range(table.row_count)]
+            row = next(i for i, r in enumerate(rows) if "tools/x" in r and "result" not in r)  # the call
+            table.move_cursor(row=row)
+            await pilot.press("enter")
+            await settle(pilot)
+            header = "\n".join(str(w.render()) for w in app.screen.query(HeaderTitle))
+    finally:
+        ledger.close()
+    assert "mcp.tools/x\\x1b]0;PWNED\\x07" in header and not obeyable(header)
