@@ -16,6 +16,7 @@ import queue
 import tempfile
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -68,7 +69,12 @@ class WriterStats:
     rejected: int = 0
     unrecordable: int = 0
     batches: int = 0
-    delays: list[float] = field(default_factory=list)
+    delays: array[float] = field(default_factory=lambda: array("d"))
+    """Answer -> commit seconds of each answer written, kept only for a stats file (the bench):
+    at most `DELAYS_KEPT` (8 bytes each), never in a writer nobody asks them of."""
+
+
+DELAYS_KEPT = 1_000_000
 
 
 _STOP = object()
@@ -91,8 +97,12 @@ class Writer:
         flush_interval: float = 0.05,
         backoff_max: float = 10.0,
         retry_seconds: float = 2.0,
+        keep_delays: bool = False,
     ) -> None:
         self._open_ledger = open_ledger
+        self.keep_delays = keep_delays
+        """Keep each answer's commit delay in `stats.delays` (for a stats file). A production writer
+        kept them all, up to a million: ~32 MiB held for a figure only the bench reads."""
         self.processing = processing
         self.collector = collector
         self.max_items = max_items
@@ -403,7 +413,7 @@ class Writer:
         committed = time.time()
         self.stats.written += len(events)
         self.stats.batches += 1
-        if len(self.stats.delays) < 1_000_000:
+        if self.keep_delays and len(self.stats.delays) < DELAYS_KEPT:
             self.stats.delays.extend(
                 committed - e.at.timestamp() for e in events if e.kind == "http.response"
             )

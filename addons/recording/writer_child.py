@@ -103,6 +103,7 @@ def main() -> int:
         first[2],
         collector=spec.collector,
         flush_interval=spec.flush_interval,
+        keep_delays=bool(spec.stats_file),
     )
     writer.acks = FrameAcks(_ack_writer())
     writer.start()

@@ -275,3 +275,27 @@ def test_a_record_that_cannot_become_an_event_is_filed_with_its_bytes(tmp_path: 
     assert "Boom: bug" in (filed.error or "")
     assert ledger.payload(filed.payload_sha256 or "") == b"body 1"
     ledger.close()
+
+
+def test_a_writer_keeps_commit_delays_only_when_asked(tmp_path: Path) -> None:
+    """Each answer's answer -> commit delay is kept for a stats file (the bench's figure), 8 bytes
+    each; a writer nobody asks keeps none. Every writer kept them, up to a million Python floats
+    (~32 MiB) held for the proxy's whole life."""
+    kept: dict[bool, list[float]] = {}
+    for keep in (False, True):
+        url, blobs = f"sqlite:///{tmp_path / f'{keep}.db'}", (tmp_path / f"blobs-{keep}").as_uri()
+        writer = Writer(
+            lambda retry, u=url, b=blobs: open_ledger(u, b, retry_seconds=retry),
+            Processing(),
+            collector="t",
+            keep_delays=keep,
+        )
+        writer.start()
+        for n in range(50):
+            writer.put(request(n))
+            writer.put(ResponseRecord(exchange(n), time.time(), 200, b"HTTP/1.1 200 OK\r\n\r\n", b"x"))
+        writer.stop()
+        assert writer.stats.written == 100
+        kept[keep] = list(writer.stats.delays)
+    assert kept[False] == []
+    assert len(kept[True]) == 50 and all(0 <= d < 60 for d in kept[True])
