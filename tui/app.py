@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
@@ -27,6 +28,7 @@ from tui.exchange_detail import ExchangeScreen
 from tui.exchanges import ExchangesScreen
 from tui.listing import PAGE, ListScreen
 from tui.source import Source
+from tui.terminal_text import shown
 
 __all__ = ["PAGE", "BrowseApp", "EventsScreen", "ExchangesScreen"]
 View = Literal["exchanges", "events"]
@@ -62,6 +64,21 @@ class BrowseApp(App[None]):
         self.group_by: str | None = None
         self.refused = self._read_question(question) if question.strip() else None
         """Why the first question could not be read (the list shows it under the filter bar)."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notice as plain text on one line, whoever sends it (a screen's `notify` comes here):
+        a notice may quote an action id a client chose or an error naming a recorded URL, and
+        Textual reads a notice as markup (`[/x]` raised a MarkupError and closed the browser). No
+        notice of ours uses markup, so `markup` is ignored."""
+        super().notify(shown(message), title=shown(title), severity=severity, timeout=timeout, markup=False)
 
     def get_default_screen(self) -> Screen[Any]:
         """A list is the bottom of the screen stack: escape always comes back to it."""

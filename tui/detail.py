@@ -81,9 +81,8 @@ class DetailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = shown(
-            f"{self.event.kind} {self.event.event_id}"
-        )  # a kind names an MCP method a client chose
+        # the kind names an MCP method, which a client chose
+        self.sub_title = shown(f"{self.event.kind} {self.event.event_id}")
         if self.event.payload_sha256:
             self.read_payload(self.event.payload_sha256)
         if self.event.tool:
@@ -122,7 +121,7 @@ class DetailScreen(Screen[None]):
 
     def action_cycle_mode(self) -> None:
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
-        self.notify(f"body shown as {self.mode}", timeout=2, markup=False)
+        self.notify(f"body shown as {self.mode}", timeout=2)
         if self.data is not None:
             self.show_body()
 
@@ -130,7 +129,7 @@ class DetailScreen(Screen[None]):
         self.post_message(self.ActionWanted(self.event.action_id))
 
     def action_replay(self) -> None:
-        self.notify(shown(f"replaying {self.event.action_id}…"), timeout=3, markup=False)
+        self.notify(f"replaying {self.event.action_id}…", timeout=3)
         self.run_replay(self.event.action_id)
 
     @work(thread=True, exclusive=True, group="replay")

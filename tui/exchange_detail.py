@@ -157,7 +157,7 @@ class ExchangeScreen(ExchangeKeys):
         try:
             calls = self._mcp_calls(loaded)
         except StorageError as e:
-            self.app.call_from_thread(self.notify, shown(f"MCP calls: {e}"), severity="error", markup=False)
+            self.app.call_from_thread(self.notify, f"MCP calls: {e}", severity="error")
             calls = []
         self.app.call_from_thread(self._show, loaded, parts, calls)
 
@@ -304,6 +304,6 @@ class ExchangeScreen(ExchangeKeys):
 
     def action_cycle_mode(self) -> None:
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
-        self.notify(f"bodies shown as {self.mode}", timeout=2, markup=False)
+        self.notify(f"bodies shown as {self.mode}", timeout=2)
         if self.loaded:
             self.show_bodies()

@@ -22,7 +22,6 @@ from tui.curl import curl
 from tui.dialogs import ExportScreen, OutputScreen
 from tui.errors import TuiError
 from tui.source import Source, ToolInfo
-from tui.terminal_text import shown
 
 
 def join_text(tool: str, info: ToolInfo | None) -> str:
@@ -50,7 +49,7 @@ def show_replay(screen: Screen[None], source: Source, action_id: str) -> None:
     try:
         text = source.replay(action_id)
     except (TuiError, StorageError) as e:
-        screen.app.call_from_thread(screen.notify, shown(str(e)), severity="error", timeout=6, markup=False)
+        screen.app.call_from_thread(screen.notify, str(e), severity="error", timeout=6)
         return
     screen.app.call_from_thread(screen.app.push_screen, OutputScreen(f"replay of {action_id}", text))
 
@@ -87,7 +86,7 @@ class ExchangeKeys(Screen[None]):
         action = self.current_action()
         if action is None:
             return
-        self.notify(shown(f"replaying {action}…"), timeout=3, markup=False)
+        self.notify(f"replaying {action}…", timeout=3)
         self.run_replay(action)
 
     @work(thread=True, exclusive=True, group="replay")
@@ -118,9 +117,9 @@ class ExchangeKeys(Screen[None]):
         try:
             said = self.source.export(fmt, actions)
         except (TuiError, StorageError) as e:
-            self.app.call_from_thread(self.notify, shown(str(e)), severity="error", timeout=6, markup=False)
+            self.app.call_from_thread(self.notify, str(e), severity="error", timeout=6)
             return
-        self.app.call_from_thread(self.notify, shown(said), timeout=6, markup=False)
+        self.app.call_from_thread(self.notify, said, timeout=6)
 
     # -- copy as curl -----------------------------------------------------------------------------
 
@@ -137,7 +136,7 @@ class ExchangeKeys(Screen[None]):
                 raise TuiError(f"action {action_id} has no HTTP request to copy")
             body = self.source.payload(event.payload_sha256) if event.payload_sha256 else None
         except (TuiError, StorageError) as e:
-            self.app.call_from_thread(self.notify, shown(str(e)), severity="error", timeout=6, markup=False)
+            self.app.call_from_thread(self.notify, str(e), severity="error", timeout=6)
             return
         text = curl(event.method, event.url, event.head, body)
         self.app.call_from_thread(self._copied, action_id, text)
@@ -151,7 +150,7 @@ class ExchangeKeys(Screen[None]):
     def action_directory(self) -> None:
         tool = self.current_tool()
         if tool is None:
-            self.notify("this exchange names no tool", timeout=3, markup=False)
+            self.notify("this exchange names no tool", timeout=3)
             return
         self.read_tool(tool)
 

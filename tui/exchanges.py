@@ -161,9 +161,7 @@ class ExchangesScreen(ListScreen[Exchange]):
         try:
             events_ = self.source.action(action_id)
         except StorageError as e:
-            self.app.call_from_thread(
-                self.notify, terminal_text.shown(str(e)), severity="error", markup=False
-            )
+            self.app.call_from_thread(self.notify, str(e), severity="error")
             return
         inner = [e for e in events_ if not (opens(e) or answers(e))]
         self.app.call_from_thread(self._expanded, action_id, inner)
