@@ -25,6 +25,7 @@ from tests.browse.mcp_sample import stdio_events
 from tests.browse.sample import NOW
 from tests.browse.tui_support import make_app, settle
 from tests.storage.factory import batch, event
+from tests.support.terminal import obeyable
 from tui.counts import CountsScreen
 from tui.errors import TuiError
 from tui.exchange_detail import ExchangeScreen
@@ -73,7 +74,7 @@ async def test_a_hostile_url_and_agent_are_shown_as_written(hostile: Any, view: 
     assert app.return_code is None  # still running: no MarkupError
     assert "[/x]" in shown and "[b]bold" in shown and "[link=https://evil." in shown  # (a narrow column)
     assert "\\x1b]0;PWNED\\x07" in shown and "m[/y]\\x1b[2J" in shown
-    assert not [c for c in shown if c not in "\n" and (c < " " or "\x7f" <= c <= "\x9f")]
+    assert not obeyable(shown, laid_out="\n")
 
 
 async def test_a_hostile_model_is_shown_as_written_in_the_counts(hostile: Any) -> None:
@@ -102,7 +103,7 @@ async def test_an_exchanges_title_head_and_body_are_shown_as_written(hostile: An
             shown += "\n".join(str(w.render()) + str(w.border_title or "") for w in app.screen.query(Static))
     assert "/a\\x1b]0;PWNED\\x07[b]bold" in shown  # the title
     assert "X-Agent: \\x9b31mred" in shown and "plain \\x1b[2Jtext\nline two" in shown
-    assert not [c for c in shown if c not in "\n\t" and (c < " " or "\x7f" <= c <= "\x9f")]
+    assert not obeyable(shown)
 
 
 async def test_a_large_body_is_shown_as_written_too(tmp_path: Path) -> None:
@@ -122,11 +123,6 @@ async def test_a_large_body_is_shown_as_written_too(tmp_path: Path) -> None:
     finally:
         ledger.close()
     assert areas and all(a.startswith("\\x1b]0;PWNED\\x07 line\n") and "\x1b" not in a for a in areas)
-
-
-def obeyable(text: str) -> list[str]:
-    """The characters of `text` a terminal would obey (line breaks and tabs are laid out, not sent)."""
-    return [c for c in text if c not in "\n\t" and (c < " " or "\x7f" <= c <= "\x9f")]
 
 
 def drawn(app: App[None]) -> str:

@@ -17,6 +17,7 @@ from addons.readback.replay import fill_body, replay, retarget
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream
+from tests.support.terminal import obeyable
 
 CANARY = "sk-canary-7f3a9c21e5"
 RECORDED_BODY = b'{"q": 1, "token": "[API_KEY]"}'
@@ -248,5 +249,5 @@ def test_replay_shows_what_a_hostile_upstream_answered_without_obeying_it(
         )
     assert text.returncode == 0, text.stderr
     assert "+plain \\x1b]0;PWNED\\x07 text" in text.stdout and "+\\x1b[2K\n+fine" in text.stdout
-    assert not [c for c in text.stdout if c not in "\t\n" and (c < " " or "\x7f" <= c <= "\x9f")]
+    assert not obeyable(text.stdout)
     assert "+plain \x1b]0;PWNED\x07 text" in json.loads(data.stdout)["body_diff"]

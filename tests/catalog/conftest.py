@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,3 +62,11 @@ def directory(tmp_path: Path, folder: Path) -> Iterator[Directory]:
     d = open_directory(f"sqlite:///{tmp_path / 'ledger.db'}", folder)
     yield d
     d.close()
+
+
+def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m flightlog ARGS` in a child with FLIGHTLOG_HOME `home`, as a user runs it."""
+    env = {**os.environ, "FLIGHTLOG_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "flightlog", *args], env=env, capture_output=True, text=True, timeout=60
+    )

@@ -10,14 +10,12 @@ controls, lines rewritten; `uses` and `task` did the same with a recorded URL or
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from storage.ledger import open_ledger
-from tests.catalog.conftest import make_folder
+from tests.catalog.conftest import cli, make_folder
 from tests.storage.factory import batch, event
+from tests.support.terminal import obeyable
 
 OSC = "\x1b]0;PWNED\x07"
 """Sets the terminal's title; click strips only CSI sequences from what it prints to a pipe."""
@@ -29,28 +27,15 @@ HOSTILE_ROW = (
 HOSTILE_URL = f"https://api.example.com/a{OSC}\x9b2Kfine"
 
 
-def flightlog(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FLIGHTLOG_HOME": str(home)}
-    done = subprocess.run(
-        [sys.executable, "-m", "flightlog", *args], capture_output=True, env=env, timeout=60, text=True
-    )
-    return done
-
-
-def obeyable(text: str) -> list[str]:
-    """The characters of `text` a terminal would obey (line breaks and tabs are laid out, not sent)."""
-    return [c for c in text if c not in "\t\n" and (c < " " or "\x7f" <= c <= "\x9f")]
-
-
 def test_a_directory_row_is_shown_as_written(tmp_path: Path, home: Path) -> None:
     """find, manifest and get show a row's controls as `\\xHH`; `find --json` escapes them and reads
     back to the exact summary."""
     folder = make_folder(tmp_path / "dir", {"tool/evil.md": HOSTILE_ROW}, aliases=None)
     views = {
-        "find": flightlog(home, "find", "--directory", str(folder), "reads", "mail"),
-        "find --json": flightlog(home, "find", "--directory", str(folder), "--json", "reads", "mail"),
-        "manifest": flightlog(home, "manifest", "--directory", str(folder)),
-        "get": flightlog(home, "get", "--directory", str(folder), "evil"),
+        "find": cli(home, "find", "--directory", str(folder), "reads", "mail"),
+        "find --json": cli(home, "find", "--directory", str(folder), "--json", "reads", "mail"),
+        "manifest": cli(home, "manifest", "--directory", str(folder)),
+        "get": cli(home, "get", "--directory", str(folder), "evil"),
     }
     for name, out in views.items():
         assert out.returncode == 0, (name, out.stderr)
@@ -75,9 +60,9 @@ def test_a_recorded_url_and_error_are_shown_as_written_by_the_joins(home: Path) 
     )
     ledger.close()
     views = {
-        "task": flightlog(home, "task", "T1"),
-        "uses": flightlog(home, "uses", "weather"),
-        "task --json": flightlog(home, "task", "T1", "--json"),
+        "task": cli(home, "task", "T1"),
+        "uses": cli(home, "uses", "weather"),
+        "task --json": cli(home, "task", "T1", "--json"),
     }
     for name, out in views.items():
         assert out.returncode == 0, (name, out.stderr)
@@ -93,8 +78,8 @@ def test_an_alias_problem_is_shown_as_written(tmp_path: Path, home: Path) -> Non
     command that opens the Directory: its controls are shown."""
     aliases = '"mail" = ["NOPE\\u001b]0;PWNED\\u0007\\u009b2K"]\n'
     folder = make_folder(tmp_path / "dir", {"tool/evil.md": HOSTILE_ROW}, aliases=aliases)
-    check = flightlog(home, "directory", "check", "--directory", str(folder))
-    found = flightlog(home, "find", "--directory", str(folder), "reads")
+    check = cli(home, "directory", "check", "--directory", str(folder))
+    found = cli(home, "find", "--directory", str(folder), "reads")
     assert check.returncode == 1 and found.returncode == 0
     for said in (check.stdout, found.stderr):
         assert 'pattern "NOPE\\x1b]0;PWNED\\x07\\x9b2K" names no row' in said, said

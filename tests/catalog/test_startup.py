@@ -22,14 +22,7 @@ from catalog.index import Index, SectionIndex, compile_section
 from catalog.prescan import prescan
 from storage.document_reads import open_sqlite_reads, sqlite_file
 from storage.documents import open_document_store
-from tests.catalog.conftest import make_folder, row
-
-
-def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FLIGHTLOG_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "flightlog", *args], env=env, capture_output=True, text=True, check=False
-    )
+from tests.catalog.conftest import cli, make_folder, row
 
 
 def find_ids(home: Path, folder: Path, *words: str) -> list[str]:

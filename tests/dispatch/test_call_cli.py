@@ -11,6 +11,7 @@ import pytest
 from catalog import tokens
 from tests.dispatch.conftest import SECRET, flightlog, weather
 from tests.dispatch.upstreams import Received, raw_upstream
+from tests.support.terminal import obeyable
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def test_an_upstreams_answer_is_printed_as_json_that_cannot_drive_the_terminal(
     env, _ = cli_world
     out = flightlog(env, "call", "weather", "--args", json.dumps({"city": "Bern\x9b2K\x1b]0;PWNED\x07"}))
     assert out.returncode == 0, out.stderr
-    assert not [c for c in out.stdout if c not in "\n" and (c < " " or "\x7f" <= c <= "\x9f")]
+    assert not obeyable(out.stdout, laid_out="\n")
     assert "\\u009b2K" in out.stdout
     echoed = json.loads(json.loads(out.stdout)["result"]["echo"])
     assert echoed["city"] == "Bern\x9b2K\x1b]0;PWNED\x07"
