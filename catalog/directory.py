@@ -377,7 +377,11 @@ class Directory:
             tags = prescanned()
             if tags == known:
                 return 0
-        moved = None if tags is None else {b for b in set(tags) | set(known) if tags.get(b) != known.get(b)}
+        moved: set[str] | None = None  # the bundles to scan: all, unless the child's tags say which
+        unmoved: dict[str, str] = {}  # the child's tags of the others, checked just now
+        if tags is not None:
+            moved = {b for b in set(tags) | set(known) if tags.get(b) != known.get(b)}
+            unmoved = {b: t for b, t in tags.items() if b not in moved}
         started = time.time_ns()
         scanned = scan(folder, moved)
         dirty = sorted(
@@ -411,9 +415,7 @@ class Directory:
         if changes:
             changeset.commit(self._store, changes, None, message)
         if remember and dirty:
-            fresh = {b: f.stat_tag for b, f in scanned.items()}
-            if tags is not None and moved is not None:  # the bundles not scanned again keep the child's
-                fresh = {**{b: t for b, t in tags.items() if b not in moved}, **fresh}
+            fresh = {**unmoved, **{b: f.stat_tag for b, f in scanned.items()}}
             self._guard(lambda: self._store.save_folder_tags(fresh))
             for bundle, now in read.items():
                 with contextlib.suppress(DocumentStoreError):  # derived data: the next sync reads all
