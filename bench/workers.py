@@ -228,19 +228,23 @@ def report(
             )
             print(ROW.format(engine, n, *cells))
         last = results[(engine, counts[-1])]
-        per_request = statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in last)
         if ceiling := cores_ceiling(last):
             print(
                 f"{engine}: every core busy at {ceiling:.0f} req/s with {counts[-1]} workers "
-                f"({usable_cores()} cores / {per_request:.2f} ms per request): a ratio of at most "
-                f"{ceiling / statistics.median(base):.2f} to one worker"
+                f"({usable_cores()} cores / {per_request_ms(last):.2f} ms per request): a ratio of at "
+                f"most {ceiling / statistics.median(base):.2f} to one worker"
             )
 
 
+def per_request_ms(rows: list[dict[str, float | None]]) -> float:
+    """The CPU ms a request took in all (proxies, writers, upstream and wrk), median over rows."""
+    return statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in rows)
+
+
 def cores_ceiling(rows: list[dict[str, float | None]]) -> float | None:
-    """The req/s at which every usable core would be busy, at the CPU per request these runs
-    measured (proxies, writers, upstream and wrk; medians): what no worker count can exceed here."""
-    per_request = statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in rows)
+    """The req/s at which every usable core would be busy at the CPU a request these runs
+    measured: what no worker count can exceed here."""
+    per_request = per_request_ms(rows)
     return usable_cores() * 1000 / per_request if per_request else None
 
 
