@@ -29,10 +29,15 @@ def default_blobs_url(env: Mapping[str, str] | None = None) -> str:
     return env.get("FLIGHTLOG_BLOBS") or (flightlog_home(env) / "blobs").as_uri()
 
 
+def secrets_path(home: Path) -> Path:
+    """`home/secrets.env`, whether it exists or not (a watcher waits for it to appear)."""
+    return home / "secrets.env"
+
+
 def default_secrets_file(home: Path) -> Path | None:
     """`home/secrets.env` when it exists: the secrets used when no file is named, by the proxy (its
     redaction and its door) and by `flightlog call` alike."""
-    path = home / "secrets.env"
+    path = secrets_path(home)
     return path if path.is_file() else None
 
 

@@ -24,7 +24,7 @@ from addons.errors import AddonError
 from addons.recording.capture_setup import processing, processing_files
 from addons.recording.events import Processing
 from addons.recording.file_stamps import Stamp, stamp
-from storage.locations import flightlog_home
+from storage.locations import flightlog_home, secrets_path
 
 log = logging.getLogger("flightlog.capture")
 
@@ -42,7 +42,7 @@ def watched(opts: Any) -> list[Path]:
     """Every file whose change means a look: the secrets file named, else the default one whether
     it exists or not (it may appear), and the price override."""
     secrets, prices = processing_files(opts)
-    return [secrets or flightlog_home() / "secrets.env", prices]
+    return [secrets or secrets_path(flightlog_home()), prices]
 
 
 class ProcessingWatch:
