@@ -1,11 +1,12 @@
 """One batch, one transaction: blobs, new events (sorted), the chained batch row, position.
 
-The event insert bypasses the ORM: SQLite takes a prepared `executemany` of the ids not stored yet
-(its BEFORE INSERT trigger refuses a known id from any connection, and fires before an ON CONFLICT
-clause is considered, so a re-delivery must not offer them); PostgreSQL COPYs the batch straight into
-`events`, hashing its chain leaves while the server inserts them; when the primary key refuses one (a
-re-delivery, an overlap, another writer's commit), the batch runs again through a temporary table
-and one `INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING event_id` (reference/storage.md: ~96k
+The event insert bypasses the ORM. Once a collector's batches come back wholly new, SQLite takes a
+prepared `executemany` of the batch and PostgreSQL COPYs it straight into `events` (hashing its chain
+leaves while the server inserts them). When one is refused (a re-delivery, an overlap, another
+writer's commit: a primary key, or SQLite's BEFORE INSERT trigger that refuses a known id from any
+connection and fires before an ON CONFLICT clause is considered), the batch runs again the careful
+way: SQLite offers only the ids it found absent, PostgreSQL goes through a temporary table and one
+`INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING event_id` (reference/storage.md: ~96k
 rows/s, against ~6.5k through the ORM). The rows that were new are chained into the batch row
 (storage.chain). The columns are the ones `storage.schema` defines.
 """
@@ -178,13 +179,20 @@ def trigger_off(rows: int) -> bool:
     return rows >= TRIGGER_OFF_MIN
 
 
-def _insert_events_sqlite(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def _insert_events_sqlite(
+    conn: Connection, rows: Sequence[tuple[Any, ...]], staged: bool
+) -> list[tuple[Any, ...]]:
     """Insert the rows (their time already SQLite text) whose ids are not stored yet; give them back.
 
-    Only ids checked absent in this same write transaction are offered, so the refuse-a-known-id
-    trigger could never fire here: for a batch of `TRIGGER_OFF_MIN` rows or more it is off for this
-    one statement (on this connection only; every other connection and statement keeps it)."""
-    fresh = _fresh(rows, _known(conn, "events", "event_id", [r[0] for r in rows]))
+    `staged` (a collector not known caught up: `Ledger._append_once`): only ids checked absent in
+    this same write transaction are offered, so the refuse-a-known-id trigger cannot fire. Else
+    every row is offered without the lookup (in the steady state none is stored: measured, the
+    lookup was ~5% of the writer's CPU under load), and a stored one makes the insert fail, on the
+    trigger or, with the trigger off, the primary key: the caller runs the batch again `staged`.
+    For a batch of `TRIGGER_OFF_MIN` rows or more the trigger is off for this one statement (on
+    this connection only; every other connection and statement keeps it)."""
+    known = _known(conn, "events", "event_id", [r[0] for r in rows]) if staged else set()
+    fresh = _fresh(rows, known)
     with chain.DriverCursor(conn) as cursor:
         if not trigger_off(len(fresh)):
             cursor.executemany(SQLITE_INSERT, fresh)
@@ -300,7 +308,7 @@ def write_batch(
     blobs: Sequence[BlobRecord],
     raw_bytes: int,
     *,
-    staged: bool = False,
+    staged: bool,
     leaves: Sequence[bytes] | None = None,
 ) -> AppendResult:
     """Inside the caller's transaction: write everything of one batch and account for it.
@@ -310,8 +318,8 @@ def write_batch(
     On SQLite `rows` carry their time as text (`to_row(..., text_time=True)`), and `leaves` may be
     their `chain.written_leaves` (in `rows`' order), hashed before the transaction began: SQLite's
     write lock is one for the whole database, and every millisecond of CPU spent holding it is one
-    the other writers wait. `staged` is the PostgreSQL fallback after a concurrent insert (see
-    `_insert_events_pg`).
+    the other writers wait. `staged` asks first which events are stored and offers only the others
+    (a collector catching up after a start; see `_insert_events_sqlite`, `_insert_events_pg`).
     """
     now = datetime.now(UTC)
     chain.lock(conn, batch.collector)
@@ -319,7 +327,7 @@ def write_batch(
     ordered = sorted(rows, key=lambda r: r[0])
     fresh_leaves: list[bytes] | None = None  # chain.link hashes what was not hashed already
     if conn.dialect.name == "sqlite":
-        fresh = _insert_events_sqlite(conn, ordered)
+        fresh = _insert_events_sqlite(conn, ordered, staged)
         if leaves is not None:
             of_row = {id(r): leaf for r, leaf in zip(rows, leaves, strict=True)}
             fresh_leaves = [of_row[id(r)] for r in fresh]

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import io
 import logging
+import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Final, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
@@ -53,10 +55,22 @@ def translate(e: BaseException, url: str) -> StorageError:
     return mapped
 
 
+STORED_KEPT: Final = 4096
+"""Addresses of blobs a Ledger saw committed that it keeps, so as not to ask the database again
+whether they are stored. Blobs are append-only (never deleted: migration 0001's triggers), so a
+payload once stored stays stored; an agent's traffic repeats its bodies (the tool list, the system
+prompt, the same small answer). Measured under bench.workers' load: the lookup was ~6% of the
+writer's CPU, a query (and on PostgreSQL a round trip) per batch."""
+
+
 def _raced(e: BaseException) -> bool:
-    """The direct COPY met an event id another writer committed after this one looked (PostgreSQL's
-    primary key refused it): the batch is run again through `ON CONFLICT DO NOTHING`."""
+    """The direct insert met an event id already stored (a re-delivery, another writer's commit
+    after this one looked): PostgreSQL's primary key refused the COPY, or SQLite's refuse-a-known-id
+    trigger or primary key refused the insert. The batch is run again on the careful path."""
     error = e.orig if isinstance(e, DBAPIError) else e
+    if isinstance(error, sqlite3.IntegrityError):
+        said = str(error)
+        return "events.event_id" in said or "recorded event_id" in said
     diag = getattr(error, "diag", None)
     return getattr(error, "sqlstate", None) == "23505" and getattr(diag, "table_name", None) == "events"
 
@@ -77,8 +91,10 @@ class Ledger:
         self.blobs = blobs
         self.retry_seconds = retry_seconds
         self._caught_up: set[str] = set()
-        """PostgreSQL: collectors whose last batch here was wholly new, so their next batch is
-        COPYed straight into `events` (`_append_once`)."""
+        """Collectors whose last batch here was wholly new, so their next batch's events are
+        inserted without asking first which are stored (`_append_once`)."""
+        self._stored: OrderedDict[str, None] = OrderedDict()
+        """Blob addresses seen committed, oldest first, at most `STORED_KEPT` (`_present`)."""
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -98,7 +114,29 @@ class Ledger:
         leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
-        return self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes, leaves))
+        try:
+            result = self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes, leaves))
+        except BaseException:
+            self._stored.clear()  # a Ledger replaced under this one (a foreign key refused): ask again
+            raise
+        self._remember([*unique, *refs])
+        return result
+
+    def _present(self, conn: Connection, shas: Sequence[str]) -> set[str]:
+        """Which of `shas` are stored: those seen committed (`STORED_KEPT`), and the rest asked."""
+        present = {s for s in shas if s in self._stored}
+        ask = [s for s in shas if s not in present]
+        if ask:
+            present |= known_blobs(conn, ask)
+        return present
+
+    def _remember(self, shas: Sequence[str]) -> None:
+        """Note blobs a committed batch referred to: every one of them is stored now."""
+        stored = self._stored
+        for sha in shas:
+            stored[sha] = None
+        while len(stored) > STORED_KEPT:
+            stored.popitem(last=False)
 
     def _address(self, events: Sequence[Event]) -> tuple[dict[int, Address], dict[str, bytes]]:
         """Hash each distinct payload once: id(bytes) -> address, and sha -> bytes."""
@@ -123,34 +161,47 @@ class Ledger:
     ) -> AppendResult:
         """One attempt at the batch's transaction.
 
-        SQLite: which blobs are stored is read, and the new ones compressed, before BEGIN IMMEDIATE
-        takes the database's one write lock; on the same pooled connection as the write (a checkout
-        and its return cost ~50 us of CPU, ~8% of a one-request commit's).
-
-        PostgreSQL: a collector's batches go through the `ON CONFLICT` path (`staged`) until one
-        comes back wholly new, and are COPYed straight into `events` from then on. A writer started
-        again re-delivers what its predecessor committed, often over several batches: offered to
-        the direct COPY, each would fail on the primary key, roll back, and leave an ERROR line in
-        the server's log. Staging costs one temporary table a connection, and only while catching up.
-        A batch that fails (a lost connection: its commit may have landed) makes the retry stage too.
+        A collector's batches go the careful way (`staged`: ask which events are stored, offer only
+        the others) until one comes back wholly new, and straight in from then on: SQLite inserts
+        them without the lookup, PostgreSQL COPYs them into `events`. A writer started again
+        re-delivers what its predecessor committed, often over several batches: offered straight,
+        each would be refused (a primary key, SQLite's refuse-a-known-id trigger) and rolled back,
+        and on PostgreSQL leave an ERROR line in the server's log. A batch that fails (a lost
+        connection: its commit may have landed) makes the retry careful too; one refused because
+        an id was stored meanwhile (`_raced`) is run again at once the careful way.
         """
-        if self.engine.dialect.name == "sqlite":  # read first: BEGIN IMMEDIATE would hold the lock
-            with self.engine.connect() as conn:
-                present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
-                blobs = self._blobs(unique, refs, present)
-                with conn.execution_options(**WRITE).begin():
-                    return write_batch(conn, batch, rows, blobs, raw_bytes, leaves=leaves)
+        attempt = self._append_sqlite if self.engine.dialect.name == "sqlite" else self._append_pg
         staged = batch.collector not in self._caught_up
         self._caught_up.discard(batch.collector)  # until this batch is known wholly new
         try:
-            result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=staged)
-        except Exception as e:  # the COPY runs on the driver's cursor: psycopg's error, unwrapped
+            result = attempt(batch, rows, unique, refs, raw_bytes, leaves, staged=staged)
+        except Exception as e:  # the insert runs on the driver's cursor: its error, unwrapped
             if staged or not _raced(e):
                 raise
-            result = self._append_pg(batch, rows, unique, refs, raw_bytes, staged=True)
+            result = attempt(batch, rows, unique, refs, raw_bytes, leaves, staged=True)
         if result.new == result.received:
             self._caught_up.add(batch.collector)
         return result
+
+    def _append_sqlite(
+        self,
+        batch: Batch,
+        rows: list[tuple[object, ...]],
+        unique: dict[str, bytes],
+        refs: dict[str, PayloadRef],
+        raw_bytes: int,
+        leaves: list[bytes] | None,
+        *,
+        staged: bool,
+    ) -> AppendResult:
+        """Which blobs are stored is read, and the new ones compressed, before BEGIN IMMEDIATE takes
+        the database's one write lock; on the same pooled connection as the write (a checkout and
+        its return cost ~50 us of CPU, ~8% of a one-request commit's)."""
+        with self.engine.connect() as conn:
+            present = self._present(conn, [*unique, *refs]) if (unique or refs) else set()
+            blobs = self._blobs(unique, refs, present)
+            with conn.execution_options(**WRITE).begin():
+                return write_batch(conn, batch, rows, blobs, raw_bytes, staged=staged, leaves=leaves)
 
     def _append_pg(
         self,
@@ -159,13 +210,15 @@ class Ledger:
         unique: dict[str, bytes],
         refs: dict[str, PayloadRef],
         raw_bytes: int,
+        leaves: list[bytes] | None,
         *,
         staged: bool,
     ) -> AppendResult:
         """One connection and one transaction for the whole batch (a pool checkout and its ping cost
-        a round trip each): which blobs are stored, compress the new ones, write."""
+        a round trip each): which blobs are stored, compress the new ones, write. (`leaves` is
+        None: PostgreSQL hashes them while the server inserts the rows.)"""
         with self.engine.connect() as conn, conn.begin():
-            present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
+            present = self._present(conn, [*unique, *refs]) if (unique or refs) else set()
             blobs = self._blobs(unique, refs, present)
             return write_batch(conn, batch, rows, blobs, raw_bytes, staged=staged)
 

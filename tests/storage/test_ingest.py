@@ -23,6 +23,7 @@ from sqlalchemy import text
 
 from storage.append import HASH_APART_MIN, TRIGGER_OFF_MIN, hash_apart, trigger_off
 from storage.chain_verify import verify_chain
+from storage.errors import RecordRefused
 from storage.events import AppendResult, Event
 from storage.ledger import Ledger, open_ledger
 from storage.rows import COLUMNS, to_row
@@ -227,20 +228,21 @@ def test_a_row_committed_by_another_writer_mid_batch_goes_through_on_conflict(
         ledger.close()
 
 
-def test_a_restarted_writers_redelivery_never_fails_a_copy_and_then_copies_directly(
-    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_restarted_writers_redelivery_never_fails_an_insert_and_then_inserts_directly(
+    ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PostgreSQL: a writer started again re-delivers what its predecessor had committed, often over
-    several batches. Offered straight to `COPY events`, each such batch would fail on the primary key,
-    roll back, and leave an ERROR line in the server's log for the operator to chase; a fresh Ledger
-    instead sends a collector's batches through the `ON CONFLICT` path until one comes back wholly
-    new, and only then copies directly. No transaction of the new Ledger rolls back."""
+    """A writer started again re-delivers what its predecessor had committed, often over several
+    batches. Offered straight (PostgreSQL's `COPY events`, SQLite's insert without the lookup),
+    each such batch would be refused by a primary key or SQLite's trigger and roll back (and on
+    PostgreSQL leave an ERROR line in the server's log for the operator to chase); a fresh Ledger
+    instead sends a collector's batches the careful way until one comes back wholly new, and only
+    then inserts directly. No transaction of the new Ledger rolls back."""
     from sqlalchemy import event as sa_event
 
-    from storage import append as append_module
+    from storage import ledger as ledger_module
 
     blobs = (tmp_path / "blobs").as_uri()
-    first = open_ledger(pg_url, blobs)
+    first = open_ledger(ledger_url, blobs)
     delivered = [batch([mixed(i) for i in range(k * 20, k * 20 + 20)], position=k + 1) for k in range(3)]
     try:
         for b in delivered:
@@ -249,14 +251,14 @@ def test_a_restarted_writers_redelivery_never_fails_a_copy_and_then_copies_direc
         first.close()
 
     paths: list[bool] = []
-    real = append_module._insert_events_pg
+    real = ledger_module.write_batch
 
-    def spy(conn: Any, rows: Any, staged: bool) -> Any:
+    def spy(*args: Any, staged: bool, **kwargs: Any) -> Any:
         paths.append(staged)
-        return real(conn, rows, staged)
+        return real(*args, staged=staged, **kwargs)
 
-    monkeypatch.setattr(append_module, "_insert_events_pg", spy)
-    again = open_ledger(pg_url, blobs)
+    monkeypatch.setattr(ledger_module, "write_batch", spy)
+    again = open_ledger(ledger_url, blobs)
     rollbacks: list[object] = []
     sa_event.listen(again.engine, "rollback", lambda conn: rollbacks.append(conn))
     try:
@@ -265,11 +267,89 @@ def test_a_restarted_writers_redelivery_never_fails_a_copy_and_then_copies_direc
         assert (overlap.new, overlap.duplicates) == (30, 10)
         after = [again.append(batch([mixed(i) for i in range(k, k + 5)], position=k)).new for k in (90, 95)]
         assert after == [5, 5]
-        assert rollbacks == [], "a re-delivered batch failed its COPY and rolled back"
-        assert paths == [True, True, True, True, False], "staged until a batch is wholly new, then direct"
+        assert rollbacks == [], "a re-delivered batch failed its insert and rolled back"
+        assert paths == [True, True, True, True, False], "careful until a batch is wholly new, then direct"
         assert problems(again) == []
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("size", [6, 100])
+def test_a_caught_up_collectors_batch_with_a_stored_id_is_run_again_the_careful_way(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """Once a collector is caught up its batches go straight in; one that carries a stored id
+    anyway (another writer of the same collector, an operator's import) is refused there, by
+    SQLite's trigger (a small batch) or a primary key, and at once run again the careful way: it
+    commits with the stored event counted as a duplicate, and the chain covers only the new rows."""
+    from storage import ledger as ledger_module
+
+    assert ledger.append(batch([mixed(i) for i in range(1000, 1005)], position=1)).new == 5  # caught up
+    paths: list[bool] = []
+    real = ledger_module.write_batch
+
+    def spy(*args: Any, staged: bool, **kwargs: Any) -> Any:
+        paths.append(staged)
+        return real(*args, staged=staged, **kwargs)
+
+    monkeypatch.setattr(ledger_module, "write_batch", spy)
+    result = ledger.append(batch([mixed(i) for i in range(1003, 1003 + size)], position=2))
+    assert (result.new, result.duplicates) == (size - 2, 2)
+    assert paths == [False, True], "direct first, refused, then the careful way"
+    assert ledger.append(batch([mixed(i) for i in range(2000, 2003)], position=3)).new == 3
+    assert paths == [False, True, True], "after a batch that was not wholly new, careful again"
+    with ledger.engine.connect() as conn:
+        count = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
+    assert count == 5 + size - 2 + 3
+    assert problems(ledger) == []
+
+
+def test_a_payload_seen_committed_is_not_looked_up_again(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blobs are never deleted, so a payload a committed batch stored (or found stored) is not
+    asked for again: the next batches that repeat it send no lookup for it, only for new ones."""
+    from storage import ledger as ledger_module
+
+    asked: list[list[str]] = []
+    real = ledger_module.known_blobs
+
+    def spy(conn: Any, shas: Any) -> set[str]:
+        asked.append(sorted(shas))
+        return real(conn, shas)
+
+    monkeypatch.setattr(ledger_module, "known_blobs", spy)
+    same = b'{"tools": ["the same list every time"]}'
+    ledger.append(batch([event(0, payload=same)], position=1))
+    assert len(asked) == 1
+    ledger.append(batch([event(1, payload=same), event(2, payload=same)], position=2))
+    assert len(asked) == 1, "a payload seen committed was asked for again"
+    ledger.append(batch([event(3, payload=same), event(4, payload=b"new")], position=3))
+    assert len(asked) == 2 and len(asked[1]) == 1, "only the new payload is asked for"
+    stored = list(ledger.events([f"ev-{i:06d}" for i in range(5)]))
+    assert [ledger.payload(e.payload_sha256 or "") for e in stored] == [same] * 4 + [b"new"]
+
+
+def test_a_blob_gone_behind_the_ledgers_back_is_asked_for_again_after_one_refusal(
+    ledger_url: str, tmp_path: Path
+) -> None:
+    """A Ledger keeps the addresses of blobs it saw committed; if one disappears behind its back (a
+    database restored from an older copy, a row deleted past the triggers) the batch that refers
+    to it is refused once (its foreign key), the kept addresses are dropped, and the same batch
+    sent again stores the blob anew and commits."""
+    ledger = open_ledger(ledger_url, (tmp_path / "blobs").as_uri(), retry_seconds=1)
+    try:
+        same = b'{"system": "the same prompt"}'
+        ledger.append(batch([event(0, payload=same)], position=1))
+        Tamperer(ledger_url).run("DELETE FROM blobs", drop=("blobs_no_delete",))
+        again = batch([event(1, payload=same)], position=2)
+        with pytest.raises(RecordRefused, match=r"(?i)foreign key"):
+            ledger.append(again)
+        assert ledger.append(again).new == 1
+        (stored,) = ledger.events(["ev-000001"])
+        assert ledger.payload(stored.payload_sha256 or "") == same
+    finally:
+        ledger.close()
 
 
 def test_a_leaf_is_the_same_whatever_form_the_writer_holds_its_time_and_bytes_in() -> None:
