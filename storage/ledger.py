@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError
 from storage import chain, codec
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
+from storage.checkpoints import Checkpointer, backstop
 from storage.engine import WRITE, make_engine
 from storage.errors import (
     BadLedgerUrl,
@@ -95,6 +96,9 @@ class Ledger:
         inserted without asking first which are stored (`_append_once`)."""
         self._stored: OrderedDict[str, None] = OrderedDict()
         """Blob addresses seen committed, oldest first, at most `STORED_KEPT` (`_present`)."""
+        database = engine.url.database if engine.dialect.name == "sqlite" else None
+        self._checkpoints = Checkpointer(database) if database and database != ":memory:" else None
+        """SQLite: the WAL copied back on a thread, not in the commit filling it (`storage.checkpoints`)."""
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -200,8 +204,13 @@ class Ledger:
         with self.engine.connect() as conn:
             present = self._present(conn, [*unique, *refs]) if (unique or refs) else set()
             blobs = self._blobs(unique, refs, present)
+            if self._checkpoints is not None:
+                backstop(conn.connection.info, conn.connection.driver_connection)
             with conn.execution_options(**WRITE).begin():
-                return write_batch(conn, batch, rows, blobs, raw_bytes, staged=staged, leaves=leaves)
+                result = write_batch(conn, batch, rows, blobs, raw_bytes, staged=staged, leaves=leaves)
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
+        return result
 
     def _append_pg(
         self,
@@ -354,7 +363,9 @@ class Ledger:
         return int(rows[0][0]) if rows else None
 
     def close(self) -> None:
-        """Release the database connections."""
+        """Release the database connections (a checkpoint under way finishes first)."""
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         self.engine.dispose()
 
 

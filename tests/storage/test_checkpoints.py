@@ -1,0 +1,99 @@
+"""SQLite: the writer's commits leave the WAL's copy back into the database file to a thread of its
+own (`storage.checkpoints`), and an in-line backstop keeps the WAL bounded under any load."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from storage import checkpoints
+from storage.events import Batch
+from storage.ledger import open_ledger
+from tests.storage.factory import batch, event
+
+HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.example.com\r\n" + b"x-pad: " + b"p" * 300
+
+
+def batches(count: int, size: int = 200) -> list[Batch]:
+    """`count` batches of `size` payload-less events with heads long enough to fill WAL pages."""
+    return [
+        batch([event(k * size + i, None, head=HEAD) for i in range(size)], position=k + 1)
+        for k in range(count)
+    ]
+
+
+def events_in_main_file(db: Path, tmp_path: Path) -> int:
+    """Events the database file alone holds: what checkpoints copied there, without the WAL."""
+    copy = tmp_path / f"main-{time.monotonic_ns()}.db"
+    shutil.copyfile(db, copy)
+    with closing(sqlite3.connect(copy)) as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchall():
+            return 0  # not even the schema has been copied back yet
+        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+
+def checkpoint_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "flightlog-checkpoint" and t.is_alive()]
+
+
+def test_commits_leave_the_checkpoint_to_the_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits that fill the WAL well past SQLite's default 1,000 pages copy nothing back into the
+    database file themselves (no commit pays for a checkpoint); the checkpointer's thread does,
+    `GAP` after them, and it is gone once the Ledger is closed."""
+    db = tmp_path / "ledger.db"
+    monkeypatch.setattr(checkpoints, "GAP", 3600.0)  # the thread never gets to it in this part
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    try:
+        for b in batches(12):
+            ledger.append(b)
+        wal_pages = (db.parent / "ledger.db-wal").stat().st_size // 4096
+        assert wal_pages > 1000, "the batches did not fill the WAL past the default checkpoint"
+        assert events_in_main_file(db, tmp_path) == 0, "a commit checkpointed in-line"
+    finally:
+        ledger.close()
+    assert checkpoint_threads() == []
+
+    monkeypatch.setattr(checkpoints, "GAP", 0.05)
+    second = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    try:
+        second.append(batches(13)[-1])
+        deadline = time.monotonic() + 10
+        while events_in_main_file(db, tmp_path) < 13 * 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert events_in_main_file(db, tmp_path) == 13 * 200, "the checkpointer never copied the WAL back"
+        assert len(checkpoint_threads()) == 1
+    finally:
+        second.close()
+    assert checkpoint_threads() == []
+
+
+def test_the_backstop_keeps_the_wal_bounded_when_the_thread_gets_no_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the checkpointer held off (commits back to back leave it no quiet moment), the writer's
+    own in-line checkpoint at `BACKSTOP_PAGES` still copies the WAL back and lets it start over:
+    the WAL file stays near the backstop plus one commit however much is written."""
+    db = tmp_path / "ledger.db"
+    monkeypatch.setattr(checkpoints, "GAP", 3600.0)
+    monkeypatch.setattr(checkpoints, "BACKSTOP_PAGES", 300)
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    try:
+        written = 0
+        largest = 0
+        for b in batches(20):
+            before = db.with_name("ledger.db-wal").stat().st_size if written else 0
+            ledger.append(b)
+            after = db.with_name("ledger.db-wal").stat().st_size
+            largest = max(largest, after - before)
+            written += len(b.events)
+        wal_pages = db.with_name("ledger.db-wal").stat().st_size // 4096
+        assert wal_pages <= 300 + 2 * largest // 4096, f"the WAL grew to {wal_pages} pages"
+        assert events_in_main_file(db, tmp_path) > written // 2, "no in-line checkpoint ran"
+    finally:
+        ledger.close()
