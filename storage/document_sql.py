@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.document_commit import Committer
 from storage.document_model import Change, Commit, DocumentStoreError, Revision, chunks
 from storage.document_tables import (
     changes_table,
@@ -26,6 +26,7 @@ from storage.document_tables import (
     sections_table,
     tree_table,
 )
+from storage.document_writes import DocumentWrites
 
 
 class SqlStore:
@@ -34,6 +35,22 @@ class SqlStore:
     def __init__(self, engine: Engine, space: str) -> None:
         self.engine = engine
         self.space = space
+        self.writes = DocumentWrites(
+            self._lend, engine.dialect.name == "sqlite", space, (engine.dialect.loaded_dbapi.Error,)
+        )
+        """Every write, on the driver's connection the pool lends (`storage.document_writes`)."""
+
+    @contextmanager
+    def _lend(self) -> Iterator[Any]:
+        """The pool's next connection as the driver's own, given back (rolled back) after."""
+        try:
+            raw = self.engine.raw_connection()
+        except SQLAlchemyError as e:
+            raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
+        try:
+            yield raw.driver_connection
+        finally:
+            raw.close()
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -77,15 +94,7 @@ class SqlStore:
 
     def save_index(self, bundle: str, tag: str, data: bytes) -> None:
         """Keep the derived index of one section, built from the section at `tag`."""
-        key = sa.and_(index_table.c.space == self.space, index_table.c.bundle == bundle)
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(sa.delete(index_table).where(key))
-                conn.execute(
-                    sa.insert(index_table).values(space=self.space, bundle=bundle, tag=tag, data=data)
-                )
-        except SQLAlchemyError as e:
-            raise DocumentStoreError(f"directory index: {e}".splitlines()[0]) from e
+        self.writes.save_index(bundle, tag, data)
 
     def tree(self, bundle: str | None = None) -> dict[tuple[str, str], str]:
         """The head state: `(bundle, path) -> hash`, optionally for one bundle."""
@@ -179,16 +188,7 @@ class SqlStore:
 
     def save_folder_tags(self, tags: dict[str, str]) -> None:
         """Remember the stat tags of the folder just synced."""
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(sa.delete(folders_table).where(folders_table.c.space == self.space))
-                if tags:
-                    conn.execute(
-                        sa.insert(folders_table),
-                        [{"space": self.space, "bundle": b, "stat_tag": t} for b, t in sorted(tags.items())],
-                    )
-        except SQLAlchemyError as e:
-            raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
+        self.writes.save_folder_tags(tags)
 
     # ---- the one write path ------------------------------------------------------------------
 
@@ -196,8 +196,8 @@ class SqlStore:
         self.engine.dispose()
 
     def commit(self, changes: Sequence[Change], *, expected: int | None = None, message: str = "") -> Commit:
-        """Commit `changes` as one revision, all or nothing (see `storage.document_commit`)."""
-        return Committer(self.engine, self.space).commit(changes, expected=expected, message=message)
+        """Commit `changes` as one revision, all or nothing (see `storage.document_writes`)."""
+        return self.writes.commit(changes, expected=expected, message=message)
 
 
 def _utc(value: datetime) -> datetime:

@@ -17,14 +17,17 @@ checks every precondition against the locked head, then writes. A failure before
 rolls back and is reported as such; a failure *during* COMMIT is reported as `IndeterminateCommit`
 because nobody can say whether it landed.
 
-`DocumentStore` is the one interface; where it runs: writes, history and anything on PostgreSQL
-over SQLAlchemy (`storage.document_sql`, imported on first use), the reads of a SQLite Ledger that
-is already at the newest schema with the standard library (`storage.document_reads`), so reading
-a Directory never pays for importing SQLAlchemy.
+`DocumentStore` is the one interface; where it runs: on a SQLite Ledger already at the newest
+schema, reads (`storage.document_reads`) and writes (`storage.document_writes`) with the standard
+library, so neither opening a Directory nor changing it pays for importing SQLAlchemy; history, and
+everything on PostgreSQL or on a file that needs creating or migrating, over SQLAlchemy
+(`storage.document_sql`, imported on first use), whose writes are the same `DocumentWrites` on the
+pool's driver connections.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,7 +44,9 @@ from storage.document_model import (
     sha256_text,
     snapshot_digest,
 )
-from storage.document_reads import open_sqlite_reads
+from storage.document_reads import open_sqlite_reads, sqlite_file
+from storage.document_writes import DocumentWrites
+from storage.sqlite_setup import LentConnection
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -74,6 +79,8 @@ class DocumentStore:
         self.space = space
         self._sql = sql
         self._reads: Reads | None = reads or sql
+        self._writes: DocumentWrites | None = None
+        self._lent: LentConnection | None = None
 
     @property
     def sql(self) -> SqlStore:
@@ -84,6 +91,19 @@ class DocumentStore:
 
             self._sql = SqlStore(make_engine(self.url), self.space)
         return self._sql
+
+    @property
+    def writes(self) -> DocumentWrites:
+        """The write path: on the stdlib connection when the store was opened on the stdlib reads,
+        else on the SQLAlchemy store's pool."""
+        if self._writes is None:
+            path = sqlite_file(self.url) if self._sql is None else None
+            if path is None:
+                self._writes = self.sql.writes
+            else:
+                self._lent = LentConnection(path)
+                self._writes = DocumentWrites(self._lent.lend, True, self.space, (sqlite3.Error,))
+        return self._writes
 
     @property
     def engine(self) -> Engine:
@@ -139,20 +159,22 @@ class DocumentStore:
 
     def save_index(self, bundle: str, tag: str, data: bytes) -> None:
         """Keep the derived index of one section, built from the section at `tag`."""
-        self.sql.save_index(bundle, tag, data)
+        self.writes.save_index(bundle, tag, data)
 
     def save_folder_tags(self, tags: dict[str, str]) -> None:
         """Remember the stat tags of the folder just synced."""
-        self.sql.save_folder_tags(tags)
+        self.writes.save_folder_tags(tags)
 
     def commit(self, changes: Sequence[Change], *, expected: int | None = None, message: str = "") -> Commit:
-        """Commit `changes` as one revision, all or nothing (see `storage.document_commit`)."""
-        return self.sql.commit(changes, expected=expected, message=message)
+        """Commit `changes` as one revision, all or nothing (see `storage.document_writes`)."""
+        return self.writes.commit(changes, expected=expected, message=message)
 
     def close(self) -> None:
         """Close the reads' connection and dispose of the engine (when one was made)."""
         if self._reads is not None and self._reads is not self._sql:
             self._reads.close()
+        if self._lent is not None:
+            self._lent.close()
         if self._sql is not None:
             self._sql.close()
 

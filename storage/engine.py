@@ -6,18 +6,11 @@ writers queue instead of failing half-way. PostgreSQL: psycopg 3, a connection i
 pinged before it is handed out (`ping_when_idle`), so a restarted server costs one reconnect, not an
 error.
 
-The write lock is not waited for with SQLite's busy timeout: its handler sleeps in growing steps
-(1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, then 100 ms), so a writer that found the lock taken for
-60 ms woke up to 25 ms after it was free, and after 230 ms up to 100 ms late: with one writer per
-proxy worker, each writer's commits queued behind the other's that way (bench.workers, issue 14).
-`begin_immediate` asks again every 0.2-2 ms instead, up to `LOCK_WAIT`, and then gives SQLite's own
-SQLITE_BUSY error (the Ledger's `LedgerBusy`: an outage, retried). Behind a long holder (an import,
-a prune) it asks less often as the wait goes on, at most 4% late, so a wait costs little CPU.
+The write lock and the pragmas are `storage.sqlite_setup`'s (the standard library alone).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Final
@@ -28,62 +21,10 @@ from sqlalchemy.exc import ArgumentError, DisconnectionError
 
 from storage.errors import BadLedgerUrl
 from storage.locations import private_file
+from storage.sqlite_setup import begin_immediate, configure
 
 WRITE = {"flightlog_write": True}
 """Execution options for a connection that will write: SQLite takes its write lock up front."""
-
-LOCK_WAIT = 30.0
-"""Seconds a SQLite writer asks for the write lock before SQLITE_BUSY is the answer (read when asked)."""
-BUSY_TIMEOUT_MS: Final = 30_000
-"""SQLite's own busy timeout, for everything but taking the write lock (a reader in WAL mode
-rarely meets a lock: only while a connection recovers the WAL index)."""
-CACHE_KIB: Final = 32 * 1024
-"""SQLite's page cache per connection (a bound, filled only as pages are read; SQLite's default is
-2 MiB). Events arrive with random ids (flow UUIDs), so every insert lands on a random page of the
-primary key and `action_id` indexes: once those outgrow the cache each row read them back from the
-OS (measured with 70-row batches of random ids: ~48 -> ~38 us of CPU a row)."""
-POLL_FIRST: Final = 0.0002
-POLL_MAX: Final = 0.002
-POLL_SHARE: Final = 0.04
-"""Once a wait has lasted `POLL_MAX / POLL_SHARE` (50 ms), the next try comes this share of the
-time already waited later, so a wait ends at most 4% late. Asking every 2 ms the whole time cost
-~30 ms of CPU a second behind a holder that kept the lock for seconds; past 0.6 s this asks 40
-times a second (~4 ms), and a whole 2 s wait costs 19-21 ms of CPU where it cost 55-69
-(`tests/storage/test_sqlite_lock.py`, measured on the 2-core bench machine)."""
-POLL_LONG: Final = 0.025
-"""The longest wait between two tries."""
-_SQLITE_BUSY: Final = 5
-
-
-def next_delay(delay: float, waited: float) -> float:
-    """The sleep before the next try for the write lock: doubling from `POLL_FIRST` to `POLL_MAX`,
-    then `POLL_SHARE` of the time already `waited`, up to `POLL_LONG`."""
-    return min(max(min(delay * 2, POLL_MAX), waited * POLL_SHARE), POLL_LONG)
-
-
-def begin_immediate(dbapi_conn: Any) -> None:
-    """`BEGIN IMMEDIATE` on a raw sqlite3 connection, asking again after `next_delay` while another
-    connection holds the write lock (SQLITE_BUSY, known by its result code), for up to `LOCK_WAIT`
-    seconds; then that SQLITE_BUSY error is raised. The busy timeout is off for these attempts only."""
-    dbapi_conn.execute("PRAGMA busy_timeout = 0")
-    try:
-        first = 0.0
-        delay = POLL_FIRST
-        while True:
-            try:
-                dbapi_conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as e:
-                if (e.sqlite_errorcode or 0) & 0xFF != _SQLITE_BUSY:
-                    raise
-                now = time.monotonic()
-                first = first or now
-                if now >= first + LOCK_WAIT:
-                    raise
-            time.sleep(delay)
-            delay = next_delay(delay, time.monotonic() - first)
-    finally:
-        dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 def normalize_url(url: str) -> str:
@@ -105,18 +46,7 @@ def _sqlite_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # the driver stays out; BEGIN is ours (below)
-        cur = dbapi_conn.cursor()
-        for pragma in (
-            "journal_mode = WAL",
-            "synchronous = NORMAL",
-            "foreign_keys = ON",
-            "recursive_triggers = ON",
-            f"busy_timeout = {BUSY_TIMEOUT_MS}",
-            f"cache_size = -{CACHE_KIB}",
-        ):
-            cur.execute(f"PRAGMA {pragma}")
-        cur.close()
+        configure(dbapi_conn)  # the driver stays out; BEGIN is ours (below)
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:

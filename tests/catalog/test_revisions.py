@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import event
-from sqlalchemy.exc import OperationalError
 
 from catalog.agent_api import AgentApi
 from catalog.directory import Directory, open_directory
@@ -161,14 +160,25 @@ def test_snapshot_is_a_digest_of_content(native: Directory) -> None:
     assert AgentApi(native).snapshot() == f"snapshot {s1.digest}, {s1.concepts} concepts, revision 3"
 
 
-def test_indeterminate_commit_offers_no_retry(native: Directory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When COMMIT itself fails the answer says it may have landed and carries no retry line."""
-    from sqlalchemy.engine import Transaction
+def test_indeterminate_commit_offers_no_retry(
+    native: Directory, ledger_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When COMMIT's answer is lost (here it landed, then the driver reported the connection gone)
+    the answer says it may have landed and carries no retry line."""
+    import sqlite3
 
-    def broken(self: Transaction) -> None:
-        raise OperationalError("COMMIT", {}, Exception("connection lost"))
+    import psycopg
 
-    monkeypatch.setattr(Transaction, "commit", broken)
+    from storage import document_writes
+
+    real = document_writes._commit
+    lost = sqlite3.OperationalError if ledger_url.startswith("sqlite") else psycopg.OperationalError
+
+    def answer_lost(conn: object, sqlite: bool) -> None:
+        real(conn, sqlite)
+        raise lost("connection lost")
+
+    monkeypatch.setattr(document_writes, "_commit", answer_lost)
     with pytest.raises(Indeterminate) as unknown:
         AgentApi(native).write("inbox", "a.md", NOTE)
     assert "may or may not have landed" in str(unknown.value)

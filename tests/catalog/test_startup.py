@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,46 @@ def test_reading_a_directory_never_imports_sqlalchemy(tmp_path: Path, home: Path
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["get_weather", "False"]
+
+
+def test_a_directory_edited_in_its_folder_syncs_without_importing_sqlalchemy(
+    tmp_path: Path, home: Path
+) -> None:
+    """After a row of the folder is edited, the next open syncs it (a commit, the section's index
+    recompiled and saved, the folder's tags saved) on the standard library alone, and what it
+    wrote reads back through SQLAlchemy as it would have been written there: the revision, its
+    time (UTC) and the changed document."""
+    folder = make_folder(tmp_path / "d")
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    open_directory(url, folder).close()
+    space = f"folder:{folder.resolve()}"
+    before = open_document_store(url, space).sql
+    try:
+        head = before.head()
+    finally:
+        before.close()
+    edited = folder / "tool" / "imsg_read.md"
+    edited.write_text(edited.read_text().replace("Read", "Read and herd yaks in", 1))
+    code = (
+        "import sys\nfrom catalog.directory import open_directory\n"
+        f"d = open_directory({url!r}, {str(folder)!r})\n"
+        "print(d.find('herd yaks')[0].row.id, 'sqlalchemy' in sys.modules)\nd.close()\n"
+    )
+    started = datetime.now(UTC)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["imsg_read", "False"]
+    store = open_document_store(url, space).sql
+    try:
+        (revision, *_) = store.history(limit=1)
+        assert revision.revision == head + 1 and revision.parent == head
+        assert revision.at.tzinfo is not None and started - timedelta(seconds=1) <= revision.at
+        assert revision.at <= datetime.now(UTC) and revision.changes == 1
+        sha = store.hash_of("tool", "imsg_read.md")
+        assert sha is not None and "herd yaks" in store.contents([sha])[sha]
+        index_tag = store.index_data(["tool"])["tool"][0]
+        assert store.folder_tags() and index_tag.startswith(store.sections()["tool"] + ":")  # a format suffix
+    finally:
+        store.close()
 
 
 def test_stdlib_reads_answer_what_sqlalchemy_reads_answer(tmp_path: Path, home: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy
 
 from addons.recording.refusals import outage
-from storage import engine
+from storage import sqlite_setup
 from storage.errors import LedgerBusy
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event
@@ -67,7 +67,7 @@ def test_a_lock_held_past_the_bound_is_an_outage(tmp_path: Path, monkeypatch: py
     """With `LOCK_WAIT` at 0.2 s and the lock held for 1.5 s, the append gives up with `LedgerBusy`
     (after the Ledger's own retries), which the writer treats as an outage; once the lock is free
     the same batch commits."""
-    monkeypatch.setattr(engine, "LOCK_WAIT", 0.2)
+    monkeypatch.setattr(sqlite_setup, "LOCK_WAIT", 0.2)
     path = tmp_path / "ledger.db"
     ledger = open_ledger(f"sqlite:///{path}", (tmp_path / "blobs").as_uri(), retry_seconds=0.0)
     holder, _ = held(path, 1.5)
@@ -98,8 +98,8 @@ def test_every_sqlite_connection_has_the_ledgers_settings(tmp_path: Path) -> Non
         "journal_mode": "wal",
         "recursive_triggers": 1,
         "foreign_keys": 1,
-        "busy_timeout": engine.BUSY_TIMEOUT_MS,
-        "cache_size": -engine.CACHE_KIB,
+        "busy_timeout": sqlite_setup.BUSY_TIMEOUT_MS,
+        "cache_size": -sqlite_setup.CACHE_KIB,
     }
     ledger.close()
 
@@ -129,17 +129,17 @@ def test_a_writer_behind_a_long_lock_holder_looks_less_often_the_longer_it_waits
     assert result.new == 1
     # ~1,000 tries before, ~145 now (25 to reach 50 ms, ~65 to reach 0.6 s, then 40 a second)
     assert len(tries) - 1 < 250, f"{len(tries) - 1} tries for the lock in 2 s ({1000 * spent:.0f} ms of CPU)"
-    assert done - released[0] < engine.POLL_LONG + 0.05, f"{1000 * (done - released[0]):.0f} ms late"
+    assert done - released[0] < sqlite_setup.POLL_LONG + 0.05, f"{1000 * (done - released[0]):.0f} ms late"
     ledger.close()
 
 
 def test_the_wait_between_tries_doubles_to_2_ms_then_follows_the_time_waited() -> None:
     """0.2, 0.4, 0.8, 1.6, 2 ms while the wait is short (a busy peer's commit: taken promptly); 4%
     of the time waited once that is longer than 50 ms; never more than `POLL_LONG`."""
-    delays, delay = [], engine.POLL_FIRST
+    delays, delay = [], sqlite_setup.POLL_FIRST
     for waited in (0.0, 0.001, 0.002, 0.004, 0.01):
-        delay = engine.next_delay(delay, waited)
+        delay = sqlite_setup.next_delay(delay, waited)
         delays.append(round(delay * 1000, 3))
     assert delays == [0.4, 0.8, 1.6, 2.0, 2.0]
-    assert engine.next_delay(0.002, 0.5) == pytest.approx(0.02)
-    assert engine.next_delay(0.02, 30.0) == engine.POLL_LONG
+    assert sqlite_setup.next_delay(0.002, 0.5) == pytest.approx(0.02)
+    assert sqlite_setup.next_delay(0.02, 30.0) == sqlite_setup.POLL_LONG

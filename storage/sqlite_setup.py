@@ -1,0 +1,127 @@
+"""A SQLite connection as flightlog holds one: its pragmas, and how a writer takes the write lock.
+
+The standard library alone, so a SQLAlchemy engine (`storage.engine`) and the Directory's stdlib
+path (`storage.document_reads`, `storage.document_writes`) hold their connections alike without
+the latter importing SQLAlchemy.
+
+The write lock is not waited for with SQLite's busy timeout: its handler sleeps in growing steps
+(1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, then 100 ms), so a writer that found the lock taken for
+60 ms woke up to 25 ms after it was free, and after 230 ms up to 100 ms late: with one writer per
+proxy worker, each writer's commits queued behind the other's that way (bench.workers, issue 14).
+`begin_immediate` asks again every 0.2-2 ms instead, up to `LOCK_WAIT`, and then gives SQLite's own
+SQLITE_BUSY error (the Ledger's `LedgerBusy`: an outage, retried). Behind a long holder (an import,
+a prune) it asks less often as the wait goes on, at most 4% late, so a wait costs little CPU.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+LOCK_WAIT = 30.0
+"""Seconds a SQLite writer asks for the write lock before SQLITE_BUSY is the answer (read when asked)."""
+BUSY_TIMEOUT_MS: Final = 30_000
+"""SQLite's own busy timeout, for everything but taking the write lock (a reader in WAL mode
+rarely meets a lock: only while a connection recovers the WAL index)."""
+CACHE_KIB: Final = 32 * 1024
+"""SQLite's page cache per connection (a bound, filled only as pages are read; SQLite's default is
+2 MiB). Events arrive with random ids (flow UUIDs), so every insert lands on a random page of the
+primary key and `action_id` indexes: once those outgrow the cache each row read them back from the
+OS (measured with 70-row batches of random ids: ~48 -> ~38 us of CPU a row)."""
+POLL_FIRST: Final = 0.0002
+POLL_MAX: Final = 0.002
+POLL_SHARE: Final = 0.04
+"""Once a wait has lasted `POLL_MAX / POLL_SHARE` (50 ms), the next try comes this share of the
+time already waited later, so a wait ends at most 4% late. Asking every 2 ms the whole time cost
+~30 ms of CPU a second behind a holder that kept the lock for seconds; past 0.6 s this asks 40
+times a second (~4 ms), and a whole 2 s wait costs 19-21 ms of CPU where it cost 55-69
+(`tests/storage/test_sqlite_lock.py`, measured on the 2-core bench machine)."""
+POLL_LONG: Final = 0.025
+"""The longest wait between two tries."""
+_SQLITE_BUSY: Final = 5
+
+
+def next_delay(delay: float, waited: float) -> float:
+    """The sleep before the next try for the write lock: doubling from `POLL_FIRST` to `POLL_MAX`,
+    then `POLL_SHARE` of the time already `waited`, up to `POLL_LONG`."""
+    return min(max(min(delay * 2, POLL_MAX), waited * POLL_SHARE), POLL_LONG)
+
+
+def begin_immediate(dbapi_conn: Any) -> None:
+    """`BEGIN IMMEDIATE` on a raw sqlite3 connection, asking again after `next_delay` while another
+    connection holds the write lock (SQLITE_BUSY, known by its result code), for up to `LOCK_WAIT`
+    seconds; then that SQLITE_BUSY error is raised. The busy timeout is off for these attempts only."""
+    dbapi_conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        first = 0.0
+        delay = POLL_FIRST
+        while True:
+            try:
+                dbapi_conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:
+                if (e.sqlite_errorcode or 0) & 0xFF != _SQLITE_BUSY:
+                    raise
+                now = time.monotonic()
+                first = first or now
+                if now >= first + LOCK_WAIT:
+                    raise
+            time.sleep(delay)
+            delay = next_delay(delay, time.monotonic() - first)
+    finally:
+        dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+PRAGMAS: Final = (
+    "journal_mode = WAL",
+    "synchronous = NORMAL",
+    "foreign_keys = ON",
+    "recursive_triggers = ON",
+    f"busy_timeout = {BUSY_TIMEOUT_MS}",
+    f"cache_size = -{CACHE_KIB}",
+)
+"""WAL, foreign keys, `recursive_triggers` (so `INSERT OR REPLACE` fires the delete trigger and is
+refused), the busy timeout, the page cache."""
+
+
+def configure(dbapi_conn: Any) -> None:
+    """Set `PRAGMAS` on a new connection and keep the driver out of transactions: BEGIN is ours."""
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    for pragma in PRAGMAS:
+        cur.execute(f"PRAGMA {pragma}")
+    cur.close()
+
+
+class LentConnection:
+    """One configured stdlib connection to a SQLite file, opened on first use and lent for one
+    transaction at a time (threads that share it queue)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def lend(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._conn is None:
+                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+                try:
+                    configure(conn)
+                except sqlite3.Error:
+                    conn.close()
+                    raise
+                self._conn = conn
+            yield self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
