@@ -30,6 +30,7 @@ from storage import chain
 from storage.events import AppendResult, Batch, Conflict
 from storage.rows import COLUMNS, content_fingerprint
 from storage.schema import EventRow
+from storage.sqlite_setup import sqlite_time
 
 PG_TYPES: Final = (
     "text", "text", "text", "int8", "timestamptz", "text", "text", "text", "text", "text", "int4",
@@ -115,11 +116,6 @@ def batch_id(batch: Batch) -> str:
     for event_id in sorted(e.event_id for e in batch.events):
         h.update(b"\x00" + event_id.encode())
     return h.hexdigest()[:32]
-
-
-def sqlite_time(at: datetime) -> str:
-    """SQLAlchemy's own SQLite datetime text form (`at` is aware UTC), so ORM and raw reads agree."""
-    return at.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def _known(conn: Connection, table: str, key: str, keys: Sequence[str]) -> set[str]:

@@ -33,7 +33,7 @@ from storage.document_model import (
     sha256_text,
     snapshot_digest,
 )
-from storage.sqlite_setup import begin_immediate
+from storage.sqlite_setup import begin_immediate, sqlite_time
 
 Connect = Callable[[], AbstractContextManager[Any]]
 """Lends a DB-API connection (sqlite3 or psycopg) for one transaction, taking it back after."""
@@ -54,20 +54,26 @@ class DocumentWrites:
         """The driver's parameter mark."""
 
     @contextmanager
-    def _transaction(self, what: str) -> Iterator[Any]:
-        """A cursor in one write transaction, committed at the end; any driver error rolls it back
-        and is raised as `DocumentStoreError` naming `what`."""
+    def _transaction(self, what: str, lost: Callable[[str], Exception] | None = None) -> Iterator[Any]:
+        """A cursor in one write transaction, committed at the end. A driver error rolls it back and
+        is raised as `DocumentStoreError` naming `what`; one from COMMIT itself as `lost(message)`
+        when given (nobody can say whether it landed)."""
         with self._lent(what) as conn:
             try:
-                cur = self._begin(conn)
-                yield cur
-                _commit(conn, self.sqlite)
+                yield self._begin(conn)
             except self.errors as e:
                 _rollback(conn, self.sqlite, self.errors)
                 raise DocumentStoreError(f"{what}: {e}".splitlines()[0]) from e
             except BaseException:
                 _rollback(conn, self.sqlite, self.errors)
                 raise
+            try:
+                _commit(conn, self.sqlite)
+            except self.errors as e:
+                _rollback(conn, self.sqlite, self.errors)
+                if lost is None:
+                    raise DocumentStoreError(f"{what}: {e}".splitlines()[0]) from e
+                raise lost(str(e).splitlines()[0]) from e
 
     @contextmanager
     def _lent(self, what: str) -> Iterator[Any]:
@@ -122,22 +128,14 @@ class DocumentWrites:
         keys = [(c.bundle, c.path) for c in changes]
         if len(set(keys)) != len(keys):
             raise DocumentStoreError("two changes target the same document")
-        with self._lent("directory store") as conn:
-            try:
-                cur = self._begin(conn)
-                result = self._apply(cur, changes, expected, message)
-            except self.errors as e:
-                _rollback(conn, self.sqlite, self.errors)
-                raise DocumentStoreError(f"directory commit failed: {e}".splitlines()[0]) from e
-            except BaseException:
-                _rollback(conn, self.sqlite, self.errors)
-                raise
-            try:
-                _commit(conn, self.sqlite)
-            except self.errors as e:
-                _rollback(conn, self.sqlite, self.errors)
-                raise IndeterminateCommit(result.revision, str(e).splitlines()[0]) from e
-        return result
+        done: list[Commit] = []
+
+        def lost(said: str) -> Exception:
+            return IndeterminateCommit(done[0].revision, said)
+
+        with self._transaction("directory commit failed", lost) as cur:
+            done.append(self._apply(cur, changes, expected, message))
+        return done[0]
 
     def _apply(self, cur: Any, changes: Sequence[Change], expected: int | None, message: str) -> Commit:
         m, space = self.m, self.space
@@ -195,7 +193,7 @@ class DocumentWrites:
         cur.execute(
             "INSERT INTO directory_revisions (space, revision, parent, at, message, changes, documents,"
             f" snapshot) VALUES ({m}, {m}, {m}, {m}, {m}, {m}, {m}, {m})",
-            (space, revision, head or None, _sqlite_time(now) if self.sqlite else now, message,
+            (space, revision, head or None, sqlite_time(now) if self.sqlite else now, message,
              len(change_rows), documents, snapshot),
         )  # fmt: skip
         return Commit(revision, snapshot, documents, written, deleted)
@@ -281,11 +279,6 @@ def _rollback(conn: Any, sqlite: bool, errors: tuple[type[Exception], ...]) -> N
             conn.execute("ROLLBACK")
     except errors:
         pass
-
-
-def _sqlite_time(at: datetime) -> str:
-    """SQLAlchemy's own SQLite text for an aware UTC datetime, so its reads of `at` parse it."""
-    return at.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def _refusal(change: Change, current: str | None) -> Refusal | None:

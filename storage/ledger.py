@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Final, TypeVar
+from typing import IO, Final, NamedTuple, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
@@ -62,6 +62,20 @@ whether they are stored. Blobs are append-only (never deleted: migration 0001's 
 payload once stored stays stored; an agent's traffic repeats its bodies (the tool list, the system
 prompt, the same small answer). Measured under bench.workers' load: the lookup was ~6% of the
 writer's CPU, a query (and on PostgreSQL a round trip) per batch."""
+
+
+class Prepared(NamedTuple):
+    """A batch made ready for its transaction, before any attempt (`Ledger.append`)."""
+
+    batch: Batch
+    rows: list[tuple[object, ...]]
+    unique: dict[str, bytes]
+    """Distinct payload bytes by address."""
+    refs: dict[str, PayloadRef]
+    """Payloads already spooled into the blob store, by address."""
+    raw_bytes: int
+    leaves: list[bytes] | None
+    """SQLite: the rows' chain leaves, hashed before the write lock is taken."""
 
 
 def _raced(e: BaseException) -> bool:
@@ -118,8 +132,9 @@ class Ledger:
         leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
+        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves)
         try:
-            result = self._retry(lambda: self._append_once(batch, rows, unique, refs, raw_bytes, leaves))
+            result = self._retry(lambda: self._append_once(ready))
         except BaseException:
             self._stored.clear()  # a Ledger replaced under this one (a foreign key refused): ask again
             raise
@@ -154,15 +169,7 @@ class Ledger:
                 unique.setdefault(sha, data)
         return addresses, unique
 
-    def _append_once(
-        self,
-        batch: Batch,
-        rows: list[tuple[object, ...]],
-        unique: dict[str, bytes],
-        refs: dict[str, PayloadRef],
-        raw_bytes: int,
-        leaves: list[bytes] | None,
-    ) -> AppendResult:
+    def _append_once(self, ready: Prepared) -> AppendResult:
         """One attempt at the batch's transaction.
 
         A collector's batches go the careful way (`staged`: ask which events are stored, offer only
@@ -175,66 +182,47 @@ class Ledger:
         an id was stored meanwhile (`_raced`) is run again at once the careful way.
         """
         attempt = self._append_sqlite if self.engine.dialect.name == "sqlite" else self._append_pg
-        staged = batch.collector not in self._caught_up
-        self._caught_up.discard(batch.collector)  # until this batch is known wholly new
+        collector = ready.batch.collector
+        staged = collector not in self._caught_up
+        self._caught_up.discard(collector)  # until this batch is known wholly new
         try:
-            result = attempt(batch, rows, unique, refs, raw_bytes, leaves, staged=staged)
+            result = attempt(ready, staged=staged)
         except Exception as e:  # the insert runs on the driver's cursor: its error, unwrapped
             if staged or not _raced(e):
                 raise
-            result = attempt(batch, rows, unique, refs, raw_bytes, leaves, staged=True)
+            result = attempt(ready, staged=True)
         if result.new == result.received:
-            self._caught_up.add(batch.collector)
+            self._caught_up.add(collector)
         return result
 
-    def _append_sqlite(
-        self,
-        batch: Batch,
-        rows: list[tuple[object, ...]],
-        unique: dict[str, bytes],
-        refs: dict[str, PayloadRef],
-        raw_bytes: int,
-        leaves: list[bytes] | None,
-        *,
-        staged: bool,
-    ) -> AppendResult:
+    def _append_sqlite(self, ready: Prepared, *, staged: bool) -> AppendResult:
         """Which blobs are stored is read, and the new ones compressed, before BEGIN IMMEDIATE takes
         the database's one write lock; on the same pooled connection as the write (a checkout and
         its return cost ~50 us of CPU, ~8% of a one-request commit's)."""
         with self.engine.connect() as conn:
-            present = self._present(conn, [*unique, *refs]) if (unique or refs) else set()
-            blobs = self._blobs(unique, refs, present)
+            blobs = self._blobs(conn, ready)
             if self._checkpoints is not None:
                 backstop(conn.connection.info, conn.connection.driver_connection)
             with conn.execution_options(**WRITE).begin():
-                result = write_batch(conn, batch, rows, blobs, raw_bytes, staged=staged, leaves=leaves)
+                result = write_batch(
+                    conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, leaves=ready.leaves
+                )
         if self._checkpoints is not None:
             self._checkpoints.committed()
         return result
 
-    def _append_pg(
-        self,
-        batch: Batch,
-        rows: list[tuple[object, ...]],
-        unique: dict[str, bytes],
-        refs: dict[str, PayloadRef],
-        raw_bytes: int,
-        leaves: list[bytes] | None,
-        *,
-        staged: bool,
-    ) -> AppendResult:
+    def _append_pg(self, ready: Prepared, *, staged: bool) -> AppendResult:
         """One connection and one transaction for the whole batch (a pool checkout and its ping cost
         a round trip each): which blobs are stored, compress the new ones, write. (`leaves` is
         None: PostgreSQL hashes them while the server inserts the rows.)"""
         with self.engine.connect() as conn, conn.begin():
-            present = self._present(conn, [*unique, *refs]) if (unique or refs) else set()
-            blobs = self._blobs(unique, refs, present)
-            return write_batch(conn, batch, rows, blobs, raw_bytes, staged=staged)
+            blobs = self._blobs(conn, ready)
+            return write_batch(conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged)
 
-    def _blobs(
-        self, unique: dict[str, bytes], refs: dict[str, PayloadRef], present: set[str]
-    ) -> list[BlobRecord]:
+    def _blobs(self, conn: Connection, ready: Prepared) -> list[BlobRecord]:
         """The blob rows a batch adds: its new payloads packed, and its spooled refs not yet stored."""
+        unique, refs = ready.unique, ready.refs
+        present = self._present(conn, [*unique, *refs]) if (unique or refs) else set()
         blobs = self._pack([(s, d) for s, d in unique.items() if s not in present])
         blobs += [
             BlobRecord(r.sha256, r.size, r.stored_size, "store", None)

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -96,6 +97,11 @@ def configure(dbapi_conn: Any) -> None:
     for pragma in PRAGMAS:
         cur.execute(f"PRAGMA {pragma}")
     cur.close()
+
+
+def sqlite_time(at: datetime) -> str:
+    """SQLAlchemy's own SQLite datetime text form (`at` is aware UTC), so ORM and raw reads agree."""
+    return at.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 class LentConnection:

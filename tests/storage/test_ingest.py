@@ -59,6 +59,22 @@ def ledger(ledger_url: str, tmp_path: Path) -> Iterator[Ledger]:
     opened.close()
 
 
+@pytest.fixture
+def paths(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The way each write attempt took from now on, in order: True careful (`staged`), False direct."""
+    from storage import ledger as ledger_module
+
+    taken: list[bool] = []
+    real = ledger_module.write_batch
+
+    def spy(*args: Any, staged: bool, **kwargs: Any) -> Any:
+        taken.append(staged)
+        return real(*args, staged=staged, **kwargs)
+
+    monkeypatch.setattr(ledger_module, "write_batch", spy)
+    return taken
+
+
 def problems(ledger: Ledger) -> list[str]:
     with ledger.engine.connect() as conn:
         return verify_chain(conn, ()).problems
@@ -229,7 +245,7 @@ def test_a_row_committed_by_another_writer_mid_batch_goes_through_on_conflict(
 
 
 def test_a_restarted_writers_redelivery_never_fails_an_insert_and_then_inserts_directly(
-    ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ledger_url: str, tmp_path: Path, paths: list[bool]
 ) -> None:
     """A writer started again re-delivers what its predecessor had committed, often over several
     batches. Offered straight (PostgreSQL's `COPY events`, SQLite's insert without the lookup),
@@ -238,8 +254,6 @@ def test_a_restarted_writers_redelivery_never_fails_an_insert_and_then_inserts_d
     instead sends a collector's batches the careful way until one comes back wholly new, and only
     then inserts directly. No transaction of the new Ledger rolls back."""
     from sqlalchemy import event as sa_event
-
-    from storage import ledger as ledger_module
 
     blobs = (tmp_path / "blobs").as_uri()
     first = open_ledger(ledger_url, blobs)
@@ -250,14 +264,7 @@ def test_a_restarted_writers_redelivery_never_fails_an_insert_and_then_inserts_d
     finally:
         first.close()
 
-    paths: list[bool] = []
-    real = ledger_module.write_batch
-
-    def spy(*args: Any, staged: bool, **kwargs: Any) -> Any:
-        paths.append(staged)
-        return real(*args, staged=staged, **kwargs)
-
-    monkeypatch.setattr(ledger_module, "write_batch", spy)
+    paths.clear()
     again = open_ledger(ledger_url, blobs)
     rollbacks: list[object] = []
     sa_event.listen(again.engine, "rollback", lambda conn: rollbacks.append(conn))
@@ -276,23 +283,14 @@ def test_a_restarted_writers_redelivery_never_fails_an_insert_and_then_inserts_d
 
 @pytest.mark.parametrize("size", [6, 100])
 def test_a_caught_up_collectors_batch_with_a_stored_id_is_run_again_the_careful_way(
-    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, size: int
+    ledger: Ledger, size: int, paths: list[bool]
 ) -> None:
     """Once a collector is caught up its batches go straight in; one that carries a stored id
     anyway (another writer of the same collector, an operator's import) is refused there, by
     SQLite's trigger (a small batch) or a primary key, and at once run again the careful way: it
     commits with the stored event counted as a duplicate, and the chain covers only the new rows."""
-    from storage import ledger as ledger_module
-
     assert ledger.append(batch([mixed(i) for i in range(1000, 1005)], position=1)).new == 5  # caught up
-    paths: list[bool] = []
-    real = ledger_module.write_batch
-
-    def spy(*args: Any, staged: bool, **kwargs: Any) -> Any:
-        paths.append(staged)
-        return real(*args, staged=staged, **kwargs)
-
-    monkeypatch.setattr(ledger_module, "write_batch", spy)
+    paths.clear()
     result = ledger.append(batch([mixed(i) for i in range(1003, 1003 + size)], position=2))
     assert (result.new, result.duplicates) == (size - 2, 2)
     assert paths == [False, True], "direct first, refused, then the careful way"
