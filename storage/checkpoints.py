@@ -32,6 +32,10 @@ BACKSTOP_PAGES: Final = 8000
 """The writer's own `wal_autocheckpoint` while a `Checkpointer` runs beside it (32 MiB of 4 KiB
 pages): reached only when commits leave the checkpointer no quiet moment (an import, a backlog
 written at full speed), and then what it copies is mostly copied already."""
+IDLE: Final = 30.0
+"""Seconds without a commit after which the thread ends, closing its connection (read when it
+waits): a Ledger dropped without `close` keeps no thread for long, and the next commit of one still
+in use starts another."""
 BACKSTOP_SET: Final = "flightlog_checkpoint_backstop"
 """The key a pooled connection's `info` carries once its backstop is set (`backstop`)."""
 
@@ -58,14 +62,17 @@ class Checkpointer:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = 0
+        """The process whose thread is running, 0 when none is."""
+        self._owner = os.getpid()
+        """The process the events and the lock were made in (a forked child makes its own)."""
         self._start_lock = threading.Lock()
         self._reported: str | None = None
 
     def committed(self) -> None:
         """A write committed: a checkpoint is due within `gap`."""
+        self._due.set()  # first: a thread deciding to end for idleness sees it and stays
         if self._pid != os.getpid():
             self._start()
-        self._due.set()
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the thread (a checkpoint under way finishes first); the database stays as it is,
@@ -73,25 +80,38 @@ class Checkpointer:
         self._stopping.set()
         self._due.set()
         thread = self._thread
-        if thread is not None and self._pid == os.getpid():
+        if thread is not None and self._owner == os.getpid():
             thread.join(timeout)
 
     def _start(self) -> None:
+        if self._owner != os.getpid():  # a forked child: a parent's thread may have held these
+            self._owner = os.getpid()
+            self._start_lock = threading.Lock()
+            self._due, self._stopping = threading.Event(), threading.Event()
+            self._due.set()
         with self._start_lock:
-            if self._pid == os.getpid():
+            if self._pid == os.getpid() or self._stopping.is_set():
                 return
-            self._due = threading.Event()
-            self._stopping = threading.Event()
             self._thread = threading.Thread(target=self._run, name="flightlog-checkpoint", daemon=True)
             self._pid = os.getpid()
             self._thread.start()
+
+    def _idle(self) -> bool:
+        """Whether the thread should end: no commit came for `IDLE` seconds (decided under the
+        start lock, so a commit either sees the thread gone and starts one, or is seen)."""
+        if self._due.wait(IDLE):
+            return False
+        with self._start_lock:
+            if self._due.is_set():
+                return False
+            self._pid = 0
+            return True
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
         try:
             while True:
-                self._due.wait()
-                if self._stopping.wait(self.gap):
+                if self._idle() or self._stopping.wait(self.gap):
                     return
                 self._due.clear()
                 try:

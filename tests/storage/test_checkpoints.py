@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -38,11 +39,25 @@ def events_in_main_file(db: Path, tmp_path: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
 
-def checkpoint_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "flightlog-checkpoint" and t.is_alive()]
+@pytest.fixture
+def checkpoint_threads() -> Callable[[], list[threading.Thread]]:
+    """The checkpoint threads alive now that were not when the test began (other tests' Ledgers,
+    left open in this worker, may still have theirs)."""
+    before = set(threading.enumerate())
+
+    def alive() -> list[threading.Thread]:
+        return [
+            t
+            for t in threading.enumerate()
+            if t.name == "flightlog-checkpoint" and t.is_alive() and t not in before
+        ]
+
+    return alive
 
 
-def test_commits_leave_the_checkpoint_to_the_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_commits_leave_the_checkpoint_to_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpoint_threads: Callable[[], list[threading.Thread]]
+) -> None:
     """Commits that fill the WAL well past SQLite's default 1,000 pages copy nothing back into the
     database file themselves (no commit pays for a checkpoint); the checkpointer's thread does,
     `GAP` after them, and it is gone once the Ledger is closed."""
@@ -97,3 +112,31 @@ def test_the_backstop_keeps_the_wal_bounded_when_the_thread_gets_no_turn(
         assert events_in_main_file(db, tmp_path) > written // 2, "no in-line checkpoint ran"
     finally:
         ledger.close()
+
+
+def test_an_idle_checkpointer_ends_its_thread_and_the_next_commit_starts_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpoint_threads: Callable[[], list[threading.Thread]]
+) -> None:
+    """A Ledger left open with no commits keeps no checkpoint thread past `IDLE` (one dropped
+    without `close` leaks none for long), and its next commit starts one that checkpoints again."""
+    db = tmp_path / "ledger.db"
+    monkeypatch.setattr(checkpoints, "GAP", 0.02)
+    monkeypatch.setattr(checkpoints, "IDLE", 0.3)
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    try:
+        work = batches(2)
+        ledger.append(work[0])
+        assert len(checkpoint_threads()) == 1
+        deadline = time.monotonic() + 10
+        while checkpoint_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert checkpoint_threads() == [], "the thread outlived its idleness"
+        assert events_in_main_file(db, tmp_path) == 200
+        ledger.append(work[1])
+        assert len(checkpoint_threads()) == 1
+        while events_in_main_file(db, tmp_path) < 400 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert events_in_main_file(db, tmp_path) == 400, "the restarted thread never checkpointed"
+    finally:
+        ledger.close()
+    assert checkpoint_threads() == []
