@@ -309,7 +309,8 @@ def write_batch(
 ) -> AppendResult:
     """Inside the caller's transaction: write everything of one batch and account for it.
 
-    The collector's chain lock comes first (storage.chain.lock), so two writers of one collector
+    `rows` are sorted by event_id (the order they are inserted and chained in). The collector's
+    chain lock comes first (storage.chain.lock), so two writers of one collector
     queue before either inserts a row: neither waits on the other's rows while holding the lock.
     On SQLite `rows` carry their time as text (`to_row(..., text_time=True)`), and `leaves` may be
     their `chain.written_leaves` (in `rows`' order), hashed before the transaction began: SQLite's
@@ -320,20 +321,21 @@ def write_batch(
     now = datetime.now(UTC)
     chain.lock(conn, batch.collector)
     _insert_blobs(conn, blobs, now)
-    ordered = sorted(rows, key=lambda r: r[0])
-    fresh_leaves: list[bytes] | None = None  # chain.link hashes what was not hashed already
+    fresh_leaves: Sequence[bytes] | None = None  # chain.link hashes what was not hashed already
     if conn.dialect.name == "sqlite":
-        fresh = _insert_events_sqlite(conn, ordered, staged)
-        if leaves is not None:
+        fresh = _insert_events_sqlite(conn, rows, staged)
+        if leaves is not None and len(fresh) == len(rows):
+            fresh_leaves = leaves  # every row was new: the same rows, in the same order
+        elif leaves is not None:
             of_row = {id(r): leaf for r, leaf in zip(rows, leaves, strict=True)}
             fresh_leaves = [of_row[id(r)] for r in fresh]
     else:
-        fresh, fresh_leaves = _insert_events_pg(conn, ordered, staged)
+        fresh, fresh_leaves = _insert_events_pg(conn, rows, staged)
     new = len(fresh)
     conflicts: list[Conflict] = []
-    if new < len(ordered):
-        stored = _stored_fingerprints(conn, [r[0] for r in ordered])
-        offered = {r[0]: content_fingerprint(dict(zip(COLUMNS, r, strict=True))) for r in ordered}
+    if new < len(rows):
+        stored = _stored_fingerprints(conn, [r[0] for r in rows])
+        offered = {r[0]: content_fingerprint(dict(zip(COLUMNS, r, strict=True))) for r in rows}
         conflicts = [
             Conflict(event_id=i, stored_fingerprint=stored[i], offered_fingerprint=offered[i])
             for i in sorted(offered)
@@ -341,9 +343,9 @@ def write_batch(
         ]
     result = AppendResult(
         batch_id=batch_id(batch),
-        received=len(ordered),
+        received=len(rows),
         new=new,
-        duplicates=len(ordered) - new - len(conflicts),
+        duplicates=len(rows) - new - len(conflicts),
         conflicts=tuple(conflicts),
     )
     link = chain.link(

@@ -281,6 +281,6 @@ def link(
         index=index + 1,
         digest=digest(previous, head, leaves),
         event_ids=json.dumps([r[0] for r in rows], ensure_ascii=False),
-        event_leaves="".join(leaf[: LEAF_HEX // 2].hex() for leaf in leaves),
+        event_leaves=b"".join([leaf[: LEAF_HEX // 2] for leaf in leaves]).hex(),
         event_columns=",".join(COLUMNS),
     )

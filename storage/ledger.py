@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Final, NamedTuple, TypeVar
 
@@ -128,6 +129,7 @@ class Ledger:
         addresses, unique = self._address(batch.events)
         sqlite = self.engine.dialect.name == "sqlite"
         rows = [to_row(e, payload_address(e, addresses), text_time=sqlite) for e in batch.events]
+        rows.sort(key=itemgetter(0))  # by event_id, as they are inserted and chained
         # SQLite: the chain's leaves are hashed now, before the write lock (one for the database) is held.
         leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
