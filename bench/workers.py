@@ -10,10 +10,11 @@ Prints per configuration the median req/s, its ratio to one worker of the same e
 the per-round paired ratio (median and range: drift between rounds cancels), the CPU ms per request
 of the proxies (supervisor and workers: their event loops bound the throughput) and of the writer
 processes (what one writer fed by every worker would have to do alone on one core), `rest-ms`: the
-upstream's and wrk's (on a 2-core machine they share the cores with the proxies, so 2 workers can
-serve at most cores / (cpu + writer + rest) requests per ms: `ceiling` is that rate as a ratio to
-one worker's req/s, and `reached` the share of it served; PostgreSQL's own backends are not
-counted, so on `pg` the ceiling is above what can be reached), the
+upstream's and wrk's, `db-ms`: the PostgreSQL server's (every `postgres` process on the machine:
+the backends, the WAL writer, the checkpointer; 0 on SQLite, whose work is the writer's). On a
+2-core machine they all share the cores with the proxies, so 2 workers can serve at most cores /
+(cpu + writer + rest + db) requests per ms: `ceiling` is that rate as a ratio to one worker's
+req/s, and `reached` the share of it served), the
 answer->commit delay p99 (the worst worker's), and `recorded`: events the writers wrote over two
 per request wrk counted (the warm-up's included; slightly above 1.00, as wrk does not count the
 requests still in flight when it stops, which are answered and recorded all the same), and
@@ -44,10 +45,10 @@ from bench._upstream import Upstream, add_load_options, free_port, start_upstrea
 from bench.capture import STATE_FILE, wrk
 from flightlog.cores import usable_cores
 
-ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8} {:>7} {:>8}"
+ROW = "{:7} {:>7} {:>8} {:>6} {:>18} {:>7} {:>9} {:>8} {:>6} {:>10} {:>9} {:>8} {:>7} {:>8}"
 HEADER = (
-    "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms rest-ms commit-p99 recorded busiest"
-    " ceiling reached"
+    "engine workers req/s ratio paired-[min-max] cpu-ms writer-ms rest-ms db-ms commit-p99 recorded"
+    " busiest ceiling reached"
 ).split()
 
 
@@ -86,6 +87,24 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
         else:
             proxies += used
     return proxies, writers
+
+
+def server_cpu_seconds() -> float:
+    """CPU seconds of every PostgreSQL server process on this machine (user + system, and of the
+    children each reaped: a backend that ended meanwhile is still counted by the postmaster). While
+    the bench runs, its database is the only one at work."""
+    total = 0.0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "comm").read_text().strip() != "postgres":
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def start(engine: str, workers: int, upstream: int, work: Path, ca: Path | None) -> Proxy:
@@ -141,9 +160,12 @@ def measure(
     proxy: Proxy, upstream: Upstream, size: int, seconds: float, connections: int
 ) -> dict[str, float | None]:
     _, _, warm = wrk(proxy.port, size, 1.0, connections)
+    server = server_cpu_seconds if proxy.ledger.startswith("postgresql") else lambda: 0.0
     loop_before, writer_before = cpu_seconds(proxy.proc.pid)
     rest_before = upstream.cpu_seconds() + _children_cpu()
+    db_before = server()
     rps, p99, total = wrk(proxy.port, size, seconds, connections)
+    db_after = server()
     rest_after = upstream.cpu_seconds() + _children_cpu()
     loop_after, writer_after = cpu_seconds(proxy.proc.pid)
     written, delay, busiest = stop(proxy)
@@ -153,6 +175,7 @@ def measure(
         "cpu": (loop_after - loop_before) / total * 1000,
         "wcpu": (writer_after - writer_before) / total * 1000,
         "rest": (rest_after - rest_before) / total * 1000,
+        "db": (db_after - db_before) / total * 1000,
         "delay": delay,
         "recorded": written / (2 * (warm + total)),
         "busiest": busiest,
@@ -220,6 +243,7 @@ def report(
                 f"{statistics.median(r['cpu'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(r['wcpu'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(r['rest'] or 0.0 for r in rows):.2f}",
+                f"{statistics.median(r.get('db') or 0.0 for r in rows):.2f}",
                 f"{statistics.median(delays) * 1000:.0f} ms" if delays else "-",
                 f"{min(r['recorded'] or 0.0 for r in rows):.2f}",
                 f"{statistics.median(r['busiest'] or 0.0 for r in rows):.2f}",
@@ -237,8 +261,11 @@ def report(
 
 
 def per_request_ms(rows: list[dict[str, float | None]]) -> float:
-    """The CPU ms a request took in all (proxies, writers, upstream and wrk), median over rows."""
-    return statistics.median((r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) for r in rows)
+    """The CPU ms a request took in all (proxies, writers, upstream and wrk, the PostgreSQL server),
+    median over rows."""
+    return statistics.median(
+        (r["cpu"] or 0) + (r["wcpu"] or 0) + (r["rest"] or 0) + (r.get("db") or 0) for r in rows
+    )
 
 
 def cores_ceiling(rows: list[dict[str, float | None]]) -> float | None:
