@@ -56,8 +56,6 @@ class Checkpointer:
     def __init__(self, database: str, gap: float | None = None) -> None:
         self.database = database
         self.gap = GAP if gap is None else gap
-        self.done = 0
-        """Checkpoints run (each may have copied nothing, when another connection had)."""
         self._due = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -118,7 +116,6 @@ class Checkpointer:
                     if conn is None:
                         conn = sqlite3.connect(self.database, isolation_level=None, check_same_thread=False)
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    self.done += 1
                     self._reported = None
                 except sqlite3.Error as e:  # the backstop checkpoints meanwhile; try again next commit
                     said = f"{type(e).__name__}: {e}"

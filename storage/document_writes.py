@@ -16,7 +16,7 @@ edited, bench.startup); PostgreSQL, and a SQLite file SQLAlchemy opened, lend th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,15 +77,13 @@ class DocumentWrites:
 
     @contextmanager
     def _lent(self, what: str) -> Iterator[Any]:
-        try:
-            lent = self.connect()
-            conn = lent.__enter__()
-        except self.errors as e:
-            raise DocumentStoreError(f"{what}: {e}".splitlines()[0]) from e
-        try:
+        """A connection from `connect`; failing to get one is the store's error too."""
+        with ExitStack() as stack:
+            try:
+                conn = stack.enter_context(self.connect())
+            except self.errors as e:
+                raise DocumentStoreError(f"{what}: {e}".splitlines()[0]) from e
             yield conn
-        finally:
-            lent.__exit__(None, None, None)
 
     def _begin(self, conn: Any) -> Any:
         if self.sqlite:
