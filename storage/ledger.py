@@ -210,7 +210,7 @@ class Ledger:
                     conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, leaves=ready.leaves
                 )
         if self._checkpoints is not None:
-            self._checkpoints.committed()
+            self._checkpoints.committed(result.new)
         return result
 
     def _append_pg(self, ready: Prepared, *, staged: bool) -> AppendResult:

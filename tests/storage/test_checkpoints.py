@@ -77,11 +77,12 @@ def test_commits_leave_the_checkpoint_to_the_thread(
     monkeypatch.setattr(checkpoints, "GAP", 0.05)
     second = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
     try:
-        second.append(batches(13)[-1])
+        for b in batches(20)[12:]:  # enough frames by `frames`' estimate for a checkpoint to be due
+            second.append(b)
         deadline = time.monotonic() + 10
-        while events_in_main_file(db, tmp_path) < 13 * 200 and time.monotonic() < deadline:
+        while events_in_main_file(db, tmp_path) < 20 * 200 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert events_in_main_file(db, tmp_path) == 13 * 200, "the checkpointer never copied the WAL back"
+        assert events_in_main_file(db, tmp_path) == 20 * 200, "the checkpointer never copied the WAL back"
         assert len(checkpoint_threads()) == 1
     finally:
         second.close()
@@ -122,6 +123,7 @@ def test_an_idle_checkpointer_ends_its_thread_and_the_next_commit_starts_one(
     db = tmp_path / "ledger.db"
     monkeypatch.setattr(checkpoints, "GAP", 0.02)
     monkeypatch.setattr(checkpoints, "IDLE", 0.3)
+    monkeypatch.setattr(checkpoints, "PAGES", 1)  # every commit makes one due
     ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
     try:
         work = batches(2)
@@ -140,3 +142,52 @@ def test_an_idle_checkpointer_ends_its_thread_and_the_next_commit_starts_one(
     finally:
         ledger.close()
     assert checkpoint_threads() == []
+
+
+def test_an_agent_paced_writer_checkpoints_at_sqlites_cadence_not_after_every_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpoint_threads: Callable[[], list[threading.Thread]]
+) -> None:
+    """A few small commits (an agent's pace) make no checkpoint due: each would cost the writer its
+    wake-up, copy and syncs for a handful of pages (bench.trickle: +44% of the writer's CPU at 5
+    requests a second). Once about `PAGES` frames were written, one is, and it runs."""
+    db = tmp_path / "ledger.db"
+    monkeypatch.setattr(checkpoints, "GAP", 0.02)
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    try:
+        small = batches(60, size=2)
+        for b in small[:10]:
+            ledger.append(b)
+        time.sleep(0.3)
+        assert checkpoint_threads() == [] and events_in_main_file(db, tmp_path) == 0
+        assert checkpoints.frames(2) * 10 < checkpoints.PAGES <= checkpoints.frames(2) * 60
+        for b in small[10:]:
+            ledger.append(b)
+        deadline = time.monotonic() + 10
+        while events_in_main_file(db, tmp_path) < 100 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert events_in_main_file(db, tmp_path) >= 100, "no checkpoint ran once enough was written"
+    finally:
+        ledger.close()
+
+
+def test_the_frame_estimate_stays_near_what_sqlite_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The estimate that sets the cadence is within a factor of two of the WAL frames SQLite reports
+    for commits of 2, 20, 120 and 600 events into a Ledger that already holds some."""
+    db = tmp_path / "ledger.db"
+    monkeypatch.setattr(checkpoints, "PAGES", 10**9)  # this test's own checkpoints alone
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    position = 0
+    try:
+        for rows in (600, 2, 20, 120, 600):
+            with closing(sqlite3.connect(db)) as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                for _ in range(5):
+                    position += 1
+                    first = position * 1000
+                    ledger.append(batch([event(first + i, None, head=HEAD) for i in range(rows)], position))
+                written = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1] / 5
+            assert 0.5 <= checkpoints.frames(rows) / written <= 2.0, (rows, written)
+    finally:
+        ledger.close()
