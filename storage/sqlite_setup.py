@@ -117,7 +117,12 @@ class LentConnection:
     def lend(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._conn is None:
-                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+                conn = sqlite3.connect(  # mode=rw: a write never makes an empty file where the Ledger was
+                    f"{self.path.resolve().as_uri()}?mode=rw",
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    check_same_thread=False,
+                )
                 try:
                     configure(conn)
                 except sqlite3.Error:
