@@ -3,25 +3,13 @@ one clear error, nothing half-written, and the next write works."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from storage.document_model import Change, DocumentStoreError
 from storage.documents import open_document_store
-
-
-def _end_backend(url: str, pid: int) -> None:
-    """Terminate one server backend, as a server restart would end it."""
-    admin = url.replace("postgresql+psycopg://", "postgresql://", 1)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        for _ in range(100):
-            if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
-                return
-            time.sleep(0.02)
+from tests.support.postgres import end_backend
 
 
 def test_a_postgres_write_whose_connection_the_server_ended_fails_once_then_commits(pg_url: str) -> None:
@@ -36,7 +24,7 @@ def test_a_postgres_write_whose_connection_the_server_ended_fails_once_then_comm
             pid = raw.driver_connection.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[union-attr]
         finally:
             raw.close()
-        _end_backend(pg_url, pid)
+        end_backend(pg_url, pid)
         with pytest.raises(DocumentStoreError) as failed:
             store.commit([Change("b", "two.md", "two")])
         assert "\n" not in str(failed.value) and "directory commit failed" in str(failed.value)

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
@@ -24,6 +23,7 @@ from sqlalchemy.exc import OperationalError
 from storage.engine import make_engine, ping_when_idle
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event
+from tests.support.postgres import end_backend
 
 IDLE = 0.3
 
@@ -35,14 +35,8 @@ def _pid(engine: Engine) -> int:
 
 def _kill(engine: Engine) -> None:
     """Terminate the server backend behind the pool's one connection, as a restart would."""
-    pid = _pid(engine)
     admin_url = engine.url.set(drivername="postgresql", query={}).render_as_string(hide_password=False)
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        for _ in range(100):
-            if not admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
-                break
-            time.sleep(0.02)
+    end_backend(admin_url, _pid(engine))
 
 
 @pytest.fixture
