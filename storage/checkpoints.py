@@ -26,11 +26,13 @@ import sqlite3
 import threading
 from typing import Any, Final
 
+from storage.sqlite_setup import open_file
+
 log = logging.getLogger("flightlog.storage")
 
 GAP: Final = 0.25
 """Seconds from the commit that makes a checkpoint due to the checkpoint: the commits in between
-share it."""
+share it (read when the thread waits)."""
 PAGES: Final = 1000
 """WAL frames (by `frames`' estimate) after which a checkpoint is due: SQLite's default
 `wal_autocheckpoint` (read when a commit is counted)."""
@@ -64,12 +66,11 @@ def backstop(connection_info: dict[Any, Any], driver_connection: Any) -> None:
 
 
 class Checkpointer:
-    """Checkpoints one SQLite database `gap` seconds after the commits it is told of, on a daemon
+    """Checkpoints one SQLite database `GAP` seconds after the commits it is told of, on a daemon
     thread started when the first is due (and again in a forked child, where the parent's is not)."""
 
-    def __init__(self, database: str, gap: float | None = None) -> None:
+    def __init__(self, database: str) -> None:
         self.database = database
-        self.gap = GAP if gap is None else gap
         self._due = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -83,7 +84,7 @@ class Checkpointer:
         """WAL frames written since a checkpoint was last made due (`frames`' estimate)."""
 
     def committed(self, rows: int) -> None:
-        """A write of `rows` new events committed: a checkpoint is due within `gap` once about
+        """A write of `rows` new events committed: a checkpoint is due within `GAP` once about
         `PAGES` frames were written since the last one was."""
         self._written += frames(rows)
         if self._written < PAGES:
@@ -130,12 +131,12 @@ class Checkpointer:
         conn: sqlite3.Connection | None = None
         try:
             while True:
-                if self._idle() or self._stopping.wait(self.gap):
+                if self._idle() or self._stopping.wait(GAP):
                     return
                 self._due.clear()
                 try:
                     if conn is None:
-                        conn = sqlite3.connect(self.database, isolation_level=None, check_same_thread=False)
+                        conn = open_file(self.database)
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self._reported = None
                 except sqlite3.Error as e:  # the backstop checkpoints meanwhile; try again next commit

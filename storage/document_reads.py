@@ -19,6 +19,7 @@ from pathlib import Path
 
 from storage.document_model import DocumentStoreError, chunks
 from storage.locations import private_file
+from storage.sqlite_setup import open_file
 
 PREFIX = "sqlite:///"
 
@@ -48,7 +49,7 @@ class SqliteReads:
         store reopens on its next read, as an engine does after `dispose()`."""
         with self._lock:
             try:
-                conn = self._conn = self._conn or _connect(self._path)
+                conn = self._conn = self._conn or open_file(self._path)
                 conn.execute("BEGIN")
                 try:
                     yield conn
@@ -127,10 +128,6 @@ class SqliteReads:
                 self._conn = None
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-
-
 def open_sqlite_reads(url: str, space: str) -> SqliteReads | None:
     """Stdlib reads of `space` when `url` is a SQLite file already at the newest schema, else None
     (the caller then opens, creates or migrates it with SQLAlchemy)."""
@@ -141,7 +138,7 @@ def open_sqlite_reads(url: str, space: str) -> SqliteReads | None:
         return None
     private_file(path)  # 0600, as the engine's open leaves it: the Ledger is the operator's
     try:
-        conn = _connect(path)
+        conn = open_file(path)
     except sqlite3.Error:
         return None
     try:

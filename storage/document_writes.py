@@ -16,7 +16,7 @@ edited, bench.startup); PostgreSQL, and a SQLite file SQLAlchemy opened, lend th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,15 +62,15 @@ class DocumentWrites:
             try:
                 yield self._begin(conn)
             except self.errors as e:
-                _rollback(conn, self.sqlite, self.errors)
+                _rollback(conn, self.errors)
                 raise DocumentStoreError(f"{what}: {e}".splitlines()[0]) from e
             except BaseException:
-                _rollback(conn, self.sqlite, self.errors)
+                _rollback(conn, self.errors)
                 raise
             try:
-                _commit(conn, self.sqlite)
+                _commit(conn)
             except self.errors as e:
-                _rollback(conn, self.sqlite, self.errors)
+                _rollback(conn, self.errors)
                 if lost is None:
                     raise DocumentStoreError(f"{what}: {e}".splitlines()[0]) from e
                 raise lost(str(e).splitlines()[0]) from e
@@ -261,22 +261,15 @@ class DocumentWrites:
                 )
 
 
-def _commit(conn: Any, sqlite: bool) -> None:
-    if sqlite:
-        conn.execute("COMMIT")  # the driver stays out of transactions: BEGIN IMMEDIATE was ours
-    else:
-        conn.commit()
+def _commit(conn: Any) -> None:
+    """COMMIT (DB-API's: sqlite3 commits the transaction BEGIN IMMEDIATE opened, psycopg its own)."""
+    conn.commit()
 
 
-def _rollback(conn: Any, sqlite: bool, errors: tuple[type[Exception], ...]) -> None:
-    """Roll back what is open; a connection already gone has nothing left to roll back."""
-    try:
-        if not sqlite:
-            conn.rollback()
-        elif conn.in_transaction:
-            conn.execute("ROLLBACK")
-    except errors:
-        pass
+def _rollback(conn: Any, errors: tuple[type[Exception], ...]) -> None:
+    """Roll back what is open (nothing is a no-op); a connection already gone has nothing left."""
+    with suppress(errors):
+        conn.rollback()
 
 
 def _refusal(change: Change, current: str | None) -> Refusal | None:

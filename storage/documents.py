@@ -81,6 +81,8 @@ class DocumentStore:
         self._reads: Reads | None = reads or sql
         self._writes: DocumentWrites | None = None
         self._lent: LentConnection | None = None
+        self._file = sqlite_file(url) if reads is not None else None
+        """The SQLite file of a store opened on the stdlib reads, whose writes are stdlib too."""
 
     @property
     def sql(self) -> SqlStore:
@@ -97,11 +99,10 @@ class DocumentStore:
         """The write path: on the stdlib connection when the store was opened on the stdlib reads,
         else on the SQLAlchemy store's pool."""
         if self._writes is None:
-            path = sqlite_file(self.url) if self._sql is None else None
-            if path is None:
+            if self._file is None:
                 self._writes = self.sql.writes
             else:
-                self._lent = LentConnection(path)
+                self._lent = LentConnection(self._file)
                 self._writes = DocumentWrites(self._lent.lend, True, self.space, (sqlite3.Error,))
         return self._writes
 

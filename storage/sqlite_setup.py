@@ -104,6 +104,19 @@ def sqlite_time(at: datetime) -> str:
     return at.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+def open_file(path: Path | str) -> sqlite3.Connection:
+    """A stdlib connection to an existing SQLite file, shareable by threads, the driver kept out of
+    transactions. `mode=rw`: a file that is not there (a Ledger removed meanwhile) is an error, never
+    an empty database made in its place."""
+    return sqlite3.connect(
+        f"{Path(path).resolve().as_uri()}?mode=rw",
+        uri=True,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+
+
 class LentConnection:
     """One configured stdlib connection to a SQLite file, opened on first use and lent for one
     transaction at a time (threads that share it queue)."""
@@ -117,12 +130,7 @@ class LentConnection:
     def lend(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._conn is None:
-                conn = sqlite3.connect(  # mode=rw: a write never makes an empty file where the Ledger was
-                    f"{self.path.resolve().as_uri()}?mode=rw",
-                    uri=True,
-                    timeout=BUSY_TIMEOUT_MS / 1000,
-                    check_same_thread=False,
-                )
+                conn = open_file(self.path)
                 try:
                     configure(conn)
                 except sqlite3.Error:

@@ -174,8 +174,8 @@ def test_indeterminate_commit_offers_no_retry(
     real = document_writes._commit
     lost = sqlite3.OperationalError if ledger_url.startswith("sqlite") else psycopg.OperationalError
 
-    def answer_lost(conn: object, sqlite: bool) -> None:
-        real(conn, sqlite)
+    def answer_lost(conn: object) -> None:
+        real(conn)
         raise lost("connection lost")
 
     monkeypatch.setattr(document_writes, "_commit", answer_lost)
