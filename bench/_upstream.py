@@ -10,7 +10,6 @@ bytes and the bench says so in one line. `--upstream asyncio|nginx` on a bench p
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import socket
 import subprocess
@@ -22,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from bench._needs import Skip, need
+from bench._proc import process_cpu
 
 KINDS = ("auto", "nginx", "asyncio")
 ROUNDS = 3
@@ -79,11 +79,7 @@ class Upstream:
 
     def cpu_seconds(self) -> float:
         """CPU seconds (user + system) the upstream process has used so far."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return process_cpu(self.proc.pid) or 0.0
 
     def stop(self) -> None:
         self.proc.terminate()

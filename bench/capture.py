@@ -39,6 +39,7 @@ from pathlib import Path
 from bench._needs import Skip, need
 from bench._pg import create_database, drop_database
 from bench._probe import probe_line
+from bench._proc import process_cpu
 from bench._upstream import add_load_options, free_port, start_upstream, stop_upstream, wait_listening
 
 STATE_FILE = "proxy.json"
@@ -120,11 +121,7 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def _cpu(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return process_cpu(pid) or 0.0
 
 
 def cpu_seconds(pid: int, *, writer: bool) -> float:

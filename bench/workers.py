@@ -41,6 +41,7 @@ from pathlib import Path
 from bench._needs import need
 from bench._pg import create_database, drop_database
 from bench._probe import probe_line
+from bench._proc import process_cpu
 from bench._upstream import Upstream, add_load_options, free_port, start_upstream, stop_upstream
 from bench.capture import STATE_FILE, wrk
 from flightlog.cores import usable_cores
@@ -77,11 +78,10 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     proxies = writers = 0.0
     for p in tree(pid):
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             name = Path(f"/proc/{p}/comm").read_text()
         except OSError:
             continue
-        used = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        used = process_cpu(p) or 0.0
         if name.startswith("flightlog-writ"):
             writers += used
         else:
@@ -100,10 +100,9 @@ def server_cpu_seconds() -> float:
         try:
             if (proc / "comm").read_text().strip() != "postgres":
                 continue
-            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        total += process_cpu(int(proc.name), reaped=True) or 0.0
     return total
 
 

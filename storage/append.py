@@ -182,8 +182,8 @@ def _insert_events_sqlite(
 
     `staged` (a collector not known caught up: `Ledger._append_once`): only ids checked absent in
     this same write transaction are offered, so the refuse-a-known-id trigger cannot fire. Else
-    every row is offered without the lookup (in the steady state none is stored: measured, the
-    lookup was ~5% of the writer's CPU under load), and a stored one makes the insert fail, on the
+    every row is offered without the lookup (in the steady state none is stored: a query a batch
+    spared inside the write lock), and a stored one makes the insert fail, on the
     trigger or, with the trigger off, the primary key: the caller runs the batch again `staged`.
     For a batch of `TRIGGER_OFF_MIN` rows or more the trigger is off for this one statement (on
     this connection only; every other connection and statement keeps it)."""

@@ -268,7 +268,7 @@ def _commit(conn: Any) -> None:
 
 def _rollback(conn: Any, errors: tuple[type[Exception], ...]) -> None:
     """Roll back what is open (nothing is a no-op); a connection already gone has nothing left."""
-    with suppress(errors):
+    with suppress(*errors):
         conn.rollback()
 
 

@@ -61,8 +61,9 @@ STORED_KEPT: Final = 4096
 """Addresses of blobs a Ledger saw committed that it keeps, so as not to ask the database again
 whether they are stored. Blobs are append-only (never deleted: migration 0001's triggers), so a
 payload once stored stays stored; an agent's traffic repeats its bodies (the tool list, the system
-prompt, the same small answer). Measured under bench.workers' load: the lookup was ~6% of the
-writer's CPU, a query (and on PostgreSQL a round trip) per batch."""
+prompt, the same small answer). It spares a query a batch (on PostgreSQL a round trip inside the
+transaction); the writer's CPU a request did not move measurably (bench.writer, 50-request
+batches: 0.098-0.101 against 0.099-0.106 ms on SQLite)."""
 
 
 class Prepared(NamedTuple):
