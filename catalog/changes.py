@@ -26,6 +26,7 @@ from storage.documents import (
     RevisionMismatch,
     sha256_text,
 )
+from storage.escaped import needs_escape
 
 MAX_CHANGES: Final = 1000
 REASONS: Final = {
@@ -48,6 +49,8 @@ def parse_change(change: Mapping[str, Any]) -> Change:
     bundle, path = change.get("bundle"), change.get("path")
     if not isinstance(bundle, str) or not isinstance(path, str):
         raise BadPath("refused: a change needs a bundle and a path (strings)")
+    if needs_escape(bundle + path):  # first: the messages below quote the path as it is
+        raise BadPath(f"refused: {bundle + '/' + path!a} holds a NUL or a lone surrogate, not text")
     check_target(bundle, path)
     replaces = change.get("replaces") or None
     if replaces is not None and not isinstance(replaces, str):
@@ -56,6 +59,8 @@ def parse_change(change: Mapping[str, Any]) -> Change:
         content = change.get("content")
         if not isinstance(content, str):
             raise BadPath(f"refused: {bundle}/{path}: a write needs content (the whole document)")
+        if needs_escape(content):  # neither store keeps it as text (PostgreSQL no NUL, UTF-8 no surrogate)
+            raise BadPath(f"refused: {bundle}/{path}: the content holds a NUL or a lone surrogate, not text")
         return Change(bundle, path, content, replaces)
     if operation == "delete":
         return Change(bundle, path, None, replaces)

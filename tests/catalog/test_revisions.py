@@ -274,3 +274,22 @@ def test_a_commits_statements_do_not_grow_with_its_changes(ledger_url: str) -> N
     assert large <= small + 2, (small, large)  # the documents' lookups come 500 to a query
     assert replaced <= small + 2 and deleted <= small + 2, (small, replaced, deleted)
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [("a\ud800.md", NOTE), ("a.md", NOTE + "\ud83d"), ("a.md", NOTE + "\x00")],
+    ids=["surrogate-path", "surrogate-content", "nul-content"],
+)
+def test_a_write_of_what_no_store_keeps_as_text_is_refused_in_one_line(
+    native: Directory, path: str, content: str
+) -> None:
+    """A lone surrogate (valid in JSON, `"\\ud800"`, from any agent) or a NUL is refused before
+    anything is written, the same on both engines, in one ASCII line; it was an uncaught
+    UnicodeEncodeError (SQLite) or a driver error (PostgreSQL)."""
+    head = native.history(limit=1)[0].revision
+    with pytest.raises(BadPath) as refused:
+        AgentApi(native).write("inbox", path, content)
+    said = str(refused.value)
+    assert said.startswith("refused:") and said.isascii() and "\n" not in said
+    assert native.history(limit=1)[0].revision == head
