@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any, Final
 
 from storage.events import Event
@@ -25,6 +26,8 @@ ESCAPABLE: Final = (
     "method", "url", "host", "tool", "session", "task", "turn", "agent", "model", "error", "parent",
 )  # fmt: skip
 """The text columns a recorded exchange fills from what a client or upstream sent (ids are ours)."""
+_escapable: Final = attrgetter(*ESCAPABLE)
+"""`ESCAPABLE`'s values of an event, as a tuple, in one C call (the writer asks twice a request)."""
 _ESCAPES: Final = re.compile(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4})")
 
 
@@ -74,7 +77,7 @@ def original_bytes(text: str) -> bytes:
 def escape_event(event: Event) -> Event:
     """`event` with every text column the databases cannot hold in the escaped form, flagged
     `escaped`; the same event (no copy) in the common case where nothing needs it."""
-    values = [getattr(event, name) for name in ESCAPABLE]
+    values = _escapable(event)
     joined = "".join([v for v in values if v is not None])  # one search, not one per column
     if "\x00" not in joined and (joined.isascii() or not needs_escape(joined)):  # ASCII: no surrogate
         return event

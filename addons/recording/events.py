@@ -146,11 +146,14 @@ def offsets_ms(
 ) -> tuple[float | None, float | None, float | None]:
     """(first byte, last byte, first chunk) in milliseconds after the request started; None where
     a time is unknown. A streamed AI answer's first body chunk is its first token's arrival."""
-    started, *points = timing
+    started, first, last, chunk = timing
     if started is None:
         return None, None, None
-    first, last, chunk = (None if t is None else round(max(0.0, t - started) * 1000, 3) for t in points)
-    return first, last, chunk
+    return _after(first, started), _after(last, started), _after(chunk, started)
+
+
+def _after(point: float | None, started: float) -> float | None:
+    return None if point is None else round(max(0.0, point - started) * 1000, 3)
 
 
 def response_event(

@@ -191,10 +191,11 @@ def derived(
     flow = memo.flows.get(event.action_id)
     live = None if request else memo.live.pop(event.action_id, None)
     emitted = live.emitted if live is not None else 0  # made while the stream was open: not again
-    if not request and flow is None and b"text/event-stream" not in event.head.lower():
+    lowered = event.head.lower()
+    if not request and flow is None and b"text/event-stream" not in lowered:
         return []
     if event.payload_state not in ("complete", "partial"):
-        if request and any(h in event.head.lower() for h in MCP_HEADERS):  # a GET stream's request
+        if request and any(h in lowered for h in MCP_HEADERS):  # a GET stream's request
             memo.keep(memo.flows, event.action_id, _flow_of(event))
         elif request and event.method == "GET" and _ACCEPT_HEADER.search(event.head):
             memo.keep(memo.candidates, event.action_id, _flow_of(event))
