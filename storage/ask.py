@@ -28,7 +28,7 @@ The reading rules, in the order they are tried for each word:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -70,8 +70,6 @@ class Question:
     text: str
     filter: Filter
     group_by: str | None = None
-    unknown: tuple[str, ...] = ()
-    read_as: tuple[str, ...] = field(default=())
     total: bool = False
     limit: int | None = None
 
@@ -98,7 +96,6 @@ class Question:
             "group_by": self.group_by,
             "view": self.view,
             "limit": self.limit,
-            "unknown": list(self.unknown),
             "read_as": self.explain(),
         }
 

@@ -54,7 +54,6 @@ class BrowseApp(App[None]):
         super().__init__()
         self.source = source
         self.filter = flt or Filter()
-        self.unknown: tuple[str, ...] = ()
         self.follow_seconds = follow_seconds
         self.following = bool(follow_seconds)
         self.now = now or (lambda: datetime.now(UTC))
@@ -109,7 +108,6 @@ class BrowseApp(App[None]):
             return str(e)
         self.question = words
         self.filter = question.filter if question else Filter()
-        self.unknown = question.unknown if question else ()
         self.group_by = question.group_by if question else None
         return None
 

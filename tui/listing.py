@@ -218,12 +218,7 @@ class ListScreen[T](ExchangeKeys):
         if refused:
             label.update(noted("not understood: ", "red", refused))
             return
-        text = Text(shown(f"filter: {self.browse.filter.describe()}"))
-        if self.browse.unknown:
-            text += noted(
-                "   did not understand: ", "yellow", ", ".join(repr(w) for w in self.browse.unknown)
-            )
-        label.update(text)
+        label.update(Text(shown(f"filter: {self.browse.filter.describe()}")))
 
     # -- keys -------------------------------------------------------------------------------------
 

@@ -3,6 +3,8 @@
 A recording is a Ledger file (a pytest plugin recording, any SQLite Ledger), a Ledger URL (all of
 it), or a selection in the default (or `--ledger`) Ledger in plain words: `'session s1'`,
 `'task t2'`, any Ledger question. `--fail-on` rules make it a CI gate: exit 1 when one trips.
+A gate must not pass by comparing nothing: a missing Ledger file, words not understood and a
+selection that matches no recorded exchange are each refused in one line (exit 1).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import typer
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, JsonOpt, LedgerOpt, filter_from_options
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
+from storage.errors import StorageError
 from tui.terminal_text import shown_lines
 
 if TYPE_CHECKING:
@@ -32,26 +35,39 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
     from addons.readback.behaviour import steps
     from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 
-    selection = Selection()
+    selection, worded = Selection(), False
     if "://" in spec:
         url, blobs_url = spec, blobs or settings.blobs_url
     elif Path(spec).is_file():
         path = Path(spec).resolve()
         url, blobs_url = f"sqlite:///{path}", path.with_suffix(".blobs").as_uri()
+    elif looks_like_file(spec):
+        raise CommandError(f"{spec!r}: no such Ledger file")
     else:
-        flt, question = filter_from_options(spec.split(), NONE_GIVEN)
-        if question is not None and question.unknown:
-            raise CommandError(f"{spec!r} is no Ledger file, URL or selection: {question.explain()}")
+        try:
+            flt, _ = filter_from_options(spec.split(), NONE_GIVEN)
+        except StorageError as e:
+            raise CommandError(f"{spec!r} is no Ledger file, URL or selection: {e}") from e
         url, blobs_url = ledger or settings.ledger_url, blobs or settings.blobs_url
-        selection = Selection(flt)
+        selection, worded = Selection(flt), True
     opened = settings.open_ledger(url, blobs_url)
     try:
-        exchanges = list(
-            iter_exchanges(opened.engine, opened.events, select_action_ids(opened.engine, selection))
-        )
-        return steps(exchanges, opened.payload)
+        actions = select_action_ids(opened.engine, selection)
+        if not actions and worded:  # a gate that compares nothing passes whatever changed
+            raise CommandError(f"{spec!r} selects no recorded exchange (--ledger names another Ledger)")
+        return steps(list(iter_exchanges(opened.engine, opened.events, actions)), opened.payload)
     finally:
         opened.close()
+
+
+LEDGER_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def looks_like_file(spec: str) -> bool:
+    """Whether a recording that is neither a file nor a URL was meant as one: a Ledger file's name.
+    Read as words it would select by host (`run.db` reads as one). (A path-like word may be a URL
+    path in a question, `/v1/chat`; what a mistyped one selects is refused below, being nothing.)"""
+    return not any(c.isspace() for c in spec) and spec.lower().endswith(LEDGER_SUFFIXES)
 
 
 def diff(

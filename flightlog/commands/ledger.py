@@ -262,10 +262,7 @@ def query_command(
     finally:
         ledger.close()
     if as_json:
-        out: dict[str, Any] = {"filter": flt.to_json(), "events": [event_json(e) for e in events]}
-        if question is not None:
-            out["unknown"] = list(question.unknown)
-        _print_json(out)
+        _print_json({"filter": flt.to_json(), "events": [event_json(e) for e in events]})
         return
     if question is not None:
         typer.echo(question.explain(), err=True)

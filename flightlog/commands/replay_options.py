@@ -95,10 +95,12 @@ def replay_selection(words: str) -> Selection:
     """The recording named in plain words; a word not understood is refused (it would select all)."""
     # deferred: SQLAlchemy loads slowly; `run` without --replay never needs it
     from addons.readback.recorded import Selection
+    from storage.errors import StorageError
 
-    flt, question = filter_from_options(words.split(), NONE_GIVEN)
-    if question is not None and question.unknown:
-        raise CommandError(f"--replay {words!r}: {question.explain()}")
+    try:
+        flt, _ = filter_from_options(words.split(), NONE_GIVEN)
+    except StorageError as e:
+        raise CommandError(f"--replay {words!r}: {e}") from e
     return Selection(flt)
 
 

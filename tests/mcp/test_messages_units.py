@@ -113,7 +113,7 @@ def test_plain_words_about_mcp_calls() -> None:
 
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     q = ask("which MCP tools did agent alpha call today", now=now)
-    assert (q.filter.kind, q.filter.agent, q.group_by, q.unknown) == ("mcp.tools/call", "alpha", "tool", ())
+    assert (q.filter.kind, q.filter.agent, q.group_by) == ("mcp.tools/call", "alpha", "tool")
     assert q.filter.since == datetime(2026, 12, 1, tzinfo=UTC)
     q = ask("counts by tool for MCP calls", now=now)
-    assert (q.filter.kind, q.group_by, q.unknown) == ("mcp.tools/call", "tool", ())
+    assert (q.filter.kind, q.group_by) == ("mcp.tools/call", "tool")

@@ -20,7 +20,8 @@ CHAT = "POST api.openai.com/v1/chat/completions"
 def test_a_changed_tool_list_is_reported_and_fails_on_tools(home: Path, tmp_path: Path) -> None:
     """The same agent recorded twice, the second time offering one more tool: `diff` of the two
     sessions names the added tool, `--fail-on tools` exits 1; two identical runs (as Ledger files)
-    pass `--fail-on any`."""
+    pass `--fail-on any`; a recording that names nothing (a mistyped file, a session never
+    recorded, words not understood) is refused in one line, not compared as an empty one."""
     with upstream() as up:
         env = {"AGENT_BASE_URL": f"{up.base}/v1"}
         assert flightlog(home, "run", "--session", "a", *agent(), env=env).code == 0
@@ -49,6 +50,21 @@ def test_a_changed_tool_list_is_reported_and_fails_on_tools(home: Path, tmp_path
 
     bad = flightlog(home, "diff", "session a", "session b", "--fail-on", "vibes")
     assert bad.code == 1 and bad.err.strip().splitlines()[-1].startswith("flightlog: --fail-on 'vibes'")
+
+    # A gate must not compare nothing: two of these mistyped (an empty recording each) passed it.
+    typos = flightlog(home, "diff", str(tmp_path / "one.dbb"), str(tmp_path / "two.dbb"), "--fail-on", "any")
+    assert typos.code == 1 and "one.dbb' selects no recorded exchange" in typos.err, typos.out
+    refusals = {
+        str(tmp_path / "one.dbb"): "selects no recorded exchange",  # a mistyped file reads as a host
+        "twoo.db": "'twoo.db': no such Ledger file",
+        "session zz": "'session zz' selects no recorded exchange",
+        "session a frobnicate": "'session a frobnicate' is no Ledger file, URL or selection: did not",
+    }
+    for spec, said in refusals.items():
+        gate = flightlog(home, "diff", "session a", spec, "--fail-on", "any")
+        assert gate.code == 1, (spec, gate.out, gate.err)
+        lines = gate.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("flightlog: ") and said in lines[0], (spec, gate.err)
 
 
 def test_steps_read_tool_calls_from_streams_and_answers_and_mcp_calls() -> None:

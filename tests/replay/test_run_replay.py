@@ -46,6 +46,10 @@ def test_recorded_agent_replays_identically_with_the_upstream_stopped(home: Path
     assert '"What is the weather in Rome?" here' in miss
     assert miss in changed.err  # said on the run's stderr too, whatever the agent does with the error
 
+    typo = flightlog(home, "run", "--replay", "sesion rec1", *agent(), env=env)
+    assert typo.code == 1 and typo.out == ""  # refused before the agent starts, naming the option
+    assert typo.err.startswith("flightlog: --replay 'sesion rec1': did not understand 'sesion'")
+
 
 def test_record_missing_goes_live_for_misses_and_records_them(home: Path) -> None:
     """With `--record-missing` a changed prompt goes live (through a recording proxy) and is recorded;
