@@ -35,6 +35,11 @@ separators. A row's id is its path, so a file named `x<newline>forged<tab>...` s
 a row that does not exist, with whatever summary the name spelled out."""
 
 
+def unsafe_path(path: str) -> bool:
+    """Whether a document path holds what ends a line or a cell of the text agents read (`_UNSAFE`)."""
+    return _UNSAFE.search(path) is not None
+
+
 class BundleFiles:
     """One bundle subfolder: its stat tag, its documents by path, and each one's (size, mtime_ns).
 
@@ -70,7 +75,7 @@ def check_target(bundle: str, path: str) -> None:
         or any(p in ("", ".", "..") or p.startswith(".") or not _SEGMENT.match(p) for p in parts)
     ):
         raise BadPath(f'refused: "{bundle}/{path}" is not a document path (a relative path ending in .md)')
-    if _UNSAFE.search(path):
+    if unsafe_path(path):
         raise BadPath(
             f"refused: {bundle + '/' + path!a} holds a tab, a line break or another control character"
             " (a row's path is its id, written into tab-separated lines)"

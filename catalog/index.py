@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Final
 
 from catalog.document import links, parse
+from catalog.folder import unsafe_path
 from catalog.index_format import (
     Postings,
     RowLines,
@@ -36,10 +37,11 @@ from catalog.index_format import (
 )
 from catalog.words import forms, normal, word_set
 
-INDEX_FORMAT: Final = "v8"
+INDEX_FORMAT: Final = "v9"
 """Part of every stored index tag, so a change of this format rebuilds every section once (v8: words
 stored sorted, rows in code point order of their paths: a section's data is a function of its
-documents, however it was compiled)."""
+documents, however it was compiled; v9: no row for a stored path with a control character,
+`listed`)."""
 SUMMARY_MAX: Final = 120
 _SPACE = re.compile(r"\s+")
 
@@ -113,7 +115,7 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
     text_words: dict[str, list[int]] = {}
     warnings: list[str] = []
     for path, sha, text in sorted(documents):
-        if not path.endswith(".md"):
+        if not listed(bundle, path, warnings):
             continue
         row, own, every, notes = analyse(bundle, path, sha, text)
         warnings.extend(notes)
@@ -128,6 +130,24 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         manifest_bytes=sum(_line_bytes(r, bundle) for r in rows),
     )
     return _pack(bundle, section, name_words, text_words), warnings
+
+
+def listed(bundle: str, path: str, warnings: list[str]) -> bool:
+    """Whether a stored document is a row: a `.md` path without a control character.
+
+    The door and folder reads refuse such paths (`catalog.folder.check_target`), but a Directory
+    stored before they did may hold one, and a row's id is its path, written into the manifest's
+    tab-separated lines: `x<newline>forged<tab>...` showed every agent a row that does not exist.
+    Such a document gets no row, and a warning saying so (it can still be read and deleted)."""
+    if not path.endswith(".md"):
+        return False
+    if unsafe_path(path):
+        warnings.append(
+            f"{bundle + '/' + path!a} is not listed: its path holds a tab, a line break or another"
+            " control character (stored before flightlog refused them; delete it or write it anew)"
+        )
+        return False
+    return True
 
 
 RECOMPILE_SHARE: Final = 0.5
@@ -145,16 +165,19 @@ def recompile_section(
     version of it: a document whose path and hash are unchanged keeps its row (its stored line,
     never decoded) and its postings, and only the others are fetched (`texts`: hash -> text) and
     analysed. The data equals what `compile_section` makes of the same documents, byte for byte;
-    the warnings are those of the documents analysed (the others' were said when they were compiled).
+    the warnings are those of the documents analysed (the others' were said when they were compiled)
+    and of those not `listed`.
 
     Editing one row of a large section recompiled every document of it (parse, cut into words) at
     the next open: ~2.3 s of a `flightlog find` for a tool section of 8,500 rows, against ~0.3 s
     for its everyday open; patched, the section costs ~0.1 s."""
-    paths = sorted((p, h) for p, h in entries if p.endswith(".md"))
+    skipped: list[str] = []
+    paths = sorted((p, h) for p, h in entries if listed(bundle, p, skipped))
 
     def afresh() -> tuple[bytes, list[str]]:
         found = texts([h for _, h in paths])
-        return compile_section(bundle, [(p, h, found[h]) for p, h in paths])
+        data, notes = compile_section(bundle, [(p, h, found[h]) for p, h in paths])
+        return data, skipped + notes
 
     old = previous.rows
     try:
@@ -181,7 +204,7 @@ def recompile_section(
             continue
         section.lines[i], section.stems[i] = old.line(j), previous.stems[j]
         section.names[i], section.normals[i] = previous.names[j], previous.normals[j]
-    warnings: list[str] = []
+    warnings = skipped
     name_words = _remapped(previous.name_words, remap)
     text_words = _remapped(previous.text_words, remap)
     touched: set[str] = set()
