@@ -54,7 +54,7 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
     try:
         actions = select_action_ids(opened.engine, selection)
         if not actions and worded:  # a gate that compares nothing passes whatever changed
-            raise CommandError(f"{spec!r} selects no recorded exchange (--ledger names another Ledger)")
+            raise CommandError(f"{spec!r} is no Ledger file here, and no recorded exchange matches it")
         return steps(list(iter_exchanges(opened.engine, opened.events, actions)), opened.payload)
     finally:
         opened.close()

@@ -53,11 +53,16 @@ def test_a_changed_tool_list_is_reported_and_fails_on_tools(home: Path, tmp_path
 
     # A gate must not compare nothing: two of these mistyped (an empty recording each) passed it.
     typos = flightlog(home, "diff", str(tmp_path / "one.dbb"), str(tmp_path / "two.dbb"), "--fail-on", "any")
-    assert typos.code == 1 and "one.dbb' selects no recorded exchange" in typos.err, typos.out
+    assert (
+        typos.code == 1
+        and "one.dbb' is no Ledger file here, and no recorded exchange matches it" in typos.err
+    ), typos.out
     refusals = {
-        str(tmp_path / "one.dbb"): "selects no recorded exchange",  # a mistyped file reads as a host
+        str(
+            tmp_path / "one.dbb"
+        ): "is no Ledger file here, and no recorded exchange matches it",  # a mistyped file reads as a host
         "twoo.db": "'twoo.db': no such Ledger file",
-        "session zz": "'session zz' selects no recorded exchange",
+        "session zz": "'session zz' is no Ledger file here, and no recorded exchange matches it",
         "session a frobnicate": "'session a frobnicate' is no Ledger file, URL or selection: did not",
     }
     for spec, said in refusals.items():
