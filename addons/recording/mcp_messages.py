@@ -139,11 +139,13 @@ def message_at(payload: bytes, head: bytes, n: int) -> bytes:
     return found[n - 1][1]
 
 
-def _looks_mcp(event: Event, body: bytes) -> bool:
-    lowered = event.head.lower()
-    if any(h in lowered for h in MCP_HEADERS):
-        return True
-    return b'"jsonrpc"' in body and b'"method"' in body
+def _mcp_headed(lowered_head: bytes) -> bool:
+    """Whether a head (lower-cased) carries one of MCP's own headers."""
+    return any(h in lowered_head for h in MCP_HEADERS)
+
+
+def _looks_mcp(lowered_head: bytes, body: bytes) -> bool:
+    return _mcp_headed(lowered_head) or (b'"jsonrpc"' in body and b'"method"' in body)
 
 
 def _session_of(event: Event) -> str:
@@ -195,7 +197,7 @@ def derived(
     if not request and flow is None and b"text/event-stream" not in lowered:
         return []
     if event.payload_state not in ("complete", "partial"):
-        if request and any(h in lowered for h in MCP_HEADERS):  # a GET stream's request
+        if request and _mcp_headed(lowered):  # a GET stream's request
             memo.keep(memo.flows, event.action_id, _flow_of(event))
         elif request and event.method == "GET" and _ACCEPT_HEADER.search(event.head):
             memo.keep(memo.candidates, event.action_id, _flow_of(event))
@@ -208,7 +210,7 @@ def derived(
     except Exception:  # a body that does not decode as it claims is not read for messages
         return []
     if request:
-        if not _looks_mcp(event, body):
+        if not _looks_mcp(lowered, body):
             return []
         flow = _flow_of(event)
         memo.keep(memo.flows, event.action_id, flow)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
@@ -60,7 +60,8 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
         opened.close()
 
 
-LEDGER_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+LEDGER_SUFFIXES: Final = (".db", ".sqlite", ".sqlite3")
+"""Names a recording given as a word is taken to be a file by (`looks_like_file`)."""
 
 
 def looks_like_file(spec: str) -> bool:
