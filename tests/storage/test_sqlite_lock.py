@@ -82,9 +82,9 @@ def test_a_lock_held_past_the_bound_is_an_outage(tmp_path: Path, monkeypatch: py
 
 
 def test_every_sqlite_connection_has_the_ledgers_settings(tmp_path: Path) -> None:
-    """WAL, the busy timeout for readers, the append-only pragmas and the larger page cache (random
-    event ids touch random index pages) are set on each connection the engine opens, and a writer's
-    connection gets its busy timeout back after taking the lock."""
+    """WAL, the busy timeout for readers, the append-only pragmas and the page cache's bound are set
+    on each connection the engine opens, and a writer's connection gets its busy timeout back after
+    taking the lock."""
     ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri())
     ledger.append(batch([event(0)], position=1))
     with ledger.engine.connect() as conn:
