@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from operator import attrgetter
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from storage.events import Event
+if TYPE_CHECKING:  # only named: `flightlog find` imports `needs_escape` without the event classes
+    from storage.events import Event
 
 _NEEDS: Final = re.compile("[\x00\ud800-\udfff]")
 ESCAPABLE: Final = (
