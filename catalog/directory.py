@@ -37,7 +37,6 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
@@ -102,6 +101,8 @@ def _compiled(bundle: str, kept: tuple[str, bytes] | None) -> SectionIndex | Non
 
 def starter_folder() -> Path:
     """The starter Directory shipped with flightlog: tool rows for its own routes."""
+    from importlib import resources  # here: with tempfile and random, ~4 ms of every find's imports
+
     return Path(str(resources.files("catalog") / "starter"))
 
 
