@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
-from flightlog.commands.options import NONE_GIVEN, BlobsOpt, JsonOpt, LedgerOpt, filter_from_options
+from flightlog.commands.options import BlobsOpt, JsonOpt, LedgerOpt, worded_filter
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
-from storage.errors import StorageError
 from tui.terminal_text import shown_lines
 
 if TYPE_CHECKING:
@@ -44,10 +43,7 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
     elif looks_like_file(spec):
         raise CommandError(f"{spec!r}: no such Ledger file")
     else:
-        try:
-            flt, _ = filter_from_options(spec.split(), NONE_GIVEN)
-        except StorageError as e:
-            raise CommandError(f"{spec!r} is no Ledger file, URL or selection: {e}") from e
+        flt = worded_filter(spec, f"{spec!r} is no Ledger file, URL or selection")
         url, blobs_url = ledger or settings.ledger_url, blobs or settings.blobs_url
         selection, worded = Selection(flt), True
     opened = settings.open_ledger(url, blobs_url)

@@ -141,6 +141,18 @@ def filter_from_options(words: list[str] | None, filters: Given) -> tuple[Filter
     return merged, question
 
 
+def worded_filter(words: str, refused: str) -> Filter:
+    """The filter plain words name; words not understood are one line beginning with `refused`
+    (a recording that reads as nothing would select every exchange)."""
+    from storage.errors import StorageError  # deferred with the rest of the Ledger's code
+
+    try:
+        flt, _ = filter_from_options(words.split(), NONE_GIVEN)
+    except StorageError as e:
+        raise CommandError(f"{refused}: {e}") from e
+    return flt
+
+
 def parse_listen(listen: str) -> tuple[str, int]:
     """`--listen HOST:PORT` (or `[v6]:PORT`, or `:PORT`) as a pair; a bad value is a one-line error."""
     host, sep, port = listen.rpartition(":")

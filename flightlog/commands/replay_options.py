@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from flightlog.commands.options import NONE_GIVEN, Given, filter_from_options, spread_options
+from flightlog.commands.options import Given, spread_options, worded_filter
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
@@ -95,13 +95,8 @@ def replay_selection(words: str) -> Selection:
     """The recording named in plain words; a word not understood is refused (it would select all)."""
     # deferred: SQLAlchemy loads slowly; `run` without --replay never needs it
     from addons.readback.recorded import Selection
-    from storage.errors import StorageError
 
-    try:
-        flt, _ = filter_from_options(words.split(), NONE_GIVEN)
-    except StorageError as e:
-        raise CommandError(f"--replay {words!r}: {e}") from e
-    return Selection(flt)
+    return Selection(worded_filter(words, f"--replay {words!r}"))
 
 
 def run_with_replay(
