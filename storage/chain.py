@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 
 from storage.rows import COLUMNS
 from storage.schema import EventRow
+from storage.sqlite_setup import sqlite_time
 
 VERSION: Final = "flightlog-chain/1"
 LEAF_HEX: Final = 16
@@ -60,8 +61,8 @@ def _written(value: Any) -> str:
     kind = type(value)
     if kind is bytes:
         return value.decode("latin-1")
-    if kind is datetime and value.tzinfo is UTC:  # what `to_row` gives: the offset is dropped
-        return value.isoformat(" ", "microseconds")[:26]
+    if kind is datetime and value.tzinfo is UTC:  # what `to_row` gives PostgreSQL's COPY
+        return sqlite_time(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("latin-1")
     if isinstance(value, datetime):

@@ -16,6 +16,7 @@ from typing import Any, Final
 from storage.errors import InvalidEvent
 from storage.escaped import needs_escape
 from storage.events import PAYLOAD_STATES, STATES_WITH_BYTES, Event, PayloadRef, StoredEvent
+from storage.sqlite_setup import sqlite_time
 
 COLUMNS: Final = (
     "event_id",
@@ -222,7 +223,7 @@ def to_row(event: Event, address: Address | None, *, text_time: bool = False) ->
         event.action_id,
         event.collector,
         event.seq,
-        at.isoformat(" ", "microseconds")[:26] if text_time else at,
+        sqlite_time(at) if text_time else at,
         event.kind,
         event.direction,
         event.method,
