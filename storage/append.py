@@ -112,10 +112,9 @@ class BlobRecord:
 
 def batch_id(batch: Batch) -> str:
     """A stable id for a batch: the same delivery, re-sent, is the same batch."""
-    h = hashlib.sha256(f"{batch.collector}\x00{batch.position}".encode())
-    for event_id in sorted(e.event_id for e in batch.events):
-        h.update(b"\x00" + event_id.encode())
-    return h.hexdigest()[:32]
+    ids = sorted([e.event_id for e in batch.events])
+    ids.insert(0, f"{batch.collector}\x00{batch.position}")  # each id behind a NUL: one string hashed
+    return hashlib.sha256("\x00".join(ids).encode()).hexdigest()[:32]
 
 
 def _known(conn: Connection, table: str, key: str, keys: Sequence[str]) -> set[str]:

@@ -128,7 +128,8 @@ def validate(event: Event) -> None:
         if has_bytes:
             raise bad(f"payload_state {state!r} cannot carry a payload")
         raise bad(f"payload_state {state!r} needs a payload, none was given")
-    if not isinstance(event.head, bytes | bytearray):
+    head = event.head
+    if type(head) is not bytes and not isinstance(head, bytes | bytearray):  # the common case first
         raise bad("head must be bytes")
     try:
         joined = "".join([t for t in _text_fields(event) if t is not None])

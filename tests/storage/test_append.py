@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from storage.append import batch_id
 from storage.errors import InvalidEvent
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event
@@ -144,3 +145,15 @@ def test_reads_give_back_every_field(ledger) -> None:  # type: ignore[no-untyped
     assert [e.event_id for e in ledger.action("act-000000")] == ["ev-000000", "ev-000001", "ev-000002"]
     assert ledger.event("ev-000002").payload_sha256 is None
     assert ledger.event("nope") is None
+
+
+def test_a_batch_id_is_the_same_in_every_version() -> None:
+    """A batch re-delivered after an upgrade must get the id it got before (the batch rows and the
+    chain's headers hold it): SHA-256 over the collector, its position and the sorted event ids,
+    each behind a NUL, whatever the ids' order in the batch or their script."""
+    ids = ["evt-b", "évt-a", "evt-c"]
+    events = [replace(event(i), event_id=e, collector="agent-1") for i, e in enumerate(ids)]
+    same = batch(events, position=7, collector="agent-1")
+    shuffled = batch(events[::-1], position=7, collector="agent-1")
+    assert batch_id(same) == batch_id(shuffled) == "28af595ef3365358475aff622fe1dda6"
+    assert batch_id(batch(events, position=8, collector="agent-1")) != batch_id(same)
