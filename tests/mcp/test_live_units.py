@@ -99,3 +99,16 @@ def test_memory_is_bounded_and_other_streams_are_left_to_their_end() -> None:
     made, end = _run(_sse(*MESSAGES), 5, Memory(), proc, method="POST")
     assert made == [] and [e.payload_state for e in end] == ["artifact"] * 3
     assert live(proc, StreamChunk("other", _sse(MESSAGES[0])), lambda: next(seq), Memory()) == []
+
+
+def test_a_get_stream_without_mcp_headers_is_read_live_whatever_its_accept_header_case() -> None:
+    """The older HTTP+SSE transport opens `GET /sse` with no MCP header: an `Accept` naming
+    text/event-stream (header names and values in any case) makes it a candidate whose messages
+    are read while it is open; the same GET accepting anything else is never read."""
+    head = b"GET /sse HTTP/1.1\r\nHost: h\r\nACCEPT: Text/Event-Stream\r\n\r\n"
+    body = _sse(*MESSAGES)
+    for accept, expected in ((head, 3), (head.replace(b"Text/Event-Stream", b"*/*"), 0)):
+        memo, numbers = Memory(), itertools.count(1).__next__
+        derived(_event("http.request", accept, None), lambda: None, numbers, memo)
+        made = live(Processing(), StreamChunk("f1", body), numbers, memo)
+        assert len(made) == expected, accept
