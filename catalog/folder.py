@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Final
@@ -82,20 +82,40 @@ def check_target(bundle: str, path: str) -> None:
         )
 
 
+PARTS: Final = 2
+"""A bundle's stat tag is one hash over `PARTS` parts, part k over every `PARTS`-th document from
+the k-th in path order: two processes can each stat one part (`catalog.prescan`: the stats are
+most of a check) and the parts still make the tag one process makes of them all."""
+
+
 def scan(folder: Path, bundles: Collection[str] | None = None) -> dict[str, BundleFiles]:
     """Every bundle of `folder` with its stat tag and files (root `aliases.toml` as bundle ""), or
     only those of `bundles` that are there."""
+    out: dict[str, BundleFiles] = {}
+    for bundle, listed in _bundles(folder, bundles):
+        stated = _stated(listed)
+        tag = combine([_part_tag(stated[k::PARTS]) for k in range(PARTS)])
+        out[bundle] = BundleFiles(tag, [f for f in stated if f is not None])
+    return out
+
+
+def part_tags(folder: Path, part: int) -> dict[str, str]:
+    """Part `part` of every bundle's stat tag (`PARTS`, `combine`): only its documents are stat'ed."""
+    return {bundle: _part_tag(_stated(listed[part::PARTS])) for bundle, listed in _bundles(folder, None)}
+
+
+def combine(parts: Sequence[str]) -> str:
+    """A bundle's stat tag from its `PARTS` part tags, in order."""
+    return hashlib.sha256("".join(parts).encode()).hexdigest()
+
+
+def _bundles(folder: Path, bundles: Collection[str] | None) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """Each wanted bundle with its documents' (path, full path), in path order: named, not stat'ed."""
     if not folder.is_dir():
         raise BadFolder(f"directory folder {folder} does not exist or is not a folder")
-    out: dict[str, BundleFiles] = {}
     aliases = folder / ALIASES_PATH
     if (bundles is None or ROOT_BUNDLE in bundles) and aliases.is_file():
-        try:
-            st = os.stat(aliases)
-        except OSError as e:
-            raise BadFolder(f"cannot read {aliases}: {e.strerror}") from e
-        stat = (st.st_size, st.st_mtime_ns)
-        out[ROOT_BUNDLE] = BundleFiles(_tag([(ALIASES_PATH, *stat)]), [(ALIASES_PATH, str(aliases), *stat)])
+        yield ROOT_BUNDLE, [(ALIASES_PATH, str(aliases))]
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as e:
@@ -103,18 +123,16 @@ def scan(folder: Path, bundles: Collection[str] | None = None) -> dict[str, Bund
     for entry in entries:
         wanted = bundles is None or entry.name in bundles
         if wanted and entry.is_dir() and _BUNDLE.match(entry.name):
-            out[entry.name] = _documents(Path(entry.path))
-    return out
+            yield entry.name, _documents(Path(entry.path))
 
 
-def _documents(root: Path) -> BundleFiles:
-    """Every `.md` file under `root` by its posix path relative to it (dot-names skipped), and
-    the stat tag of them all (path, size, mtime).
+def _documents(root: Path) -> list[tuple[str, str]]:
+    """Every `.md` file under `root` by its posix path relative to it (dot-names skipped), with its
+    full path, in path order; refused when a name is not UTF-8 or holds a control character.
 
-    Every open of a folder runs this over every file (a file edited in place changes its own
-    mtime only, never its folder's), so the loop does no more than one stat per file: the tag is
-    one hash over one joined string, not an update per file."""
-    found: list[tuple[str, str, int, int]] = []
+    Every open of a folder runs this over every file: the names come from reading the folders
+    alone (no stat), and every name is checked at once, not one by one."""
+    found: list[tuple[str, str]] = []
     stack = [("", str(root))]
     try:
         while stack:
@@ -127,26 +145,47 @@ def _documents(root: Path) -> BundleFiles:
                     if entry.is_dir():
                         stack.append((f"{prefix}{name}/", entry.path))
                     elif name.endswith(".md"):
-                        st = entry.stat()
-                        found.append((prefix + name, entry.path, st.st_size, st.st_mtime_ns))
+                        found.append((prefix + name, entry.path))
     except OSError as e:
         raise BadFolder(f"cannot read {e.filename or root}: {e.strerror}") from e
     found.sort()
+    joined = "/".join([rel for rel, _ in found])
     try:
-        tag = _tag([(rel, size, mtime) for rel, _, size, mtime in found])
+        joined.encode()
     except UnicodeEncodeError as e:  # a name the file system holds as bytes that are not UTF-8
-        bad = next(full for rel, full, _, _ in found if not _utf8(rel))
+        bad = next(full for rel, full in found if not _utf8(rel))
         raise BadFolder(f"{bad!a} is not a UTF-8 file name: rename it (a row's path is text)") from e
-    # Every open checks every name: joined and `isprintable` (False for every character `_UNSAFE`
-    # names) take ~2 ms at 25,000 names, the pattern alone 4 more; it runs only on a name that fails.
-    joined = "/".join([rel for rel, _, _, _ in found])
+    # `isprintable` is False for every character `_UNSAFE` names (~2 ms at 25,000 names, the
+    # pattern alone 4 more): the pattern runs only on a name that fails it.
     if not joined.isprintable() and unsafe_path(joined):
-        bad = next(full for rel, full, _, _ in found if unsafe_path(rel))
+        bad = next(full for rel, full in found if unsafe_path(rel))
         raise BadFolder(
             f"{bad!a} holds a tab, a line break or another control character: rename it"
             " (a row's path is its id, written into tab-separated lines)"
         )
-    return BundleFiles(tag, found)
+    return found
+
+
+Stated = list[tuple[str, str, int, int] | None]
+"""(path, full path, size, mtime_ns) of each listed document, None for one gone since it was listed."""
+
+
+def _stated(listed: Sequence[tuple[str, str]]) -> Stated:
+    """Each listed document with its stat (a file edited in place changes its own mtime only, never
+    its folder's: one stat each); one gone since it was listed is None, as a scan a moment later
+    would not have found it."""
+    found: Stated = []
+    stat = os.stat
+    for rel, full in listed:
+        try:
+            st = stat(full)
+        except FileNotFoundError:
+            found.append(None)
+            continue
+        except OSError as e:
+            raise BadFolder(f"cannot read {full}: {e.strerror}") from e
+        found.append((rel, full, st.st_size, st.st_mtime_ns))
+    return found
 
 
 def _utf8(name: str) -> bool:
@@ -157,9 +196,9 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _tag(files: Iterable[tuple[str, int, int]]) -> str:
-    """The stat tag of some (path, size, mtime_ns), in path order: one hash over one string."""
-    listing = "".join([f"{rel}\0{size}\0{mtime}\n" for rel, size, mtime in files])
+def _part_tag(files: Stated) -> str:
+    """One part of a stat tag: one hash over the (path, size, mtime_ns) of its files, in path order."""
+    listing = "".join([f"{f[0]}\0{f[2]}\0{f[3]}\n" for f in files if f is not None])
     return hashlib.sha256(listing.encode()).hexdigest()
 
 

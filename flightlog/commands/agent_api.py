@@ -32,13 +32,15 @@ def find(
     directory: DirectoryOpt = None,
 ) -> None:
     """Rows matching WORDS, each with its score, layer and the words that matched."""
+    from catalog.folder import PARTS
     from flightlog.cores import usable_cores
 
-    # The folder check (a stat of every file, ~40% of an everyday find at 25,000 rows) runs in a
-    # forked child on another core while this process imports the resolver and loads the stored
-    # index. Measured interleaved, 20 rounds at 25,000 rows: 0.89x the wall time on an idle 2-core
-    # machine, 1.07x with the other core kept busy; one core only, it stays in-process.
-    scanned = _prescan(directory) if usable_cores() > 1 else None
+    # The folder check (a stat of every file, ~40% of an everyday find at 25,000 rows) runs in
+    # forked children while this process imports the resolver and loads the stored index, each
+    # child stating half of the files: the parent waited ~110 ms for one child doing it all. At
+    # 25,000 rows on 2 cores, 12-15 interleaved rounds: 243 against 268 ms with one child (idle
+    # machine), 293 against 312 with the other core kept busy. One core only, it stays in-process.
+    scanned = _prescan(directory, children=PARTS) if usable_cores() > 1 else None
     from catalog.resolver import no_match  # deferred: the index and aliases are slow to import
 
     query = " ".join(words)
@@ -150,13 +152,15 @@ def mcp(
         d.close()
 
 
-def _prescan(directory: Path | None) -> Prescanned | None:
+def _prescan(directory: Path | None, children: int = 1) -> Prescanned | None:
     """The folder check of the Directory about to be opened, started in a child (`catalog.prescan`);
     None for the native Directory (no folder) or a folder that is not there (the open says why)."""
     from catalog.prescan import prescan
 
     folder = directory or load_settings().directory
-    return prescan(folder.expanduser()) if folder is not None and folder.expanduser().is_dir() else None
+    if folder is None or not folder.expanduser().is_dir():
+        return None
+    return prescan(folder.expanduser(), children)
 
 
 def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:

@@ -68,26 +68,58 @@ def test_mcp_search_sees_a_file_changed_since_the_last_open(tmp_path: Path, home
     assert "imsg_read" in found.content[0].text
 
 
-def _prescan_alone(folder: Path) -> object:
-    """`prescan(folder)()` in a fresh single-threaded interpreter, as `flightlog mcp` runs it (this
-    test process has other threads by now, and with those prescan rightly declines to fork)."""
+def _prescan_alone(folder: Path, children: int = 1) -> object:
+    """`prescan(folder, children)()` in a fresh single-threaded interpreter, as `flightlog mcp` (one
+    child) and `flightlog find` (two) run it (this test process has other threads by now, and with
+    those prescan rightly declines to fork)."""
     code = "import json, sys; from pathlib import Path; from catalog.prescan import prescan; "
-    code += "print(json.dumps(prescan(Path(sys.argv[1]))()))"
+    code += "print(json.dumps(prescan(Path(sys.argv[1]), int(sys.argv[2]))()))"
     done = subprocess.run(
-        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, str(folder), str(children)], capture_output=True, text=True, check=True
     )
     return json.loads(done.stdout)
 
 
-def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path) -> None:
-    """The forked child's stat tags are the ones `scan` computes; after an edit they differ; a
-    missing folder gives None (the parent's own scan then says what is wrong)."""
+@pytest.mark.parametrize("children", [1, 2])
+def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path, children: int) -> None:
+    """The forked children's stat tags are the ones `scan` computes, whether one child states every
+    file or two each state half; after an edit (of either half) they differ; a missing folder
+    gives None (the parent's own scan then says what is wrong)."""
     folder = make_folder(tmp_path / "d")
     tags = {b: f.stat_tag for b, f in scan(folder).items()}
-    assert _prescan_alone(folder) == tags
-    (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Edited."), encoding="utf-8")
-    assert _prescan_alone(folder) != tags
-    assert _prescan_alone(tmp_path / "missing") is None
+    assert _prescan_alone(folder, children) == tags
+    names = sorted(p.name for p in (folder / "tool").glob("*.md"))
+    for name in names[:2]:  # one document of each half (every second one in path order)
+        (folder / "tool" / name).write_text(row("IMSG_READ", f"Edited {name}."), encoding="utf-8")
+        edited = _prescan_alone(folder, children)
+        assert isinstance(edited, dict) and edited["tool"] != tags["tool"], name
+        assert edited == {b: f.stat_tag for b, f in scan(folder).items()}
+        tags = edited
+    assert _prescan_alone(tmp_path / "missing", children) is None
+
+
+def test_the_halves_make_the_tag_and_a_file_gone_meanwhile_is_no_error(tmp_path: Path) -> None:
+    """Each half's tag covers every second document of a bundle in path order (nested folders and
+    the root `aliases.toml` too), and the halves make the tag `scan` gives. A document listed but
+    removed before its stat is left out, as a scan a moment later would not have found it, rather
+    than failing the open: the tag then differs and the sync reads the folder again."""
+    from catalog import folder as folder_module
+
+    folder = make_folder(tmp_path / "d")
+    (folder / "article" / "deep" / "er").mkdir(parents=True)
+    (folder / "article" / "deep" / "er" / "note.md").write_text(row("NOTE", "Deep."), encoding="utf-8")
+    (folder / "aliases.toml").write_text('"weather" = ["get_weather"]\n', encoding="utf-8")
+    scanned = scan(folder)
+    halves = [folder_module.part_tags(folder, k) for k in range(folder_module.PARTS)]
+    assert set(halves[0]) == set(scanned) >= {"", "tool", "article"}
+    for bundle, found in scanned.items():
+        assert folder_module.combine([h[bundle] for h in halves]) == found.stat_tag
+    assert "deep/er/note.md" in scanned["article"].files
+    listed = dict(folder_module._bundles(folder, ["tool"]))["tool"]
+    Path(listed[0][1]).unlink()
+    stated = folder_module._stated(listed)
+    assert stated[0] is None and all(f is not None for f in stated[1:])
+    assert listed[0][0] not in scan(folder)["tool"].files
 
 
 def test_prescan_declines_to_fork_beside_another_thread(tmp_path: Path) -> None:
