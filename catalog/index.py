@@ -129,7 +129,9 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         normals=[r[NORM] for r in rows],
         manifest_bytes=sum(_line_bytes(r, bundle) for r in rows),
     )
-    return _pack(bundle, section, name_words, text_words), warnings
+    return _pack(
+        bundle, section, pack_postings(_sorted(name_words)), pack_postings(_sorted(text_words))
+    ), warnings
 
 
 def listed(bundle: str, path: str, warnings: list[str]) -> bool:
@@ -205,9 +207,7 @@ def recompile_section(
         section.lines[i], section.stems[i] = old.line(j), previous.stems[j]
         section.names[i], section.normals[i] = previous.names[j], previous.normals[j]
     warnings = skipped
-    name_words = _remapped(previous.name_words, remap)
-    text_words = _remapped(previous.text_words, remap)
-    touched: set[str] = set()
+    analysed: list[tuple[int, Iterable[str], Iterable[str]]] = []
     for i in fresh:
         path, sha = paths[i]
         row, own, every, notes = analyse(bundle, path, sha, found[sha])
@@ -215,6 +215,15 @@ def recompile_section(
         section.lines[i], section.stems[i] = encode_row(row), row[PATH][:-3]
         section.names[i], section.normals[i] = row[NAME], row[NORM]
         section.manifest_bytes += _line_bytes(row, bundle)
+        analysed.append((i, own, every))
+    in_place = n == len(remap) and all(i == j for j, i in enumerate(remap) if i >= 0)
+    spliced = _spliced(previous, fresh, analysed) if in_place else None
+    if spliced is not None:
+        return _pack(bundle, section, *spliced), warnings
+    name_words = _remapped(previous.name_words, remap)
+    text_words = _remapped(previous.text_words, remap)
+    touched: set[str] = set()
+    for i, own, every in analysed:
         _post(i, own, name_words)
         _post(i, every, text_words)
         touched.update(every)
@@ -222,7 +231,25 @@ def recompile_section(
         for postings in (name_words, text_words):
             if w in postings:
                 postings[w].sort()
-    return _pack(bundle, section, name_words, text_words), warnings
+    return _pack(
+        bundle, section, pack_postings(_sorted(name_words)), pack_postings(_sorted(text_words))
+    ), warnings
+
+
+def _spliced(
+    previous: SectionIndex, fresh: Sequence[int], analysed: Sequence[tuple[int, Iterable[str], Iterable[str]]]
+) -> tuple[bytes, bytes] | None:
+    """The packed name and text postings of a section whose `fresh` rows were edited in place (every
+    other row keeps its number), spliced from `previous`'s (`Postings.patched`); None when they
+    cannot be (the caller remaps every list)."""
+    name_added: dict[str, list[int]] = {}
+    text_added: dict[str, list[int]] = {}
+    for i, own, every in analysed:
+        _post(i, own, name_added)
+        _post(i, every, text_added)
+    name = previous.name_words.patched(fresh, name_added)
+    text = previous.text_words.patched(fresh, text_added) if name is not None else None
+    return None if name is None or text is None else (name, text)
 
 
 @dataclass(slots=True)
@@ -257,12 +284,10 @@ def _remapped(old: Mapping[str, Sequence[int]], remap: Sequence[int]) -> dict[st
     return out
 
 
-def _pack(
-    bundle: str, rows: _Rows, name_words: Mapping[str, list[int]], text_words: Mapping[str, list[int]]
-) -> bytes:
-    """The compiled form of a section's rows and postings. The words are stored sorted: the data
-    depends on which documents there are, not on the order they were analysed in (a recompiled
-    section equals a fresh compile of it)."""
+def _pack(bundle: str, rows: _Rows, name_postings: bytes, text_postings: bytes) -> bytes:
+    """The compiled form of a section's rows and its packed postings (`pack_postings` of the words
+    sorted: the data depends on which documents there are, not on the order they were analysed
+    in, so a recompiled section equals a fresh compile of it)."""
     head = {"format": INDEX_FORMAT, "bundle": bundle, "manifest_bytes": rows.manifest_bytes}
     names, normals, count = rows.names, rows.normals, range(len(rows.names))
     orders = {
@@ -276,10 +301,15 @@ def _pack(
         pack_json(head),
         pack_strings(rows.stems),
         pack_json(orders),
-        pack_postings(_sorted(name_words)),
+        name_postings,
         pack_lines(rows.lines),
     )
-    return frames(*parts, pack_postings(_sorted(text_words)))
+    return frames(*parts, text_postings)
+
+
+def _packed(name_words: Mapping[str, list[int]], text_words: Mapping[str, list[int]]) -> tuple[bytes, bytes]:
+    """The name and text postings packed, each with its words sorted."""
+    return pack_postings(_sorted(name_words)), pack_postings(_sorted(text_words))
 
 
 def _sorted(postings: Mapping[str, list[int]]) -> dict[str, list[int]]:

@@ -286,3 +286,34 @@ def test_listed_refuses_each_control_and_keeps_any_script() -> None:
         notes = []
         assert index_module.listed("tool", path, notes) and notes == []
     assert not index_module.listed("tool", "notes.txt", [])
+
+
+def test_edits_in_place_splice_the_postings_and_equal_a_fresh_compile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Documents only edited in place (every other row keeps its number) have their postings
+    spliced from the stored arrays, never remapped word by word: over rounds of edits that add
+    words no row had, drop words only the edited row had, and touch rows numbered past 255 (whose
+    two bytes also occur across neighbouring numbers), the bytes equal a fresh compile."""
+    rng = random.Random(11)
+    docs = {f"row_{i:04d}.md": document(rng, i) for i in range(700)}
+    data, _ = compile_section("tool", [(p, sha256_text(t), t) for p, t in docs.items()])
+
+    def no_remap(*args: object) -> object:
+        raise AssertionError("an in-place edit remapped every word's rows")
+
+    monkeypatch.setattr(index_module, "_remapped", no_remap)
+    paths = sorted(docs)
+    for round_ in range(6):
+        for path in [*rng.sample(paths, 3), paths[256 + round_ * 61]]:
+            extra = f"unheard{round_}x{rng.randrange(999)}" if rng.random() < 0.7 else ""
+            docs[path] = document(rng, rng.randint(0, 999)) + f"\n{extra} okapi{round_}\n"
+        texts = {sha256_text(t): t for t in docs.values()}
+        entries = [(p, sha256_text(t)) for p, t in docs.items()]
+        patched, _ = recompile_section("tool", entries, Asked(texts), SectionIndex("tool", "t", data))
+        fresh, _ = compile_section("tool", [(p, h, texts[h]) for p, h in entries])
+        assert patched == fresh, round_
+        data = patched
+    s = SectionIndex("tool", "t", data)
+    assert "okapi0" not in s.text_words or all(docs[paths[r]].count("okapi0") for r in s.text_words["okapi0"])
+    assert sorted(s.text_words["okapi5"]) == [i for i, p in enumerate(paths) if "okapi5" in docs[p]]
