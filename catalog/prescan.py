@@ -8,7 +8,7 @@ open, compares them with the tags it stored: all equal, and nothing of the folde
 difference, or no answer at all, and the Directory syncs as it always does, scanning again itself.
 A skipped check can therefore never serve stale rows: it only skips when a full scan said so.
 `flightlog find` does the same where it may use more than one core, in two children that each
-state half of every bundle's files (`catalog.folder.PARTS`): its own imports and the stored index's
+stat half of every bundle's files (`catalog.folder.PARTS`): its own imports and the stored index's
 load overlap the check, and the halves end sooner than one child doing it all (243 against 268 ms
 of wall time at 25,000 rows on an idle 2-core machine, 293 against 312 with the other core busy).
 The parent loads the stored index before it waits for the tags, so that load is overlapped too.
@@ -29,8 +29,8 @@ Prescanned = Callable[[], dict[str, str] | None]
 def prescan(folder: Path, children: int = 1) -> Prescanned:
     """Start scanning `folder` in forked children (`catalog.forked`: only from a process of one
     thread, the command line's before the SDK's preload starts); call the result for its stat
-    tags by bundle. One child states every document; `PARTS` children (where the cores are there
-    for them) each state their part of each bundle (`catalog.folder.PARTS`), and the parts make
+    tags by bundle. One child stats every document; `PARTS` children (where the cores are there
+    for them) each stat their part of each bundle (`catalog.folder.PARTS`), and the parts make
     the same tags."""
     if children < PARTS:
         whole = in_child(_tags, folder)

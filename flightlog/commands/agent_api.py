@@ -37,7 +37,7 @@ def find(
 
     # The folder check (a stat of every file, ~40% of an everyday find at 25,000 rows) runs in
     # forked children while this process imports the resolver and loads the stored index, each
-    # child stating half of the files: the parent waited ~110 ms for one child doing it all. At
+    # child stat'ing half of the files: the parent waited ~110 ms for one child doing it all. At
     # 25,000 rows on 2 cores, 12-15 interleaved rounds: 243 against 268 ms with one child (idle
     # machine), 293 against 312 with the other core kept busy. One core only, it stays in-process.
     scanned = _prescan(directory, children=PARTS) if usable_cores() > 1 else None

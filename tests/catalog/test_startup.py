@@ -82,8 +82,8 @@ def _prescan_alone(folder: Path, children: int = 1) -> object:
 
 @pytest.mark.parametrize("children", [1, 2])
 def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path, children: int) -> None:
-    """The forked children's stat tags are the ones `scan` computes, whether one child states every
-    file or two each state half; after an edit (of either half) they differ; a missing folder
+    """The forked children's stat tags are the ones `scan` computes, whether one child stats every
+    file or two each stat half; after an edit (of either half) they differ; a missing folder
     gives None (the parent's own scan then says what is wrong)."""
     folder = make_folder(tmp_path / "d")
     tags = {b: f.stat_tag for b, f in scan(folder).items()}
