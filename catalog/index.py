@@ -129,9 +129,7 @@ def compile_section(bundle: str, documents: Sequence[tuple[str, str, str]]) -> t
         normals=[r[NORM] for r in rows],
         manifest_bytes=sum(_line_bytes(r, bundle) for r in rows),
     )
-    return _pack(
-        bundle, section, pack_postings(_sorted(name_words)), pack_postings(_sorted(text_words))
-    ), warnings
+    return _pack(bundle, section, *_packed(name_words, text_words)), warnings
 
 
 def listed(bundle: str, path: str, warnings: list[str]) -> bool:
@@ -231,9 +229,7 @@ def recompile_section(
         for postings in (name_words, text_words):
             if w in postings:
                 postings[w].sort()
-    return _pack(
-        bundle, section, pack_postings(_sorted(name_words)), pack_postings(_sorted(text_words))
-    ), warnings
+    return _pack(bundle, section, *_packed(name_words, text_words)), warnings
 
 
 def _spliced(
