@@ -408,11 +408,13 @@ class Directory:
                 sha = listing.unchanged(listed, path, stat, current.get(path))
                 if sha is None:  # new, changed, or not known to be unchanged: read it
                     text = read_text(full)
+                    if text is None:  # gone since the scan: removed (its tag moves at the next open)
+                        continue
                     sha = sha256_text(text)
                     if current.get(path) != sha:
                         changes.append(Change(bundle, path, text, check=False))
                 now[path] = listing.entry(stat, sha, started)
-            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in files)
+            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in now)
         if changes:
             changeset.commit(self._store, changes, None, message)
         if remember and dirty:

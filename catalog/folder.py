@@ -202,11 +202,15 @@ def _part_tag(files: Stated) -> str:
     return hashlib.sha256(listing.encode()).hexdigest()
 
 
-def read_text(path: str) -> str:
-    """A document's text, exactly (UTF-8; newlines kept as written)."""
+def read_text(path: str) -> str | None:
+    """A document's text, exactly (UTF-8; newlines kept as written); None when the file is gone
+    since the folder was scanned (an editor saving by rename, an agent removing it): the sync then
+    counts it removed, as a scan a moment later would have, instead of failing the open."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             return f.read()
+    except FileNotFoundError:
+        return None
     except (OSError, UnicodeDecodeError) as e:
         raise BadFolder(f"cannot read {path}: {e}") from e
 

@@ -24,9 +24,9 @@ HOUR_NS = 3600 * 10**9
 def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The file names the folder sync reads from now on."""
     seen: list[str] = []
-    real: Callable[[str], str] = directory_module.read_text
+    real: Callable[[str], str | None] = directory_module.read_text
 
-    def counting(path: str) -> str:
+    def counting(path: str) -> str | None:
         seen.append(Path(path).name)
         return real(path)
 
@@ -69,6 +69,33 @@ def test_an_edit_reads_the_edited_file_alone(tmp_path: Path, reads: list[str], l
     assert sorted(reads) == ["t_150.md", "t_300.md"]
     assert "ZEBRA_COUNT" in listed and "OKAPI_COUNT" in listed and "TOOL_007" not in listed
     assert "TOOL_150" not in listed and len(listed) == 300
+
+
+def test_a_file_removed_between_the_scan_and_its_read_is_a_removal_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor saving by rename or an agent deleting a row can remove a file after the sync
+    listed it and before it reads it: the open goes on, the file counts as removed (an edited row
+    gone too), and the next open, whose scan no longer lists it, agrees."""
+    folder = aged(make_folder(tmp_path / "d", rows(20), aliases=None))
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert len(names(url, folder)) == 20
+    (folder / "tool" / "t_005.md").write_text(row("ZEBRA_COUNT", "Stripes."), encoding="utf-8")
+    (folder / "tool" / "t_900.md").write_text(row("OKAPI_COUNT", "Okapis."), encoding="utf-8")
+    real_scan = directory_module.scan
+
+    def scan_then_remove(where: Path, bundles: object = None) -> object:
+        scanned = real_scan(where, bundles)  # type: ignore[arg-type]
+        (folder / "tool" / "t_005.md").unlink()
+        (folder / "tool" / "t_900.md").unlink()
+        return scanned
+
+    monkeypatch.setattr(directory_module, "scan", scan_then_remove)
+    listed = names(url, folder)
+    assert "OKAPI_COUNT" not in listed and "ZEBRA_COUNT" not in listed and "TOOL_005" not in listed
+    assert len(listed) == 19
+    monkeypatch.setattr(directory_module, "scan", real_scan)
+    assert names(url, folder) == listed
 
 
 def test_a_file_rewritten_in_the_same_clock_tick_is_read_again(tmp_path: Path, reads: list[str]) -> None:
