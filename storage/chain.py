@@ -26,7 +26,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import Boolean, DateTime, LargeBinary
@@ -45,28 +45,22 @@ _TABLE = EventRow.__table__  # type: ignore[attr-defined]
 
 
 def time_text(at: datetime | str) -> str:
-    """A stored time as canonical UTC text (SQLite gives text, PostgreSQL an aware datetime)."""
-    if isinstance(at, str):
-        at = datetime.fromisoformat(at)
-    if at.tzinfo is not None:
-        at = at.astimezone(UTC).replace(tzinfo=None)
-    return at.isoformat(" ", "microseconds")
+    """A stored time as canonical UTC text (SQLite gives text, PostgreSQL an aware datetime): the
+    text the SQLite writer stores (`sqlite_time`), whichever engine kept it."""
+    return sqlite_time(datetime.fromisoformat(at) if isinstance(at, str) else at)
 
 
 def _written(value: Any) -> str:
     """The canonical text of the two kinds of value JSON has no form of, as the writer holds them:
     bytes (latin-1) and a datetime (UTC text). The encoder asks only for these, once or twice a
-    row: the exact types `to_row` gives are tried first (an `isinstance` of a union costs more
+    row: the exact type `to_row` gives is tried first (an `isinstance` of a union costs more
     than the rest of the call)."""
-    kind = type(value)
-    if kind is bytes:
+    if type(value) is bytes:
         return value.decode("latin-1")
-    if kind is datetime and value.tzinfo is UTC:  # what `to_row` gives PostgreSQL's COPY
+    if isinstance(value, datetime):  # what `to_row` gives PostgreSQL's COPY: aware UTC
         return sqlite_time(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("latin-1")
-    if isinstance(value, datetime):
-        return time_text(value)
     raise TypeError(f"no canonical form for {type(value).__name__}")
 
 

@@ -217,7 +217,7 @@ def to_row(event: Event, address: Address | None, *, text_time: bool = False) ->
     sha, size, text = address if address else (None, None, None)
     at = event.at
     if at.tzinfo is not UTC:  # what the producers give is aware UTC already: no new datetime
-        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+        at = utc(at)
     cost, first, last, token = event.cost_usd, event.first_byte_ms, event.last_byte_ms, event.first_token_ms
     return (
         event.event_id,
