@@ -244,8 +244,10 @@ def _spliced(
         _post(i, own, name_added)
         _post(i, every, text_added)
     name = previous.name_words.patched(fresh, name_added)
-    text = previous.text_words.patched(fresh, text_added) if name is not None else None
-    return None if name is None or text is None else (name, text)
+    if name is None:
+        return None
+    text = previous.text_words.patched(fresh, text_added)
+    return None if text is None else (name, text)
 
 
 @dataclass(slots=True)

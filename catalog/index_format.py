@@ -133,10 +133,17 @@ def pack_postings(postings: Mapping[str, Sequence[int]]) -> bytes:
     if sys.byteorder == "big":  # pragma: no cover - stored little-endian on every machine
         counts.byteswap()
         flat.byteswap()
+    return _postings_frame(words, counts, flat.tobytes())
+
+
+def _postings_frame(words: Sequence[str], counts: array[int], flat: bytes) -> bytes:
+    """The stored form of postings: a head, the words, each word's count, then every row number
+    (`flat`: little-endian, of `counts`' width)."""
     vocab = "\n".join(words).encode("utf-8")
-    head = struct.pack(">IIIc", len(vocab), len(counts), len(flat), code.encode())
-    body = head + vocab + counts.tobytes() + flat.tobytes()
-    return zstandard.ZstdCompressor(level=_LEVEL).compress(body)
+    head = struct.pack(
+        ">IIIc", len(vocab), len(counts), len(flat) // counts.itemsize, counts.typecode.encode()
+    )
+    return zstandard.ZstdCompressor(level=_LEVEL).compress(head + vocab + counts.tobytes() + flat)
 
 
 class Postings(Mapping[str, Sequence[int]]):
@@ -237,7 +244,4 @@ class Postings(Mapping[str, Sequence[int]]):
         words += self._words[last:]
         counts += self._counts[last:]
         pieces.append(raw[starts[last] * width :])
-        vocab = "\n".join(words).encode("utf-8")
-        body = b"".join(pieces)
-        head = struct.pack(">IIIc", len(vocab), len(counts), len(body) // width, b"H")
-        return zstandard.ZstdCompressor(level=_LEVEL).compress(head + vocab + counts.tobytes() + body)
+        return _postings_frame(words, counts, b"".join(pieces))
