@@ -26,23 +26,23 @@ Prescanned = Callable[[], dict[str, str] | None]
 """Waits for the child's tags (None when it could not give them)."""
 
 
-def prescan(folder: Path, children: int = 1) -> Prescanned:
+def prescan(folder: Path, *, split: bool = False) -> Prescanned:
     """Start scanning `folder` in forked children (`catalog.forked`: only from a process of one
     thread, the command line's before the SDK's preload starts); call the result for its stat
-    tags by bundle. One child stats every document; `PARTS` children (where the cores are there
-    for them) each stat their part of each bundle (`catalog.folder.PARTS`), and the parts make
-    the same tags."""
-    if children < PARTS:
+    tags by bundle. One child stats every document; with `split` (where the cores are there for
+    them) `PARTS` children each stat their part of each bundle (`catalog.folder.PARTS`), and the
+    parts make the same tags."""
+    if not split:
         whole = in_child(_tags, folder)
         return lambda: _checked(whole())
     waits = [in_child(part_tags, folder, k) for k in range(PARTS)]
 
     def result() -> dict[str, str] | None:
-        parts = [_checked(wait()) for wait in waits]
-        first = parts[0]
-        if first is None or any(p is None or p.keys() != first.keys() for p in parts):
+        parts = [_checked(wait()) for wait in waits]  # every child waited for, whatever the first gave
+        whole = [p for p in parts if p is not None]
+        if len(whole) < PARTS or any(p.keys() != whole[0].keys() for p in whole):
             return None  # a child failed, or a bundle came or went between their scans
-        return {bundle: combine([p[bundle] for p in parts if p is not None]) for bundle in first}
+        return {bundle: combine([p[bundle] for p in whole]) for bundle in whole[0]}
 
     return result
 

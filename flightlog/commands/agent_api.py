@@ -32,7 +32,6 @@ def find(
     directory: DirectoryOpt = None,
 ) -> None:
     """Rows matching WORDS, each with its score, layer and the words that matched."""
-    from catalog.folder import PARTS
     from flightlog.cores import usable_cores
 
     # The folder check (a stat of every file, ~40% of an everyday find at 25,000 rows) runs in
@@ -40,7 +39,7 @@ def find(
     # child stat'ing half of the files: the parent waited ~110 ms for one child doing it all. At
     # 25,000 rows on 2 cores, 12-15 interleaved rounds: 243 against 268 ms with one child (idle
     # machine), 293 against 312 with the other core kept busy. One core only, it stays in-process.
-    scanned = _prescan(directory, children=PARTS) if usable_cores() > 1 else None
+    scanned = _prescan(directory, split=True) if usable_cores() > 1 else None
     from catalog.resolver import no_match  # deferred: the index and aliases are slow to import
 
     query = " ".join(words)
@@ -152,7 +151,7 @@ def mcp(
         d.close()
 
 
-def _prescan(directory: Path | None, children: int = 1) -> Prescanned | None:
+def _prescan(directory: Path | None, *, split: bool = False) -> Prescanned | None:
     """The folder check of the Directory about to be opened, started in a child (`catalog.prescan`);
     None for the native Directory (no folder) or a folder that is not there (the open says why)."""
     from catalog.prescan import prescan
@@ -160,7 +159,7 @@ def _prescan(directory: Path | None, children: int = 1) -> Prescanned | None:
     folder = directory or load_settings().directory
     if folder is None or not folder.expanduser().is_dir():
         return None
-    return prescan(folder.expanduser(), children)
+    return prescan(folder.expanduser(), split=split)
 
 
 def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:

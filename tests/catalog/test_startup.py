@@ -68,34 +68,37 @@ def test_mcp_search_sees_a_file_changed_since_the_last_open(tmp_path: Path, home
     assert "imsg_read" in found.content[0].text
 
 
-def _prescan_alone(folder: Path, children: int = 1) -> object:
-    """`prescan(folder, children)()` in a fresh single-threaded interpreter, as `flightlog mcp` (one
-    child) and `flightlog find` (two) run it (this test process has other threads by now, and with
-    those prescan rightly declines to fork)."""
+def _prescan_alone(folder: Path, split: bool = False) -> object:
+    """`prescan(folder, split=split)()` in a fresh single-threaded interpreter, as `flightlog mcp`
+    (one child) and `flightlog find` (split in two) run it (this test process has other threads by
+    now, and with those prescan rightly declines to fork)."""
     code = "import json, sys; from pathlib import Path; from catalog.prescan import prescan; "
-    code += "print(json.dumps(prescan(Path(sys.argv[1]), int(sys.argv[2]))()))"
+    code += "print(json.dumps(prescan(Path(sys.argv[1]), split=sys.argv[2] == 'split')()))"
     done = subprocess.run(
-        [sys.executable, "-c", code, str(folder), str(children)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, str(folder), "split" if split else "whole"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("children", [1, 2])
-def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path, children: int) -> None:
+@pytest.mark.parametrize("split", [False, True])
+def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path, split: bool) -> None:
     """The forked children's stat tags are the ones `scan` computes, whether one child stats every
     file or two each stat half; after an edit (of either half) they differ; a missing folder
     gives None (the parent's own scan then says what is wrong)."""
     folder = make_folder(tmp_path / "d")
     tags = {b: f.stat_tag for b, f in scan(folder).items()}
-    assert _prescan_alone(folder, children) == tags
+    assert _prescan_alone(folder, split) == tags
     names = sorted(p.name for p in (folder / "tool").glob("*.md"))
     for name in names[:2]:  # one document of each half (every second one in path order)
         (folder / "tool" / name).write_text(row("IMSG_READ", f"Edited {name}."), encoding="utf-8")
-        edited = _prescan_alone(folder, children)
+        edited = _prescan_alone(folder, split)
         assert isinstance(edited, dict) and edited["tool"] != tags["tool"], name
         assert edited == {b: f.stat_tag for b, f in scan(folder).items()}
         tags = edited
-    assert _prescan_alone(tmp_path / "missing", children) is None
+    assert _prescan_alone(tmp_path / "missing", split) is None
 
 
 def test_the_halves_make_the_tag_and_a_file_gone_meanwhile_is_no_error(tmp_path: Path) -> None:
