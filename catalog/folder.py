@@ -216,9 +216,9 @@ def read_text(path: str) -> str | None:
 
 
 def stat_tags(folder: Path, bundles: Iterable[str]) -> dict[str, str]:
-    """The stat tags of some bundles as they are now (after a write-through)."""
-    scanned = scan(folder)
-    return {b: scanned[b].stat_tag for b in bundles if b in scanned}
+    """The stat tags of some bundles as they are now (after a write-through): only those are
+    stat'ed, not every file of the folder."""
+    return {b: found.stat_tag for b, found in scan(folder, set(bundles)).items()}
 
 
 def place(folder: Path, bundle: str, path: str, content: str | None) -> None:
