@@ -56,14 +56,14 @@ from addons.door.checks import (
 from addons.door.live_config import LiveConfig
 from addons.door.local_transport import local_mounts
 from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
-from addons.recording.identity import EMPTY, Identity
-from addons.recording.redact import Redactor
 from catalog import caveats, join, refused
 from catalog.authority import contract_hash
 from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
 from catalog.tool import Tool
 from catalog.wire import body_bytes
+from recording.identity import EMPTY, Identity
+from recording.redact import Redactor
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger

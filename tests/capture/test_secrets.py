@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from addons.errors import AddonError
-from addons.recording.errors import SecretsError
-from addons.recording.secrets import load_secrets
+from recording.errors import RecordingError, SecretsError
+from recording.secrets import load_secrets
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -72,7 +71,7 @@ def test_missing_file_and_unset_variable_are_errors(tmp_path: Path) -> None:
         load_secrets(tmp_path / "nope.env")
     with pytest.raises(SecretsError, match="NOT_SET is not set"):
         load_secrets(None, ["NOT_SET"], environ={})
-    assert issubclass(SecretsError, AddonError)
+    assert issubclass(SecretsError, RecordingError)
 
 
 def test_no_sources_means_no_secrets() -> None:
