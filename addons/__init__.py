@@ -5,7 +5,7 @@ The hook classes sit at this top level (`capture`, `sync_paths`, `local_routes`,
 four wings, each a package with its own contract in pyproject.toml:
 
 - `recording`: records, the writer process, redaction, usage and prices, events;
-- `wire`: HTTP heads, framing, streaming and the relay;
+- `wire`: HTTP heads, streaming, departures (a client leaving mid-answer) and the records of a flow;
 - `readback`: recorded exchanges, replay, export and the Ledger's read routes;
 - `door`: the dispatch door, its upstream calls, its HTTP and MCP routes.
 

@@ -1,8 +1,11 @@
 """The recording addon: every exchange through the proxy becomes two Ledger events.
 
 A thin mitmproxy shell: hooks copy immutable values into records (addons/wire/flow_records.py) for
-the `WriterProcess`, where redaction, usage and the Ledger run off the event loop's GIL. Streamed
-answers are teed; stream-looking requests go through the `Relay`, which reads on after a client leaves.
+the `WriterProcess`, where redaction, usage and the Ledger run off the event loop's GIL. Every
+exchange on every listener takes the same path: answers that stream (decided by the answer: an event
+stream, no length, or large) are teed to the client as they arrive, the others buffered as mitmproxy
+does; a client that leaves while its answer arrives is held from mitmproxy (`wire.departures`), so
+the answer is read on for up to the stream grace and the record says what the client got.
 
 Options are declared in `load()` and checked in `configure()`; with plain `mitmdump -s
 addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME / FLIGHTLOG_LEDGER / FLIGHTLOG_BLOBS.
@@ -18,8 +21,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from addons.capture_options import DEFAULT_OUTBOUND, MAX_COMMIT_MS, OPTIONS
+from addons.listening import Listening
 from addons.wire.arrived import arrived_body, cut_short_error
+from addons.wire.departures import ClientConnection, Departures
 from addons.wire.flow_records import (
+    Delivery,
     answer_record,
     close_record,
     direction,
@@ -28,10 +34,10 @@ from addons.wire.flow_records import (
     scan_fields,
     take_identity,
     tee,
+    trailer_error,
 )
 from addons.wire.heads import header_values, pretty_target, request_head
-from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob, trailer_error
-from addons.wire.streaming import looks_like_stream, should_tee
+from addons.wire.streaming import should_tee
 from recording import identity as ident
 from recording.action_ids import action_id
 from recording.capture_setup import (
@@ -39,7 +45,6 @@ from recording.capture_setup import (
     default_urls,
     processing,
     storage_hosts,
-    upstream_tls,
     writer_spec,
 )
 from recording.collector import default_collector
@@ -65,13 +70,14 @@ META_EXCHANGE = "flightlog.exchange"
 META_HEAD = "flightlog.head"
 META_SKIP = "flightlog.skip"
 META_COMMITTED = "flightlog.committed"
-META_RELAY = "flightlog.relay"
-META_TEED = "flightlog.teed"
+META_CLIENT = "flightlog.client"
+META_DELIVERY = "flightlog.delivery"
 META_WS_INDEX = "flightlog.ws_index"
-META_FIRST_CHUNK = "flightlog.first_chunk"
 META_TRAILERS = "flightlog.trailers"
+CLIENT_DISCONNECTED = "Client disconnected."
+"""mitmproxy's error when a client's connection ended before its answer did."""
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
-REQUEST_FIELDS = (b"content-encoding", b"accept")
+REQUEST_FIELDS = (b"content-encoding",)
 RESPONSE_FIELDS = (b"trailer", b"content-type", b"content-length", b"content-encoding")
 
 
@@ -88,7 +94,8 @@ class Capture:
 
     def __init__(self) -> None:
         self.writer: WriterProcess | None = None
-        self.relay: Relay | None = None
+        self.departures = Departures()
+        self.listening: Listening | None = None
         self._identities: weakref.WeakKeyDictionary[connection.Client, ident.Identity] = (
             weakref.WeakKeyDictionary()
         )
@@ -110,6 +117,9 @@ class Capture:
     def load(self, loader: Loader) -> None:
         for name, typespec, default, help_text in OPTIONS:
             loader.add_option(name, typespec, default, help_text)  # type: ignore[arg-type]
+        server = loader.master.addons.get("proxyserver")
+        if server is not None and self.listening is None:  # before mitmproxy listens
+            self.listening = Listening(server.servers, self.departures, reuse_port=False)
 
     def configure(self, updated: set[str]) -> None:
         from mitmproxy import ctx, exceptions
@@ -118,6 +128,7 @@ class Capture:
         opts = ctx.options
         if "flightlog_stream_grace" in updated and opts.flightlog_stream_grace < 0:
             raise exceptions.OptionsError("flightlog_stream_grace must be 0 or more seconds")
+        self.departures.grace = opts.flightlog_stream_grace
         commit = opts.flightlog_commit_ms
         if "flightlog_commit_ms" in updated and not 1 <= commit <= MAX_COMMIT_MS:
             raise exceptions.OptionsError(
@@ -155,9 +166,8 @@ class Capture:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the writer process and the relay. `flightlog proxy` calls this before mitmproxy
-        listens; under `mitmdump -s` it runs on the first request (held in `requestheaders` until it
-        is done), so no stream meets a missing relay."""
+        """Start the writer process. `flightlog proxy` calls this before mitmproxy listens; under
+        `mitmdump -s` it runs on the first request (held in `requestheaders` until it is done)."""
         if self._started is not None:
             await self._started.wait()
             return
@@ -174,10 +184,6 @@ class Capture:
                 spec, self._processing or Processing(), partial(_open_ledger, spec.ledger_url, spec.blobs_url)
             )
             await self.writer.start()
-            self.relay = Relay(
-                self._sink, grace=opts.flightlog_stream_grace, tls=lambda: upstream_tls(ctx.options)
-            )
-            await self.relay.start()
         finally:
             self._started.set()  # a failed start (logged by mitmproxy) must not hold connections forever
 
@@ -196,16 +202,25 @@ class Capture:
         gc.freeze()
 
     async def done(self) -> None:
-        """Stop: relays still reading are cut (recorded partial), then the queue is drained."""
+        """Stop: answers read on for clients that left are cut (recorded partial), then the queue
+        is drained."""
         from mitmproxy import ctx
 
         if self._watch is not None:
             self._watch.cancel()
-        if self.relay is not None:
-            await self.relay.stop()
+        await self._release_departed()
         if self.writer is not None:
             await self.writer.stop(timeout=ctx.options.flightlog_drain_timeout)
             self.writer = None
+
+    async def _release_departed(self, timeout: float = 5.0) -> None:
+        """Pass every held client end on to mitmproxy and give the answers read for them the time
+        to be recorded (their `error` hooks run as mitmproxy hears the client left)."""
+        held = [c for c in self.departures.connections.values() if c.gone and c.in_flight]
+        self.departures.release_all()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while any(c.in_flight for c in held) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
 
     def look_at_files(self) -> None:
         """A secrets or price file changed (the supervisor saw it): re-read them if so."""
@@ -230,7 +245,7 @@ class Capture:
             self._identities[flow.client_conn] = who
 
     def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """Hold a request that arrives before the writer and relay run (mitmdump -s only); not in
+        """Hold a request that arrives before the writer runs (mitmdump -s only); not in
         `client_connected`, where a client leaving mid-wait (a port probe) crashes mitmproxy 12."""
         starting = self.writer is None if self._started is None else not self._started.is_set()
         if starting:
@@ -271,6 +286,10 @@ class Capture:
             identity=who,
         )
         flow.metadata[META_HEAD] = head
+        client = self.departures.of(flow.client_conn.peername) if self.departures.connections else None
+        if client is not None:
+            client.begin(flow.id, flow)
+            flow.metadata[META_CLIENT] = client
         if length is not None and length.isdigit() and int(length) > self._max_request_body:
             request.stream = True  # stated exception: not read, recorded as missing
 
@@ -279,61 +298,22 @@ class Capture:
         if exchange is None:
             return
         request = flow.request
-        body = request.raw_content
         flow.metadata[META_RECORDED] = True
-        coding, accept = header_values(request.headers.fields, REQUEST_FIELDS)
+        coding = header_values(request.headers.fields, REQUEST_FIELDS)[0]
         if not flow.metadata.get(META_COMMITTED):
             self._sink(
                 RequestRecord(
                     exchange=exchange,
                     at=request.timestamp_start,
                     head=flow.metadata[META_HEAD],
-                    body=body,
+                    body=request.raw_content,
                     content_encoding=coding or "",
                 )
             )
-        if (
-            flow.response is None
-            and self.relay is not None
-            and not request.stream
-            and looks_like_stream(accept or "", body)
-        ):
-            self._to_relay(flow, exchange, body)
-
-    def _to_relay(self, flow: http.HTTPFlow, exchange: Exchange, body: bytes | None) -> None:
-        from mitmproxy.proxy.mode_specs import RegularMode, ReverseMode
-
-        assert self.relay is not None
-        # The relay speaks HTTP/1.1 upstream: an HTTP/2 upstream stays with mitmproxy, as with mitmdump.
-        if (
-            not isinstance(flow.client_conn.proxy_mode, RegularMode | ReverseMode)
-            or flow.server_conn.alpn == b"h2"
-        ):
-            return
-        request = flow.request
-        job = RelayJob(
-            exchange=exchange,
-            scheme=request.scheme,
-            host=request.host,
-            port=request.port,
-            sni=flow.server_conn.sni or request.host,
-            method=request.data.method,
-            request_body=body,
-            started=request.timestamp_start,
-        )
-        token = self.relay.register(job)
-        flow.metadata[META_RELAY] = token
-        request.data.host = "127.0.0.1"
-        request.data.port = self.relay.port
-        request.scheme = "http"
-        request.headers[TOKEN_HEADER] = token
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         response = flow.response
         if response is None or META_EXCHANGE not in flow.metadata:
-            return
-        if META_RELAY in flow.metadata:
-            response.stream = True  # the relay records it; mitmproxy passes chunks on as they come
             return
         trailer, ctype, length, coding = header_values(response.headers.fields, RESPONSE_FIELDS)
         if trailer is not None and not relays_trailers(flow):
@@ -344,17 +324,18 @@ class Capture:
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
         if response.stream or should_tee(ctype or "", length):
             exchange: Exchange = flow.metadata[META_EXCHANGE]
-            response.stream, flow.metadata[META_FIRST_CHUNK] = tee(exchange.flow_id, self._sink, coding or "")
-            flow.metadata[META_TEED] = True
+            delivery = flow.metadata[META_DELIVERY] = Delivery(flow.metadata.get(META_CLIENT))
+            response.stream = tee(exchange.flow_id, self._sink, coding or "", delivery)
 
     def response(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """The answer's record, in the writer's pipe before mitmproxy sends the answer (or, streamed,
-        its end) on: this hook runs just before that, and the pipe outlives a killed proxy. A relayed
-        answer's record was put by the relay before the last bytes reached mitmproxy."""
+        its end) on: this hook runs just before that, and the pipe outlives a killed proxy."""
         if META_EXCHANGE not in flow.metadata:
             return None
-        if META_RELAY not in flow.metadata:
-            self._answer(flow, error=None)
+        client: ClientConnection | None = flow.metadata.get(META_CLIENT)
+        self._answer(flow, error=self._left_early(flow, client), ended=True)
+        if client is not None:
+            client.end(flow.id)
         return self._answered()
 
     def _answered(self) -> Awaitable[None] | None:
@@ -363,11 +344,10 @@ class Capture:
     def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         if META_EXCHANGE not in flow.metadata:
             return None
-        if META_RELAY in flow.metadata:
-            return self._answered()
+        client: ClientConnection | None = flow.metadata.get(META_CLIENT)
         message = flow.error.msg if flow.error else "error"
         if META_TRAILERS in flow.metadata:
-            message = trailer_error([], f"announced: Trailer: {flow.metadata[META_TRAILERS]}")
+            message = trailer_error(flow.metadata[META_TRAILERS])
         if not flow.metadata.get(META_RECORDED):  # failed before the request was complete: body not read
             self._sink(
                 RequestRecord(
@@ -377,14 +357,45 @@ class Capture:
         arrived = None
         if (
             flow.response is not None
-            and not flow.metadata.get(META_TEED)
+            and META_DELIVERY not in flow.metadata
             and META_TRAILERS not in flow.metadata
         ):
             arrived = arrived_body(flow)  # a buffered answer cut part-way: keep what mitmproxy had read
             if arrived is not None:
                 message = cut_short_error(flow, len(arrived), message)
-        self._answer(flow, error=message, arrived=arrived)
+        if client is not None and client.gone and flow.response is not None:
+            message = self._left_during(flow, client, message)
+        self._answer(flow, error=message, ended=False, arrived=arrived)
+        if client is not None:
+            client.end(flow.id)
         return self._answered()
+
+    def _left_early(self, flow: http.HTTPFlow, client: ClientConnection | None) -> str | None:
+        """For an answer read to its end: the client's leaving, if it left before getting all of it."""
+        if client is None or client.left_at is None:
+            return None
+        delivery: Delivery | None = flow.metadata.get(META_DELIVERY)
+        if delivery is None:
+            return "The client left before the answer was sent; the whole answer was read for the Ledger"
+        if delivery.sent >= delivery.total:
+            return None  # it had every byte (an SDK closing at `[DONE]`, before the stream's end)
+        return (
+            f"The client left after {delivery.sent} of the answer's {delivery.total} bytes; "
+            "the whole answer was read for the Ledger"
+        )
+
+    def _left_during(self, flow: http.HTTPFlow, client: ClientConnection, message: str) -> str:
+        """An answer that failed after its client left: why it stopped, and what the client had."""
+        delivery: Delivery | None = flow.metadata.get(META_DELIVERY)
+        sent = delivery.sent if delivery is not None else 0
+        if client.expired:
+            return (
+                f"The client left after {sent} bytes of the answer; it was still arriving "
+                f"{self.departures.grace:g} s later and was read no further"
+            )
+        if message.startswith(CLIENT_DISCONNECTED):
+            return f"The client left after {sent} bytes of the answer; the proxy stopped before its end"
+        return f"{message} (the client had left after {sent} bytes)"
 
     def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Each message of an upgraded connection, numbered in arrival order, from either side; in
@@ -407,8 +418,11 @@ class Capture:
         self._sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
         return self._answered()
 
-    def _answer(self, flow: http.HTTPFlow, error: str | None, arrived: bytes | None = None) -> None:
-        first = flow.metadata.get(META_FIRST_CHUNK)
-        teed = bool(flow.metadata.get(META_TEED))
+    def _answer(
+        self, flow: http.HTTPFlow, error: str | None, *, ended: bool, arrived: bytes | None = None
+    ) -> None:
         exchange = flow.metadata[META_EXCHANGE]
-        self._sink(answer_record(flow, exchange, error, teed, first[0] if first else None, arrived))
+        delivery = flow.metadata.get(META_DELIVERY)
+        client = flow.metadata.get(META_CLIENT)
+        self._sink(answer_record(flow, exchange, error, ended=ended, delivery=delivery, client=client,
+                                 arrived=arrived))  # fmt: skip

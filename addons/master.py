@@ -350,21 +350,17 @@ async def serve(
         loop.add_signal_handler(sig, stop)
     if check := master.addons.get("errorcheck"):
         check.shutdown_if_errored = _one_line_startup_errors(check, link)
-    sharing = None
-    if link is not None:
-        from addons.shared_ports import ReusePort
-
-        servers = master.addons.get("proxyserver").servers
-        sharing = ReusePort(servers, udp=link.udp)  # held here: the signal's receiver is weak
+    if link is not None and flightlog.capture.listening is not None:
+        flightlog.capture.listening.reuse_port = True  # the worker's ports are shared with the others
+        flightlog.capture.listening.udp = link.udp
         flightlog.capture.looks_itself = False  # the supervisor looks at the files for every worker
         link.watch(loop, stop, flightlog.capture.look_at_files)
-    await flightlog.start()  # the writer and the relay run before the port accepts a connection
+    await flightlog.start()  # the writer runs before the port accepts a connection
     if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on
         await master.run()
     finishing = flightlog.done()  # mitmproxy skips `done` when stopped while starting servers
     if finishing is not None:
         await finishing
-    del sharing
 
 
 def _one_line_startup_errors(

@@ -12,12 +12,11 @@ holds, another flightlog supervisor included (which could otherwise join the gro
 the connections), is refused here in one line before any worker starts. Then the supervisor keeps
 a bound, never listening, SO_REUSEPORT socket on each address for its life: only listening sockets
 take connections, so it takes none, but nobody else can take the port while a worker restarts.
-In each worker `ReusePort` makes mitmproxy's TCP servers bind with SO_REUSEPORT.
+In each worker `addons.listening` makes mitmproxy's TCP servers bind with SO_REUSEPORT.
 """
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -155,41 +154,3 @@ def _reserve(family: int, kind: int, proto: int, addr: tuple[Any, ...]) -> socke
         sock.close()
         raise
     return sock
-
-
-class ReusePort:
-    """In a worker: mitmproxy's TCP servers bind with SO_REUSEPORT, joining the supervisor's ports.
-
-    Hooked on mitmproxy's `servers.changed` signal, sent once new server instances exist and before
-    they start: each gets a `listen` of its own (mitmproxy's binds without SO_REUSEPORT). A mode that
-    also listens on UDP (a reverse https listener takes HTTP/3 there) has its UDP side in one worker
-    only (`udp`): mitmproxy's UDP server cannot share a port. The signal holds its receivers weakly,
-    so whoever makes this keeps it for the proxy's life.
-    """
-
-    def __init__(self, servers: Any, *, udp: bool) -> None:
-        self.servers = servers
-        self.udp = udp
-        servers.changed.connect(self.patch)
-
-    def patch(self) -> None:
-        from mitmproxy.proxy.mode_servers import AsyncioServerInstance
-
-        for instance in self.servers:
-            if isinstance(instance, AsyncioServerInstance) and "listen" not in vars(instance):
-                instance.listen = _listen_sharing(instance, self.udp)  # type: ignore[method-assign]
-
-
-def _listen_sharing(instance: Any, udp: bool) -> Any:
-    async def listen(host: str, port: int) -> list[Any]:
-        servers: list[Any] = [await asyncio.start_server(instance.handle_stream, host, port, reuse_port=True)]
-        if udp and instance.mode.transport_protocol == "both":
-            try:
-                servers.append(await instance.start_udp_based_server(host or "0.0.0.0", port))
-            except OSError:
-                for server in servers:
-                    server.close()
-                raise
-        return servers
-
-    return listen

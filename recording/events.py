@@ -197,7 +197,14 @@ def response_event(
         first_byte_ms=first_byte,
         last_byte_ms=last_byte,
         first_token_ms=first_chunk if rec.streamed and model is not None else None,
+        client_bytes=rec.client_bytes,
+        client_left_ms=_left_ms(rec),
     )
+
+
+def _left_ms(rec: ResponseRecord) -> float | None:
+    started = rec.timing[0]
+    return None if rec.client_left is None or started is None else _after(rec.client_left, started)
 
 
 NORMAL_CLOSES = frozenset({1000, 1001, 1005})

@@ -70,6 +70,10 @@ class ResponseRecord:
     timing: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
     """(request started, first answer byte, last answer byte, first body chunk of a stream), epoch
     seconds, None where unknown: the writer turns them into the event's millisecond offsets."""
+    client_bytes: int | None = None
+    """Of the answer's body, the bytes passed on to the client (None: no answer reached it)."""
+    client_left: float | None = None
+    """When the client left while the answer was still due (epoch seconds), else None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +212,8 @@ def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
         item.partial,
         _body(item.request_body, buffers),
         item.timing,
+        item.client_bytes,
+        item.client_left,
     )
 
 
@@ -221,10 +227,11 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
         _, ex, at, head, body, coding = wire
         return RequestRecord(_exchange(ex), at, head, _resolve(body, buffers), coding)
     if kind == _RESPONSE:
-        _, ex, at, status, head, body, ctype, coding, error, streamed, partial, request_body, timing = wire
+        (_, ex, at, status, head, body, ctype, coding, error, streamed, partial, request_body, timing,
+         client_bytes, client_left) = wire  # fmt: skip
         return ResponseRecord(
             _exchange(ex), at, status, head, _resolve(body, buffers), ctype, coding, error, streamed, partial,
-            _resolve(request_body, buffers), tuple(timing),
+            _resolve(request_body, buffers), tuple(timing), client_bytes, client_left,
         )  # fmt: skip
     if kind == _WEBSOCKET:
         _, ex, at, index, origin, content, code = wire

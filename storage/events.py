@@ -80,6 +80,12 @@ class Event:
     """An answer's last byte, in milliseconds after its request started (None: unknown)."""
     first_token_ms: float | None = None
     """A streamed AI answer's first token, in milliseconds after its request started."""
+    client_bytes: int | None = None
+    """Of an answer's body, the bytes the proxy passed on to its client (None: no answer, or not an
+    exchange); fewer than the payload's when the client left before the end."""
+    client_left_ms: float | None = None
+    """When the client left while its answer was still due, in milliseconds after its request
+    started (None: it stayed to the end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +124,8 @@ class StoredEvent:
     first_byte_ms: float | None
     last_byte_ms: float | None
     first_token_ms: float | None
+    client_bytes: int | None
+    client_left_ms: float | None
     fingerprint: str
 
     def to_json(self) -> dict[str, Any]:

@@ -51,8 +51,10 @@ COLUMNS: Final = (
     "first_byte_ms",
     "last_byte_ms",
     "first_token_ms",
+    "client_bytes",
+    "client_left_ms",
 )
-TIMING_FIELDS: Final = ("first_byte_ms", "last_byte_ms", "first_token_ms")
+TIMING_FIELDS: Final = ("first_byte_ms", "last_byte_ms", "first_token_ms", "client_left_ms")
 TEXT_FIELDS: Final = (
     "event_id",
     "action_id",
@@ -153,10 +155,13 @@ def validate(event: Event) -> None:
     if cost is not None and (type(cost) not in (int, float) or cost < 0):
         raise bad(f"cost_usd must be a non-negative number, got {cost!r}")
     first, last, token = event.first_byte_ms, event.last_byte_ms, event.first_token_ms
-    if not (first is None and last is None and token is None):
-        for name, value in zip(TIMING_FIELDS, (first, last, token), strict=True):
+    left = event.client_left_ms
+    if not (first is None and last is None and token is None and left is None):
+        for name, value in zip(TIMING_FIELDS, (first, last, token, left), strict=True):
             if value is not None and type(value) not in (int, float):
                 raise bad(f"{name} must be a number of milliseconds, got {value!r}")
+    if not _count(event.client_bytes):
+        raise bad(f"client_bytes must be a non-negative integer, got {event.client_bytes!r}")
 
 
 def _count(value: object) -> bool:
@@ -186,7 +191,7 @@ def content_fingerprint(values: Mapping[str, Any]) -> str:
         at = datetime.fromisoformat(at)
     text = values["payload_text"]
     cost = values["cost_usd"]
-    meta = [values[c] for c in COLUMNS if c not in _NORMALIZED and c not in _DELIVERY]
+    meta = [values.get(c) for c in COLUMNS if c not in _NORMALIZED and c not in _DELIVERY]
     meta += [
         utc(at).isoformat(),
         None if text is None else bool(text),
@@ -219,6 +224,7 @@ def to_row(event: Event, address: Address | None, *, text_time: bool = False) ->
     if at.tzinfo is not UTC:  # what the producers give is aware UTC already: no new datetime
         at = utc(at)
     cost, first, last, token = event.cost_usd, event.first_byte_ms, event.last_byte_ms, event.first_token_ms
+    left = event.client_left_ms
     return (
         event.event_id,
         event.action_id,
@@ -252,6 +258,8 @@ def to_row(event: Event, address: Address | None, *, text_time: bool = False) ->
         None if first is None else float(first),
         None if last is None else float(last),
         None if token is None else float(token),
+        event.client_bytes,
+        None if left is None else float(left),
     )
 
 
@@ -294,5 +302,7 @@ def from_mapping(row: Any) -> StoredEvent:
         first_byte_ms=row.get("first_byte_ms"),
         last_byte_ms=row.get("last_byte_ms"),
         first_token_ms=row.get("first_token_ms"),
+        client_bytes=row.get("client_bytes"),
+        client_left_ms=row.get("client_left_ms"),
         fingerprint=content_fingerprint(dict(row)),
     )

@@ -125,6 +125,10 @@ class EventRow(SQLModel, table=True):
     """An answer's last byte, milliseconds after its request started."""
     first_token_ms: float | None = Field(default=None, sa_column=Column(Float))
     """A streamed AI answer's first token, milliseconds after its request started."""
+    client_bytes: int | None = Field(default=None, sa_column=Column(BigInteger))
+    """Of an answer's body, the bytes passed on to the client."""
+    client_left_ms: float | None = Field(default=None, sa_column=Column(Float))
+    """When the client left while its answer was still due, milliseconds after its request started."""
 
 
 class BlobRow(SQLModel, table=True):

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from addons.wire.departures import ClientConnection
 from addons.wire.heads import header_values, response_head
 from recording import identity as ident
 from recording.records import Exchange, ResponseRecord, StreamChunk, WebSocketRecord
@@ -46,21 +47,38 @@ def take_identity(request: http.Request, who: ident.Identity) -> ident.Identity:
     return from_headers.over(from_auth.over(who))
 
 
+class Delivery:
+    """What a teed answer's client got: when its first body chunk went, and how many bytes went
+    before the client left (`client`: its connection, None when not held)."""
+
+    __slots__ = ("client", "first", "sent", "total")
+
+    def __init__(self, client: ClientConnection | None) -> None:
+        self.client = client
+        self.first: float | None = None
+        self.sent = 0
+        self.total = 0
+
+
 def tee(
-    flow_id: str, put: Callable[[StreamChunk], object], coding: str
-) -> tuple[Callable[[bytes], bytes], list[float]]:
-    """A `response.stream` callable passing each chunk on unchanged and handing a copy to `put`, and
-    the list that gets the arrival time of the first chunk (a streamed answer's first token)."""
-    first: list[float] = []
+    flow_id: str, put: Callable[[StreamChunk], object], coding: str, delivery: Delivery
+) -> Callable[[bytes], bytes]:
+    """A `response.stream` callable passing each chunk on unchanged and handing a copy to `put`,
+    counting in `delivery` the bytes passed on while the client is there and when the first went
+    (a streamed answer's first token)."""
+    client = delivery.client
 
     def pass_on(chunk: bytes) -> bytes:
         if chunk:
-            if not first:
-                first.append(time.time())
+            if delivery.first is None:
+                delivery.first = time.time()
+            delivery.total += len(chunk)
+            if client is None or client.left_at is None:
+                delivery.sent += len(chunk)
             put(StreamChunk(flow_id, chunk, coding))
         return chunk
 
-    return pass_on, first
+    return pass_on
 
 
 def relays_trailers(flow: http.HTTPFlow) -> bool:
@@ -71,6 +89,14 @@ def relays_trailers(flow: http.HTTPFlow) -> bool:
         response is not None
         and not response.http_version.startswith("HTTP/1")
         and not flow.request.http_version.startswith("HTTP/1")
+    )
+
+
+def trailer_error(announced: str) -> str:
+    """What an answer announcing HTTP/1 trailers (which mitmproxy cannot relay) was recorded with."""
+    return (
+        "The answer has HTTP trailers, which mitmproxy cannot relay: the client was sent an error "
+        f"instead (announced: Trailer: {announced})"
     )
 
 
@@ -86,36 +112,58 @@ def answer_record(
     flow: http.HTTPFlow,
     exchange: Exchange,
     error: str | None,
-    teed: bool,
-    first_chunk: float | None,
+    *,
+    ended: bool,
+    delivery: Delivery | None,
+    client: ClientConnection | None,
     arrived: bytes | None = None,
 ) -> ResponseRecord:
-    """The answer (or the failure in `error`) of a flow mitmproxy handled itself; `arrived` is the
-    body read before a buffered answer failed part-way (recorded `partial`)."""
+    """The answer (or the failure in `error`) of a flow: `ended` when the whole answer was read,
+    `delivery` for a teed one (its body is the `StreamChunk`s already put), `arrived` the body read
+    before a buffered answer failed part-way (recorded `partial`). What its client got comes from
+    `client` (its connection): the bytes passed on before it left, and when it left."""
     response = flow.response
     ctype, coding = (
         header_values(response.headers.fields, ANSWER_FIELDS) if response is not None else ("", "")
     )
+    teed = delivery is not None
     timing = (
         flow.request.timestamp_start,
         response.timestamp_start if response is not None else None,
-        response.timestamp_end if response is not None else None,
-        first_chunk,
+        response.timestamp_end if response is not None and ended else None,
+        delivery.first if delivery is not None else None,
     )
+    left = client.left_at if client is not None else None
+    body = arrived if arrived is not None else None if teed or response is None else response.raw_content
     return ResponseRecord(
         exchange=exchange,
         at=time.time(),
         status=response.status_code if response is not None else None,
         head=response_head(response) + trailer_section(response) if response is not None else b"",
-        body=arrived if arrived is not None else None if teed or response is None else response.raw_content,
+        body=body,
         content_type=ctype or "",
         content_encoding=coding or "",
         error=error,
         streamed=teed,
-        partial=(teed or arrived is not None) and error is not None,
+        partial=not ended and (teed or arrived is not None),
         request_body=flow.request.raw_content if not flow.request.stream else None,
         timing=timing,
+        client_bytes=_client_bytes(response is not None, ended, delivery, body, left),
+        client_left=left,
     )
+
+
+def _client_bytes(
+    answer: bool, ended: bool, delivery: Delivery | None, body: bytes | None, left: float | None
+) -> int | None:
+    """Body bytes the client was passed (None: no answer came): a teed answer's count; a buffered
+    one goes out whole after its `response` hook, so all of it unless the client had left, and none
+    when it failed (the client got mitmproxy's error answer, or a closed connection)."""
+    if not answer:
+        return None
+    if delivery is not None:
+        return delivery.sent
+    return len(body or b"") if ended and left is None else 0
 
 
 def close_record(exchange: Exchange, ws: websocket.WebSocketData, index: int) -> WebSocketRecord:

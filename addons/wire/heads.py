@@ -1,5 +1,5 @@
-"""Exact head bytes (start line and header fields) of a mitmproxy request or response, and a head
-read off the wire. The head type and its parser are `storage.heads` (one for every room).
+"""Exact head bytes (start line and header fields) of a mitmproxy request or response. The head type
+and its parser are `storage.heads` (one for every room).
 
 mitmproxy keeps HTTP/1 header names with their case, order and duplicates; the head is assembled the
 way mitmproxy puts it on the wire: start line, fields, empty line, CRLF-separated. Stated exceptions:
@@ -12,9 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
-
-from addons.wire.errors import HeadError
-from storage.heads import Head, parse_head
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -78,23 +75,3 @@ def header_values(fields: Iterable[tuple[bytes, bytes]], names: tuple[bytes, ...
         None if values is None else ", ".join(v.decode("utf-8", "surrogateescape") for v in values)
         for values in found
     ]
-
-
-def parse_wire_head(raw: bytes) -> Head:
-    """A head read off a socket by the relay, checked strictly: anything but HTTP/1 is a `HeadError`."""
-    try:
-        return parse_head(raw, strict=True)
-    except ValueError as e:
-        raise HeadError(str(e)) from e
-
-
-def remove_fields(raw: bytes, names: frozenset[bytes]) -> bytes:
-    """The head without the fields named (lowercase names); every other byte is kept as it was."""
-    lines = raw.split(b"\r\n")
-    kept = [lines[0]]
-    for line in lines[1:]:
-        name = line.partition(b":")[0].strip().lower()
-        if line and name in names:
-            continue
-        kept.append(line)
-    return b"\r\n".join(kept)

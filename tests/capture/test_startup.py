@@ -16,12 +16,13 @@ from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
 
 
-def test_a_stream_on_the_first_connection_is_relayed(tmp_path: Path, http_upstream: Upstream) -> None:
+def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, http_upstream: Upstream) -> None:
     """A client that connects the moment the port opens and leaves after the first event of an SSE
-    answer: the relay is already running, so it reads the answer to its end (complete, all 5 events)
-    instead of mitmproxy cutting it when the client left. On a fresh home (the CA made at this start)
-    the connection is served, not cut: mitmproxy's CA is loaded before the port opens (it loaded it
-    after, and a request in between stopped the proxy on `certstore` None, 5 runs in 8 here)."""
+    answer: its connection is already held by flightlog's listener, so the answer is read to its end
+    (complete, all 5 events, the client's leaving said) instead of mitmproxy cutting it. On a fresh
+    home (the CA made at this start) the connection is served, not cut: mitmproxy's CA is loaded
+    before the port opens (it loaded it after, and a request in between stopped the proxy on
+    `certstore` None, 5 runs in 8 here)."""
     port = free_block()
     home = tmp_path / "home"
     env = {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": f"sqlite:///{tmp_path / 'l.db'}"}
@@ -57,13 +58,14 @@ def test_a_stream_on_the_first_connection_is_relayed(tmp_path: Path, http_upstre
                 chunk = sock.recv(4096)
                 assert chunk, f"the proxy closed the first connection after {got!r}"
                 got += chunk
-        time.sleep(0.5)  # the upstream sends the other four while the relay reads on
+        time.sleep(0.5)  # the upstream sends the other four while the proxy reads on
     finally:
         proc.terminate()
         proc.wait(60)
     ledger = ledger_of(env["FLIGHTLOG_LEDGER"], env["FLIGHTLOG_BLOBS"])
     answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
-    assert answer.payload_state == "complete" and answer.error is None
+    assert answer.payload_state == "complete" and answer.client_left_ms is not None
+    assert answer.error and answer.error.startswith("The client left after"), answer.error
     assert ledger.payload(answer.payload_sha256 or "").count(b"data: event") == 5
     ledger.close()
 

@@ -33,9 +33,9 @@ def session_headers(session: str, **more: str) -> dict[str, str]:
 def test_client_leaves_after_5_of_20_events_ledger_keeps_all_20_complete(
     world: tuple[LiveProxy, Upstream, Ledger],
 ) -> None:
-    """An SSE answer of 20 events, the client gone after 5: the relay reads on, all 20 are stored, and
-    the answer is `complete` with no error (the whole answer was read; the client's leaving is not
-    the answer's fault)."""
+    """An SSE answer of 20 events, the client gone after 5: the proxy reads on, all 20 are stored
+    (`complete`: the Ledger holds every byte the upstream sent), and the event says the client left,
+    when, and how many bytes it had been passed (at least the 5 events it read, fewer than all)."""
     proxy, http_upstream, ledger = world
     session = uuid.uuid4().hex
     got = []
@@ -56,10 +56,13 @@ def test_client_leaves_after_5_of_20_events_ledger_keeps_all_20_complete(
     assert len(events) == 1
     answer = events[0]
     assert answer.payload_state == "complete"
-    assert answer.error is None
     body = ledger.payload(answer.payload_sha256 or "")
     assert body == b"".join(f"id: {i}\ndata: event {i}\n\n".encode() for i in range(20))
     assert answer.status == 200 and answer.head.startswith(b"HTTP/1.1 200")
+    five = len(b"".join(f"id: {i}\ndata: event {i}\n\n".encode() for i in range(5)))
+    assert answer.client_bytes is not None and five <= answer.client_bytes < len(body), answer.client_bytes
+    assert answer.client_left_ms is not None and 0 < answer.client_left_ms < 20 * 30, answer.client_left_ms
+    assert answer.error and answer.error.startswith(f"The client left after {answer.client_bytes} of"), answer
 
 
 def test_teed_answer_without_length_is_complete(world: tuple[LiveProxy, Upstream, Ledger]) -> None:
@@ -67,11 +70,12 @@ def test_teed_answer_without_length_is_complete(world: tuple[LiveProxy, Upstream
     proxy, http_upstream, ledger = world
     session = uuid.uuid4().hex
     with httpx.Client(proxy=proxy.url, timeout=10) as client:
-        r = client.get(f"{http_upstream.base}/sse/4", headers=session_headers(session))  # not relayed: teed
+        r = client.get(f"{http_upstream.base}/sse/4", headers=session_headers(session))  # teed: no length
     assert r.status_code == 200
     answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
-    assert answer.payload_state == "complete"
+    assert answer.payload_state == "complete" and answer.error is None and answer.client_left_ms is None
     assert ledger.payload(answer.payload_sha256 or "") == r.content
+    assert answer.client_bytes == len(r.content)
 
 
 def test_large_answer_is_spooled_to_the_blob_store(
@@ -91,7 +95,7 @@ def test_large_answer_is_spooled_to_the_blob_store(
 def test_proxy_records_to_sqlite_and_postgresql(
     home: Path, ledger_url: str, http_upstream: Upstream, tmp_path: Path
 ) -> None:
-    """The same proxy records a relayed stream to either Ledger; the pair shares one action id."""
+    """The same proxy records a stream to either Ledger; the pair shares one action id."""
     with live_proxy(home, ledger_url, blobs_url=(tmp_path / "blobs").as_uri()) as proxy:
         with httpx.Client(proxy=proxy.url, timeout=10) as client:
             r = client.get(f"{http_upstream.base}/sse/3", headers={"Accept": "text/event-stream"})

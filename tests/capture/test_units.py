@@ -1,4 +1,4 @@
-"""The capture's pure parts: identity, heads, framing, stream detection, local routes, proxy env."""
+"""The capture's pure parts: identity, stream detection, local routes, proxy env."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from pathlib import Path
 from addons.door.routes import Routes
 from addons.proxy_env import Listener, proxy_env
 from addons.sync_paths import matches
-from addons.wire.framing import Chunked, Sized, UntilClose, response_body
-from addons.wire.heads import parse_wire_head, remove_fields
-from addons.wire.streaming import looks_like_stream, should_tee
+from addons.wire.streaming import should_tee
 from recording.identity import Identity, from_headers, from_proxy_authorization, parse_user
 
 
@@ -26,38 +24,9 @@ def test_identity_from_proxy_credentials_and_headers() -> None:
     assert parse_user(Identity(agent="a b", session="s;1").userinfo()) == Identity(agent="a b", session="s;1")
 
 
-def test_head_parsing_keeps_order_case_and_duplicates() -> None:
-    """Relay heads are split without normalising; removing a field keeps every other byte."""
-    raw = b"HTTP/1.1 200 OK\r\nX-B: 1\r\nx-a: 2\r\nX-B: 3\r\n\r\n"
-    head = parse_wire_head(raw)
-    assert head.start == (b"HTTP/1.1", b"200", b"OK")
-    assert head.fields == ((b"X-B", b"1"), (b"x-a", b"2"), (b"X-B", b"3"))
-    assert head.get_all(b"x-b") == [b"1", b"3"]
-    assert remove_fields(raw, frozenset({b"x-a"})) == b"HTTP/1.1 200 OK\r\nX-B: 1\r\nX-B: 3\r\n\r\n"
-
-
-def test_chunked_framing_split_anywhere() -> None:
-    """A chunked body is decoded the same however the wire bytes are split, and the rest is returned."""
-    wire = b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\nNEXT"
-    for step in (1, 2, 3, 7, len(wire)):
-        decoder = Chunked()
-        body, rest = b"", b""
-        for i in range(0, len(wire), step):
-            got, after = decoder.feed(wire[i : i + step])
-            body += got
-            rest += after
-        assert decoder.done and body == b"hello world" and rest == b"NEXT"
-    sized = Sized(3)
-    assert sized.feed(b"abcdef") == (b"abc", b"def") and sized.done
-    assert isinstance(response_body(parse_wire_head(b"HTTP/1.1 200 OK\r\n\r\n"), b"GET"), UntilClose)
-    assert response_body(parse_wire_head(b"HTTP/1.1 204 No Content\r\n\r\n"), b"GET").done
-
-
 def test_stream_detection() -> None:
-    """SSE and `"stream": true` requests go through the relay; answers without a length are teed."""
-    assert looks_like_stream("text/event-stream", None)
-    assert looks_like_stream("application/json", b'{"model": "m", "stream" : true}')
-    assert not looks_like_stream("application/json", b'{"stream": false}')
+    """Answers are teed (streamed as they arrive) when the answer says so: an event stream, no
+    length, or a large one; whatever the request looked like."""
     assert should_tee("text/event-stream", "10")
     assert should_tee("application/json", None)
     assert not should_tee("application/json", "1024")

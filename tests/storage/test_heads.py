@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from addons.wire.errors import HeadError
-from addons.wire.heads import parse_wire_head
 from storage.heads import END_OF_HEAD, Head, build_head, parse_head
 
 
@@ -20,16 +18,16 @@ def test_recorded_heads_are_read_tolerantly_and_lose_nothing() -> None:
 
 
 def test_wire_heads_are_checked_strictly() -> None:
-    """Off a socket, anything but CRLF `Name: value` lines after a start line is one HeadError."""
+    """Read strictly, anything but CRLF `Name: value` lines after a start line is one ValueError."""
     for raw, reason in (
         (b"", "empty head"),
         (b"HTTP/1.1\r\n\r\n", "bad start line"),
         (b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "bad header field"),
         (b"HTTP/1.1 200 OK\r\n Lead: x\r\n\r\n", "bad header field"),
     ):
-        with pytest.raises(HeadError, match=reason):
-            parse_wire_head(raw)
-    assert parse_wire_head(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").fields == ((b"Host", b"a"),)
+        with pytest.raises(ValueError, match=reason):
+            parse_head(raw, strict=True)
+    assert parse_head(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", strict=True).fields == ((b"Host", b"a"),)
 
 
 def test_build_is_the_inverse_of_parse() -> None:
