@@ -67,7 +67,6 @@ LOCAL_HOST = "flightlog.local"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 META_RECORDED = "flightlog.recorded"
 META_EXCHANGE = "flightlog.exchange"
-META_HEAD = "flightlog.head"
 META_SKIP = "flightlog.skip"
 META_COMMITTED = "flightlog.committed"
 META_CLIENT = "flightlog.client"
@@ -268,7 +267,6 @@ class Capture:
         ):  # our own listeners record what reaches them: a hop through the forward proxy is not twice
             flow.metadata[META_SKIP] = True
             return
-        head = request_head(request)  # as the client sent it, before our headers are stripped
         who = self._identities.get(flow.client_conn, ident.EMPTY) if self._identities else ident.EMPTY
         if request.data.path.startswith(IDENTITY_PATH) and is_reverse(flow):
             from_path, request.path = ident.from_path(request.path)  # forwarded without the prefix
@@ -285,7 +283,6 @@ class Capture:
             host=host,
             identity=who,
         )
-        flow.metadata[META_HEAD] = head
         client = self.departures.of(flow.client_conn.peername) if self.departures.connections else None
         if client is not None:
             client.begin(flow.id, flow)
@@ -305,7 +302,7 @@ class Capture:
                 RequestRecord(
                     exchange=exchange,
                     at=request.timestamp_start,
-                    head=flow.metadata[META_HEAD],
+                    head=request_head(request),  # what goes upstream: our prefix and headers are gone
                     body=request.raw_content,
                     content_encoding=coding or "",
                 )
@@ -351,7 +348,10 @@ class Capture:
         if not flow.metadata.get(META_RECORDED):  # failed before the request was complete: body not read
             self._sink(
                 RequestRecord(
-                    flow.metadata[META_EXCHANGE], flow.request.timestamp_start, flow.metadata[META_HEAD], None
+                    flow.metadata[META_EXCHANGE],
+                    flow.request.timestamp_start,
+                    request_head(flow.request),
+                    None,
                 )
             )
         arrived = None

@@ -109,7 +109,8 @@ HOOKS = (
 
 
 class Flightlog:
-    """flightlog's addons in hook order (own routes, sync paths, capture) behind one mitmproxy addon.
+    """flightlog's addons in hook order (own routes, listener hops, sync paths, capture) behind one
+    mitmproxy addon.
 
     mitmproxy walks every addon, and every child of one, for each hook of each flow (a generator
     step, `hasattr`, `getattr`, an argument list), and pays a coroutine and a context manager per
@@ -120,7 +121,7 @@ class Flightlog:
 
     def __init__(self, *extra: object) -> None:
         self.capture = capture = Capture()
-        self.parts: list[object] = [LocalRoutes(), SyncPaths(capture), capture, ListenerHops(), *extra]
+        self.parts: list[object] = [LocalRoutes(), ListenerHops(), SyncPaths(capture), capture, *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
             for name in HOOKS

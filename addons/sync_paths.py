@@ -12,7 +12,8 @@ import logging
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from addons.capture import META_COMMITTED, META_EXCHANGE, META_HEAD, Capture
+from addons.capture import META_COMMITTED, META_EXCHANGE, Capture
+from addons.wire.heads import request_head
 from recording.records import Exchange, RequestRecord
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class SyncPaths:
         record = RequestRecord(
             exchange=exchange,
             at=flow.request.timestamp_start,
-            head=flow.metadata[META_HEAD],
+            head=request_head(flow.request),
             body=flow.request.raw_content,
             content_encoding=flow.request.headers.get("content-encoding", ""),
         )

@@ -17,6 +17,7 @@ from recording.records import Exchange, ResponseRecord, StreamChunk, WebSocketRe
 
 if TYPE_CHECKING:
     from mitmproxy import http, websocket
+    from mitmproxy.proxy.mode_specs import ProxyMode
 
 IDENTITY_PREFIX = ident.HEADER_PREFIX.encode()
 ANSWER_FIELDS = (b"content-type", b"content-encoding")
@@ -174,11 +175,21 @@ def close_record(exchange: Exchange, ws: websocket.WebSocketData, index: int) ->
     return WebSocketRecord(exchange, at, index, "close", reason, code)
 
 
+META_AS_LISTENER = "flightlog.as_listener"
+"""The reverse listener a forward request is served as (`addons.listener_hops`)."""
+
+
+def listener_mode(flow: http.HTTPFlow) -> ProxyMode:
+    """The listener the flow is served as: the one it came in on, or the reverse listener a forward
+    request for it is taken as."""
+    return flow.metadata.get(META_AS_LISTENER) or flow.client_conn.proxy_mode
+
+
 def is_reverse(flow: http.HTTPFlow) -> bool:
-    """Whether the flow came in on a reverse listener."""
+    """Whether the flow is served as a reverse listener's."""
     from mitmproxy.proxy.mode_specs import ReverseMode
 
-    return isinstance(flow.client_conn.proxy_mode, ReverseMode)
+    return isinstance(listener_mode(flow), ReverseMode)
 
 
 def direction(flow: http.HTTPFlow, outbound: frozenset[str]) -> str:
@@ -187,7 +198,7 @@ def direction(flow: http.HTTPFlow, outbound: frozenset[str]) -> str:
     or by `host:port` for an AI listener pointed at a gateway)."""
     from mitmproxy.proxy.mode_specs import ReverseMode
 
-    mode = flow.client_conn.proxy_mode
+    mode = listener_mode(flow)
     if not isinstance(mode, ReverseMode):
         return "out"
     host, port = mode.address

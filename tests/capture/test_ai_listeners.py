@@ -114,13 +114,19 @@ def test_a_taken_listener_port_is_one_line_before_mitmproxy_starts(home: Path) -
 
 def test_a_client_using_proxy_and_base_url_is_recorded_once(home: Path, http_upstream: Upstream) -> None:
     """httpx (as the Python SDKs use it) sends the base-URL request through the forward proxy to the
-    OpenAI listener: answered (mitmproxy's self-connect refusal lifted for that hop), recorded once."""
+    OpenAI listener: the forward listener takes it as the listener's own (no second hop), so it is
+    recorded once, and stored as it went upstream, exactly like the same request sent to the listener
+    directly: the identity prefix gone from the path, the upstream's Host, no proxy headers."""
     with live_proxy(
         home, f"sqlite:///{home / 'ledger.db'}", args=["--ai-upstream", f"openai={http_upstream.base}"]
     ) as proxy:
         base = f"http://127.0.0.1:{proxy.ai_port('openai')}/_flightlog/session=hop/v1"
         answer = httpx.post(
-            f"{base}/chat/completions", json={"model": "gpt-4o-mini"}, proxy=proxy.url, timeout=30
+            f"{base}/chat/completions",
+            json={"model": "gpt-4o-mini"},
+            proxy=f"http://agent=a:@127.0.0.1:{proxy.port}",
+            headers={"Proxy-Connection": "keep-alive"},
+            timeout=30,
         )
         assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "hi"
         direct = httpx.post(f"{base}/chat/completions", json={"model": "gpt-4o-mini"}, timeout=30)
@@ -130,6 +136,14 @@ def test_a_client_using_proxy_and_base_url_is_recorded_once(home: Path, http_ups
     ledger.close()
     assert [e.kind for e in events] == ["http.request", "http.request", "http.response", "http.response"]
     assert {e.direction for e in events} == {"out"}
+    hop, straight = (e for e in events if e.kind == "http.request")
+    assert hop.agent == "a" and straight.agent is None
+    assert {hop.url, straight.url} == {f"{http_upstream.base}/v1/chat/completions"}
+    start = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {http_upstream.base[7:]}\r\n".encode()
+    for head in (hop.head, straight.head):
+        assert head.startswith(start), head
+        assert b"_flightlog" not in head and b"proxy-authorization" not in head.lower(), head
+    assert b"Proxy-Connection: keep-alive" in hop.head  # plain mitmdump forwards it: so does flightlog
 
 
 def test_model_api_listeners_never_answer_flightlog_local(home: Path, http_upstream: Upstream) -> None:
