@@ -235,6 +235,21 @@ class Capture:
     def _sink(self, item: Record) -> bool:
         return self.writer.put(item) if self.writer is not None else False
 
+    def sink(self, item: Record) -> bool:
+        """Hand a record to the writer (for the parts that record beside the hooks: `attempts`)."""
+        return self._sink(item)
+
+    def identity_of(self, client: connection.Client) -> ident.Identity:
+        """Who a client connection's CONNECT named (its proxy credentials), or nobody."""
+        return self._identities.get(client, ident.EMPTY) if self._identities else ident.EMPTY
+
+    def outbound(self) -> frozenset[str]:
+        return self._outbound
+
+    def ignored(self, host: str) -> bool:
+        """Whether traffic to `host` is never recorded (flightlog.local, the storage's own)."""
+        return host in self._ignore
+
     # -- hooks -------------------------------------------------------------------------------------
 
     def http_connect(self, flow: http.HTTPFlow) -> None:

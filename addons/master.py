@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from addons.ai_listeners import AiListener
+from addons.attempts import Attempts
 from addons.capture import Capture
 from addons.capture_options import COMMIT_MS, DEFAULT_OUTBOUND
 from addons.certificate_store import load_ca_before_listening
@@ -34,7 +35,7 @@ from addons.sync_paths import SyncPaths
 from storage.locations import private_home
 
 if TYPE_CHECKING:
-    from mitmproxy import http, tls
+    from mitmproxy import connection, http, tls
     from mitmproxy.addonmanager import Loader
     from mitmproxy.proxy import server_hooks
 
@@ -95,8 +96,12 @@ HOOKS = (
     "running",
     "done",
     "http_connect",
+    "http_connect_error",
     "server_connect",
+    "server_connect_error",
     "tls_clienthello",
+    "tls_failed_client",
+    "client_disconnected",
     "requestheaders",
     "request",
     "responseheaders",
@@ -121,7 +126,9 @@ class Flightlog:
 
     def __init__(self, *extra: object) -> None:
         self.capture = capture = Capture()
-        self.parts: list[object] = [LocalRoutes(), ListenerHops(), SyncPaths(capture), capture, *extra]
+        attempts = Attempts(capture.sink, capture.identity_of, capture.outbound, capture.ignored)
+        self.parts: list[object] = [LocalRoutes(), ListenerHops(), SyncPaths(capture), capture, attempts]
+        self.parts += extra
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
             for name in HOOKS
@@ -172,8 +179,20 @@ class Flightlog:
     def http_connect(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return self._call("http_connect", flow)
 
+    def http_connect_error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self._call("http_connect_error", flow)
+
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> Awaitable[None] | None:
         return self._call("server_connect", data)
+
+    def server_connect_error(self, data: server_hooks.ServerConnectionHookData) -> Awaitable[None] | None:
+        return self._call("server_connect_error", data)
+
+    def tls_failed_client(self, data: tls.TlsData) -> Awaitable[None] | None:
+        return self._call("tls_failed_client", data)
+
+    def client_disconnected(self, client: connection.Client) -> Awaitable[None] | None:
+        return self._call("client_disconnected", client)
 
     def tls_clienthello(self, data: tls.ClientHelloData) -> Awaitable[None] | None:
         return self._call("tls_clienthello", data)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from recording.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
+from recording.records import AttemptRecord, Exchange, RequestRecord, ResponseRecord, WebSocketRecord
 from storage import kinds
 from storage.escaped import escape_event
 from storage.events import Event, PayloadRef, PayloadState
@@ -207,6 +207,23 @@ def _left_ms(rec: ResponseRecord) -> float | None:
     return None if rec.client_left is None or started is None else _after(rec.client_left, started)
 
 
+def attempt_event(proc: Processing, rec: AttemptRecord, *, collector: str, seq: int) -> Event:
+    """The `connection.error` event of a connection that failed before any exchange on it."""
+    ex = rec.exchange
+    url, url_names = proc.redactor.redact_url(ex.url) if proc.redactor is not None else (ex.url, frozenset())
+    return _exchange_event(
+        ex,
+        kinds.ATTEMPT_ROLE,
+        kinds.CONNECTION_ERROR,
+        rec.at,
+        url,
+        collector=collector,
+        seq=seq,
+        error=rec.error,
+        redacted=_names(frozenset(url_names)),
+    )
+
+
 NORMAL_CLOSES = frozenset({1000, 1001, 1005})
 """Normal closure, going away, and a close frame without a code (RFC 6455 7.4.1): not errors."""
 
@@ -303,13 +320,21 @@ def unrecordable_event(event: Event, error: BaseException) -> Event:
 
 
 def unrecordable_record(
-    rec: RequestRecord | ResponseRecord | WebSocketRecord, error: BaseException, *, collector: str, seq: int
+    rec: RequestRecord | ResponseRecord | WebSocketRecord | AttemptRecord,
+    error: BaseException,
+    *,
+    collector: str,
+    seq: int,
 ) -> Event:
     """A record that could not even become an event (a bug in redaction or usage reading, say):
     its head and body as they arrived, filed as `capture.unrecordable` with the error."""
     ex = rec.exchange
-    body = rec.content if isinstance(rec, WebSocketRecord) else rec.body
-    head = b"" if isinstance(rec, WebSocketRecord) else rec.head
+    body: bytes | None = None
+    head = b""
+    if isinstance(rec, WebSocketRecord):
+        body = rec.content
+    elif not isinstance(rec, AttemptRecord):
+        body, head = rec.body, rec.head
     role = f"record:{type(rec).__name__}:{rec.index if isinstance(rec, WebSocketRecord) else ''}"
     return _exchange_event(
         ex,

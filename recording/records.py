@@ -90,6 +90,16 @@ class WebSocketRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """A client connection that failed before any exchange on it (`error` says why): it is filed
+    under its own action, the `exchange` naming its target and who connected."""
+
+    exchange: Exchange
+    at: float
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class StdioRecord:
     """One line of a stdio MCP session relayed by `flightlog mcp-record` (`origin` client or server),
     or the session's `start` and `end`. `data` is the line without its newline, or only its first bytes
@@ -114,7 +124,7 @@ class StdioRecord:
         return len(self.data) == self.size
 
 
-Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
+Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord | AttemptRecord
 
 
 def chunks_lost(rec: ResponseRecord) -> ResponseRecord:
@@ -130,6 +140,8 @@ def size_of(item: Record) -> int:
         return len(item.content)
     if isinstance(item, StdioRecord):
         return len(item.data) if item.data else 0
+    if isinstance(item, AttemptRecord):
+        return 0
     return len(item.body) if item.body else 0
 
 
@@ -138,7 +150,7 @@ def size_of(item: Record) -> int:
 # tuples of bytes, strings and numbers pickle in C (0.7 us). Every field is listed: a new field must be
 # added to both functions, and tests/capture/test_units.py round-trips each record type.
 
-_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO = 0, 1, 2, 3, 4
+_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO, _ATTEMPT = 0, 1, 2, 3, 4, 5
 
 
 def _exchange_wire(ex: Exchange) -> tuple[Any, ...]:
@@ -189,6 +201,8 @@ def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
         data = _body(item.data, buffers)
         return (_STDIO, item.session, item.server, identity, item.origin, item.index, item.at, data,
                 item.size, item.code, item.note)  # fmt: skip
+    if isinstance(item, AttemptRecord):
+        return (_ATTEMPT, _exchange_wire(item.exchange), item.at, item.error)
     if isinstance(item, RequestRecord):
         return (
             _REQUEST,
@@ -241,4 +255,7 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
         who = EMPTY if identity is None else Identity(*identity)
         data = _resolve(data, buffers) or b""
         return StdioRecord(session, server, who, origin, index, at, data, size, code, note)
+    if kind == _ATTEMPT:
+        _, ex, at, error = wire
+        return AttemptRecord(_exchange(ex), at, error)
     raise ValueError(f"not a wire record: kind {kind!r}")

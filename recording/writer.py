@@ -26,6 +26,7 @@ from recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
 from recording.acks import FrameAcks
 from recording.os_names import name_os_thread
 from recording.records import (
+    AttemptRecord,
     RequestRecord,
     ResponseRecord,
     StdioRecord,
@@ -42,7 +43,7 @@ from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
+Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord | AttemptRecord
 USAGE_MAX = 4 * 1024 * 1024
 """Streamed answers up to this size are read back for model and token usage."""
 
@@ -339,6 +340,8 @@ class Writer:
         elif isinstance(item, StdioRecord):
             event = mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
             self._add(event, frames)
+        elif isinstance(item, AttemptRecord):
+            self._add(ev.attempt_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor

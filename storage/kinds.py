@@ -8,6 +8,9 @@ Storage is the lowest room both sides see: capture and the door (addons) write t
 - `websocket.client` / `websocket.server`: one message of an upgraded connection, from that side
   (the 101 answer is the exchange's `http.response`; all share its `action_id`).
 - `websocket.close`: how the connection ended: the close code in `status`, the reason as payload.
+- `connection.error`: a client connection that failed before any exchange on it: the client refused
+  the proxy's certificate, or the upstream connection a reverse listener opens as a client connects
+  could not be made (the client saw its connection closed). The target in `url`, why in `error`.
 - `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
 - `capture.unrecordable`: a record the Ledger refused (or that could not become an event): its head
   and body bytes, the error in `error`, the refused event's id in `parent`.
@@ -29,6 +32,7 @@ from typing import Final
 
 HTTP_REQUEST: Final = "http.request"
 HTTP_RESPONSE: Final = "http.response"
+CONNECTION_ERROR: Final = "connection.error"
 CAPTURE_OVERFLOW: Final = "capture.overflow"
 CAPTURE_UNRECORDABLE: Final = "capture.unrecordable"
 WEBSOCKET_KINDS: Final = {
@@ -51,6 +55,7 @@ MCP_INITIALIZE_RESULT: Final = "mcp.initialize.result"
 MCP_START: Final = "mcp.start"
 MCP_EXIT: Final = "mcp.exit"
 
+ATTEMPT_ROLE: Final = "attempt"
 REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"
 

@@ -196,9 +196,13 @@ def direction(flow: http.HTTPFlow, outbound: frozenset[str]) -> str:
     """`in` for traffic a reverse listener receives for our own service; `out` for the rest
     (forward traffic, and reverse listeners in front of the model APIs named in `outbound`, by host
     or by `host:port` for an AI listener pointed at a gateway)."""
+    return mode_direction(listener_mode(flow), outbound)
+
+
+def mode_direction(mode: ProxyMode, outbound: frozenset[str]) -> str:
+    """`direction` of traffic served by a listener of `mode`."""
     from mitmproxy.proxy.mode_specs import ReverseMode
 
-    mode = listener_mode(flow)
     if not isinstance(mode, ReverseMode):
         return "out"
     host, port = mode.address

@@ -97,6 +97,7 @@ def test_records_cross_the_pipe_unchanged() -> None:
     """Every record type, with and without an identity, comes back from the wire equal."""
     from recording.identity import EMPTY
     from recording.records import (
+        AttemptRecord,
         Exchange,
         RequestRecord,
         ResponseRecord,
@@ -115,6 +116,10 @@ def test_records_cross_the_pipe_unchanged() -> None:
             named, 3.0, 200, b"HTTP/1.1 200 OK\r\n\r\n", b"ok", "text/plain", "br", None, False, False, b"rq"
         ),
         ResponseRecord(anonymous, 4.0, None, b"", None, error="refused", streamed=True, partial=True),
+        ResponseRecord(
+            named, 4.5, 200, b"HTTP/1.1 200 OK\r\n\r\n", None, streamed=True, client_bytes=7, client_left=4.25
+        ),
+        AttemptRecord(anonymous, 4.75, "Cannot connect to h:443: refused"),
         StreamChunk("f1", b"data: 1\n\n", "gzip"),
         WebSocketRecord(named, 5.0, 3, "server", b"\x00\xff"),
         WebSocketRecord(anonymous, 6.0, 3, "close", b"done", 1000),
