@@ -75,6 +75,9 @@ META_WS_INDEX = "flightlog.ws_index"
 META_TRAILERS = "flightlog.trailers"
 CLIENT_DISCONNECTED = "Client disconnected."
 """mitmproxy's error when a client's connection ended before its answer did."""
+PROXY_ANSWERED = "; the client was sent the proxy's error answer instead"
+"""Said of a failure that reached the client as mitmproxy's own error answer (its 502), not as the
+upstream's answer (whose status, if a head came, is the event's)."""
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
 REQUEST_FIELDS = (b"content-encoding",)
 RESPONSE_FIELDS = (b"trailer", b"content-type", b"content-length", b"content-encoding")
@@ -378,8 +381,11 @@ class Capture:
             arrived = arrived_body(flow)  # a buffered answer cut part-way: keep what mitmproxy had read
             if arrived is not None:
                 message = cut_short_error(flow, len(arrived), message)
-        if client is not None and client.gone and flow.response is not None:
-            message = self._left_during(flow, client, message)
+        if client is not None and client.gone:
+            if flow.response is not None:
+                message = self._left_during(flow, client, message)
+        elif META_DELIVERY not in flow.metadata and META_TRAILERS not in flow.metadata:
+            message += PROXY_ANSWERED  # no byte of the answer had gone out: mitmproxy answered instead
         self._answer(flow, error=message, ended=False, arrived=arrived)
         if client is not None:
             client.end(flow.id)

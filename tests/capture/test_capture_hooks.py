@@ -209,14 +209,16 @@ def test_a_streamed_answer_is_teed_chunk_by_chunk(capture: tuple[Capture, Taken,
 def test_a_failed_exchange_records_the_request_and_the_error(
     capture: tuple[Capture, Taken, taddons.context],
 ) -> None:
-    """An upstream failure before the request was read records the head (no body) and the error."""
+    """An upstream failure before the request was read records the head (no body) and the error,
+    saying the client got the proxy's error answer instead (no byte of an answer had gone to it)."""
     addon, taken, _ = capture
     flow = tflow.tflow(err=True)
     addon.requestheaders(flow)
     addon.error(flow)
     request, answer = taken.items
     assert isinstance(request, RequestRecord) and request.body is None
-    assert isinstance(answer, ResponseRecord) and answer.status is None and answer.error == "error"
+    assert isinstance(answer, ResponseRecord) and answer.status is None
+    assert answer.error == "error; the client was sent the proxy's error answer instead"
 
 
 def test_websocket_messages_are_numbered_and_the_close_recorded(

@@ -48,6 +48,10 @@ ON_PURPOSE: dict[str, Callable[[bytes], bytes]] = {
     "X-Flightlog-* request headers carry identity to flightlog and are removed before forwarding": (
         lambda wire: re.sub(rb"(?im)^x-flightlog-[^\r\n]*\r\n", b"", wire)
     ),
+    "Proxy-Authorization (the proxy URL's credentials) carries identity to flightlog and is removed; "
+    "plain mitmdump without proxy authentication forwards it": (
+        lambda wire: re.sub(rb"(?im)^proxy-authorization:[^\r\n]*\r\n", b"", wire)
+    ),
 }
 """What flightlog changes on purpose, applied to what plain mitmdump's upstream received."""
 

@@ -39,6 +39,9 @@ class Answer:
     """Close the connection after the chunks, whatever the head promised (a short body)."""
     trailers: tuple[tuple[bytes, bytes], ...] = ()
     """HTTP trailers after the last chunk (HTTP/1.1: chunked; HTTP/2: a HEADERS frame)."""
+    raw: tuple[bytes, ...] = ()
+    """HTTP/1.1 only: these exact bytes instead of a built answer (odd framing), `delay` apart, then
+    the connection closes (HTTP/2 answers `status` with the fields and chunks instead)."""
 
 
 def _fixed(status: int, body: bytes, *fields: tuple[bytes, bytes]) -> Answer:
@@ -70,6 +73,37 @@ ANSWERS: dict[str, Answer] = {
     ),
     "/short": Answer(
         200, ((b"Content-Type", b"text/plain"), (b"Content-Length", b"1000")), (b"x" * 10,), cut=True
+    ),
+    "/sse-slow": Answer(
+        200,
+        ((b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-cache")),
+        tuple(b'data: {"n": %d, "pad": "%s"}\n\n' % (i, b"x" * 40) for i in range(5)),
+        chunked=True,
+        delay=0.1,
+    ),
+    "/cl-te": Answer(
+        200,
+        (),
+        raw=(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"5\r\nhello\r\n0\r\n\r\n",
+        ),
+    ),
+    "/two-cl": Answer(
+        200, (), raw=(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello!!",)
+    ),
+    "/chunk-plus": Answer(
+        200,
+        (),
+        raw=(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"5\r\nhello\r\n",
+            b"+5\r\nworld\r\n0\r\n\r\n",
+        ),
+        delay=0.05,
+    ),
+    "/bare-lf": Answer(
+        200, (), raw=(b"HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 5\nX-Odd: lf\n\nhello",)
     ),
 }
 
@@ -156,6 +190,12 @@ def _read_body(reader: _Reader, head: bytes) -> tuple[bytes, bytes] | None:
 
 
 def _h1_answer(sock: socket.socket, answer: Answer, head_only: bool) -> None:
+    if answer.raw:
+        for i, piece in enumerate(answer.raw):
+            if i and answer.delay:
+                time.sleep(answer.delay)
+            sock.sendall(piece)
+        return
     reason = {200: b"OK", 204: b"No Content", 304: b"Not Modified", 404: b"Not Found"}.get(
         answer.status, b"X"
     )
@@ -231,7 +271,7 @@ def _h1_connection(sock: socket.socket, received: Received) -> None:
             method, path = head.split(b" ", 2)[:2]
             answer = answer_for(path, body)
             _h1_answer(sock, answer, method == b"HEAD")
-            if answer.cut:
+            if answer.cut or answer.raw:
                 return _close_gently(sock)
             if (_field(head, b"connection") or b"").lower() == b"close":
                 return
