@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import weakref
 from functools import partial
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import IO, TYPE_CHECKING
 
 from addons.capture_options import DEFAULT_OUTBOUND, MAX_COMMIT_MS, OPTIONS
 from addons.listening import Listening
+from addons.stopping import META_CUT, InFlight, stop_serving
 from addons.wire.arrived import arrived_body, cut_short_error
 from addons.wire.departures import ClientConnection, Departures
 from addons.wire.flow_records import (
@@ -37,6 +39,7 @@ from addons.wire.flow_records import (
     trailer_error,
 )
 from addons.wire.heads import header_values, pretty_target, request_head
+from addons.wire.outcomes import STOPPING, failed, left_early
 from addons.wire.streaming import should_tee
 from recording import identity as ident
 from recording.action_ids import action_id
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
     from storage.ledger import Ledger
 
 
+log = logging.getLogger("flightlog.capture")
 LOCAL_HOST = "flightlog.local"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 META_RECORDED = "flightlog.recorded"
@@ -73,11 +77,7 @@ META_CLIENT = "flightlog.client"
 META_DELIVERY = "flightlog.delivery"
 META_WS_INDEX = "flightlog.ws_index"
 META_TRAILERS = "flightlog.trailers"
-CLIENT_DISCONNECTED = "Client disconnected."
-"""mitmproxy's error when a client's connection ended before its answer did."""
-PROXY_ANSWERED = "; the client was sent the proxy's error answer instead"
-"""Said of a failure that reached the client as mitmproxy's own error answer (its 502), not as the
-upstream's answer (whose status, if a head came, is the event's)."""
+META_REFUSED = "flightlog.refused"
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
 REQUEST_FIELDS = (b"content-encoding",)
 RESPONSE_FIELDS = (b"trailer", b"content-type", b"content-length", b"content-encoding")
@@ -97,6 +97,7 @@ class Capture:
     def __init__(self) -> None:
         self.writer: WriterProcess | None = None
         self.departures = Departures()
+        self.in_flight = InFlight()
         self.listening: Listening | None = None
         self._identities: weakref.WeakKeyDictionary[connection.Client, ident.Identity] = (
             weakref.WeakKeyDictionary()
@@ -204,25 +205,20 @@ class Capture:
         gc.freeze()
 
     async def done(self) -> None:
-        """Stop: answers read on for clients that left are cut (recorded partial), then the queue
-        is drained."""
+        """Stop without losing an answer (`addons.stopping`): the listeners close, the exchanges in
+        flight end (or are cut) and are recorded, then the writer drains."""
         from mitmproxy import ctx
 
         if self._watch is not None:
             self._watch.cancel()
-        await self._release_departed()
+        cut = await stop_serving(ctx.master.addons.get("proxyserver"), self.in_flight, self.departures)
+        if cut:
+            log.warning(
+                "flightlog: %d exchanges were still running at the stop; cut and recorded partial", cut
+            )
         if self.writer is not None:
             await self.writer.stop(timeout=ctx.options.flightlog_drain_timeout)
             self.writer = None
-
-    async def _release_departed(self, timeout: float = 5.0) -> None:
-        """Pass every held client end on to mitmproxy and give the answers read for them the time
-        to be recorded (their `error` hooks run as mitmproxy hears the client left)."""
-        held = [c for c in self.departures.connections.values() if c.gone and c.in_flight]
-        self.departures.release_all()
-        deadline = asyncio.get_running_loop().time() + timeout
-        while any(c.in_flight for c in held) and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.01)
 
     def look_at_files(self) -> None:
         """A secrets or price file changed (the supervisor saw it): re-read them if so."""
@@ -301,6 +297,11 @@ class Capture:
             host=host,
             identity=who,
         )
+        if self.in_flight.closing:  # the proxy is stopping: refused before it goes upstream, and said so
+            flow.metadata[META_REFUSED] = True
+            flow.kill()
+            return
+        self.in_flight.begin(flow)
         client = self.departures.of(flow.client_conn.peername) if self.departures.connections else None
         if client is not None:
             client.begin(flow.id, flow)
@@ -344,14 +345,28 @@ class Capture:
 
     def response(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """The answer's record, in the writer's pipe before mitmproxy sends the answer (or, streamed,
-        its end) on: this hook runs just before that, and the pipe outlives a killed proxy."""
+        its end) on: this hook runs just before that, and the pipe outlives a killed proxy. An answer
+        whose record can no longer be kept (the writer has stopped) is killed, never sent unrecorded."""
         if META_EXCHANGE not in flow.metadata:
             return None
+        if not self.recording:
+            flow.kill()
+            return None
         client: ClientConnection | None = flow.metadata.get(META_CLIENT)
-        self._answer(flow, error=self._left_early(flow, client), ended=True)
+        error = left_early(flow.metadata.get(META_DELIVERY), client)
+        self._answer(flow, error=error, ended=True)
+        self._ended(flow, client)
+        return self._answered()
+
+    @property
+    def recording(self) -> bool:
+        """Whether a record put now will be kept (the writer runs and is not stopping)."""
+        return self.writer is not None and not self.writer.stopping
+
+    def _ended(self, flow: http.HTTPFlow, client: ClientConnection | None) -> None:
+        self.in_flight.end(flow)
         if client is not None:
             client.end(flow.id)
-        return self._answered()
 
     def _answered(self) -> Awaitable[None] | None:
         return self.writer.answered() if self.writer is not None else None
@@ -361,8 +376,11 @@ class Capture:
             return None
         client: ClientConnection | None = flow.metadata.get(META_CLIENT)
         message = flow.error.msg if flow.error else "error"
+        killed = META_TRAILERS in flow.metadata or META_REFUSED in flow.metadata
         if META_TRAILERS in flow.metadata:
             message = trailer_error(flow.metadata[META_TRAILERS])
+        elif META_REFUSED in flow.metadata:
+            message = STOPPING
         if not flow.metadata.get(META_RECORDED):  # failed before the request was complete: body not read
             self._sink(
                 RequestRecord(
@@ -373,50 +391,22 @@ class Capture:
                 )
             )
         arrived = None
-        if (
-            flow.response is not None
-            and META_DELIVERY not in flow.metadata
-            and META_TRAILERS not in flow.metadata
-        ):
+        delivery: Delivery | None = flow.metadata.get(META_DELIVERY)
+        if flow.response is not None and delivery is None and not killed:
             arrived = arrived_body(flow)  # a buffered answer cut part-way: keep what mitmproxy had read
             if arrived is not None:
                 message = cut_short_error(flow, len(arrived), message)
-        if client is not None and client.gone:
-            if flow.response is not None:
-                message = self._left_during(flow, client, message)
-        elif META_DELIVERY not in flow.metadata and META_TRAILERS not in flow.metadata:
-            message += PROXY_ANSWERED  # no byte of the answer had gone out: mitmproxy answered instead
-        self._answer(flow, error=message, ended=False, arrived=arrived)
-        if client is not None:
-            client.end(flow.id)
-        return self._answered()
-
-    def _left_early(self, flow: http.HTTPFlow, client: ClientConnection | None) -> str | None:
-        """For an answer read to its end: the client's leaving, if it left before getting all of it."""
-        if client is None or client.left_at is None:
-            return None
-        delivery: Delivery | None = flow.metadata.get(META_DELIVERY)
-        if delivery is None:
-            return "The client left before the answer was sent; the whole answer was read for the Ledger"
-        if delivery.sent >= delivery.total:
-            return None  # it had every byte (an SDK closing at `[DONE]`, before the stream's end)
-        return (
-            f"The client left after {delivery.sent} of the answer's {delivery.total} bytes; "
-            "the whole answer was read for the Ledger"
+        message = failed(
+            message,
+            delivery,
+            client,
+            answered=flow.response is not None,
+            cut=META_CUT in flow.metadata,
+            killed=killed,
         )
-
-    def _left_during(self, flow: http.HTTPFlow, client: ClientConnection, message: str) -> str:
-        """An answer that failed after its client left: why it stopped, and what the client had."""
-        delivery: Delivery | None = flow.metadata.get(META_DELIVERY)
-        sent = delivery.sent if delivery is not None else 0
-        if client.expired:
-            return (
-                f"The client left after {sent} bytes of the answer; it was still arriving "
-                f"{self.departures.grace:g} s later and was read no further"
-            )
-        if message.startswith(CLIENT_DISCONNECTED):
-            return f"The client left after {sent} bytes of the answer; the proxy stopped before its end"
-        return f"{message} (the client had left after {sent} bytes)"
+        self._answer(flow, error=message, ended=False, arrived=arrived)
+        self._ended(flow, client)
+        return self._answered()
 
     def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Each message of an upgraded connection, numbered in arrival order, from either side; in
@@ -425,6 +415,9 @@ class Capture:
         if exchange is None or flow.websocket is None or not flow.websocket.messages:
             return None
         message = flow.websocket.messages[-1]
+        if not self.recording:  # the writer stopped: the message is not passed on unrecorded
+            message.drop()
+            return None
         index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
         origin = "client" if message.from_client else "server"
         self._sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))

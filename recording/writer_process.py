@@ -197,6 +197,11 @@ class WriterProcess:
     # -- configuration -----------------------------------------------------------------------------
 
     @property
+    def stopping(self) -> bool:
+        """Once `stop()` began, records put are dropped (nothing would write them)."""
+        return self._stopping
+
+    @property
     def pid(self) -> int | None:
         """The writer process's id while it runs."""
         return self._proc.pid if self._proc is not None else None

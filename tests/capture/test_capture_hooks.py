@@ -29,6 +29,7 @@ class Taken:
     def __init__(self) -> None:
         self.items: list[Record] = []
         self.processing: object = None
+        self.stopping = False
         self.answered_after: list[int] = []
         """How many records had been put each time a hook asked for them before its answer went."""
 
@@ -239,3 +240,26 @@ def test_websocket_messages_are_numbered_and_the_close_recorded(
     assert [r.index for r in records] == [*range(1, len(messages) + 1), len(messages)]
     assert [r.origin for r in records[:-1]] == ["client" if m.from_client else "server" for m in messages]
     assert records[-1].origin == "close"
+
+
+def test_a_stopping_proxy_refuses_new_requests_and_never_answers_unrecorded(
+    capture: tuple[Capture, Taken, taddons.context],
+) -> None:
+    """Once the stop began, a new request is killed before it goes upstream and recorded as refused;
+    once the writer stops taking records, an answer is killed instead of going out unrecorded."""
+    addon, taken, _ = capture
+    addon.in_flight.closing = True
+    refused = tflow.tflow()
+    addon.requestheaders(refused)
+    assert refused.error is not None  # killed: mitmproxy closes the client's connection, no answer
+    addon.error(refused)
+    request, answer = taken.items
+    assert isinstance(request, RequestRecord) and isinstance(answer, ResponseRecord)
+    assert answer.error and answer.error.startswith("The proxy was stopping"), answer.error
+    addon.in_flight.closing = False
+    late = tflow.tflow(resp=True)
+    addon.requestheaders(late)
+    addon.request(late)
+    taken.stopping = True
+    addon.response(late)
+    assert late.error is not None and not any(isinstance(r, ResponseRecord) for r in taken.items[3:])
