@@ -1,12 +1,11 @@
 """What the capture addon is set up with: Ledger URLs, redaction and prices, hosts never recorded,
-upstream TLS for the relay, and the counters it leaves behind for the bench.
+and the counters it leaves behind for the bench.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import ssl
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,24 +60,6 @@ def storage_hosts(blobs_url: str = "", env: Mapping[str, str] = os.environ) -> S
     if blobs_url.startswith("s3://"):
         endpoints += parse_qs(urlsplit(blobs_url).query).get("endpoint", [])
     return [host for e in endpoints if e and (host := urlsplit(e).hostname)]
-
-
-def upstream_tls(options: Any) -> ssl.SSLContext:
-    """An SSL context verifying upstream servers the way mitmproxy's options say it should."""
-    if options.ssl_insecure:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        import certifi
-
-        cafile = options.ssl_verify_upstream_trusted_ca or None
-        capath = options.ssl_verify_upstream_trusted_confdir or None
-        context = ssl.create_default_context(
-            cafile=cafile or (None if capath else certifi.where()), capath=capath
-        )
-    context.set_alpn_protocols(["http/1.1"])
-    return context
 
 
 def write_stats(path: Path, writer: Writer) -> None:
