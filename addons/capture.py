@@ -356,7 +356,7 @@ class Capture:
         error = left_early(flow.metadata.get(META_DELIVERY), client)
         self._answer(flow, error=error, ended=True)
         self._ended(flow, client)
-        return self._answered()
+        return self._answered(flow)
 
     @property
     def recording(self) -> bool:
@@ -368,8 +368,9 @@ class Capture:
         if client is not None:
             client.end(flow.id)
 
-    def _answered(self) -> Awaitable[None] | None:
-        return self.writer.answered() if self.writer is not None else None
+    def _answered(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        exchange: Exchange = flow.metadata[META_EXCHANGE]
+        return self.writer.answered(exchange.flow_id) if self.writer is not None else None
 
     def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         if META_EXCHANGE not in flow.metadata:
@@ -406,7 +407,7 @@ class Capture:
         )
         self._answer(flow, error=message, ended=False, arrived=arrived)
         self._ended(flow, client)
-        return self._answered()
+        return self._answered(flow)
 
     def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Each message of an upgraded connection, numbered in arrival order, from either side; in
@@ -421,7 +422,7 @@ class Capture:
         index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
         origin = "client" if message.from_client else "server"
         self._sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
-        return self._answered()
+        return self._answered(flow)
 
     def websocket_end(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """How the connection ended: the close code, and the reason as the payload."""
@@ -430,7 +431,7 @@ class Capture:
         if exchange is None or ws is None:
             return None
         self._sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
-        return self._answered()
+        return self._answered(flow)
 
     def _answer(
         self, flow: http.HTTPFlow, error: str | None, *, ended: bool, arrived: bytes | None = None

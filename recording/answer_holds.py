@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable, Sequence
 
 from recording.pipe_writer import PipeWriter
 
@@ -33,33 +34,39 @@ def resolve(future: asyncio.Future[None], _: object = None) -> None:
 class AnswerHolds:
     """The answers waiting for a pipe to take what was written before them, oldest first."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_unprotected: Callable[[Sequence[str]], object] = lambda ids: None) -> None:
         self.unprotected = 0
         """Answers that went to their clients before their records were in the kernel pipe."""
-        self._held: deque[tuple[PipeWriter, int, asyncio.Future[None], int]] = deque()
+        self.on_unprotected = on_unprotected
+        """Told the exchange ids of each answer let go unprotected (`risk_journal` writes them down)."""
+        self._held: deque[tuple[PipeWriter, int, asyncio.Future[None], Sequence[str]]] = deque()
         """(pipe, its `sent` mark that covers the answers' records, the future their hooks await,
-        how many answers await it)."""
+        the exchange ids of the answers awaiting it)."""
 
     def hold(
-        self, loop: asyncio.AbstractEventLoop, pipe: PipeWriter | None, unsent: bool, answers: int = 1
+        self, loop: asyncio.AbstractEventLoop, pipe: PipeWriter | None, unsent: bool, answers: Sequence[str]
     ) -> asyncio.Future[None] | None:
         """A future resolved once what was written to `pipe` so far is in the kernel; None when it
-        is, or when it cannot be waited for (the `answers` counted). `unsent`: records not written
-        anywhere yet (no writer to write them to)."""
+        is, or when it cannot be waited for (the `answers`, exchange ids, counted and told).
+        `unsent`: records not written anywhere yet (no writer to write them to)."""
         if pipe is None or pipe.closed:
             if unsent:
-                self.unprotected += answers
+                self._unprotected(answers)
             return None
         if not pipe.buffered:
             return None
         if pipe.buffered > HOLD_BYTES:
-            self.unprotected += answers
+            self._unprotected(answers)
             return None
         held = loop.create_future()
         entry = (pipe, pipe.sent + pipe.buffered, held, answers)
         self._held.append(entry)
         loop.call_later(HOLD_SECONDS, self._give_up, held, answers)
         return held
+
+    def _unprotected(self, answers: Sequence[str]) -> None:
+        self.unprotected += len(answers)
+        self.on_unprotected(answers)
 
     def release(self, pipe: PipeWriter) -> None:
         """`pipe` took more (or broke, or closed): release the answers whose records it has, and
@@ -72,10 +79,10 @@ class AnswerHolds:
             self._held.popleft()
             if not held.done():
                 if held_on.sent < mark:
-                    self.unprotected += answers
+                    self._unprotected(answers)
                 held.set_result(None)
 
-    def _give_up(self, held: asyncio.Future[None], answers: int) -> None:
+    def _give_up(self, held: asyncio.Future[None], answers: Sequence[str]) -> None:
         if not held.done():
-            self.unprotected += answers
+            self._unprotected(answers)
             held.set_result(None)

@@ -97,4 +97,5 @@ def writer_spec(options: Any, collector: str) -> WriterSpec:
         drain_timeout=float(options.flightlog_drain_timeout),
         stats_file=options.flightlog_stats_file,
         flush_interval=options.flightlog_commit_ms / 1000,
+        journal=str(flightlog_home() / "journal"),
     )

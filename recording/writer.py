@@ -163,6 +163,10 @@ class Writer:
         self.stats.proxy_dropped += drops.count
         self._queue.put((drops, drops.frame, time.monotonic()))
 
+    def put_event(self, event: Event) -> None:
+        """Queue an event made beside the records (a dead run's lost exchanges), past any bound."""
+        self._queue.put((event, None, time.monotonic()))
+
     def count_dropped(self, count: int) -> None:
         """Count `count` items dropped before they reached this writer, and wake it to record them."""
         self.stats.dropped += count
@@ -304,6 +308,9 @@ class Writer:
         if isinstance(item, ProxyDrops):
             event = ev.proxy_overflow_event(self.collector, item.run, item.frame, item.count, item.at)
             self._add(event, [frame])
+            return
+        if isinstance(item, Event):
+            self._add(item, [frame])
             return
         self._consumed_bytes += size_of(item)
         if isinstance(item, StreamChunk):

@@ -77,6 +77,45 @@ def _opened_first(spec: Any, open_ledger: Callable[..., Any]) -> Callable[[float
     return opener
 
 
+def _journal(spec: Any, run: str, put: Callable[[Any], None]) -> int | None:
+    """This run's journal, held (a lock that says this writer lives), and, in a thread, the journals
+    of the collector's dead runs settled (`recording.lost`); None when no journal is kept."""
+    if not spec.journal:
+        return None
+    from recording.lost import settle_left_behind
+    from recording.risk_journal import hold, journal_path
+
+    folder = Path(spec.journal)
+    args = (folder, spec.collector, run, spec.ledger_url, spec.blobs_url, put)
+    threading.Thread(target=settle_left_behind, args=args, name="flightlog-settle", daemon=True).start()
+    return hold(journal_path(folder, spec.collector, run))
+
+
+def _settle_own(spec: Any, run: str, lock: int | None, told: bool, open_ledger: Callable[..., Any]) -> None:
+    """After the drain: a proxy that died (the pipe ended without `stop`) may have answered exchanges
+    whose records never reached the pipe; its journal says which, and what the Ledger lacks of them is
+    filed now, by a writer of its own (the drained one has stopped)."""
+    import os
+
+    from recording.events import Processing
+    from recording.lost import settle
+    from recording.risk_journal import journal_path
+    from recording.writer import Writer
+
+    path = journal_path(Path(spec.journal), spec.collector, run)
+    if not told:
+        late = Writer(
+            lambda retry: open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=retry),
+            Processing(),
+            collector=spec.collector,
+        )
+        late.start()
+        settle(path, spec.collector, spec.ledger_url, spec.blobs_url, late.put_event)
+        late.stop(timeout=spec.drain_timeout)
+    if lock is not None:
+        os.close(lock)
+
+
 def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
     _name_process()
@@ -111,7 +150,8 @@ def main() -> int:
     with contextlib.suppress(OSError):  # a proxy gone already (EPIPE): what it sent is still drained
         sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
         sys.stdout.buffer.flush()
-    drain = spec.drain_timeout
+    journal = _journal(spec, run, writer.put_event)
+    drain, told = spec.drain_timeout, False
     while (framed := read_frame(stream)) is not None:
         message, buffers = framed
         kind = message[0]
@@ -129,9 +169,11 @@ def main() -> int:
         elif kind == "dropped":
             writer.count_dropped(int(message[1]))
         elif kind == "stop":
-            drain = float(message[1])
+            drain, told = float(message[1]), True
             break
     writer.stop(timeout=drain)
+    if journal is not None:
+        _settle_own(spec, run, journal, told, open_ledger)
     if spec.stats_file:
         write_stats(Path(spec.stats_file), writer)
     return 0

@@ -58,6 +58,7 @@ from recording.records import (
     size_of,
     to_wire,
 )
+from recording.risk_journal import RiskJournal, journal_path
 from recording.sync_commit import SyncCommitter
 
 if TYPE_CHECKING:
@@ -94,6 +95,8 @@ class WriterSpec:
     stats_file: str = ""
     flush_interval: float = 0.05
     """How long events gather before a batch commits (`mcp-record`: longer, fewer commits per call)."""
+    journal: str = ""
+    """The folder of the runs' risk journals (`risk_journal`); empty: none kept."""
 
 
 # -- the wire: length-prefixed pickles of tuples ----------------------------------------------------
@@ -183,16 +186,22 @@ class WriterProcess:
         self.run = os.urandom(6).hex()
         """This process's run, in the ids of the overflow events of its drops: its frame numbers
         start again at 1 in the next proxy, under the same collector."""
-        self._unacked: deque[tuple[int, list[bytes], int, int]] = deque()
-        """Frames sent and not yet acknowledged: (number, pieces, body bytes, records), in order."""
+        self._unacked: deque[tuple[int, list[bytes], int, int, list[str]]] = deque()
+        """Frames sent and not yet acknowledged: (number, pieces, body bytes, records, the exchange
+        ids of their answers), in order."""
         self._retained = 0
         self.unprotected = 0
         """Records released unacknowledged because the retained frames passed `max_bytes` (they were
         sent; only a writer dying now would lose them)."""
-        self._holds = AnswerHolds()
+        self.journal = (
+            RiskJournal(journal_path(Path(spec.journal), spec.collector, self.run)) if spec.journal else None
+        )
+        """Where the ids of answers that went out before their records were safe are written down."""
+        self._holds = AnswerHolds(self.journal.note if self.journal is not None else lambda ids: None)
         self._answer_wait: asyncio.Future[None] | None = None
-        self._answers_waiting = 0
-        """How many answers share `_answer_wait` (each is counted if it goes unprotected)."""
+        self._answers_waiting: list[str] = []
+        """The exchange ids of the answers sharing `_answer_wait` (each is counted if it goes
+        unprotected)."""
 
     # -- configuration -----------------------------------------------------------------------------
 
@@ -249,7 +258,7 @@ class WriterProcess:
         self._write(("start", self.spec, self._processing, self.run))
         if self._unacked:  # a restarted child: what the last one did not acknowledge, in order, again
             log.warning("flightlog: sending %d unacknowledged frames to the new writer", len(self._unacked))
-            for _, pieces, _, _ in self._unacked:
+            for _, pieces, *_ in self._unacked:
                 self._write_pieces(pieces)
         self._flush()
         ready = asyncio.ensure_future(self._proc.stdout.readexactly(len(READY)))
@@ -268,7 +277,7 @@ class WriterProcess:
             while True:
                 (number,) = ACK.unpack(await stdout.readexactly(ACK.size))
                 while self._unacked and self._unacked[0][0] <= number:
-                    _, _, size, _ = self._unacked.popleft()
+                    _, _, size, *_ = self._unacked.popleft()
                     self._retained -= size
         except (asyncio.IncompleteReadError, ConnectionError):
             return
@@ -305,8 +314,13 @@ class WriterProcess:
         self._pipe = None
         if pipe is not None:
             pipe.close()  # end of file once what waits is written
-        if proc is None:
-            return
+        if proc is not None:
+            await self._drained(proc, timeout)
+        if self.journal is not None:  # every frame acknowledged: nothing written down is at risk
+            self.journal.close(settled=not self._unacked)
+
+    async def _drained(self, proc: asyncio.subprocess.Process, timeout: float) -> None:
+        """Wait for the child's drain (kill it past `timeout`) and its last acknowledgements."""
         try:
             await asyncio.wait_for(proc.wait(), timeout + 10)
         except TimeoutError:
@@ -333,11 +347,11 @@ class WriterProcess:
     @property
     def unacknowledged(self) -> int:
         """Records sent and not (yet) acknowledged as settled by the writer process."""
-        return sum(records for *_, records in self._unacked)
+        return sum(records for _, _, _, records, _ in self._unacked)
 
     # -- answers: their records in the kernel pipe before their bytes go to the client -------------
 
-    def answered(self) -> asyncio.Future[None] | None:
+    def answered(self, exchange: str = "") -> asyncio.Future[None] | None:
         """Called by a hook whose answer goes to its client when the hook returns. The kernel pipe
         outlives this process (the writer drains it after a `kill -9` of the proxy), so an answer is
         not lost once the records put before it are in it. None when they are; else a future to
@@ -346,18 +360,18 @@ class WriterProcess:
         per request at 1 KiB, the shared one ~0.01). When the pipe is full it resolves as the pipe
         takes the frame, or when `HOLD_BYTES` / `HOLD_SECONDS` release the answer unprotected."""
         if not self._batch and self.dropped == self._reported_dropped:
-            return self._hold()
+            return self._hold([exchange])
         if self._answer_wait is None:
             if self._loop is None:
                 return None
             self._answer_wait = self._loop.create_future()
             self._loop.call_soon(self._flush_answers)
-        self._answers_waiting += 1
+        self._answers_waiting.append(exchange)
         return self._answer_wait
 
     def _flush_answers(self) -> None:
         wait, self._answer_wait = self._answer_wait, None
-        answers, self._answers_waiting = self._answers_waiting, 0
+        answers, self._answers_waiting = self._answers_waiting, []
         self._flush()
         held = self._hold(answers)
         if wait is not None and not wait.done():
@@ -366,7 +380,7 @@ class WriterProcess:
             else:
                 held.add_done_callback(partial(resolve, wait))
 
-    def _hold(self, answers: int = 1) -> asyncio.Future[None] | None:
+    def _hold(self, answers: list[str]) -> asyncio.Future[None] | None:
         if self._loop is None:
             return None
         return self._holds.hold(self._loop, self._pipe, bool(self._batch), answers)
@@ -412,7 +426,8 @@ class WriterProcess:
             message = ("items", wires, self._frame_number, dropped, time.time() if dropped else 0.0)
             pieces = frame(message, [body for _, body in buffers.values()])  # in index order
             self._write_pieces(pieces)
-            self._retain(self._frame_number, pieces, size, len(batch))
+            answers = [item.exchange.flow_id for item in batch if type(item) is ResponseRecord]
+            self._retain(self._frame_number, pieces, size, len(batch), answers)
 
     def _write(self, message: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> None:
         self._write_pieces(frame(message, buffers))
@@ -421,15 +436,17 @@ class WriterProcess:
         if self._pipe is not None and not self._pipe.closed:
             self._pipe.write(*pieces)
 
-    def _retain(self, number: int, pieces: list[bytes], size: int, records: int) -> None:
+    def _retain(self, number: int, pieces: list[bytes], size: int, records: int, answers: list[str]) -> None:
         """Keep a sent frame until it is acknowledged; past `max_bytes` of them the oldest go unkept
         (counted in `unprotected`): the bound holds whatever the writer's pace."""
-        self._unacked.append((number, pieces, size, records))
+        self._unacked.append((number, pieces, size, records, answers))
         self._retained += size
         while self._retained > self.max_bytes and len(self._unacked) > 1:
-            _, _, old_size, old_records = self._unacked.popleft()
+            _, _, old_size, old_records, old_answers = self._unacked.popleft()
             self._retained -= old_size
             self.unprotected += old_records
+            if self.journal is not None:
+                self.journal.note(old_answers)
 
     # -- the synchronous path ----------------------------------------------------------------------
 

@@ -11,6 +11,8 @@ Storage is the lowest room both sides see: capture and the door (addons) write t
 - `connection.error`: a client connection that failed before any exchange on it: the client refused
   the proxy's certificate, or the upstream connection a reverse listener opens as a client connects
   could not be made (the client saw its connection closed). The target in `url`, why in `error`.
+- `capture.lost`: exchanges a proxy answered and could not record (it was killed while its writer was
+  behind): the count in `error`, their ids as the payload (`recording.lost`).
 - `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
 - `capture.unrecordable`: a record the Ledger refused (or that could not become an event): its head
   and body bytes, the error in `error`, the refused event's id in `parent`.
@@ -34,6 +36,7 @@ HTTP_REQUEST: Final = "http.request"
 HTTP_RESPONSE: Final = "http.response"
 CONNECTION_ERROR: Final = "connection.error"
 CAPTURE_OVERFLOW: Final = "capture.overflow"
+CAPTURE_LOST: Final = "capture.lost"
 CAPTURE_UNRECORDABLE: Final = "capture.unrecordable"
 WEBSOCKET_KINDS: Final = {
     "client": "websocket.client",

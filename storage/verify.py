@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 
-from storage import codec
+from storage import codec, kinds
 from storage.chain_verify import ChainReport, verify_chain
 from storage.errors import CorruptPayload, MissingPayload, StorageError
 from storage.ledger import BLOBS, EVENTS, Ledger
@@ -38,10 +38,21 @@ class VerifyReport:
     unreferenced: list[str] = field(default_factory=list)
     """Blob rows no event points at."""
     chain: ChainReport = field(default_factory=ChainReport)
+    lost: int = 0
+    """Exchanges a proxy answered and could not record (its `capture.lost` events): said, not a
+    fault of the Ledger's."""
+    dropped: int = 0
+    """Captured items dropped at a full queue (its `capture.overflow` events)."""
 
     @property
     def ok(self) -> bool:
         return not (self.corrupted or self.missing or self.orphaned) and self.chain.ok
+
+
+def _leading_count(error: str | None) -> int:
+    """The count a `capture.lost` or `capture.overflow` event's error starts with."""
+    word = (error or "").split(" ", 1)[0]
+    return int(word) if word.isdigit() else 0
 
 
 def _blobs(ledger: Ledger, fraction: float, seed: int | None) -> Iterator[tuple[str, str, bytes | None]]:
@@ -73,6 +84,15 @@ def verify(
         total = int(conn.execute(select(func.count()).select_from(BLOBS)).scalar_one())
         referenced = {r[0] for r in conn.execute(select(EVENTS.c.payload_sha256).distinct())}
         in_store = {r[0] for r in conn.execute(select(BLOBS.c.sha256).where(BLOBS.c.location == "store"))}
+        counted = select(EVENTS.c.kind, EVENTS.c.error).where(
+            EVENTS.c.kind.in_((kinds.CAPTURE_LOST, kinds.CAPTURE_OVERFLOW))
+        )
+        for kind, error in conn.execute(counted):
+            number = _leading_count(error)
+            if kind == kinds.CAPTURE_LOST:
+                report.lost += number
+            else:
+                report.dropped += number
     report.total = round(total * fraction) if fraction < 1 else total
     for sha, location, data in _blobs(ledger, fraction, seed):
         try:  # streamed: a payload of any size is checked in a few MiB of memory

@@ -132,6 +132,8 @@ def verify(
             "missing": report.missing,
             "orphaned": report.orphaned,
             "unreferenced": report.unreferenced,
+            "lost": report.lost,
+            "dropped": report.dropped,
             "chain": {
                 "ok": chain.ok,
                 "batches": chain.batches,
@@ -157,6 +159,11 @@ def verify(
         ):
             for sha in shas:
                 typer.echo(f"{label}: {sha}")
+        if report.lost or report.dropped:
+            typer.echo(
+                f"not recorded: {report.lost} answered exchanges (capture.lost), "
+                f"{report.dropped} captured items dropped at a full queue (capture.overflow)"
+            )
         for h in chain.heads:
             typer.echo(f"head {h.collector} #{h.index} {h.digest}")
         typer.echo("ok" if report.ok else "NOT OK")
