@@ -10,6 +10,7 @@ Routes (any method):
                  the body offers `tools` (see `tool_turn`): a call of the first tool (a fresh `call_` id
                  each time), or, after a tool result, an answer quoting it
   /v1/messages   an Anthropic-shaped streamed answer (message_start ... message_stop)
+  ?delay=S       on the two model routes: their stream's events S seconds apart (a slow model)
   anything else  404
 `server.received` lists (method, path, head_bytes, body_bytes) of every request, in order.
 """
@@ -30,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs
 
 FIXED = json.dumps({"tools": [f"tool_{i:04d}" for i in range(90)]}).encode()[:1024]
 
@@ -221,7 +223,8 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
             body = self._body()
             head = (self.requestline + "\r\n").encode() + bytes(self.headers)
             up.received.append((self.command, self.path, head, body))
-            path = self.path.split("?")[0]
+            path, _, query = self.path.partition("?")
+            pace = float(parse_qs(query).get("delay", ["0"])[0])
             if path == "/echo":
                 seen = ",".join(self.headers.keys())
                 ctype = self.headers.get("Content-Type", "application/octet-stream")
@@ -246,7 +249,7 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
                 self._chunked(200, events, {"Content-Type": "text/event-stream"}, 0.03)
             elif path == "/v1/messages":
                 request = json.loads(body or b"{}")
-                self._chunked(200, _message_events(request), {"Content-Type": "text/event-stream"}, 0.0)
+                self._chunked(200, _message_events(request), {"Content-Type": "text/event-stream"}, pace)
             elif path == "/v1/chat/completions":
                 request = json.loads(body or b"{}")
                 if request.get("tools") and request.get("stream"):
@@ -256,7 +259,7 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
                         200, json.dumps(_tool_answer(request)).encode(), {"Content-Type": "application/json"}
                     )
                 elif request.get("stream"):
-                    self._chunked(200, _chat_chunks(request), {"Content-Type": "text/event-stream"}, 0.0)
+                    self._chunked(200, _chat_chunks(request), {"Content-Type": "text/event-stream"}, pace)
                 else:
                     self._send(
                         200, json.dumps(_chat_answer(request)).encode(), {"Content-Type": "application/json"}
