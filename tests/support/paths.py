@@ -69,6 +69,13 @@ class Seen:
     failure: str | None = None
     left: bool = False
     """The client left before the answer's end (on purpose, `leave_after`)."""
+    events: list[float] = field(default_factory=list)
+    """When each event of an event stream (`data:` line) had arrived, seconds after the request."""
+
+    def saw(self, data: bytes, at: float) -> None:
+        """Note the events complete in `data` (everything read so far) at `at`."""
+        while len(self.events) < data.count(b"data:"):
+            self.events.append(at)
 
 
 def visit(
@@ -108,6 +115,35 @@ def visit(
     request = f"GET {target} HTTP/1.1\r\nHost: {host}\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     with sock:
         return _read(sock, request.encode(), leave_after)
+
+
+def direct(door: str, path: str, ups: Upstreams, cert: Path, timeout: float = 15.0) -> Seen:
+    """The same GET straight to the upstream `door` reaches, no proxy: the baseline of the bench."""
+    kind = UPSTREAM_OF.get(door, "h1")
+    port = getattr(ups, kind)
+    if kind == "h2":
+        seen = Seen()
+        started = time.monotonic()
+        verify = ssl.create_default_context(cafile=str(cert))
+        with (
+            httpx.Client(http2=True, verify=verify, timeout=timeout) as client,
+            client.stream("GET", f"https://127.0.0.1:{port}{path}") as response,
+        ):
+            seen.first_byte = time.monotonic() - started
+            seen.status = response.status_code
+            for chunk in response.iter_raw():
+                seen.reads.append(time.monotonic() - started)
+                seen.body += chunk
+                seen.saw(seen.body, seen.reads[-1])
+        return seen
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    if kind == "h1s":
+        context = ssl.create_default_context(cafile=str(cert))
+        context.set_alpn_protocols(["http/1.1"])
+        sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
+    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+    with sock:
+        return _read(sock, request.encode(), None)
 
 
 def _tunnel(proxy: Proxy, upstream: int, timeout: float) -> socket.socket | Seen:
@@ -152,6 +188,7 @@ def _read(sock: socket.socket, request: bytes, leave_after: int | None) -> Seen:
         else:
             seen.reads.append(now)
         raw += data
+        seen.saw(raw, now)
         if leave_after is not None and b"\r\n\r\n" in raw and len(_body(raw)[1]) >= leave_after:
             seen.left = True
             with contextlib.suppress(OSError):
@@ -208,6 +245,7 @@ def _h2(
             for chunk in response.iter_raw():
                 seen.reads.append(time.monotonic() - started)
                 seen.body += chunk
+                seen.saw(seen.body, seen.reads[-1])
                 if leave_after is not None and len(seen.body) >= leave_after:
                     seen.left = True
                     break
