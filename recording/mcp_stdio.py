@@ -223,8 +223,14 @@ class Recording:
         self.writer: WriterProcess | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.sent = 0
+        self.last_at: dict[str, float] = {}
+        """When each side's last chunk was read (a line cut short at the end is stamped then)."""
 
-    def _record(self, origin: str, index: int, data: bytes, size: int, note: str | None = None) -> None:
+    def _record(
+        self, origin: str, index: int, data: bytes, size: int, at: float, note: str | None = None
+    ) -> None:
+        """One line, stamped `at`: when the relay read the chunk that ended it (not when this runs,
+        which may be later: the recorder takes the inbox every tick, and later still when busy)."""
         assert self.writer is not None
         if len(data) < size:
             note = (
@@ -238,7 +244,7 @@ class Recording:
                 self.opts.identity,
                 origin,
                 index,
-                time.time(),
+                at,
                 data,
                 size,
                 None,
@@ -250,10 +256,11 @@ class Recording:
         """Cut what arrived into lines and record them; returns how many chunks were taken."""
         taken = 0
         while self.inbox:
-            origin, _, chunk = self.inbox.popleft()
+            origin, at, chunk = self.inbox.popleft()
             taken += 1
+            self.last_at[origin] = at
             for index, data, size in self.lines[origin].feed(chunk):
-                self._record(origin, index, data, size)
+                self._record(origin, index, data, size, at)
         return taken
 
     async def run(self) -> int:
@@ -306,7 +313,8 @@ class Recording:
             if (rest := lines.rest()) is not None:
                 index, data, size = rest
                 note = "cut short: the stream ended without a newline"
-                self._record(origin, index, data, size, note if len(data) == size else None)
+                at = self.last_at.get(origin, time.time())
+                self._record(origin, index, data, size, at, note if len(data) == size else None)
         self._edge("end", code, self._end_note(code))
         await self._finish()
         return code

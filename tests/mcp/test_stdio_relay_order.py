@@ -56,3 +56,37 @@ def test_a_request_is_in_the_inbox_before_its_result_even_when_its_thread_stalls
     assert sorted(ends) == ["eof", "eof"]
     for fd in (client_r, to_server_r, to_server_w, from_server_r, to_client_r, to_client_w):
         os.close(fd)
+
+
+def test_each_line_is_stamped_when_its_end_was_read_not_when_the_recorder_got_to_it() -> None:
+    """A call split over two reads and its result, taken from the inbox long after they arrived (a
+    busy recorder): each line carries the time the relay read the chunk that ended it, so the call
+    lasts exactly what it lasted between client and server; a line cut short at the end carries the
+    time of its side's last read."""
+    from recording.mcp_stdio import Recording, RecordOptions
+    from recording.records import StdioRecord
+
+    class Kept:
+        def __init__(self) -> None:
+            self.items: list[StdioRecord] = []
+
+        def put(self, item: StdioRecord) -> bool:
+            self.items.append(item)
+            return True
+
+    recording = Recording(RecordOptions(["server"], "sqlite://", "file:///tmp"))
+    kept = Kept()
+    recording.writer = kept  # type: ignore[assignment]
+    recording.inbox.extend(
+        [
+            ("client", 100.0, b'{"jsonrpc": "2.0", "id": 1, "method": "tools/ca'),
+            ("client", 100.5, b'll", "params": {}}\n'),
+            ("server", 103.5, b'{"jsonrpc": "2.0", "id": 1, "result": {}}\n{"half'),
+        ]
+    )
+    assert recording.take_inbox() == 3
+    call, result = kept.items
+    assert (call.origin, call.at) == ("client", 100.5)
+    assert (result.origin, result.at) == ("server", 103.5)
+    assert result.at - call.at == 3.0
+    assert recording.last_at == {"client": 100.5, "server": 103.5}
