@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from formats.codings import parse, sniff
+from formats.errors import CodingError
 from recording.encoded_forms import RUN_ALPHABET, gated_forms, plain_forms
-from recording.encodings import parse_encodings, sniff
-from recording.errors import EncodingError, RedactError
+from recording.errors import RedactError
 from recording.redact_stream import HOLD_MAX, StreamRedactor
 
 __all__ = ["HOLD_MAX", "REDACTED", "RedactError", "Redactor", "StreamRedactor"]
@@ -231,8 +232,8 @@ class Redactor:
         if self._pattern is None or not body:
             return body, frozenset()
         try:
-            codings = parse_encodings(content_encoding)
-        except EncodingError:
+            codings = parse(content_encoding)
+        except CodingError:
             codings = ()
         if not codings:
             sniffed = sniff(body)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from recording.encodings import MAGIC, SNIFF, Decoder, Encoder, parse_encodings, sniff
-from recording.errors import EncodingError
+from formats.codings import MAGIC, SNIFF, Decoder, Encoder, parse, sniff
+from formats.errors import CodingError
 
 if TYPE_CHECKING:
     from recording.redact import Redactor
@@ -67,6 +67,8 @@ class StreamRedactor:
     stream cannot be proven secret-free before its end without holding it whole). If the stream
     stops decoding part way, `decode_failed` is set: with no secret seen the bytes are then searched
     as they are; after a secret, the re-encoded part that did decode is kept and the rest dropped.
+    Its decoders run without a cap on the total (`cap=None`): a stopped decode would leave the rest
+    unsearched, and memory stays one decoding step whatever the total.
     """
 
     def __init__(
@@ -76,8 +78,8 @@ class StreamRedactor:
         self._names: set[str] = set()
         self._plain = _Plain(redactor, self._names)
         try:
-            codings = parse_encodings(content_encoding)
-        except EncodingError:
+            codings = parse(content_encoding)
+        except CodingError:
             codings = ()
         self._codings = codings
         self._mode = "hold" if codings and redactor._pattern is not None else "plain"
@@ -87,7 +89,7 @@ class StreamRedactor:
         self._hold_max = hold_max
         self._held: list[bytes] = []
         self._held_size = 0
-        self._scan_decoder = Decoder(codings) if self._mode == "hold" else None
+        self._scan_decoder = Decoder(codings, cap=None) if self._mode == "hold" else None
         self._scan = _Plain(redactor, self._names)
         self._decoder: Decoder | None = None
         self._encoder: Encoder | None = None
@@ -115,7 +117,7 @@ class StreamRedactor:
         try:
             for piece in self._scan_decoder.feed(chunk):
                 self._scan.feed(piece)  # searching only: the output is not kept
-        except EncodingError:
+        except CodingError:
             return self._after_scan_error()
         if self._names or self._held_size > self._hold_max:
             return self._start_transcoding()
@@ -132,7 +134,7 @@ class StreamRedactor:
             try:
                 for piece in self._scan_decoder.finish():
                     self._scan.feed(piece)
-            except EncodingError:
+            except CodingError:
                 return self._after_scan_error() + self.flush()
             self._scan.flush()
             if not self._names:  # the common case: exact original bytes
@@ -145,7 +147,7 @@ class StreamRedactor:
             try:
                 for piece in self._decoder.finish():
                     out.append(self._encoder_for().feed(self._plain.feed(piece)))
-            except EncodingError:
+            except CodingError:
                 return b"".join(out) + self._give_up_decoding()
             encoder = self._encoder_for()
             out.append(encoder.feed(self._plain.flush()))
@@ -164,7 +166,7 @@ class StreamRedactor:
             return self._plain.feed(first)
         self._codings = (coding,)
         self._mode = "hold"
-        self._scan_decoder = Decoder(self._codings)
+        self._scan_decoder = Decoder(self._codings, cap=None)
         return self.feed(first)
 
     def _after_scan_error(self) -> bytes:
@@ -178,7 +180,7 @@ class StreamRedactor:
 
     def _start_transcoding(self) -> bytes:
         self._mode = "transcode"
-        self._decoder = Decoder(self._codings)
+        self._decoder = Decoder(self._codings, cap=None)
         held, self._held = self._held, []
         return self._transcode(b"".join(held))
 
@@ -190,7 +192,7 @@ class StreamRedactor:
             for piece in self._decoder.feed(chunk):
                 # The encoder is made once the first bytes decoded: raw deflate is known by then.
                 out.append(self._encoder_for().feed(self._plain.feed(piece)))
-        except EncodingError:
+        except CodingError:
             return b"".join(out) + self._give_up_decoding()
         return b"".join(out)
 

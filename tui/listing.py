@@ -16,11 +16,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from formats.terminal_text import shown
 from storage.errors import StorageError
 from storage.events import StoredEvent
 from storage.queries import Cursor, Filter
 from tui.exchange_keys import ExchangeKeys
-from tui.terminal_text import noted, shown
+from tui.rich_text import noted
 
 if TYPE_CHECKING:
     from tui.app import BrowseApp

@@ -19,6 +19,7 @@ import httpx
 
 from addons.wire.sender import send_raw
 from catalog.wire import body_bytes, build, cli_argv, cli_head, head_of, mcp_requests
+from formats import codings, jsonrpc
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,15 +77,10 @@ def _failed(base: Exchange, error: str) -> Exchange:
 
 
 def decoded(exchange: Exchange, response: httpx.Response | None) -> bytes:
-    """The answer's body with content-encoding undone (for the reply; the Ledger keeps it raw)."""
+    """The answer's body with its content codings undone (for the reply; the Ledger keeps it raw)."""
     if response is None:
         return b""
-    try:
-        return httpx.Response(
-            response.status_code, headers=response.headers, content=exchange.response_body
-        ).read()
-    except httpx.DecodingError:
-        return exchange.response_body
+    return codings.readable(exchange.response_body, exchange.content_encoding).data
 
 
 def as_result(body: bytes, content_type: str | None) -> Any:
@@ -112,18 +108,7 @@ def call_http(client: httpx.Client, request: Mapping[str, Any]) -> Outcome:
 
 def _jsonrpc_answer(body: bytes, content_type: str | None, want_id: int) -> dict[str, Any] | None:
     """The JSON-RPC answer with `want_id` from a JSON or an SSE (text/event-stream) body."""
-    texts: list[str] = []
-    if content_type and "event-stream" in content_type:
-        for line in body.decode("utf-8", "replace").splitlines():
-            if line.startswith("data:"):
-                texts.append(line[5:].strip())
-    else:
-        texts.append(body.decode("utf-8", "replace"))
-    for text in texts:
-        try:
-            message = json.loads(text)
-        except ValueError:
-            continue
+    for _, _, message in jsonrpc.messages(body, content_type or ""):
         if isinstance(message, dict) and message.get("id") == want_id:
             return message
     return None

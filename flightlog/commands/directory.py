@@ -18,7 +18,7 @@ import typer
 from flightlog.commands.options import DirectoryOpt
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
-from tui.terminal_text import shown
+from formats.terminal_text import shown
 
 if TYPE_CHECKING:
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it

@@ -25,7 +25,7 @@ from flightlog.commands.options import (
 )
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
-from tui.terminal_text import json_text, shown
+from formats.terminal_text import json_text, shown
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Events at most.")]

@@ -1,28 +1,26 @@
-"""What one MCP JSON-RPC message is, for the Ledger: its kind, method, id, tool and error.
+"""JSON-RPC 2.0 as MCP speaks it: what one message is, and where the messages of a body are.
 
-Shared by the stdio relay (`flightlog mcp-record`) and the writer's reading of MCP over HTTP, so both
-follow one rule set (listed in `storage.kinds`):
+`parse`/`classify` say what one message is (`Message`: request, notification, answer or invalid,
+with its method, id, tool, error and progress token); `peek` reads the id and method from the first
+bytes of a message too large to keep; `messages` finds every message of an HTTP body, whatever its
+framing: one JSON object, a batch array, or server-sent events (`formats.sse`) each holding one
+message or a batch (the older HTTP+SSE transport's `endpoint` event is yielded too). The stdio relay
+(`flightlog mcp-record`), the writer's reading of MCP over HTTP, the door's MCP calls and the
+readers of the Ledger share these rules. The Ledger's kinds for them are `storage.kinds.mcp_kind`.
 
-- a request or notification is `mcp.<method>` (`mcp.tools/call`, `mcp.notifications/progress`);
-- a result or error answer is `mcp.<method>.result`, the method being the call's (`mcp.result` when
-  the call was not seen); a JSON-RPC error is the event's `error` (`CODE: message`), and a
-  `tools/call` result with `isError: true` is one too (`tool error: <first text>`);
-- anything else that arrived where a message belongs is `mcp.invalid`, with why in `error`.
-
-Pure functions: bytes in, a `Message` out; they never raise on bad input.
+Pure functions over bytes; they never raise on bad input: what is not a message is `invalid`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-PREFIX: Final = "mcp."
-INVALID: Final = "mcp.invalid"
-UNKNOWN_RESULT: Final = "mcp.result"
-RESULT_SUFFIX: Final = ".result"
+from formats import sse
+
 MCP_METHOD_ROOTS: Final = frozenset(
     {
         "initialize", "ping", "tools", "resources", "prompts", "notifications", "completion", "logging",
@@ -127,15 +125,42 @@ def peek(prefix: bytes) -> Message:
     return Message("invalid")
 
 
-def kind_of(message: Message, call_method: str | None = None) -> str:
-    """The event kind: `mcp.<method>` for a call, `mcp.<call's method>.result` for its answer."""
-    if message.shape == "invalid":
-        return INVALID
-    if message.shape == "answer":
-        return f"{PREFIX}{call_method}{RESULT_SUFFIX}" if call_method else UNKNOWN_RESULT
-    return f"{PREFIX}{message.method}"
-
-
 def looks_like_mcp_method(method: str | None) -> bool:
     """Whether a JSON-RPC method is one of MCP's (by its first segment)."""
     return bool(method) and (method or "").split("/", 1)[0] in MCP_METHOD_ROOTS
+
+
+ENDPOINT: Final = "endpoint"
+"""The SSE event type by which the older HTTP+SSE transport announces where to POST."""
+
+
+def messages(body: bytes, content_type: str) -> Iterator[tuple[str, bytes, Any]]:
+    """Each JSON-RPC message of a body as (where, its bytes, its decoded value): `where` is `json`
+    or, for a body its content type declares an event stream, the SSE event's type; an `endpoint`
+    event is yielded as (`endpoint`, its data, None). A batch element's bytes are its value
+    re-serialized; anything that is not JSON is skipped."""
+    if sse.declared(content_type):
+        yield from event_messages(sse.events(body))
+    else:
+        yield from _parts("json", body)
+
+
+def event_messages(events: Iterable[sse.Event]) -> Iterator[tuple[str, bytes, Any]]:
+    """`messages` of server-sent events already read (a live stream's, as they complete)."""
+    for event in events:
+        if event.type == ENDPOINT:
+            yield ENDPOINT, event.data, None
+        else:
+            yield from _parts(event.type, event.data)
+
+
+def _parts(where: str, data: bytes) -> Iterator[tuple[str, bytes, Any]]:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return
+    if isinstance(value, list):
+        for part in value:
+            yield where, json.dumps(part).encode(), part
+    else:
+        yield where, data, value
