@@ -1,19 +1,15 @@
 """Redaction of one streamed body, chunk by chunk with memory bounded (see `StreamRedactor`).
 
-The search itself is the `Redactor`'s (recording/redact.py); this module holds back the
+The search itself is a `SecretSearch` (recording/secret_search.py); this module holds back the
 bytes a spelling split across chunks needs, and for compressed streams decodes, searches and, once
 a secret is seen, re-encodes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from formats.codings import MAGIC, SNIFF, Decoder, Encoder, parse, sniff
 from formats.errors import CodingError
-
-if TYPE_CHECKING:
-    from recording.redact import Redactor
+from recording.secret_search import SecretSearch
 
 #: Compressed bytes of a content-encoded stream held back, hoping to record them exact (see StreamRedactor).
 HOLD_MAX = 8 * 1024 * 1024
@@ -22,31 +18,31 @@ HOLD_MAX = 8 * 1024 * 1024
 class _Plain:
     """Search-and-replace over a stream of plain bytes, holding back a tail between chunks."""
 
-    def __init__(self, redactor: Redactor, names: set[str]) -> None:
-        self._r = redactor
+    def __init__(self, search: SecretSearch, names: set[str]) -> None:
+        self._r = search
         self._tail = b""
         self.names = names
 
     def feed(self, chunk: bytes) -> bytes:
         r = self._r
-        if r._pattern is None:
+        if r.pattern is None:
             return chunk
         data = self._tail + chunk if self._tail else chunk
         limit = len(data) - r.holdback
         if limit <= 0:
             self._tail = data
             return b""
-        pattern = r._matcher(data)
+        pattern = r.matcher(data)
         if pattern is None:
             self._tail = data[limit:]
             return data[:limit]
-        out, cut = r._sub_prefix(data, limit, self.names, pattern)
+        out, cut = r.sub_prefix(data, limit, self.names, pattern)
         self._tail = data[cut:]
         return out
 
     def flush(self) -> bytes:
         tail, self._tail = self._tail, b""
-        return self._r._sub(tail, self.names)
+        return self._r.sub(tail, self.names)
 
 
 class StreamRedactor:
@@ -72,25 +68,25 @@ class StreamRedactor:
     """
 
     def __init__(
-        self, redactor: Redactor, content_encoding: str | None = None, hold_max: int = HOLD_MAX
+        self, search: SecretSearch, content_encoding: str | None = None, hold_max: int = HOLD_MAX
     ) -> None:
-        self._r = redactor
+        self._r = search
         self._names: set[str] = set()
-        self._plain = _Plain(redactor, self._names)
+        self._plain = _Plain(search, self._names)
         try:
             codings = parse(content_encoding)
         except CodingError:
             codings = ()
         self._codings = codings
-        self._mode = "hold" if codings and redactor._pattern is not None else "plain"
-        if not codings and redactor._pattern is not None:
+        self._mode = "hold" if codings and search.pattern is not None else "plain"
+        if not codings and search.pattern is not None:
             self._mode = "sniff"  # no coding named: the first bytes may still say gzip or zstd
         self._first = b""
         self._hold_max = hold_max
         self._held: list[bytes] = []
         self._held_size = 0
         self._scan_decoder = Decoder(codings, cap=None) if self._mode == "hold" else None
-        self._scan = _Plain(redactor, self._names)
+        self._scan = _Plain(search, self._names)
         self._decoder: Decoder | None = None
         self._encoder: Encoder | None = None
         #: True when a content-encoded stream stopped decoding part way.
