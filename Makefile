@@ -42,6 +42,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_cycles.py
+	$(BIN)/python scripts/module_sizes.py
 
 # The tests mostly wait on subprocesses (proxies, clients, servers), so they run on JOBS pytest-xdist
 # workers, a test file per worker (its module fixtures, such as a shared proxy, start once). The

@@ -2,13 +2,15 @@
 
 `parse`/`classify` say what one message is (`Message`: request, notification, answer or invalid,
 with its method, id, tool, error and progress token); `peek` reads the id and method from the first
-bytes of a message too large to keep; `messages` finds every message of an HTTP body, whatever its
-framing: one JSON object, a batch array, or server-sent events (`formats.sse`) each holding one
-message or a batch (the older HTTP+SSE transport's `endpoint` event is yielded too). The stdio relay
-(`flightlog mcp-record`), the writer's reading of MCP over HTTP, the door's MCP calls and the
-readers of the Ledger share these rules. The Ledger's kinds for them are `storage.kinds.mcp_kind`.
+bytes of a message too large to keep. Where the messages are: `StdioLines` cuts a stdio stream into
+them (one a line); `messages` finds every message of an HTTP body, whatever its framing: one JSON
+object, a batch array, or server-sent events (`formats.sse`) each holding one message or a batch
+(the older HTTP+SSE transport's `endpoint` event is yielded too). The stdio relay (`flightlog
+mcp-record`), the writer's reading of MCP over HTTP, the door's MCP calls and the readers of the
+Ledger share these rules. The Ledger's kinds for them are `storage.kinds.mcp_kind`.
 
-Pure functions over bytes; they never raise on bad input: what is not a message is `invalid`.
+Pure functions over bytes (and one small reader); they never raise on bad input: what is not a
+message is `invalid`.
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ def _tool_error(result: Any) -> str | None:
     return "tool error"
 
 
+PEEK: Final = 4096
+"""Bytes kept of a message too large to keep: enough for `peek` to find its id and method."""
 _PEEK_ID = re.compile(rb'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _PEEK_METHOD = re.compile(rb'^\s*\{[^{}\[\]]*?"method"\s*:\s*"([^"\\]{1,200})"')
 
@@ -164,3 +168,47 @@ def _parts(where: str, data: bytes) -> Iterator[tuple[str, bytes, Any]]:
             yield where, json.dumps(part).encode(), part
     else:
         yield where, data, value
+
+
+class StdioLines:
+    """MCP's stdio framing: one direction's byte stream cut into messages, one a line, holding at
+    most `limit` bytes of a partial one (a longer line keeps its first `PEEK` bytes, for `peek`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.index = 0
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._over = False
+
+    def feed(self, chunk: bytes) -> list[tuple[int, bytes, int]]:
+        """The lines `chunk` completes, as (index, bytes — only the first `PEEK` over the limit —, size)."""
+        out = []
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:nl])
+            out.append(self._finish())
+            start = nl + 1
+        if start < len(chunk):
+            self._add(chunk[start:] if start else chunk)
+        return out
+
+    def rest(self) -> tuple[int, bytes, int] | None:
+        """What is left without a newline when the stream ended, if anything."""
+        return self._finish() if self._size or self._over else None
+
+    def _add(self, piece: bytes) -> None:
+        self._size += len(piece)
+        if self._over:
+            return
+        if self._size > self.limit:
+            self._over, self._parts = True, [(b"".join(self._parts) + piece[:PEEK])[:PEEK]]
+        elif piece:
+            self._parts.append(piece)
+
+    def _finish(self) -> tuple[int, bytes, int]:
+        self.index += 1
+        data = b"".join(self._parts)
+        found = (self.index, data, self._size)
+        self._parts, self._size, self._over = [], 0, False
+        return found

@@ -122,3 +122,18 @@ def test_mcp_methods_are_known_by_their_first_segment() -> None:
     """Another JSON-RPC API through the proxy is not mistaken for MCP."""
     assert jsonrpc.looks_like_mcp_method("tools/call") and jsonrpc.looks_like_mcp_method("initialize")
     assert not jsonrpc.looks_like_mcp_method("eth_blockNumber") and not jsonrpc.looks_like_mcp_method(None)
+
+
+def test_stdio_lines_cut_at_every_offset_and_bound_a_long_line() -> None:
+    """MCP's stdio framing: lines numbered in order whatever the chunking; a line over the limit keeps
+    only its first PEEK bytes (enough for `peek`) and its full size; what is left at the end is a line."""
+    long = json.dumps({"jsonrpc": "2.0", "id": 9, "result": {"text": "x" * 10_000}}).encode()
+    stream = json.dumps(CALL).encode() + b"\n" + long + b"\n" + b"tail without newline"
+    expected = [(1, json.dumps(CALL).encode(), len(json.dumps(CALL))), (2, long[: jsonrpc.PEEK], len(long))]
+    for cut in range(0, len(stream) + 1, 97):
+        lines = jsonrpc.StdioLines(limit=8192)
+        got = lines.feed(stream[:cut]) + lines.feed(stream[cut:])
+        assert got == expected, cut
+        assert lines.rest() == (3, b"tail without newline", 20)
+        assert lines.rest() is None
+    assert jsonrpc.peek(expected[1][1]) == Message("answer", id="9")
