@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,10 @@ class Exchange:
     response_body: bytes = b""
     content_encoding: str | None = None
     error: str | None = None
+    sent: float | None = None
+    """`time.monotonic()` when the request left (None: not measured), for its event's own time."""
+    answered: float | None = None
+    """`time.monotonic()` when the answer (or the failure) was in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +58,7 @@ def send(client: httpx.Client, request: Mapping[str, Any]) -> tuple[Exchange, ht
     """One HTTP round trip; the answer's body as received (content-encoding kept)."""
     built = build(request)
     head = head_of(built)
-    base = Exchange(built.method, str(built.url), head, built.content)
+    base = Exchange(built.method, str(built.url), head, built.content, sent=time.monotonic())
     try:
         received = send_raw(client, built)
     except httpx.HTTPError as e:
@@ -68,12 +73,22 @@ def send(client: httpx.Client, request: Mapping[str, Any]) -> tuple[Exchange, ht
         response_head=received.head,
         response_body=received.raw,
         content_encoding=response.headers.get("content-encoding"),
+        sent=base.sent,
+        answered=time.monotonic(),
     )
     return answered, response
 
 
 def _failed(base: Exchange, error: str) -> Exchange:
-    return Exchange(base.method, base.url, base.request_head, base.request_body, error=error)
+    return Exchange(
+        base.method,
+        base.url,
+        base.request_head,
+        base.request_body,
+        error=error,
+        sent=base.sent,
+        answered=time.monotonic(),
+    )
 
 
 def decoded(exchange: Exchange, response: httpx.Response | None) -> bytes:
@@ -154,13 +169,20 @@ def call_cli(contract: Mapping[str, Any], timeout: float) -> Outcome:
     argv = cli_argv(contract)
     stdin = body_bytes(contract.get("stdin"))
     head = cli_head(argv)
-    base = Exchange("CLI", "cli:" + argv[0], head, stdin)
+    base = Exchange("CLI", "cli:" + argv[0], head, stdin, sent=time.monotonic())
     try:
         done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         out = e.stdout or b""
         failed = Exchange(
-            base.method, base.url, head, stdin, response_body=out, error=f"timed out after {timeout} s"
+            base.method,
+            base.url,
+            head,
+            stdin,
+            response_body=out,
+            error=f"timed out after {timeout} s",
+            sent=base.sent,
+            answered=time.monotonic(),
         )
         return Outcome((failed,), False, None, None, failed.error)
     except OSError as e:
@@ -175,6 +197,8 @@ def call_cli(contract: Mapping[str, Any], timeout: float) -> Outcome:
         response_head=f"exit {done.returncode}".encode(),
         response_body=done.stdout,
         error=stderr[-2000:] or None,
+        sent=base.sent,
+        answered=time.monotonic(),
     )
     result = as_result(done.stdout, "json" if done.stdout.lstrip()[:1] in (b"{", b"[") else None)
     return Outcome(
