@@ -8,7 +8,7 @@ from pathlib import Path
 from catalog import folder as catalog_folder
 from catalog.agent_api import AgentApi
 from catalog.directory import open_directory
-from storage.document_model import UNSAFE_IN_PATH, is_concept
+from storage.documents.model import UNSAFE_IN_PATH, is_concept
 from tests.catalog.conftest import ROWS, make_folder, row
 
 
