@@ -30,7 +30,6 @@ from addons.wire.departures import ClientConnection, Departures
 from addons.wire.flow_records import (
     Delivery,
     answer_record,
-    close_record,
     direction,
     is_reverse,
     relays_trailers,
@@ -55,7 +54,7 @@ from recording.collector import default_collector
 from recording.errors import RecordingError
 from recording.events import Processing
 from recording.processing_watch import ProcessingWatch
-from recording.records import Exchange, Record, RequestRecord, WebSocketRecord
+from recording.records import Exchange, Record, RequestRecord
 from recording.writer_process import WriterProcess
 
 if TYPE_CHECKING:
@@ -76,7 +75,6 @@ META_SKIP = "flightlog.skip"
 META_COMMITTED = "flightlog.committed"
 META_CLIENT = "flightlog.client"
 META_DELIVERY = "flightlog.delivery"
-META_WS_INDEX = "flightlog.ws_index"
 META_TRAILERS = "flightlog.trailers"
 META_REFUSED = "flightlog.refused"
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
@@ -337,7 +335,7 @@ class Capture:
         error = left_early(flow.metadata.get(META_DELIVERY), client)
         self._answer(flow, error=error, ended=True)
         self._ended(flow, client)
-        return self._answered(flow)
+        return self.answered(flow)
 
     @property
     def recording(self) -> bool:
@@ -349,7 +347,8 @@ class Capture:
         if client is not None:
             client.end(flow.id)
 
-    def _answered(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+    def answered(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """What a hook whose answer goes out returns: its records in the writer's pipe first."""
         exchange: Exchange = flow.metadata[META_EXCHANGE]
         return self.writer.answered(exchange.flow_id) if self.writer is not None else None
 
@@ -388,31 +387,7 @@ class Capture:
         )
         self._answer(flow, error=message, ended=False, arrived=arrived)
         self._ended(flow, client)
-        return self._answered(flow)
-
-    def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """Each message of an upgraded connection, numbered in arrival order, from either side; in
-        the writer's pipe before mitmproxy passes the message on."""
-        exchange = flow.metadata.get(META_EXCHANGE)
-        if exchange is None or flow.websocket is None or not flow.websocket.messages:
-            return None
-        message = flow.websocket.messages[-1]
-        if not self.recording:  # the writer stopped: the message is not passed on unrecorded
-            message.drop()
-            return None
-        index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
-        origin = "client" if message.from_client else "server"
-        self._sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
-        return self._answered(flow)
-
-    def websocket_end(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """How the connection ended: the close code, and the reason as the payload."""
-        exchange = flow.metadata.get(META_EXCHANGE)
-        ws = flow.websocket
-        if exchange is None or ws is None:
-            return None
-        self._sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
-        return self._answered(flow)
+        return self.answered(flow)
 
     def _answer(
         self, flow: http.HTTPFlow, error: str | None, *, ended: bool, arrived: bytes | None = None

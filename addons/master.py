@@ -11,27 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from addons.ai_listeners import AiListener
 from addons.attempts import Attempts
 from addons.capture import Capture
-from addons.capture_options import COMMIT_MS, DEFAULT_OUTBOUND
 from addons.certificate_store import load_ca_before_listening
 from addons.errors import AddonError
 from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
 from addons.local_routes import LocalRoutes
-from addons.proxy_env import STATE_FILE
+from addons.proxy_config import ProxyConfig
+from addons.published import Ready
 from addons.sync_paths import SyncPaths
+from addons.websockets import WebSocketCapture
 from storage.locations import private_home
 
 if TYPE_CHECKING:
@@ -40,55 +36,6 @@ if TYPE_CHECKING:
     from mitmproxy.proxy import server_hooks
 
     from addons.worker_link import WorkerLink
-
-CA_FILE = "mitmproxy-ca-cert.pem"
-
-
-@dataclass(frozen=True)
-class ProxyConfig:
-    """Everything `flightlog proxy` passes to mitmproxy."""
-
-    home: Path
-    ledger_url: str
-    blobs_url: str
-    listen_host: str = "127.0.0.1"
-    listen_port: int = 8080
-    modes: tuple[str, ...] = ("regular",)
-    ai_listeners: tuple[AiListener, ...] = ()
-    """The model APIs' reverse listeners (`addons.ai_listeners`), on concrete ports, after `modes`."""
-    secrets: str = ""
-    secret_env: tuple[str, ...] = ()
-    sync_paths: tuple[str, ...] = ()
-    stream_grace: int = 25
-    max_request_body: str = "8m"
-    redact_auth_headers: bool = True
-    collector: str = ""
-    stats_file: str = ""
-    commit_ms: int = COMMIT_MS
-    """How long the writer gathers events before a batch commits (`capture_options.commit_ms`)."""
-    directory: str = ""
-    open_mode: bool = False
-    """Calls through the door need no token (local development only; the start line says so)."""
-    local_commands: bool = False
-    """The door may run rows whose contract runs a command here, with a token naming the tool."""
-    extra: tuple[str, ...] = ()
-    """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
-
-    @property
-    def confdir(self) -> Path:
-        return self.home / "mitmproxy"
-
-    @property
-    def all_modes(self) -> list[str]:
-        return [*self.modes, *(ai.mode for ai in self.ai_listeners)]
-
-    @property
-    def outbound_hosts(self) -> list[str]:
-        """The model APIs' hosts, and the `host:port` each AI listener forwards to (its traffic is
-        outbound, wherever `--ai-upstream` points it)."""
-        extra = [ai.hostport for ai in self.ai_listeners]
-        return list(dict.fromkeys([*DEFAULT_OUTBOUND, *extra]))
-
 
 HOOKS = (
     "load",
@@ -127,7 +74,8 @@ class Flightlog:
     def __init__(self, *extra: object) -> None:
         self.capture = capture = Capture()
         attempts = Attempts(capture.sink, capture.identity_of, capture.outbound, capture.ignored)
-        self.parts: list[object] = [LocalRoutes(), ListenerHops(), SyncPaths(capture), capture, attempts]
+        self.parts: list[object] = [LocalRoutes(), ListenerHops(), SyncPaths(capture), capture]
+        self.parts += [WebSocketCapture(capture), attempts]
         self.parts += extra
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
@@ -224,86 +172,6 @@ def addons(*extra: object) -> list[object]:
     return [Flightlog(*extra)]
 
 
-class _Ready:
-    """Once mitmproxy listens: prints the start line and writes `proxy.json`, or, in a worker,
-    tells the supervisor (which does both once every worker listens)."""
-
-    def __init__(
-        self, config: ProxyConfig, announce: Callable[[str], None], link: WorkerLink | None = None
-    ) -> None:
-        self.config = config
-        self.announce = announce
-        self.link = link
-
-    def running(self) -> None:
-        from mitmproxy import ctx
-
-        server = ctx.master.addons.get("proxyserver")
-        apis = {ai.mode: ai.api for ai in self.config.ai_listeners}
-        listeners = []
-        for instance in server.servers:
-            addrs = instance.listen_addrs
-            if addrs:
-                spec = instance.mode.full_spec
-                listener = {"mode": spec, "host": addrs[0][0], "port": addrs[0][1]}
-                listeners.append(listener | ({"api": apis[spec]} if spec in apis else {}))
-        if self.link is not None:
-            from recording.processing_watch import watched
-
-            self.link.ready(listeners, [str(path) for path in watched(ctx.options)])
-            return
-        write_state(self.config, os.getpid(), listeners)
-        self.announce(start_line(self.config, listeners))
-
-    def done(self) -> None:
-        forget_state(self.config.home, os.getpid())
-
-
-def write_state(config: ProxyConfig, pid: int, listeners: list[dict[str, Any]], **more: object) -> None:
-    """`proxy.json`: how `flightlog run` and `flightlog env` find the running proxy."""
-    ca = config.confdir / CA_FILE
-    state = {"pid": pid, "listeners": listeners, "ca": str(ca), "ledger": config.ledger_url, **more}
-    (config.home / STATE_FILE).write_text(json.dumps(state))
-
-
-def forget_state(home: Path, pid: int) -> None:
-    """Remove `proxy.json` if it is `pid`'s (a proxy started since keeps its own)."""
-    state = home / STATE_FILE
-    try:
-        if json.loads(state.read_text()).get("pid") == pid:
-            state.unlink()
-    except (OSError, ValueError):
-        pass
-
-
-def start_line(config: ProxyConfig, listeners: list[dict[str, Any]], workers: int = 1) -> str:
-    """The one line a started proxy prints: where it listens, records, and how to trust its CA."""
-    where = ", ".join(f"{item['mode']} on {item['host']}:{item['port']}" for item in listeners)
-    return (
-        f"flightlog proxy: listening {where}"
-        + (f" ({workers} workers)" if workers > 1 else "")
-        + f"; recording to {redact_url(config.ledger_url)} "
-        f"(blobs {config.blobs_url}); trust the CA at {config.confdir / CA_FILE} (or run `flightlog env`)"
-        + (
-            "; OPEN MODE: calls need no token, anyone who reaches this port can run rows"
-            if config.open_mode
-            else ""
-        )
-        + ("; local commands enabled (only with a token naming the tool)" if config.local_commands else "")
-    )
-
-
-def redact_url(url: str) -> str:
-    """A database URL without its password, for the start line."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
-
-
 def _log_to_stderr() -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -334,7 +202,7 @@ async def serve(
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     skip_idle_addons(master.addons)
-    flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)), link))
+    flightlog = Flightlog(Ready(config, announce or (lambda line: print(line, file=sys.stderr)), link))
     master.addons.add(flightlog)
     try:
         master.options.update(

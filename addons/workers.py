@@ -40,7 +40,8 @@ from typing import Any
 
 from addons.ai_listeners import AiListener
 from addons.errors import AddonError
-from addons.master import ProxyConfig, forget_state, start_line, write_state
+from addons.proxy_config import ProxyConfig
+from addons.published import forget_state, start_line, write_state
 from addons.shared_ports import PortPlan, plan_ports
 from addons.worker_link import Lines, WorkerLink, send
 from recording.file_stamps import Stamp, stamp

@@ -22,6 +22,7 @@ from recording import events as ev
 from recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
 from recording.acks import FrameAcks
 from recording.os_names import name_os_thread
+from recording.outage import Outage
 from recording.records import (
     AttemptRecord,
     RequestRecord,
@@ -76,7 +77,7 @@ class Writer:
         self.max_bytes = max_bytes
         self.batch_size = batch_size
         self.flush_interval = flush_interval
-        self.backoff_max = backoff_max
+        self.outage = Outage(backoff_max)
         self.retry_seconds = retry_seconds
         self.stats = WriterStats()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -95,8 +96,6 @@ class Writer:
         self._pending_since = self._arrived = 0.0  # monotonic: the oldest pending record's arrival
         self._pending_bytes = 0
         self._streams: dict[str, StreamBody] = {}
-        self._down_since: float | None = None
-        self._retry_at, self._backoff = 0.0, 0.25
         self._reported_dropped = 0
         self._thread: threading.Thread | None = None
         self._stop_deadline, self._stop_requested = 0.0, False
@@ -127,11 +126,14 @@ class Writer:
         """Queue the proxy's report of its drops, past any bound (it is a few bytes, one per frame):
         it becomes an overflow event, and its frame is acknowledged only once that event commits."""
         self.stats.proxy_dropped += drops.count
-        self._queue.put((drops, drops.frame, time.monotonic()))
+        self.put_event(
+            ev.proxy_overflow_event(self.collector, drops.run, drops.frame, drops.count, drops.at),
+            drops.frame,
+        )
 
-    def put_event(self, event: Event) -> None:
-        """Queue an event made beside the records (a dead run's lost exchanges), past any bound."""
-        self._queue.put((event, None, time.monotonic()))
+    def put_event(self, event: Event, frame: int | None = None) -> None:
+        """Queue an event made beside the records (a drop report, a dead run's lost exchanges)."""
+        self._queue.put((event, frame, time.monotonic()))
 
     def count_dropped(self, count: int) -> None:
         """Count `count` items dropped before they reached this writer, and wake it to record them."""
@@ -175,16 +177,15 @@ class Writer:
             now = time.monotonic()
             backlog_full = len(self._pending) >= self.max_items or self._pending_bytes > self.max_bytes
             if (
-                self._down_since is not None
-                and self._pending
-                and now < self._retry_at
+                self._pending
+                and self.outage.waiting(now)
                 and not self._stop_requested
                 and (backlog_full or self._queue.empty())
             ):
                 # Nothing can be written before the retry and nothing is waiting to be taken in (or
                 # the backlog is full: items stay queued, the bound is the queue's). Without this
                 # sleep the loop below found nothing due and spun: a core per writer while down.
-                time.sleep(min(self._retry_at - now, 0.2))
+                time.sleep(min(self.outage.until_retry(), 0.2))
                 continue
             if not stopping:
                 if self._pending:
@@ -222,7 +223,7 @@ class Writer:
                 or now - self._pending_since >= self.flush_interval
                 or unreported
             )
-            retry_due = self._down_since is None or now >= self._retry_at
+            retry_due = not self.outage.waiting(now)
             if due and retry_due:
                 self._flush()
             elif not self._pending and unreported and retry_due:  # a report of drops alone, retried too
@@ -239,19 +240,15 @@ class Writer:
                             self.stats.dropped - self._reported_dropped,
                         )
                     return
-                if self._down_since is not None:
-                    time.sleep(max(0.0, min(self._retry_at - time.monotonic(), 0.2)))
+                if self.outage.since is not None:
+                    time.sleep(min(self.outage.until_retry(), 0.2))
 
     def _idle_wait(self) -> float | None:
         """How long a writer with nothing pending may wait for an item: for ever (None) unless a
         count of drops waits to be written, which is tried now or at the Ledger's next retry.
         Everything else that needs the writer comes through the queue (an item, a nudge, the stop),
         so a proxy left on wakes it only for traffic (it looked every 0.5 s: 2 wake-ups a second)."""
-        if self.stats.dropped <= self._reported_dropped:
-            return None
-        if self._down_since is None:
-            return 0.0
-        return max(0.0, self._retry_at - time.monotonic())
+        return None if self.stats.dropped <= self._reported_dropped else self.outage.until_retry()
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -271,10 +268,6 @@ class Writer:
         or usage reading) is filed as `capture.unrecordable` with its bytes, and the rest go on.
         `arrived`: when `put` queued it (records that waited behind a commit need not wait again)."""
         self._arrived = time.monotonic() if arrived is None else arrived
-        if isinstance(item, ProxyDrops):
-            event = ev.proxy_overflow_event(self.collector, item.run, item.frame, item.count, item.at)
-            self._add(event, [frame])
-            return
         if isinstance(item, Event):
             self._add(item, [frame])
             return
@@ -361,7 +354,12 @@ class Writer:
                     ledger, self.collector, self._position, events, e, self.stats
                 )
         except Exception as e:  # an outage, or a failure outside the Ledger's own (opening, spooling)
-            self._went_down(e)
+            if self.outage.went_down(e):  # the connection of a Ledger that went away is let go
+                with self._ledger_lock:
+                    if self._ledger is not None:
+                        with contextlib.suppress(Exception):
+                            self._ledger.close()
+                        self._ledger = None
             return
         self._position += 1
         self._reported_dropped = dropped
@@ -380,28 +378,4 @@ class Writer:
         settled, self._pending_frames = self._pending_frames, []
         if self.acks is not None:
             self.acks.settle(settled)
-        if self._down_since is not None:
-            log.warning(
-                "flightlog: ledger is back after %.1f s; recording resumed",
-                time.monotonic() - self._down_since,
-            )
-            self._down_since = None
-            self._backoff = 0.25
-
-    def _went_down(self, error: Exception) -> None:
-        now = time.monotonic()
-        if self._down_since is None:
-            self._down_since = now
-            log.warning(
-                "flightlog: ledger unavailable (%s: %s); traffic keeps flowing, retrying",
-                type(error).__name__,
-                _line(error),
-            )
-            with self._ledger_lock:
-                if self._ledger is not None:
-                    with contextlib.suppress(Exception):
-                        self._ledger.close()
-                    self._ledger = None
-        else:
-            self._backoff = min(self._backoff * 2, self.backoff_max)
-        self._retry_at = now + self._backoff
+        self.outage.back()

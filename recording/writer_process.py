@@ -36,7 +36,6 @@ import os
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -57,6 +56,7 @@ from recording.records import (
     size_of,
     to_wire,
 )
+from recording.retained_frames import RetainedFrames
 from recording.risk_journal import RiskJournal, journal_path
 from recording.sync_commit import SyncCommitter
 
@@ -145,18 +145,13 @@ class WriterProcess:
         self.run = os.urandom(6).hex()
         """This process's run, in the ids of the overflow events of its drops: its frame numbers
         start again at 1 in the next proxy, under the same collector."""
-        self._unacked: deque[tuple[int, list[bytes], int, int, list[str]]] = deque()
-        """Frames sent and not yet acknowledged: (number, pieces, body bytes, records, the exchange
-        ids of their answers), in order."""
-        self._retained = 0
-        self.unprotected = 0
-        """Records released unacknowledged because the retained frames passed `max_bytes` (they were
-        sent; only a writer dying now would lose them)."""
         self.journal = (
             RiskJournal(journal_path(Path(spec.journal), spec.collector, self.run)) if spec.journal else None
         )
         """Where the ids of answers that went out before their records were safe are written down."""
-        self._holds = AnswerHolds(self.journal.note if self.journal is not None else lambda ids: None)
+        at_risk = self.journal.note if self.journal is not None else lambda ids: None
+        self._unacked = RetainedFrames(max_bytes, at_risk)
+        self._holds = AnswerHolds(at_risk)
         self._answer_wait: asyncio.Future[None] | None = None
         self._answers_waiting: list[str] = []
         """The exchange ids of the answers sharing `_answer_wait` (each is counted if it goes
@@ -217,7 +212,7 @@ class WriterProcess:
         self._write(("start", self.spec, self._processing, self.run))
         if self._unacked:  # a restarted child: what the last one did not acknowledge, in order, again
             log.warning("flightlog: sending %d unacknowledged frames to the new writer", len(self._unacked))
-            for _, pieces, *_ in self._unacked:
+            for pieces in self._unacked.pieces():
                 self._write_pieces(pieces)
         self._flush()
         ready = asyncio.ensure_future(self._proc.stdout.readexactly(len(READY)))
@@ -235,9 +230,7 @@ class WriterProcess:
             await ready
             while True:
                 (number,) = ACK.unpack(await stdout.readexactly(ACK.size))
-                while self._unacked and self._unacked[0][0] <= number:
-                    _, _, size, *_ = self._unacked.popleft()
-                    self._retained -= size
+                self._unacked.settled(number)
         except (asyncio.IncompleteReadError, ConnectionError):
             return
 
@@ -306,7 +299,12 @@ class WriterProcess:
     @property
     def unacknowledged(self) -> int:
         """Records sent and not (yet) acknowledged as settled by the writer process."""
-        return sum(records for _, _, _, records, _ in self._unacked)
+        return self._unacked.records
+
+    @property
+    def unprotected(self) -> int:
+        """Records let go unacknowledged past the copy bound (`retained_frames`)."""
+        return self._unacked.unprotected
 
     # -- answers: their records in the kernel pipe before their bytes go to the client -------------
 
@@ -386,7 +384,7 @@ class WriterProcess:
             pieces = frame(message, [body for _, body in buffers.values()])  # in index order
             self._write_pieces(pieces)
             answers = [item.exchange.flow_id for item in batch if type(item) is ResponseRecord]
-            self._retain(self._frame_number, pieces, size, len(batch), answers)
+            self._unacked.keep(self._frame_number, pieces, size, len(batch), answers)
 
     def _write(self, message: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> None:
         self._write_pieces(frame(message, buffers))
@@ -394,18 +392,6 @@ class WriterProcess:
     def _write_pieces(self, pieces: list[bytes]) -> None:
         if self._pipe is not None and not self._pipe.closed:
             self._pipe.write(*pieces)
-
-    def _retain(self, number: int, pieces: list[bytes], size: int, records: int, answers: list[str]) -> None:
-        """Keep a sent frame until it is acknowledged; past `max_bytes` of them the oldest go unkept
-        (counted in `unprotected`): the bound holds whatever the writer's pace."""
-        self._unacked.append((number, pieces, size, records, answers))
-        self._retained += size
-        while self._retained > self.max_bytes and len(self._unacked) > 1:
-            _, _, old_size, old_records, old_answers = self._unacked.popleft()
-            self._retained -= old_size
-            self.unprotected += old_records
-            if self.journal is not None:
-                self.journal.note(old_answers)
 
     # -- the synchronous path ----------------------------------------------------------------------
 

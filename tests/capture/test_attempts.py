@@ -126,7 +126,12 @@ def _curl(world: World, row: Row, ours: bool, session: str) -> tuple[str, str]:
         target = f"http://127.0.0.1:{port}{prefix}{url}"
         argv += ["-x", proxy, target] if row.door == "ai-forward" else [target]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
-    return done.stdout, str(done.returncode)
+    return done.stdout, CLOSED.get(done.returncode, str(done.returncode))
+
+
+CLOSED = {52: "closed", 56: "closed"}
+"""curl's empty reply (52) and reset (56) are one outcome, a connection closed with no answer: which
+one the client meets is the kernel's timing (its request still unread when the proxy closes)."""
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)

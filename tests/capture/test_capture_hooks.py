@@ -19,6 +19,7 @@ from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.test import taddons, tflow
 
 from addons.capture import META_EXCHANGE, Capture
+from addons.websockets import WebSocketCapture
 from recording.action_ids import action_id
 from recording.records import Record, RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord
 
@@ -37,7 +38,7 @@ class Taken:
         self.items.append(item)
         return True
 
-    def answered(self) -> None:
+    def answered(self, exchange: str = "") -> None:
         self.answered_after.append(len(self.items))
 
 
@@ -125,11 +126,11 @@ def test_every_hook_before_an_answer_goes_out_asks_for_its_records_to_be_written
     addon.requestheaders(failed)
     addon.error(failed)
     assert taken.answered_after == [2, 4], "after the error's answer record"
-    ws = tflow.twebsocketflow()
+    ws, messages = tflow.twebsocketflow(), WebSocketCapture(addon)
     addon.requestheaders(ws)
-    addon.websocket_message(ws)
+    messages.websocket_message(ws)
     assert taken.answered_after[-1] == len(taken.items) and isinstance(taken.items[-1], WebSocketRecord)
-    addon.websocket_end(ws)
+    messages.websocket_end(ws)
     assert taken.answered_after[-1] == len(taken.items) and taken.items[-1].origin == "close"  # type: ignore[union-attr]
 
 
@@ -227,15 +228,15 @@ def test_websocket_messages_are_numbered_and_the_close_recorded(
 ) -> None:
     """Each message of an upgraded connection is one record in arrival order; the close is the last."""
     addon, taken, _ = capture
-    flow = tflow.twebsocketflow()
+    flow, part = tflow.twebsocketflow(), WebSocketCapture(addon)
     addon.requestheaders(flow)
     messages = list(flow.websocket.messages)  # type: ignore[union-attr]
     flow.websocket.messages = []  # type: ignore[union-attr]
     for message in messages:
         flow.websocket.messages.append(message)  # type: ignore[union-attr]
-        addon.websocket_message(flow)
+        part.websocket_message(flow)
     flow.websocket.timestamp_end = time.time()  # type: ignore[union-attr]
-    addon.websocket_end(flow)
+    part.websocket_end(flow)
     records = [r for r in taken.items if isinstance(r, WebSocketRecord)]
     assert [r.index for r in records] == [*range(1, len(messages) + 1), len(messages)]
     assert [r.origin for r in records[:-1]] == ["client" if m.from_client else "server" for m in messages]

@@ -30,9 +30,8 @@ from tests.support.upstream import upstream
 pytestmark = pytest.mark.slow
 
 PACE = 0.2
-"""Seconds between the stand-in's stream events (five of them: the whole answer takes ~1 s)."""
-FIRST = 0.5
-"""A first event later than this was held back (it comes at 0.0 s, the last at ~0.8 s)."""
+"""Seconds between the stand-in's stream events: the first text comes at least 5 of them before the
+answer's end (OpenAI's first chunk is text; Anthropic's after two events of its own)."""
 
 OPENAI = """
 import json, sys, time
@@ -127,14 +126,15 @@ def _client(name: str, env: dict[str, str], node: str) -> dict[str, object]:
 def test_a_slow_model_stream_reaches_the_client_as_it_arrives_and_is_timed_as_it_saw_it(
     running: LiveProxy, node22: str, name: str
 ) -> None:
-    """The client's first event comes long before the answer's end, the exchange is recorded once
-    (through the forward listener or not), and its first byte in the Ledger is the client's."""
+    """The client's first text comes long before the answer's end (held back, it came with the end),
+    the exchange is recorded once (through the forward listener or not), and its first byte in the
+    Ledger is no later than the client's first text."""
     session = f"{name}-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     seen = _client(name, _env(running, session), node22)
     assert seen["text"] in ("Hello!", "Hello!") or "Hel" in str(seen["text"]), seen
     first, total = float(seen["first"]), float(seen["total"])  # type: ignore[arg-type]
-    assert first < FIRST and total > 3.5 * PACE, seen
+    assert total - first > 2.5 * PACE, seen
     ledger = ledger_of(running.ledger_url, running.blobs_url)
     events = wait_for(ledger, "session = :s", {"s": session}, 2)
     ledger.close()

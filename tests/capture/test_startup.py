@@ -65,7 +65,10 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
     ledger = ledger_of(env["FLIGHTLOG_LEDGER"], env["FLIGHTLOG_BLOBS"])
     answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
     assert answer.payload_state == "complete" and answer.client_left_ms is not None
-    assert answer.error and answer.error.startswith("The client left after"), answer.error
+    if (answer.client_bytes or 0) < (answer.payload_size or 0):  # it left before all had gone to it
+        assert answer.error and answer.error.startswith("The client left after"), answer.error
+    else:  # the whole answer had been passed on when it closed (a slow first read): not an error
+        assert answer.error is None, answer.error
     assert ledger.payload(answer.payload_sha256 or "").count(b"data: event") == 5
     ledger.close()
 
