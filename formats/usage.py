@@ -91,9 +91,14 @@ def _extract(
     )
 
 
+USAGE_CAP = 16 * 1024 * 1024
+"""A model's answer decodes to far less than this: a body decoding past it is not one (and a
+decompression bomb costs the writer this much memory at most, not `codings.READ_CAP`)."""
+
+
 def _decoded(body: bytes, content_encoding: str | None) -> bytes | None:
     try:
-        return codings.decode(body, content_encoding, cap=codings.READ_CAP)
+        return codings.decode(body, content_encoding, cap=USAGE_CAP)
     except DecodeCapError:
         return None  # model answers are far smaller: not one
     except CodingError:

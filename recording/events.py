@@ -54,10 +54,19 @@ def _redact_common(
 
 def redact_body(proc: Processing, body: bytes, content_encoding: str) -> tuple[bytes, frozenset[str]]:
     """The body with secrets replaced (inside its content-encoding), and the names replaced."""
+    redacted, names, _ = redacted_body(proc, body, content_encoding)
+    return redacted, names
+
+
+def redacted_body(
+    proc: Processing, body: bytes, content_encoding: str
+) -> tuple[bytes, frozenset[str], str | None]:
+    """`redact_body`, and the note an event carries when the body was searched as stored, not
+    decoded (it would not decode, or decoded past its cap: a decompression bomb)."""
     if proc.redactor is None or not body:
-        return body, frozenset()
-    redacted, names = proc.redactor.redact_body(body, content_encoding or None)
-    return redacted, frozenset(names)
+        return body, frozenset(), None
+    redacted, names, problem = proc.redactor.redact_body_noting(body, content_encoding or None)
+    return redacted, frozenset(names), None if problem is None else f"The body was {problem}"
 
 
 def _exchange_event(
@@ -95,12 +104,13 @@ def request_event(proc: Processing, rec: RequestRecord, *, collector: str, seq: 
     payload: bytes | None
     state: PayloadState
     body_names: frozenset[str] = frozenset()
+    note = None
     if rec.body is None:
         payload, state = None, "missing"  # stated exception: over the size limit, streamed through unread
     elif not rec.body:
         payload, state = None, "none"
     else:
-        payload, body_names = redact_body(proc, rec.body, rec.content_encoding)
+        payload, body_names, note = redacted_body(proc, rec.body, rec.content_encoding)
         state = "complete"
     return _exchange_event(
         ex,
@@ -114,6 +124,7 @@ def request_event(proc: Processing, rec: RequestRecord, *, collector: str, seq: 
         payload=payload,
         payload_state=state,
         redacted=_names(url_names, head_names, body_names),
+        error=note,
     )
 
 
@@ -163,6 +174,7 @@ def response_event(
     *,
     body_names: frozenset[str],
     usage: tuple[str | None, int | None, int | None, float | None],
+    note: str | None = None,
     collector: str,
     seq: int,
 ) -> Event:
@@ -189,7 +201,7 @@ def response_event(
         payload=payload,
         payload_state=state,
         redacted=_names(url_names, head_names, body_names),
-        error=rec.error,
+        error="; ".join(e for e in (rec.error, note) if e) or None,
         model=model,
         tokens_in=tokens_in,
         tokens_out=tokens_out,

@@ -131,8 +131,16 @@ class Redactor:
         (unknown coding, corrupt data) is searched as it is; if it was corrupt only after a secret
         was found, the result is the redacted, re-encoded part that did decode.
         """
+        out, names, _ = self.redact_body_noting(body, content_encoding)
+        return out, names
+
+    def redact_body_noting(
+        self, body: bytes, content_encoding: str | None
+    ) -> tuple[bytes, frozenset[str], str | None]:
+        """`redact_body`, and why the body was searched as stored rather than decoded, if it was
+        (corrupt, or decoding past its cap: `redact_stream.decode_cap`)."""
         if self._search.pattern is None or not body:
-            return body, frozenset()
+            return body, frozenset(), None
         try:
             codings = parse(content_encoding)
         except CodingError:
@@ -142,14 +150,14 @@ class Redactor:
             if sniffed is None:
                 names: set[str] = set()
                 out = self._search.sub(body, names)
-                return out, frozenset(names)
+                return out, frozenset(names), None
             content_encoding = sniffed  # compressed with no header saying so: look inside all the same
         # Held whole (it is in memory already): returned as given unless a secret is really inside.
         stream = StreamRedactor(self._search, content_encoding, hold_max=len(body))
         out = stream.feed(body) + stream.flush()
         if not stream.redacted:
-            return body, frozenset()
-        return out, stream.redacted
+            return body, frozenset(), stream.problem
+        return out, stream.redacted, stream.problem
 
     def stream(self, content_encoding: str | None = None, hold_max: int = HOLD_MAX) -> StreamRedactor:
         """A redactor for one streamed body, fed chunk by chunk with memory bounded (see StreamRedactor)."""

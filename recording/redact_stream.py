@@ -7,12 +7,21 @@ a secret is seen, re-encodes.
 
 from __future__ import annotations
 
-from formats.codings import MAGIC, SNIFF, Decoder, Encoder, parse, sniff
+from formats.codings import MAGIC, READ_CAP, SNIFF, Decoder, Encoder, parse, sniff
 from formats.errors import CodingError
 from recording.secret_search import SecretSearch
 
 #: Compressed bytes of a content-encoded stream held back, hoping to record them exact (see StreamRedactor).
 HOLD_MAX = 8 * 1024 * 1024
+EXPANSION = 100
+"""A body is decoded for the secret search up to this many times the bytes received, or `READ_CAP`
+(64 MiB), whichever is larger: real content compresses 3-20x; a 1.6 KB brotli bomb that decodes to
+1 GiB stops at 64 MiB (a quarter-second of the writer's CPU, not four)."""
+
+
+def decode_cap(received: int) -> int:
+    """How far a body of `received` compressed bytes is decoded for the secret search."""
+    return max(READ_CAP, EXPANSION * received)
 
 
 class _Plain:
@@ -61,10 +70,10 @@ class StreamRedactor:
     it is decoded, redacted and re-encoded in the same coding(s) from the start: the decoded content
     is exact except for the replacements, the compressed bytes are a new encoding (a compressed
     stream cannot be proven secret-free before its end without holding it whole). If the stream
-    stops decoding part way, `decode_failed` is set: with no secret seen the bytes are then searched
-    as they are; after a secret, the re-encoded part that did decode is kept and the rest dropped.
-    Its decoders run without a cap on the total (`cap=None`): a stopped decode would leave the rest
-    unsearched, and memory stays one decoding step whatever the total.
+    stops decoding part way, `decode_failed` is set and `problem` says why: with no secret seen the
+    bytes are then searched as they are; after a secret, the re-encoded part that did decode is kept
+    and the rest dropped. Decoding stops the same way past `decode_cap` of the bytes received (a
+    decompression bomb): memory is one decoding step whatever the total, and CPU bounded by it.
     """
 
     def __init__(
@@ -85,12 +94,15 @@ class StreamRedactor:
         self._hold_max = hold_max
         self._held: list[bytes] = []
         self._held_size = 0
-        self._scan_decoder = Decoder(codings, cap=None) if self._mode == "hold" else None
+        self._received = 0
+        self._scan_decoder = Decoder(codings, cap=READ_CAP) if self._mode == "hold" else None
         self._scan = _Plain(search, self._names)
         self._decoder: Decoder | None = None
         self._encoder: Encoder | None = None
         #: True when a content-encoded stream stopped decoding part way.
         self.decode_failed = False
+        self.problem: str | None = None
+        """Why it stopped (corrupt, or past its cap): the rest was searched as stored, not decoded."""
 
     @property
     def redacted(self) -> frozenset[str]:
@@ -110,11 +122,12 @@ class StreamRedactor:
         self._held.append(chunk)
         self._held_size += len(chunk)
         assert self._scan_decoder is not None
+        self._scan_decoder.cap = decode_cap(self._held_size)
         try:
             for piece in self._scan_decoder.feed(chunk):
                 self._scan.feed(piece)  # searching only: the output is not kept
-        except CodingError:
-            return self._after_scan_error()
+        except CodingError as e:
+            return self._after_scan_error(e)
         if self._names or self._held_size > self._hold_max:
             return self._start_transcoding()
         return b""
@@ -130,8 +143,8 @@ class StreamRedactor:
             try:
                 for piece in self._scan_decoder.finish():
                     self._scan.feed(piece)
-            except CodingError:
-                return self._after_scan_error() + self.flush()
+            except CodingError as e:
+                return self._after_scan_error(e) + self.flush()
             self._scan.flush()
             if not self._names:  # the common case: exact original bytes
                 held, self._held = self._held, []
@@ -143,8 +156,8 @@ class StreamRedactor:
             try:
                 for piece in self._decoder.finish():
                     out.append(self._encoder_for().feed(self._plain.feed(piece)))
-            except CodingError:
-                return b"".join(out) + self._give_up_decoding()
+            except CodingError as e:
+                return b"".join(out) + self._give_up_decoding(e)
             encoder = self._encoder_for()
             out.append(encoder.feed(self._plain.flush()))
             out.append(encoder.finish())
@@ -162,12 +175,13 @@ class StreamRedactor:
             return self._plain.feed(first)
         self._codings = (coding,)
         self._mode = "hold"
-        self._scan_decoder = Decoder(self._codings, cap=None)
+        self._scan_decoder = Decoder(self._codings, cap=READ_CAP)
         return self.feed(first)
 
-    def _after_scan_error(self) -> bytes:
+    def _after_scan_error(self, error: CodingError) -> bytes:
         """The held bytes would not decode: search them raw, unless a secret was already seen."""
         self.decode_failed = True
+        self.problem = f"not searched for secrets decoded ({error}): searched as stored"
         if self._names:
             return self._start_transcoding()
         self._mode = "plain"
@@ -176,20 +190,24 @@ class StreamRedactor:
 
     def _start_transcoding(self) -> bytes:
         self._mode = "transcode"
-        self._decoder = Decoder(self._codings, cap=None)
+        self._decoder = Decoder(self._codings, cap=decode_cap(self._held_size))
+        self._received = self._held_size
         held, self._held = self._held, []
-        return self._transcode(b"".join(held))
+        return self._transcode(b"".join(held), counted=True)
 
-    def _transcode(self, chunk: bytes) -> bytes:
+    def _transcode(self, chunk: bytes, counted: bool = False) -> bytes:
         if self._decoder is None:  # decoding gave up: raw bytes from here on
             return self._plain.feed(chunk)
+        if not counted:
+            self._received += len(chunk)
+            self._decoder.cap = decode_cap(self._received)
         out: list[bytes] = []
         try:
             for piece in self._decoder.feed(chunk):
                 # The encoder is made once the first bytes decoded: raw deflate is known by then.
                 out.append(self._encoder_for().feed(self._plain.feed(piece)))
-        except CodingError:
-            return b"".join(out) + self._give_up_decoding()
+        except CodingError as e:
+            return b"".join(out) + self._give_up_decoding(e)
         return b"".join(out)
 
     def _encoder_for(self) -> Encoder:
@@ -198,13 +216,14 @@ class StreamRedactor:
             self._encoder = Encoder(self._codings, raw_deflate=raw_deflate)
         return self._encoder
 
-    def _give_up_decoding(self) -> bytes:
+    def _give_up_decoding(self, error: CodingError) -> bytes:
         """After a decoding error: close what was encoded so far; search raw bytes from the next chunk.
 
         The chunk that failed is dropped, not recorded raw: its bytes may still carry, compressed,
         content that was already found to hold a secret.
         """
         self.decode_failed = True
+        self.problem = f"decoded and redacted up to an error ({error}); the rest searched as stored"
         encoder = self._encoder_for()
         head = encoder.feed(self._plain.flush()) + encoder.finish()
         self._decoder = None

@@ -30,6 +30,8 @@ class StreamBody:
     redactor: Any = None
     size: int = 0
     names: frozenset[str] = frozenset()
+    note: str | None = None
+    """Why the body was searched for secrets as stored, not decoded (`StreamRedactor.problem`)."""
 
     @classmethod
     def spooled(cls, redactor: Any = None) -> StreamBody:
@@ -49,6 +51,8 @@ class StreamBody:
             self.file.write(tail)
             self.size += len(tail)
             self.names = self.redactor.redacted
+            problem = self.redactor.problem
+            self.note = None if problem is None else f"The body was {problem}"
         self.file.seek(0)
 
 
@@ -80,10 +84,24 @@ def streamed_answer(
         body = stream.file.read()
         stream.file.close()
         return ev.response_event(
-            proc, rec, body, body_names=stream.names, usage=usage, collector=collector, seq=seq
+            proc,
+            rec,
+            body,
+            body_names=stream.names,
+            usage=usage,
+            note=stream.note,
+            collector=collector,
+            seq=seq,
         )
     placeholder = PayloadRef(sha256="", size=stream.size, text=False)
     event = ev.response_event(
-        proc, rec, placeholder, body_names=stream.names, usage=usage, collector=collector, seq=seq
+        proc,
+        rec,
+        placeholder,
+        body_names=stream.names,
+        usage=usage,
+        note=stream.note,
+        collector=collector,
+        seq=seq,
     )
     return Deferred(event=event, body=stream)

@@ -317,10 +317,10 @@ class Writer:
         proc = self.processing
         seq = self._next_seq()
         if not rec.streamed:
-            body, names = ev.redact_body(proc, rec.body or b"", rec.content_encoding)
+            body, names, note = ev.redacted_body(proc, rec.body or b"", rec.content_encoding)
             usage = ev.usage_of(proc, rec, body)
             return ev.response_event(
-                proc, rec, body, body_names=names, usage=usage, collector=self.collector, seq=seq
+                proc, rec, body, body_names=names, usage=usage, note=note, collector=self.collector, seq=seq
             )
         stream = self._streams.pop(rec.exchange.flow_id, None) or self._new_stream(rec.content_encoding)
         if rec.exchange.flow_id in self._lost_streams:

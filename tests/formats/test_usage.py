@@ -367,11 +367,11 @@ def test_an_event_not_closed_by_its_blank_line_is_not_read() -> None:
 
 
 def test_an_answer_decoding_past_the_cap_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An answer that decodes to more than the readers' cap gives no usage (and is never held whole)."""
-    from formats import codings
+    """An answer that decodes to more than usage's cap gives no usage (and is never held whole)."""
+    from formats import usage
 
-    monkeypatch.setattr(codings, "READ_CAP", 1000)
+    monkeypatch.setattr(usage, "USAGE_CAP", 1000)
     body = json.dumps({**CHAT, "padding": "x" * 5000}).encode()
     assert extract_usage(f"{OPENAI}/chat/completions", b"", gzip.compress(body), None, "gzip") is None
-    monkeypatch.setattr(codings, "READ_CAP", 1 << 20)
+    monkeypatch.setattr(usage, "USAGE_CAP", 1 << 20)
     assert extract_usage(f"{OPENAI}/chat/completions", b"", gzip.compress(body), None, "gzip") is not None
