@@ -7,9 +7,14 @@ opaque bytes. `register(conn, blobs)` adds three functions to a `sqlite3` connec
                                                  (read from the blob store when stored there)
     flightlog_text(bytes)                        the bytes as text when they are strict UTF-8, else NULL
     flightlog_head(events.head)                  the exact head as text (latin-1: every byte kept)
+    flightlog_decoded(bytes, events.head)        the payload with the Content-Encoding its head names
+                                                 (gzip, deflate, br, zstd, stacked) undone, up to
+                                                 `codings.READ_CAP`; as stored when it cannot be
 
-and `READABLE_EVENTS` is the query that joins them into one row per event. A payload that does not
-hash to its address raises instead of returning wrong bytes, as every other read does.
+and `READABLE_EVENTS` is the query that joins them into one row per event: `body` is the decoded
+payload as text (real APIs compress their answers), `payload` untouched stays the exact bytes. A
+payload that does not hash to its address raises instead of returning wrong bytes, as every other
+read does.
 """
 
 from __future__ import annotations
@@ -18,15 +23,17 @@ import sqlite3
 from collections.abc import Callable
 from typing import Final
 
+from formats import codings
 from storage.blobstore import BlobStore
 from storage.codec import decompress, is_text
 from storage.errors import StorageError
+from storage.heads import parse_head
 
 READABLE_EVENTS: Final = """
 SELECT e.event_id, e.action_id, e.at, e.kind, e.direction, e.method, e.url, e.status, e.agent,
        e.session, e.model, e.tokens_in, e.tokens_out, e.cost_usd, e.payload_state, e.redacted,
        e.error, flightlog_head(e.head) AS head,
-       flightlog_text(flightlog_payload(b.data, b.sha256)) AS body,
+       flightlog_text(flightlog_decoded(flightlog_payload(b.data, b.sha256), e.head)) AS body,
        e.payload_size
 FROM events AS e LEFT JOIN blobs AS b ON b.sha256 = e.payload_sha256
 ORDER BY e.at DESC, e.event_id
@@ -59,6 +66,18 @@ def text(data: bytes | None) -> str | None:
     return bytes(data).decode("utf-8")
 
 
+def decoded(data: bytes | None, head_bytes: bytes | None) -> bytes | None:
+    """`flightlog_decoded(bytes, head)`: the body with its head's content coding undone (bounded by
+    `codings.READ_CAP`: a bomb gives its first 64 MiB), or as stored when it names none, one this
+    does not know, or does not decode."""
+    if data is None:
+        return None
+    coding = parse_head(bytes(head_bytes or b"")).get(b"content-encoding")
+    if not coding:
+        return bytes(data)
+    return codings.readable(bytes(data), coding.decode("latin-1")).data
+
+
 def head(data: bytes | None) -> str | None:
     """`flightlog_head(head)`: a head's bytes as text; latin-1 maps every byte, so nothing is lost."""
     return None if data is None else bytes(data).decode("latin-1")
@@ -69,3 +88,4 @@ def register(conn: sqlite3.Connection, blobs: BlobStore | None = None) -> None:
     conn.create_function("flightlog_payload", 2, payload_reader(blobs), deterministic=True)
     conn.create_function("flightlog_text", 1, text, deterministic=True)
     conn.create_function("flightlog_head", 1, head, deterministic=True)
+    conn.create_function("flightlog_decoded", 2, decoded, deterministic=True)

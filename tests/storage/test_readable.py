@@ -104,3 +104,43 @@ def test_datasette_shows_heads_and_bodies(ledger_db: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_compressed_bodies_read_as_their_text(tmp_path: Path) -> None:
+    """Answers as real APIs send them, gzip, br, zstd and stacked (`gzip, br`): `body` is their decoded
+    text, `payload` stays the exact compressed bytes; an unknown coding or a corrupt body reads as
+    stored (NULL when that is not text); a decompression bomb reads cut at the cap, not whole."""
+    import gzip
+
+    import brotli
+    import zstandard
+
+    def answer(i: int, body: bytes, coding: str) -> object:
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: {coding}\r\n\r\n"
+        return event(i, body, head=head.encode())
+
+    bomb = brotli.compress(b"{" + b" " * (80 * 1024 * 1024) + b"}", quality=5)
+    rows = [
+        answer(1, gzip.compress(TEXT, mtime=0), "gzip"),
+        answer(3, brotli.compress(TEXT), "br"),
+        answer(5, zstandard.ZstdCompressor().compress(TEXT), "zstd"),
+        answer(7, brotli.compress(gzip.compress(TEXT)), "gzip, br"),
+        answer(9, TEXT, "compress"),
+        answer(11, b"\x1f\x8bnot gzip at all \xff", "gzip"),
+        answer(13, bomb, "br"),
+    ]
+    db = tmp_path / "ledger.db"
+    ledger = open_ledger(f"sqlite:///{db}", (tmp_path / "blobs").as_uri())
+    ledger.append(batch(rows))  # type: ignore[arg-type]
+    ledger.close()
+    conn = sqlite3.connect(db)
+    register(conn)
+    bodies = _bodies(conn)
+    assert [bodies[f"ev-{i:06d}"] for i in (1, 3, 5, 7, 9)] == [TEXT.decode()] * 5
+    assert bodies["ev-000011"] is None
+    assert len(bodies["ev-000013"] or "") == 64 * 1024 * 1024
+    stored = conn.execute(
+        "SELECT flightlog_payload(b.data, b.sha256) FROM events e JOIN blobs b ON b.sha256 = e.payload_sha256"
+        " WHERE e.event_id = 'ev-000001'"
+    ).fetchone()[0]
+    assert stored == gzip.compress(TEXT, mtime=0)
