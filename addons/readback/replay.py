@@ -4,7 +4,9 @@ The request is rebuilt from what the Ledger kept: the method and URL, the header
 head (minus the framing and hop-by-hop ones httpx sets itself), and the stored body. Secret values were
 replaced by `[NAME]` when recorded; they are filled back from the secrets file for the wire only. The
 new exchange is recorded as its own action whose `parent` is the original, with the request as it was
-rebuilt (names, never values) and the answer passed through the same redaction as capture's.
+rebuilt (names, never values), the answer passed through the same redaction as capture's, and the
+same facts capture would record of a live call: who it was made for (the original's identity) and,
+for a model API, its model, tokens and cost (from the price table, as capture prices).
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ from addons.readback.recorded import (
 from addons.wire.sender import send_raw
 from formats import codings
 from formats.errors import CodingError
+from formats.usage import extract_usage
 from recording.action_ids import new_action_id
+from recording.prices import PriceTable
 from recording.redact import Redactor
 from storage.events import Batch, Event
 from storage.heads import END_OF_HEAD, Fields, build_head, parse_head
+from storage.locations import flightlog_home
 
 if TYPE_CHECKING:
     from storage.ledger import Ledger
@@ -221,7 +226,12 @@ def _at(ts: float) -> datetime:
 
 
 def replay_events(
-    exchange: Exchange, outgoing: Outgoing, sent: Sent, secrets: Mapping[str, str], action_id: str
+    exchange: Exchange,
+    outgoing: Outgoing,
+    sent: Sent,
+    secrets: Mapping[str, str],
+    action_id: str,
+    prices: PriceTable | None = None,
 ) -> tuple[Event, Event, Answer]:
     """The two events of the new exchange (names, never values) and its answer as compared."""
     redactor = Redactor(secrets)
@@ -240,6 +250,10 @@ def replay_events(
         "tool": original.tool,
         "model": original.model,
         "parent": exchange.action_id,
+        "agent": original.agent,
+        "session": original.session,
+        "task": original.task,
+        "turn": original.turn,
     }
     request = Event(
         **shared,
@@ -262,8 +276,9 @@ def replay_events(
         encoding = _field(sent.fields, b"content-encoding")
         raw, body_names = redactor.redact_body(sent.raw, encoding)
         names = set(head_names) | set(body_names)
+    usage = _usage(outgoing, sent, prices) if sent.status is not None and sent.status < 400 else {}
     response = Event(
-        **shared,
+        **(shared | usage),
         event_id=f"{action_id}:response",
         kind=RESPONSE_KIND,
         at=_at(sent.end),
@@ -284,6 +299,26 @@ def replay_events(
         error=sent.error,
     )
     return request, response, answer
+
+
+def _usage(outgoing: Outgoing, sent: Sent, prices: PriceTable | None) -> dict[str, Any]:
+    """Model, tokens and cost of a model API call's new answer, as capture reads them (none else)."""
+    found = extract_usage(
+        outgoing.url,
+        outgoing.body,
+        sent.raw,
+        _field(sent.fields, b"content-type"),
+        _field(sent.fields, b"content-encoding"),
+    )
+    if found is None:
+        return {}
+    cost = prices.cost(found.model, found.tokens_in, found.tokens_out) if prices is not None else None
+    return {
+        "model": found.model,
+        "tokens_in": found.tokens_in,
+        "tokens_out": found.tokens_out,
+        "cost_usd": cost,
+    }
 
 
 def _field(fields: Fields, name: bytes) -> str | None:
@@ -333,8 +368,10 @@ def replay(
     verify: bool | str = True,
     allow_unfilled: bool = False,
     timeout: float = 30.0,
+    prices: PriceTable | None = None,
 ) -> Replayed:
-    """Send the request of `action_id` again, record the new exchange, and diff the two answers."""
+    """Send the request of `action_id` again, record the new exchange, and diff the two answers.
+    `prices`: what its cost is read with (default: the shipped table and FLIGHTLOG_HOME's override)."""
     exchange = exchange_from_events(ledger.action(action_id))
     if exchange is None:
         raise ReplayError(f"no recorded HTTP request with action id {action_id!r}")
@@ -349,7 +386,9 @@ def replay(
     wire = filled(template, secrets, encoding)
     sent = send(wire, proxy=proxy, verify=verify, timeout=timeout)
     new_action = new_action_id()
-    request, response, answer = replay_events(exchange, template, sent, secrets, new_action)
+    if prices is None:
+        prices = PriceTable.load(flightlog_home() / "prices.toml")
+    request, response, answer = replay_events(exchange, template, sent, secrets, new_action, prices)
     ledger.append(Batch(COLLECTOR, time.time_ns(), (request, response)))
     diff = diff_answers(recorded_answer(exchange, ledger.payload), answer, action_id, new_action)
     return Replayed(action_id, new_action, template.url, diff)

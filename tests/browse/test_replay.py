@@ -266,3 +266,37 @@ def test_replay_shows_what_a_hostile_upstream_answered_without_obeying_it(
     assert "+plain \\x1b]0;PWNED\\x07 text" in text.stdout and "+\\x1b[2K\n+fine" in text.stdout
     assert not obeyable(text.stdout)
     assert "+plain \x1b]0;PWNED\x07 text" in json.loads(data.stdout)["body_diff"]
+
+
+def test_a_replayed_model_call_is_recorded_with_its_model_tokens_cost_and_identity(ledger: Ledger) -> None:
+    """A recorded OpenAI chat call replayed against a local stand-in: the new answer event carries
+    the model, tokens and cost read from the new answer (priced by the shipped table, as capture
+    would), and both new events the original's session and task."""
+    from tests.support.upstream import upstream as model_api
+
+    asked = b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}'
+    original = record(
+        ledger,
+        method="POST",
+        url="https://api.openai.com/v1/chat/completions",
+        request_head=head(
+            "POST /v1/chat/completions HTTP/1.1",
+            [
+                ("Host", "api.openai.com"),
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(asked))),
+            ],
+        ),
+        request_body=asked,
+        response_head=head("HTTP/1.1 200 OK", [("Content-Type", "application/json")]),
+        response_body=b'{"choices": []}',
+        session="s-replay",
+        task="t-7",
+    )
+    with model_api() as up:
+        result = replay(ledger, original, {}, to=up.base)
+    events = {e.kind: e for e in ledger.action(result.action_id)}
+    request, response = events["http.request"], events["http.response"]
+    assert (response.model, response.tokens_in, response.tokens_out) == ("gpt-4o-mini", 11, 7)
+    assert response.cost_usd is not None and response.cost_usd > 0
+    assert {(e.session, e.task) for e in (request, response)} == {("s-replay", "t-7")}
