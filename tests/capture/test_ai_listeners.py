@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -159,3 +161,38 @@ def test_model_api_listeners_never_answer_flightlog_local(home: Path, http_upstr
             assert answer.status_code == 404 and answer.text == "not found\n", (path, answer.text)
     received = [path for _, path, *_ in http_upstream.received]
     assert received == ["/api/ledger/counts", "/api/directory/manifest"], received  # the upstream answered
+
+
+def test_an_exported_hop_replays_cleanly_with_mitmdump(
+    home: Path, http_upstream: Upstream, tmp_path: Path
+) -> None:
+    """A call sent through the forward listener to the OpenAI listener (identity prefix, proxy
+    credentials), exported as a mitmproxy flow file and replayed with plain `mitmdump -C`: the
+    upstream receives the request as it first did, with no prefix, no identity and no proxy header."""
+    from tests.capture.test_cli_capture import flightlog
+
+    db = f"sqlite:///{home / 'ledger.db'}"
+    with live_proxy(home, db, args=["--ai-upstream", f"openai={http_upstream.base}"]) as proxy:
+        base = f"http://127.0.0.1:{proxy.ai_port('openai')}/_flightlog/session=exported/v1"
+        httpx.post(
+            f"{base}/chat/completions",
+            json={"model": "gpt-4o-mini"},
+            proxy=f"http://agent=a:@127.0.0.1:{proxy.port}",
+            headers={"X-Flightlog-Task": "t1"},
+            timeout=30,
+        ).raise_for_status()
+    first = http_upstream.received[-1]
+    flows = tmp_path / "flows.mitm"
+    exported = flightlog("export", "--format", "mitmproxy", "--session", "exported", "-o", str(flows))
+    assert exported.returncode == 0, exported.stderr
+    mitmdump = Path(sys.executable).with_name("mitmdump")
+    replayed = subprocess.run(
+        [str(mitmdump), "-n", "-q", "-C", str(flows), "--set", f"confdir={tmp_path / 'conf'}"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    again = http_upstream.received[-1]
+    assert again is not first and (again[0], again[1]) == ("POST", "/v1/chat/completions"), again
+    for name in (b"_flightlog", b"proxy-authorization", b"x-flightlog"):
+        assert name not in again[2].lower(), again[2]
+    assert again[3] == first[3]
