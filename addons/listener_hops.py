@@ -68,7 +68,10 @@ class ListenerHops:
         mode = self.listener_at(flow.request.host, flow.request.port)
         if mode is not None:
             self._tunnels[flow.client_conn] = mode
-            flow.request.data.host, flow.request.data.port = mode.address
+            host, port = mode.address
+            flow.request.data.host, flow.request.data.port = host, port
+            shown = f"[{host}]" if ":" in host else host
+            flow.request.authority = f"{shown}:{port}"  # recorded as the tunnel it became
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         if not self._reverse or not self._regular(flow):

@@ -2,7 +2,8 @@
 mitmdump, and the Ledger's record held against what the client saw.
 
 Doors (tests/support/paths.py): forward HTTP, CONNECT + TLS, HTTP/2, a reverse listener, a model API
-listener, and that listener reached through the forward listener. Shapes: JSON, an event stream
+listener, and that listener reached through the forward listener (absolute-form, and a CONNECT
+tunnel carrying plain HTTP). Shapes: JSON, an event stream
 fast and slow (5 events 100 ms apart), chunked, gzip, odd framing (a short body, Content-Length with
 Transfer-Encoding, two Content-Lengths, a `+5` chunk size, a head with bare LF line ends), a client
 that leaves after the first event, and an upstream that refuses the connection. A new door or shape
@@ -145,6 +146,7 @@ def test_the_client_sees_what_mitmdump_gives_it_and_the_ledger_says_what_it_saw(
         "model": ("kind = 'connection.error' AND url = :u", {"u": f"http://127.0.0.1:{down}"}),
         "connect-tls": (connect, {"u": f"127.0.0.1:{down}"}),
         "h2": (connect, {"u": f"127.0.0.1:{down}"}),
+        "model-connect": (connect, {"u": f"127.0.0.1:{down}"}),
     }
     where, params = refused.get(door, ("0 = 1", {}))
     before = len(events_where(world.ledger, where, params))

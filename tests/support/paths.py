@@ -8,7 +8,9 @@ both the proxy and the base URL sends it). `visit()` makes one request by one do
 the client got: status, head, body, when the first byte came and when each later read did. Plain
 mitmdump has no model listeners: for it, `model` is its reverse listener to the same target (without
 the prefix, which only flightlog reads) and `model-forward` a forward request to that target, which
-is what flightlog makes of it. The path differential suite (tests/capture/test_paths.py) and
+is what flightlog makes of it. `model-connect` is the same through a CONNECT tunnel carrying plain
+HTTP (as Node's proxy agent sends it): to the listener through flightlog, to its target through
+mitmdump. The path differential suite (tests/capture/test_paths.py) and
 `python -m bench.paths` share this.
 """
 
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-DOORS = ("forward-http", "connect-tls", "h2", "reverse", "model", "model-forward")
+DOORS = ("forward-http", "connect-tls", "h2", "reverse", "model", "model-forward", "model-connect")
 UPSTREAM_OF = {"connect-tls": "h1s", "h2": "h2"}
 """The upstream each door reaches (the others: the plain HTTP/1.1 one)."""
 
@@ -100,6 +102,12 @@ def visit(
         if isinstance(sock, Seen):
             return sock
         target, host = path, f"127.0.0.1:{upstream}"
+    elif door == "model-connect":
+        through = ((proxy.model_down if down else proxy.model) or 0) if proxy.flightlog else upstream
+        sock = _tunnel(proxy, through, timeout, tls=False)
+        if isinstance(sock, Seen):
+            return sock
+        target, host = (prefix if proxy.flightlog else "") + path, f"127.0.0.1:{through}"
     else:
         if door == "forward-http" or (door == "model-forward" and not proxy.flightlog):
             port, target = proxy.forward, f"http://127.0.0.1:{upstream}{path}"
@@ -146,7 +154,7 @@ def direct(door: str, path: str, ups: Upstreams, cert: Path, timeout: float = 15
         return _read(sock, request.encode(), None)
 
 
-def _tunnel(proxy: Proxy, upstream: int, timeout: float) -> socket.socket | Seen:
+def _tunnel(proxy: Proxy, upstream: int, timeout: float, *, tls: bool = True) -> socket.socket | Seen:
     sock = socket.create_connection(("127.0.0.1", proxy.forward), timeout=timeout)
     sock.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (upstream, upstream))
     answer = b""
@@ -163,6 +171,8 @@ def _tunnel(proxy: Proxy, upstream: int, timeout: float) -> socket.socket | Seen
         sock.close()
         status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else None
         return Seen(status, head + b"\r\n\r\n", body, failure="CONNECT refused")
+    if not tls:
+        return sock
     context = ssl.create_default_context(cafile=str(proxy.ca))
     context.set_alpn_protocols(["http/1.1"])
     return context.wrap_socket(sock, server_hostname="127.0.0.1")
