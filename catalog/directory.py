@@ -270,9 +270,19 @@ class Directory:
         """The current hash of the document at `bundle/path` (None when there is none)."""
         return self._guard(lambda: self._store.hash_of(bundle, path))
 
-    def _text_at(self, bundle: str, path: str) -> str | None:
+    def text_at(self, bundle: str, path: str) -> str | None:
+        """The current text of the document at `bundle/path` (None when there is none)."""
         sha = self.current_hash(bundle, path)
-        return None if sha is None else self._guard(lambda: self._store.contents([sha])).get(sha)
+        return None if sha is None else self.text_of(sha)
+
+    def text_of(self, sha: str) -> str | None:
+        """The text of any version the store keeps, by its hash (a row as it was at a revision)."""
+        return self._guard(lambda: self._store.contents([sha])).get(sha)
+
+    def restore_changes(self, revision: int) -> list[Change]:
+        """The changes `restore(revision, ...)` would commit now (what the gate judges first)."""
+        self.refresh()
+        return changeset.restore_changes(self._store, revision, self._head)
 
     def find(self, query: str, k: int = 10, bundle: str | None = None) -> list[Hit]:
         self.refresh()
@@ -314,9 +324,7 @@ class Directory:
 
     def restore(self, revision: int, expected_revision: int) -> Committed:
         """A new revision (child of the head) whose content equals `revision`'s."""
-        self.refresh()
-        changes = changeset.restore_changes(self._store, revision, self._head)
-        return self._commit(changes, expected_revision, f"restore revision {revision}")
+        return self._commit(self.restore_changes(revision), expected_revision, f"restore revision {revision}")
 
     def _commit(
         self, changes: list[Change], expected: int | None, message: str, *, single: bool = False
@@ -325,7 +333,7 @@ class Directory:
         if self.network:
             from catalog.authority import refuse_local_changes  # deferred: it loads the contracts
 
-            refuse_local_changes(changes, self._text_at)
+            refuse_local_changes(changes, self.text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)
         if self.folder is not None:

@@ -5,7 +5,7 @@
   its contract, with a check that each recorded upstream request is what the contract produces for
   the recorded arguments. A mismatch is flagged: something other than the runner made that request.
 - `task_events(engine, task)`: from a task to everything done under it.
-- `token_uses(engine, identifier)`: how many calls a token (and everything attenuated from it) made.
+- `token_uses(engine, identifier)`: how many uses a token (and everything attenuated from it) spent.
 
 The dispatch door's event kinds are `storage.kinds` (shared with the door that writes them); its token
 locator is described in `addons.door.dispatch_record`.
@@ -25,7 +25,8 @@ from catalog.errors import CatalogError, UnboundSecret
 from catalog.tool import Tool
 from catalog.wire import expected
 from storage.kinds import DISPATCH_CALL, DISPATCH_UPSTREAM_REQUEST
-from storage.lookups import action_rows, event_row, like_literal, rows_of_task, rows_of_tool, unrefused_calls
+from storage.lookups import action_rows, event_row, rows_of_task, rows_of_tool
+from storage.token_uses import TokenUses
 
 
 class JoinError(CatalogError):
@@ -40,8 +41,8 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def token_uses(engine: Engine, identifier: str) -> int:
-    """Calls made with a token identifier: its `dispatch.call` events whose action was not refused."""
-    return unrefused_calls(engine, f"flightlog:dispatch/%?token={like_literal(identifier)}")
+    """The uses spent of a token (and everything attenuated from it): rows of `token_uses`."""
+    return TokenUses(engine).used(identifier)
 
 
 def tool_uses(engine: Engine, tool: str, limit: int = 1000) -> list[dict[str, Any]]:

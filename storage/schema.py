@@ -1,4 +1,5 @@
-"""The Ledger's tables, defined once with SQLModel: `events`, `blobs`, `batches`, `positions`.
+"""The Ledger's tables, defined once with SQLModel: `events`, `blobs`, `batches`, `positions`, and
+the scoped tokens' `token_uses`.
 
 These classes are the schema's single definition; migrations (storage/migrations) create exactly
 this, and a test compares the migrated database with this metadata. The hot insert path does not go
@@ -185,6 +186,21 @@ class PositionRow(SQLModel, table=True):
     collector: str = Field(sa_column=Column(Text, primary_key=True))
     position: int = Field(sa_column=Column(BigInteger, nullable=False))
     updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class TokenUseRow(SQLModel, table=True):
+    """One use of a scoped token (bookkeeping, not an event): the key (token, use) is unique, so two
+    proxies racing for a token's last use insert one row between them. Append-only."""
+
+    __tablename__ = "token_uses"
+
+    token: str = Field(sa_column=Column(Text, primary_key=True))
+    """The token's identifier (shared by everything attenuated from it)."""
+    use: int = Field(sa_column=Column(Integer, primary_key=True))
+    """1, 2, ... per token, never above the token's `uses` limit."""
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    verb: str = Field(sa_column=Column(Text, nullable=False))
+    door: str = Field(sa_column=Column(Text, nullable=False))
 
 
 metadata: MetaData = SQLModel.metadata

@@ -12,13 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from addons.door.dispatch import Dispatcher
-from addons.door.http_face import Door
+from addons.door.gatekeeper import Gatekeeper
+from addons.door.http_face import Door, record_refusal
 from addons.door.live_config import LiveConfig
 from addons.door.proxy_settings import ProxySettings
+from addons.door.routes import Headers, Query
 from addons.readback.ledger_routes import api_token
 from catalog.contracts import render_upstream
 from catalog.directory import Directory, open_directory
 from catalog.errors import UnknownRow
+from catalog.targets import Located
 from catalog.tokens import root_key
 from catalog.tool import Tool
 from storage.ledger import Ledger, open_ledger
@@ -35,6 +38,34 @@ def find_in(directory: Directory) -> Callable[[str], Tool | None]:
         return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
 
     return find
+
+
+def located_in(directory: Directory) -> Callable[[str], Located | None]:
+    """`name -> Located | None`: the tool row, where it lives and the version found (for the gate's
+    row caveats and for `trace`, which compares a call with the version it ran under)."""
+
+    def locate(name: str) -> Located | None:
+        try:
+            doc = directory.tool(name)
+        except UnknownRow:
+            return None
+        tool = Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
+        return Located(tool, doc.bundle, doc.path, doc.hash)
+
+    return locate
+
+
+def gatekeeper(dispatcher: Dispatcher) -> Gatekeeper:
+    """The gate's shell for the proxy's routes, over the door's root key and Ledger; refusals are
+    filed by the door (`Dispatcher.file_refusal`)."""
+
+    def record(
+        door: str, method: str, path: str, query: Query, headers: Headers, refusal: tuple[str, str]
+    ) -> None:
+        record_refusal(dispatcher, door, method, path, query, headers, refusal)
+
+    own = dispatcher.secrets.get("FLIGHTLOG_LEDGER_TOKEN", "")
+    return Gatekeeper(dispatcher.root_key, dispatcher.book, own, record)
 
 
 def own_secrets(home: Path) -> dict[str, str]:
@@ -75,6 +106,7 @@ def open_dispatcher(
         local_commands=local_commands,
         live=live,
         directory=directory,
+        locate=located_in(directory),
     )
     dispatcher.local_dispatch = Door(dispatcher, render_upstream, directory).handle
     return dispatcher

@@ -34,8 +34,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,26 +46,29 @@ from addons.door.checks import (
     STATUS,
     Refused,
     check_local,
-    check_rights,
+    inner_asks,
     operator_token,
     prepare,
     read_call,
-    verify_token,
 )
+from addons.door.gatekeeper import Gatekeeper, Lent, call_head
 from addons.door.live_config import LiveConfig
-from addons.door.local_transport import local_mounts
+from addons.door.local_transport import local_mounts, local_routes
+from addons.door.routes import Declared, Routes
 from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
 from addons.recording.identity import EMPTY, Identity
 from addons.recording.redact import Redactor
-from catalog import caveats, join, refused
-from catalog.authority import contract_hash
+from catalog import refused
 from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
+from catalog.gate import Admitted, Ask, GateRefused, admit, spend_use
+from catalog.targets import Located, placed
 from catalog.tool import Tool
 from catalog.wire import body_bytes
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
+from storage.token_uses import TokenUses
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +100,18 @@ class Dispatcher:
     """The Directory rows come from, served to the door's own calls to flightlog.local."""
     local_dispatch: Any = None
     """The door's HTTP face, answering its own calls to flightlog.local/api/dispatch."""
+    locate: Callable[[str], Located | None] | None = None
+    """Where a tool row lives and which version was found (else `find_tool`, placed by its name)."""
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
-    _uses_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _http: httpx.Client | None = field(default=None, repr=False)
     _lent: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
         self._redactors()
+        self.book = TokenUses(self.ledger.engine)
+        self._local: tuple[Routes, Gatekeeper] | None = None
 
     def _redactors(self) -> None:
         self._names = Redactor(self.secrets, redact_auth_headers=False)
@@ -148,74 +153,89 @@ class Dispatcher:
             action_id, tool_name, at, identity.task, identity.session, identity.turn, identity.agent
         )
         token_id: str | None = None
+        row_hash: str | None = None
         call_bytes = self._redact_all(body_bytes(call))[0]
+        ask = Ask("call", door, at, (), identity.agent, identity.task, trusted=self._trusted(door))
         try:
             if refusal is not None:
                 raise Refused(refusal[0], refusal[1], status=403)
-            limits, token_id = verify_token(token, door, self.root_key, self.open_mode)
-            if limits is not None:
-                filing = rec.Filing(
-                    action_id,
-                    tool_name,
-                    at,
-                    limits.filed_task or identity.task,
-                    identity.session,
-                    identity.turn,
-                    limits.filed_agent or identity.agent,
-                )
+            admitted = self._admit(token, ask)  # the token, before anything it names is looked at
+            token_id = admitted.identifier
+            filing = replace(filing, task=admitted.task or filing.task, agent=admitted.agent or filing.agent)
             name, args = read_call(call)
+            found = self._find(name)
+            row_hash = found.hash
+            ask = replace(ask, rows=(found.row,))
+            self._admit(token, ask)  # the row: tools, bundles, folders, contract
+            check_local(found.tool, door, admitted.limits, self.local_commands)
+            named = prepare(found.tool, args, self.refused_hosts)
+            for inner in inner_asks(named, self._routes()):
+                self._admit(token, replace(ask, verb=inner.verb, rows=inner.rows), inner=inner)
+            bound = self._bind(named)
+            call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run, row_hash)
+            if dry_run:
+                return self._dry_run(filing, call_event, named, bound)
+            self._spend(admitted, ask)
             try:
-                tool = self.find_tool(name)
-            except CatalogError as e:
-                raise Refused("tool", f"the row {name!r} cannot be read: {e}") from e
-            if tool is None:
-                raise Refused("tool", f"no tool named {name!r} in the Directory")
-            with self._uses_lock if limits is not None and limits.uses is not None else nullcontext():
-                if limits is not None:
-                    self._check_limits(limits, tool, door, identity, at, token_id)
-                check_local(tool, door, limits, self.local_commands)
-                named = prepare(tool, args, self.refused_hosts)
-                check_rights(named, limits)
-                bound = self._bind(named)
-                call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run)
-                if dry_run:
-                    return self._dry_run(filing, call_event, named, bound)
-                try:
-                    self._append(call_event)
-                except StorageError as e:
-                    raise Refused(
-                        "ledger", f"the Ledger cannot record this call, so it is not made: {e}"
-                    ) from e
+                self._append(call_event)
+            except StorageError as e:
+                raise Refused("ledger", f"the Ledger cannot record this call, so it is not made: {e}") from e
         except Refused as r:
-            return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r)
-        # the caller's own authority, for the door's calls to its own routes: its token, or for the
-        # operator's own door (cli, no token) a short-lived token of the operator's full authority
-        self._lent.token = token or (
-            None if door in NETWORK_DOORS else operator_token(self.root_key, at, self.upstream_timeout + 5)
+            return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r, row_hash)
+        # the caller's own authority, for the door's calls to its own routes: its token and identity,
+        # or for the operator's own door (cli, no token) a short-lived token of the operator's authority
+        self._lent.caller = Lent(
+            token
+            or (
+                None
+                if door in NETWORK_DOORS
+                else operator_token(self.root_key, at, self.upstream_timeout + 5)
+            ),
+            identity,
+            door,
+            trusted=not token and self._trusted(door),
         )
         try:
-            return self._execute(filing, tool, bound)
+            return self._execute(filing, found.tool, bound)
         finally:
-            self._lent.token = None
+            self._lent.caller = None
 
     # -- checks ---------------------------------------------------------------------------------
 
-    def _check_limits(
-        self, limits: caveats.Limits, tool: Tool, door: str, who: Identity, at: datetime, token_id: str | None
-    ) -> None:
-        uses = join.token_uses(self.ledger.engine, token_id) if limits.uses is not None and token_id else None
-        context = caveats.CallContext(
-            tool=tool.name,
-            bundle=tool.bundle,
-            door=door,
-            at=at,
-            agent=who.agent,
-            contract=contract_hash(tool),
-        )
-        refusal = caveats.check(limits, context, uses_so_far=uses)
-        if refusal is not None:
-            status = 403 if refusal.limit == "contract" else None
-            raise Refused(refusal.limit, refusal.message, status=status)
+    def _trusted(self, door: str) -> bool:
+        """A caller without a token is the operator at the cli door, anyone in open mode."""
+        return door not in NETWORK_DOORS or self.open_mode
+
+    def _admit(self, token: str | None, ask: Ask, inner: Declared | None = None) -> Admitted:
+        """The gate, judging without spending (a use is spent once every check passed)."""
+        try:
+            return admit(token, ask, self.root_key, self.book, spend=False)
+        except GateRefused as e:
+            where = f" (the contract calls flightlog.local to {inner.verb})" if inner is not None else ""
+            status = STATUS.get(e.limit, 403) if e.limit in ("token", "signature", "caveat") else 403
+            raise Refused(e.limit, f"{e}{where}", status=status) from e
+
+    def _spend(self, admitted: Admitted, ask: Ask) -> None:
+        try:
+            spend_use(admitted, ask, self.book)
+        except GateRefused as e:
+            raise Refused(e.limit, str(e), status=403) from e
+        except StorageError as e:
+            raise Refused(
+                "ledger", f"the Ledger cannot count this token's uses, so the call is not made: {e}"
+            ) from e
+
+    def _find(self, name: str) -> Located:
+        try:
+            found = self.locate(name) if self.locate is not None else None
+            if found is None and self.locate is None:
+                tool = self.find_tool(name)
+                found = placed(tool) if tool is not None else None
+        except CatalogError as e:
+            raise Refused("tool", f"the row {name!r} cannot be read: {e}") from e
+        if found is None:
+            raise Refused("tool", f"no tool named {name!r} in the Directory")
+        return found
 
     def _bind(self, named: Any) -> Any:
         try:
@@ -226,7 +246,14 @@ class Dispatcher:
     # -- outcomes -------------------------------------------------------------------------------
 
     def _call_event(
-        self, filing: rec.Filing, door: str, token_id: str | None, head: bytes, body: bytes, dry_run: bool
+        self,
+        filing: rec.Filing,
+        door: str,
+        token_id: str | None,
+        head: bytes,
+        body: bytes,
+        dry_run: bool,
+        row_hash: str | None = None,
     ) -> Event:
         head, names = self._redact_all_head(head)
         return filing.event(
@@ -235,7 +262,7 @@ class Dispatcher:
             "in",
             0,
             method="CALL",
-            url=rec.door_url(door, filing.tool or "", token_id),
+            url=rec.door_url(door, filing.tool or "", token_id, row_hash),
             head=head,
             payload=body,
             redacted=names,
@@ -250,12 +277,13 @@ class Dispatcher:
         call: bytes,
         dry_run: bool,
         r: Refused,
+        row_hash: str | None = None,
     ) -> DispatchResult:
         status = r.status or STATUS.get(r.limit, 403)
         refusal = {"limit": r.limit, "message": str(r), **r.detail}
         reply = {"ok": False, "refused": refusal, "action_id": filing.action_id}
         events = (
-            self._call_event(filing, door, token_id, head, call, dry_run),
+            self._call_event(filing, door, token_id, head, call, dry_run, row_hash),
             filing.event(
                 "refused",
                 rec.REFUSED,
@@ -334,33 +362,66 @@ class Dispatcher:
 
         `trust_env=False`: the door calls upstreams directly, never through a proxy named in the
         environment, so generic capture never sees (and never stores twice) the door's own calls.
-        flightlog's own routes (`flightlog.local`) are answered in-process by the same registry.
+        flightlog's own routes (`flightlog.local`) are answered in-process by the same declared routes,
+        through the same gate, judged with the caller's token (`Lent`), never the row's credential.
         """
+        routes, gate = self._local_routes()
         with self._client_lock:
             if self._http is None:
                 self._http = httpx.Client(
                     trust_env=False,
                     timeout=self.upstream_timeout,
                     follow_redirects=False,
-                    mounts=local_mounts(
-                        self.ledger,
-                        self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", ""),
-                        self.directory,
-                        self._own_dispatch if self.local_dispatch is not None else None,
-                    ),
+                    mounts=local_mounts(routes, gate, self._caller),
                 )
             return self._http
+
+    def _routes(self) -> Routes:
+        return self._local_routes()[0]
+
+    def _local_routes(self) -> tuple[Routes, Gatekeeper]:
+        """flightlog.local as the door reaches it (built once): the Ledger's routes accepting its own
+        token, the Directory's routes over the door's Directory, the door itself (the DISPATCH row)."""
+        with self._client_lock:
+            if self._local is None:
+                own = self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", "")
+                dispatch = self._own_dispatch if self.local_dispatch is not None else None
+                routes = local_routes(self.ledger, own, self.directory, dispatch)
+                self._local = routes, Gatekeeper(self.root_key, self.book, own, self._file_inner)
+            return self._local
+
+    def _caller(self) -> Lent:
+        caller: Lent | None = getattr(self._lent, "caller", None)
+        return caller if caller is not None else Lent(None, EMPTY, "http")
 
     def _own_dispatch(
         self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
     ) -> tuple[int, Mapping[str, str], bytes]:
         """The door reached through flightlog.local (the DISPATCH row): the inner call carries the
         outer caller's own token (never more authority than the caller brought) and is checked again."""
-        token = getattr(self._lent, "token", None)
+        token = self._caller().token
         if token and not any(k.lower() == "authorization" for k in headers):
             headers = {**headers, "authorization": f"Bearer {token}"}
         result: tuple[int, Mapping[str, str], bytes] = self.local_dispatch(method, path, query, headers, body)
         return result
+
+    def file_refusal(
+        self, door: str, head: bytes, refusal: tuple[str, str], identity: Identity = EMPTY
+    ) -> None:
+        """A refusal of one of flightlog's own routes, filed as the door files its own (a call event
+        with the request's head and a `dispatch.refused` naming the limit)."""
+        self.dispatch(None, door=door, refusal=refusal, head=head, identity=identity)
+
+    def _file_inner(
+        self,
+        door: str,
+        method: str,
+        path: str,
+        query: Mapping[str, list[str]],
+        headers: Mapping[str, str],
+        refusal: tuple[str, str],
+    ) -> None:
+        self.file_refusal(door, call_head(method, path, query, headers), refusal, self._caller().identity)
 
     def close(self) -> None:
         """Close the door's HTTP client (the Ledger belongs to whoever opened it)."""

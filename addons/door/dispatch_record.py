@@ -13,10 +13,11 @@ One dispatch is one action (`action_id` = `d` + 32 hex digits), its events ids `
 
 Every event of the action carries `tool` and, for a token bound to a task, that `task`.
 
-The token a call was made with is kept on its call event's `url`, which is the canonical door
-locator `flightlog:dispatch/DOOR/TOOL?token=IDENTIFIER` (no token: no query). The token itself is a
-credential and is never recorded; its identifier names it. Use counting (`catalog.join.token_uses`)
-counts the `dispatch.call` events carrying an identifier whose action has no `dispatch.refused`.
+The token a call was made with and the version of the row it ran are kept on its call event's
+`url`, the canonical door locator `flightlog:dispatch/DOOR/TOOL?token=IDENTIFIER&row=HASH` (either
+left out when unknown). The token itself is a credential and is never recorded; its identifier
+names it. Its uses are rows of `token_uses` (`storage.token_uses`); `trace` reads the row's version
+by its hash (`catalog.join`), so a call is compared with the contract it ran under.
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ def new_action_id() -> str:
     return action_ids.new_action_id("d")
 
 
-def door_url(door: str, tool: str, token_id: str | None) -> str:
+def door_url(door: str, tool: str, token_id: str | None, row: str | None = None) -> str:
     """The call event's canonical locator (see the module docstring)."""
-    return f"flightlog:dispatch/{door}/{tool}" + (f"?token={token_id}" if token_id else "")
+    query = "&".join(f"{k}={v}" for k, v in (("token", token_id), ("row", row)) if v)
+    return f"flightlog:dispatch/{door}/{tool}" + (f"?{query}" if query else "")
 
 
 def position() -> int:

@@ -31,6 +31,7 @@ from urllib.parse import unquote
 
 from addons.door.authority import bearer, browser_refusal
 from addons.door.dispatch import Dispatcher
+from addons.door.gatekeeper import call_head
 from addons.recording.identity import from_headers, from_proxy_authorization
 from catalog import join, tokens
 from catalog.directory import Directory
@@ -61,14 +62,6 @@ def _truthy(query: Mapping[str, list[str]], name: str) -> bool:
     return (query.get(name) or [""])[-1].lower() in ("1", "true", "yes")
 
 
-def call_head(method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> bytes:
-    """The call as it came in, for the Ledger: start line and header fields (the token hidden)."""
-    pairs = [f"{k}={v}" for k, values in query.items() for v in values if k != "token"]
-    target = path + ("?" + "&".join(pairs) if pairs else "")
-    lines = [f"{method} {target} HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()]
-    return "\r\n".join(lines).encode("utf-8", "replace")
-
-
 def record_refusal(
     dispatcher: Dispatcher,
     door: str,
@@ -82,7 +75,7 @@ def record_refusal(
     event with the request's head, credentials redacted, and a `dispatch.refused` naming the limit),
     so every attempt a route refused can be found afterwards. A failure to record changes nothing."""
     try:
-        dispatcher.dispatch(None, door=door, refusal=refusal, head=call_head(method, path, query, headers))
+        dispatcher.file_refusal(door, call_head(method, path, query, headers), refusal)
     except Exception:  # the answer is the refusal either way; the Ledger's own errors are logged there
         return
 
@@ -172,6 +165,6 @@ class Door:
         if what == "token":
             token = tokens.decode(arg)
             return _json(
-                200, {"identifier": token.identifier, "uses": join.token_uses(engine, token.identifier)}
+                200, {"identifier": token.identifier, "uses": self.dispatcher.book.used(token.identifier)}
             )
         return _error(404, f"no join {what!r} (uses, trace, task)")

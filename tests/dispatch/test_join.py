@@ -102,8 +102,9 @@ def test_token_uses_on_postgres(pg_url: str, tmp_path: object, make_dispatcher: 
 
 
 def test_token_uses_match_the_identifier_literally(ledger: Ledger, make_dispatcher: Factory) -> None:
-    """`_` in an identifier is not a LIKE wildcard: a look-alike identifier's calls are not counted."""
+    """`_` in an identifier is not a wildcard: a look-alike identifier's uses are not counted."""
     door = make_dispatcher(ledger)
-    assert door.dispatch(CALL, token=tokens.mint(ROOT, [], identifier="abXcd").encode()).status == 200
+    token = tokens.mint(ROOT, ["uses <= 5"], identifier="abXcd").encode()
+    assert door.dispatch(CALL, token=token).status == 200
     assert join.token_uses(ledger.engine, "ab_cd") == 0
     assert join.token_uses(ledger.engine, "abXcd") == 1
