@@ -107,6 +107,7 @@ def open_dispatcher(
         live=live,
         directory=directory,
         locate=located_in(directory),
+        secret_hosts=live.secret_hosts,
     )
     dispatcher.local_dispatch = Door(dispatcher, render_upstream, directory).handle
     return dispatcher

@@ -32,6 +32,7 @@ STATUS = {
     "secret": 403,
     "refused_host": 403,
     "cli": 403,
+    "secret_host": 403,
     "contract": 501,
     "ledger": 503,
     "local_command": 403,

@@ -62,6 +62,7 @@ from catalog import refused
 from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
 from catalog.gate import Admitted, Ask, GateRefused, admit, spend_use
+from catalog.secret_hosts import SecretHostRefused, SecretHosts
 from catalog.targets import Located, placed
 from catalog.tool import Tool
 from catalog.wire import body_bytes
@@ -93,6 +94,8 @@ class Dispatcher:
     secrets: Mapping[str, str]
     root_key: bytes
     refused_hosts: refused.RefusedHosts | Sequence[str] = ()
+    secret_hosts: SecretHosts = field(default_factory=lambda: SecretHosts({}))
+    """Where each secret may be sent (`catalog.secret_hosts`); re-read with the secrets file."""
     open_mode: bool = False
     local_commands: bool = False
     live: LiveConfig | None = None
@@ -125,6 +128,7 @@ class Dispatcher:
         if changed:
             self.refused_hosts, self.secrets = hosts, secrets
             self._redactors()
+        self.secret_hosts = self.live.secret_hosts
 
     # -- the one entry point -----------------------------------------------------------------
 
@@ -169,9 +173,10 @@ class Dispatcher:
             self._admit(token, ask)  # the row: tools, bundles, folders, contract
             check_local(found.tool, door, admitted.limits, self.local_commands)
             named = prepare(found.tool, args, self.refused_hosts)
+            bound = self._bind(named)  # an unbound secret first: nothing is sent either way
+            self._check_secret_hosts(named)
             for inner in inner_asks(named, self._routes()):
                 self._admit(token, replace(ask, verb=inner.verb, rows=inner.rows), inner=inner)
-            bound = self._bind(named)
             call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run, row_hash)
             if dry_run:
                 return self._dry_run(filing, call_event, named, bound)
@@ -214,6 +219,12 @@ class Dispatcher:
             where = f" (the contract calls flightlog.local to {inner.verb})" if inner is not None else ""
             status = STATUS.get(e.limit, 403) if e.limit in ("token", "signature", "caveat") else 403
             raise Refused(e.limit, f"{e}{where}", status=status) from e
+
+    def _check_secret_hosts(self, named: Any) -> None:
+        try:
+            self.secret_hosts.check(named)
+        except SecretHostRefused as e:
+            raise Refused("secret_host", str(e), status=403, secret=e.name, host=e.host) from e
 
     def _spend(self, admitted: Admitted, ask: Ask) -> None:
         try:

@@ -42,7 +42,8 @@ def test_a_narrow_write_token_cannot_steal_the_operators_ledger_token(world: Wor
             "headers": {"authorization": "Bearer [FLIGHTLOG_LEDGER_TOKEN]"},
         },
     )
-    narrow = world.mint("grants = write", "bundles = sandbox", "uses <= 1", "doors = mcp")
+    # the caveats in the order `flightlog token mint --grant write --bundle sandbox --uses 1 --door mcp` writes
+    narrow = world.mint("grants = write", "doors = mcp", "uses <= 1", "bundles = sandbox")
     write = {"bundle": "tool", "path": "ledger_counts.md", "content": steal}
     for _ in range(2):
         over_http = world.send("POST", "/api/directory/write", narrow, write)
@@ -135,6 +136,7 @@ def test_a_cli_only_token_is_refused_at_every_network_door(world: World) -> None
     assert [limit_of(a) for a in answers] == ["doors"] * len(answers), [a.text for a in answers]
     assert not (world.folder / "sandbox" / "cli.md").exists()
     assert len(world.received.requests) == before
+    assert sum(e.startswith("doors: ") for e in world.refusals()) >= len(answers)
 
 
 def test_a_token_lent_for_an_agent_needs_that_agent_on_the_request(world: World) -> None:
@@ -152,12 +154,7 @@ def test_a_token_lent_for_an_agent_needs_that_agent_on_the_request(world: World)
     reader = world.mint("grants = ledger")
     events = world.send("GET", f"/api/ledger/action/{ran.json()['action_id']}", reader).json()["events"]
     assert {e["agent"] for e in events} == {"alpha"}
-
-
-def test_refusals_are_filed_under_their_limit(world: World) -> None:
-    """Every refusal above is a `dispatch.refused` Ledger event whose error starts with its limit."""
-    for limit in ("doors", "bundles", "uses", "for", "secret_host"):
-        assert any(e.startswith(f"{limit}: ") for e in world.refusals()), limit
+    assert sum(e.startswith("for: ") for e in world.refusals()) >= 3, "each refusal is filed under its limit"
 
 
 def test_curl_gets_the_same_refusal(world: World) -> None:
