@@ -42,7 +42,7 @@ def test_a_narrow_write_token_cannot_steal_the_operators_ledger_token(world: Wor
             "headers": {"authorization": "Bearer [FLIGHTLOG_LEDGER_TOKEN]"},
         },
     )
-    # the caveats in the order `flightlog token mint --grant write --bundle sandbox --uses 1 --door mcp` writes
+    # in the order `flightlog token mint --grant write --bundle sandbox --uses 1 --door mcp` writes them
     narrow = world.mint("grants = write", "doors = mcp", "uses <= 1", "bundles = sandbox")
     write = {"bundle": "tool", "path": "ledger_counts.md", "content": steal}
     for _ in range(2):
