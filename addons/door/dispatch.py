@@ -2,31 +2,23 @@
 
 `Dispatcher.dispatch({"tool": NAME, "args": {...}}, door=..., token=..., dry_run=...)`:
 
-1. reads the call and verifies its bearer token (no database needed). At a network door (`http`,
-   `mcp`) a call without a valid token is refused (limit `token`) unless the proxy runs in its
-   explicit open mode; the operator's own `flightlog call` (door `cli`) may go without one;
-2. finds the row, checks the token's limits (uses counted in the Ledger), validates the arguments
-   against the row's schema (the refusal names the bad argument);
-3. renders the upstream contract with the arguments (secrets still `[NAME]`), refuses a refused host
-   anywhere in it (URL, headers, nested bodies, shell commands, relay URLs, encoded or not), refuses a
-   command unless the row opted in with `cli: true`, binds the secrets (an unbound name refuses);
-   at a network door a row that runs a command or code here is refused unless the proxy was started
-   with local commands enabled and the token names the tool (limit `local_command`), and a contract
-   that calls flightlog's own routes needs the rights those routes need (`grants`: the door never
-   lends its own Ledger token to a caller who could not read the Ledger);
-4. makes the upstream call (HTTP, MCP over HTTP, CLI with a timeout) directly, not through the proxy,
-   and records the call, each upstream request and answer, and the reply as events of one action
-   (see `addons.door.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
+1. asks the gate (`catalog.gate`) about the token for a call through this door, before anything it
+   names is looked at; a caller without one passes only at the operator's door (`cli`) or in the
+   proxy's explicit open mode;
+2. finds the row and asks the gate again with it (tools, bundles, folders, contract);
+3. at a network door refuses a row that runs a command here unless local commands are on and the
+   token names the tool; validates the arguments; renders the contract (secrets still `[NAME]`),
+   refusing a refused host anywhere in it and a command that did not opt in; binds the secrets (an
+   unbound name refuses) and refuses one its hosts do not allow (`catalog.secret_hosts`); asks the
+   gate for what the contract asks of flightlog's own routes, for the caller (no confused deputy);
+4. spends a use (atomically in the Ledger's database), makes the upstream call (`addons.door.reach`)
+   and records the call, each upstream exchange and the reply as one action
+   (`addons.door.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
 
-Every refusal is itself recorded: the call and a `dispatch.refused` event whose `error` starts with
-the limit that refused it. A dry run goes through every check and answers with the exact request that
-would be sent (secrets as names); nothing is sent and it is never counted as a use.
-
-No mitmproxy object is involved: `addons.door.http_face` adapts HTTP requests to this, and `flightlog call`
-uses it in-process; `addons.door.assembly` is the one place either is built.
-
-`uses <= N` is exact within one process (the count and the call's first event are made under one
-lock); two proxies sharing one Ledger could, at the same instant, each allow the last use once.
+Every refusal is recorded too: the call and a `dispatch.refused` whose `error` starts with the limit.
+A dry run passes every check and answers the exact request (secrets as names); it spends no use.
+No mitmproxy object is involved: `addons.door.http_face` adapts HTTP requests to this, `flightlog
+call` and `flightlog mcp` use it in-process; `addons.door.assembly` is the one place it is built.
 """
 
 from __future__ import annotations
@@ -37,8 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
-
-import httpx
 
 from addons.door import dispatch_record as rec
 from addons.door.checks import (
@@ -51,11 +41,10 @@ from addons.door.checks import (
     prepare,
     read_call,
 )
-from addons.door.gatekeeper import Gatekeeper, Lent, call_head
+from addons.door.gatekeeper import Lent, call_head
 from addons.door.live_config import LiveConfig
-from addons.door.local_transport import local_mounts, local_routes
-from addons.door.routes import Declared, Routes
-from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
+from addons.door.reach import Reach
+from addons.door.routes import Declared
 from addons.recording.identity import EMPTY, Identity
 from addons.recording.redact import Redactor
 from catalog import refused
@@ -108,13 +97,12 @@ class Dispatcher:
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _http: httpx.Client | None = field(default=None, repr=False)
     _lent: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
         self._redactors()
         self.book = TokenUses(self.ledger.engine)
-        self._local: tuple[Routes, Gatekeeper] | None = None
+        self._way: Reach | None = None
 
     def _redactors(self) -> None:
         self._names = Redactor(self.secrets, redact_auth_headers=False)
@@ -173,9 +161,8 @@ class Dispatcher:
             self._admit(token, ask)  # the row: tools, bundles, folders, contract
             check_local(found.tool, door, admitted.limits, self.local_commands)
             named = prepare(found.tool, args, self.refused_hosts)
-            bound = self._bind(named)  # an unbound secret first: nothing is sent either way
-            self._check_secret_hosts(named)
-            for inner in inner_asks(named, self._routes()):
+            bound = self._bind(named)  # unbound secrets, then secrets off their hosts
+            for inner in inner_asks(named, self._reach().routes):
                 self._admit(token, replace(ask, verb=inner.verb, rows=inner.rows), inner=inner)
             call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run, row_hash)
             if dry_run:
@@ -220,12 +207,6 @@ class Dispatcher:
             status = STATUS.get(e.limit, 403) if e.limit in ("token", "signature", "caveat") else 403
             raise Refused(e.limit, f"{e}{where}", status=status) from e
 
-    def _check_secret_hosts(self, named: Any) -> None:
-        try:
-            self.secret_hosts.check(named)
-        except SecretHostRefused as e:
-            raise Refused("secret_host", str(e), status=403, secret=e.name, host=e.host) from e
-
     def _spend(self, admitted: Admitted, ask: Ask) -> None:
         try:
             spend_use(admitted, ask, self.book)
@@ -250,9 +231,13 @@ class Dispatcher:
 
     def _bind(self, named: Any) -> Any:
         try:
-            return bind_secrets(named, self.secrets)
+            bound = bind_secrets(named, self.secrets)
+            self.secret_hosts.check(named)
         except UnboundSecret as e:
             raise Refused("secret", str(e), secret=e.name) from e
+        except SecretHostRefused as e:
+            raise Refused("secret_host", str(e), status=403, secret=e.name, host=e.host) from e
+        return bound
 
     # -- outcomes -------------------------------------------------------------------------------
 
@@ -329,7 +314,7 @@ class Dispatcher:
         return DispatchResult(200, reply, filing.action_id)
 
     def _execute(self, filing: rec.Filing, tool: Tool, bound: Any) -> DispatchResult:
-        outcome = self._run(bound)
+        outcome = self._reach().run(bound)
         events: list[Event] = []
         for i, exchange in enumerate(outcome.exchanges):
             events += rec.exchange_events(filing, i, *rec.as_recorded(exchange, self._names, self._all))
@@ -349,57 +334,22 @@ class Dispatcher:
             reply["ledger"] = f"the call was made but could not be recorded: {e}"
         return DispatchResult(status, reply, filing.action_id)
 
-    def _run(self, bound: Any) -> Outcome:
-        parts = bound if isinstance(bound, list) else [bound]
-        exchanges: list[Any] = []
-        outcome: Outcome | None = None
-        client = self._client()
-        for part in parts:
-            method = str(part.get("method", "")).upper()
-            if method == "MCP":
-                outcome = call_mcp(client, part)
-            elif method == "CLI":
-                outcome = call_cli(part, self.cli_timeout)
-            else:
-                outcome = call_http(client, part)
-            exchanges += outcome.exchanges
-            if not outcome.ok:
-                break
-        assert outcome is not None
-        return Outcome(tuple(exchanges), outcome.ok, outcome.result, outcome.status, outcome.error)
-
-    def _client(self) -> httpx.Client:
-        """One httpx client for the door's life (thread-safe; its TLS context costs ~25 ms to make).
-
-        `trust_env=False`: the door calls upstreams directly, never through a proxy named in the
-        environment, so generic capture never sees (and never stores twice) the door's own calls.
-        flightlog's own routes (`flightlog.local`) are answered in-process by the same declared routes,
-        through the same gate, judged with the caller's token (`Lent`), never the row's credential.
-        """
-        routes, gate = self._local_routes()
+    def _reach(self) -> Reach:
+        """flightlog.local and the upstreams as the door reaches them (built once)."""
         with self._client_lock:
-            if self._http is None:
-                self._http = httpx.Client(
-                    trust_env=False,
-                    timeout=self.upstream_timeout,
-                    follow_redirects=False,
-                    mounts=local_mounts(routes, gate, self._caller),
-                )
-            return self._http
-
-    def _routes(self) -> Routes:
-        return self._local_routes()[0]
-
-    def _local_routes(self) -> tuple[Routes, Gatekeeper]:
-        """flightlog.local as the door reaches it (built once): the Ledger's routes accepting its own
-        token, the Directory's routes over the door's Directory, the door itself (the DISPATCH row)."""
-        with self._client_lock:
-            if self._local is None:
+            if self._way is None:
                 own = self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", "")
                 dispatch = self._own_dispatch if self.local_dispatch is not None else None
-                routes = local_routes(self.ledger, own, self.directory, dispatch)
-                self._local = routes, Gatekeeper(self.root_key, self.book, own, self._file_inner)
-            return self._local
+                gate = (
+                    self.root_key,
+                    self.book,
+                    lambda door, method, path, query, headers, refusal: self.file_refusal(
+                        door, call_head(method, path, query, headers), refusal, self._caller().identity
+                    ),
+                )
+                timeouts = (self.upstream_timeout, self.cli_timeout)
+                self._way = Reach(self.ledger, own, self.directory, dispatch, gate, self._caller, timeouts)
+            return self._way
 
     def _caller(self) -> Lent:
         caller: Lent | None = getattr(self._lent, "caller", None)
@@ -423,23 +373,12 @@ class Dispatcher:
         with the request's head and a `dispatch.refused` naming the limit)."""
         self.dispatch(None, door=door, refusal=refusal, head=head, identity=identity)
 
-    def _file_inner(
-        self,
-        door: str,
-        method: str,
-        path: str,
-        query: Mapping[str, list[str]],
-        headers: Mapping[str, str],
-        refusal: tuple[str, str],
-    ) -> None:
-        self.file_refusal(door, call_head(method, path, query, headers), refusal, self._caller().identity)
-
     def close(self) -> None:
         """Close the door's HTTP client (the Ledger belongs to whoever opened it)."""
         with self._client_lock:
-            if self._http is not None:
-                self._http.close()
-                self._http = None
+            way, self._way = self._way, None
+        if way is not None:
+            way.close()
 
     # -- recording ------------------------------------------------------------------------------
 
