@@ -173,11 +173,13 @@ class StdioDoor:
     task the command was started with; a `call` naming its own token runs with that one instead.
     Refusals are filed in the Ledger like the proxy's."""
 
-    def __init__(self, directory: Path | None, agent: str | None, task: str | None) -> None:
+    def __init__(
+        self, directory: Path | None, agent: str | None, task: str | None, token: str | None = None
+    ) -> None:
         import threading
 
         self.directory = directory
-        self.agent, self.task = agent, task
+        self.agent, self.task, self.token = agent, task, token
         self._lock = threading.Lock()
         self._built: tuple[Any, str] | None = None
 
@@ -191,7 +193,11 @@ class StdioDoor:
             if self._built is None:
                 settings = load_settings()
                 door = open_dispatcher(settings, self.directory, None, None, network=True)
-                lent = os.environ.get("FLIGHTLOG_TOKEN") or mint_policy_token(settings.home, door.directory)
+                lent = (
+                    self.token
+                    or os.environ.get("FLIGHTLOG_TOKEN")
+                    or mint_policy_token(settings.home, door.directory)
+                )
                 self._built = door, lent
             return self._built
 
