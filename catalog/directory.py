@@ -38,7 +38,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from catalog import changes as changeset
 from catalog import file_listing as listing
@@ -49,6 +49,9 @@ from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
 from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, recompile_section
 from catalog.prescan import Prescanned
+
+if TYPE_CHECKING:
+    from catalog.folder_watch import Follower
 from catalog.resolver import Hit, Resolver
 from storage.documents import (
     Change,
@@ -132,11 +135,23 @@ class Directory:
         command or code here (`catalog.authority`); the operator's own opens leave it False."""
         self.alias_problems: tuple[str, ...] = ()
         """Every alias entry or pattern that names no row (skipped, never fatal: `directory check`)."""
+        self._follower: Follower | None = None
 
     # ---- loading -----------------------------------------------------------------------------
 
+    def follow(self) -> None:
+        """Keep up with the folder for as long as this Directory is open (`catalog.folder_watch`):
+        a process serving it for long (the proxy, `flightlog mcp`) sees an edit at its next call."""
+        from catalog.folder_watch import Follower  # deferred: only long-lived servers follow a folder
+
+        if self.folder is not None and self._follower is None:
+            self._follower = Follower(self.folder, self.sync)
+
     def refresh(self) -> None:
-        """Reload the sections that changed since the last read (one small read when none did)."""
+        """Reload the sections that changed since the last read (one small read when none did); a
+        followed folder is synced first when its watch saw a change."""
+        if self._follower is not None:
+            self._follower.catch_up()
         head = self._guard(self._store.head)
         if head != self._head:
             self._load(head)
@@ -441,6 +456,9 @@ class Directory:
         return export(folder, ((b, p, texts[h]) for (b, p), h in sorted(tree.items())))
 
     def close(self) -> None:
+        if self._follower is not None:
+            self._follower.close()
+            self._follower = None
         if self._owns_engine:
             self._store.close()
 

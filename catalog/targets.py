@@ -12,13 +12,13 @@ gate refuses it for a limited token, and the Directory's own checks refuse it fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from catalog import changes as changeset
 from catalog.authority import contract_hash
-from catalog.errors import CatalogError
+from catalog.errors import CatalogError, UnknownRow
 from catalog.gate import Row
 from catalog.tool import Tool, split_document
 
@@ -117,3 +117,35 @@ def rows_of_request(directory: Directory, verb: str, doc: Mapping[str, Any]) -> 
     except CatalogError:
         return (UNREADABLE,)
     return (UNREADABLE,)
+
+
+def located_in(directory: Directory) -> Callable[[str], Located | None]:
+    """`name -> Located | None`: the tool row, where it lives and the version found (for the gate's
+    row caveats and for `trace`, which compares a call with the version it ran under)."""
+
+    def locate(name: str) -> Located | None:
+        try:
+            doc = directory.tool(name)
+        except UnknownRow:
+            return None
+        tool = Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
+        return Located(tool, doc.bundle, doc.path, doc.hash)
+
+    return locate
+
+
+def version_in(directory: Directory) -> Callable[[str], Tool | None]:
+    """`hash -> Tool | None`: a tool row as it was in one version the Directory keeps (what `trace`
+    compares a call with: the version it ran under)."""
+
+    def version(sha: str) -> Tool | None:
+        try:
+            text = directory.text_of(sha)
+            if text is None:
+                return None
+            front, body = split_document(text)
+            return Tool.from_frontmatter(front, body)
+        except CatalogError:
+            return None
+
+    return version

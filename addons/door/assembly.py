@@ -21,7 +21,7 @@ from addons.readback.ledger_routes import api_token
 from catalog.contracts import render_upstream
 from catalog.directory import Directory, open_directory
 from catalog.errors import UnknownRow
-from catalog.targets import Located
+from catalog.targets import located_in
 from catalog.tokens import root_key
 from catalog.tool import Tool
 from storage.ledger import Ledger, open_ledger
@@ -38,21 +38,6 @@ def find_in(directory: Directory) -> Callable[[str], Tool | None]:
         return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
 
     return find
-
-
-def located_in(directory: Directory) -> Callable[[str], Located | None]:
-    """`name -> Located | None`: the tool row, where it lives and the version found (for the gate's
-    row caveats and for `trace`, which compares a call with the version it ran under)."""
-
-    def locate(name: str) -> Located | None:
-        try:
-            doc = directory.tool(name)
-        except UnknownRow:
-            return None
-        tool = Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)
-        return Located(tool, doc.bundle, doc.path, doc.hash)
-
-    return locate
 
 
 def gatekeeper(dispatcher: Dispatcher) -> Gatekeeper:
@@ -77,9 +62,12 @@ def own_secrets(home: Path) -> dict[str, str]:
 
 def open_rows(ledger_url: str, folder: Path | None, *, network: bool) -> Directory:
     """The Directory in the Ledger's database (the folder's space, or the native one). `network`:
-    served to a network door, so its commits never touch a row that runs a command here."""
+    served to a network door for long, so its commits never touch a row that runs a command here,
+    and it follows its folder (an edit is seen at the next call: `Directory.follow`)."""
     directory = open_directory(ledger_url, folder.expanduser() if folder else None)
     directory.network = network
+    if network:
+        directory.follow()
     return directory
 
 

@@ -36,6 +36,7 @@ from addons.recording.identity import from_headers, from_proxy_authorization
 from catalog import join, tokens
 from catalog.directory import Directory
 from catalog.errors import CatalogError
+from catalog.targets import version_in
 from catalog.tool import Tool
 from storage.errors import StorageError
 
@@ -158,9 +159,9 @@ class Door:
         if what == "task":
             return _json(200, {"task": arg, "events": join.task_events(engine, arg)})
         if what == "trace":
-            found = join.trace(
-                engine, self.dispatcher.ledger.payload, self.dispatcher.find_tool, self.render, arg
-            )
+            version = version_in(self.directory) if self.directory is not None else None
+            ledger = self.dispatcher.ledger
+            found = join.trace(engine, ledger.payload, self.dispatcher.find_tool, self.render, arg, version)
             return _json(200, found.as_dict())
         if what == "token":
             token = tokens.decode(arg)

@@ -145,6 +145,7 @@ def mcp(
     preload.start()
     d = open_from_settings(directory, prescanned=scanned)
     d.network = True  # a network door: its writes never touch a row that runs a command here
+    d.follow()  # and a long-lived one: a folder edit is seen at the next verb
     preload.join()
     door = StdioDoor(directory, agent, task)
     try:
