@@ -18,22 +18,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from addons.capture_options import DEFAULT_OUTBOUND, MAX_COMMIT_MS, OPTIONS
-from addons.errors import AddonError
-from addons.recording import identity as ident
-from addons.recording.action_ids import action_id
-from addons.recording.capture_setup import (
-    PROCESSING_OPTIONS,
-    default_urls,
-    processing,
-    storage_hosts,
-    upstream_tls,
-    writer_spec,
-)
-from addons.recording.collector import default_collector
-from addons.recording.events import Processing
-from addons.recording.processing_watch import ProcessingWatch
-from addons.recording.records import Exchange, Record, RequestRecord, WebSocketRecord
-from addons.recording.writer_process import WriterProcess
 from addons.wire.arrived import arrived_body, cut_short_error
 from addons.wire.flow_records import (
     answer_record,
@@ -48,6 +32,22 @@ from addons.wire.flow_records import (
 from addons.wire.heads import header_values, pretty_target, request_head
 from addons.wire.relay import TOKEN_HEADER, Relay, RelayJob, trailer_error
 from addons.wire.streaming import looks_like_stream, should_tee
+from recording import identity as ident
+from recording.action_ids import action_id
+from recording.capture_setup import (
+    PROCESSING_OPTIONS,
+    default_urls,
+    processing,
+    storage_hosts,
+    upstream_tls,
+    writer_spec,
+)
+from recording.collector import default_collector
+from recording.errors import RecordingError
+from recording.events import Processing
+from recording.processing_watch import ProcessingWatch
+from recording.records import Exchange, Record, RequestRecord, WebSocketRecord
+from recording.writer_process import WriterProcess
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -147,7 +147,7 @@ class Capture:
         if updated & PROCESSING_OPTIONS or self._processing is None:
             try:
                 self._processing = processing(opts)
-            except AddonError as e:
+            except RecordingError as e:
                 raise exceptions.OptionsError(str(e)) from e
             if self.writer is not None:
                 self.writer.processing = self._processing

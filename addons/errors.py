@@ -1,7 +1,8 @@
 """Errors of the proxy's addons: the base every wing's errors derive from, and the hook classes' own.
 
-Each wing keeps its errors in its package's `errors.py` (`recording`, `wire`, `readback`); the
-command line and the proxy catch `AddonError` and show one line.
+Each wing keeps its errors in its package's `errors.py` (`wire`, `readback`); the command line and
+the proxy catch `AddonError` and show one line. The recording pipeline, a package of its own, has its
+own base (`recording.errors.RecordingError`), caught beside this one.
 """
 
 

@@ -228,7 +228,7 @@ class _Ready:
                 listener = {"mode": spec, "host": addrs[0][0], "port": addrs[0][1]}
                 listeners.append(listener | ({"api": apis[spec]} if spec in apis else {}))
         if self.link is not None:
-            from addons.recording.processing_watch import watched
+            from recording.processing_watch import watched
 
             self.link.ready(listeners, [str(path) for path in watched(ctx.options)])
             return

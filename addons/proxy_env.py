@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from addons.ai_listeners import AiApi, api_for_host, api_named, mode_target_host
-from addons.recording.identity import EMPTY, PATH_PREFIX, Identity
+from recording.identity import EMPTY, PATH_PREFIX, Identity
 
 STATE_FILE = "proxy.json"
 PASSWORD = "flightlog"

@@ -28,8 +28,8 @@ from addons.readback.recorded import Exchange, PayloadReader, body, canonical_ur
 from addons.readback.replay_answers import MARK, answer_fields, is_stream, refusal
 from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration, sse_chunks
 from addons.readback.ws_player import Conversation
-from addons.recording.identity import PATH_PREFIX, from_path
-from addons.recording.redact import Redactor
+from recording.identity import PATH_PREFIX, from_path
+from recording.redact import Redactor
 from storage.heads import Fields
 
 if TYPE_CHECKING:

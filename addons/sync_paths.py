@@ -13,7 +13,7 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from addons.capture import META_COMMITTED, META_EXCHANGE, META_HEAD, Capture
-from addons.recording.records import Exchange, RequestRecord
+from recording.records import Exchange, RequestRecord
 
 if TYPE_CHECKING:
     from mitmproxy import http

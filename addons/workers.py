@@ -4,7 +4,7 @@ mitmproxy runs on one core, so one proxy process is bounded by one event loop. T
 `flightlog proxy` process itself) fixes every listener's port and holds it (`addons.shared_ports`),
 creates the CA once (N workers creating it at once would each write a different one), then starts
 N workers (`python -m addons.workers FD`), each a whole proxy: its own mitmproxy with SO_REUSEPORT
-listeners, its own writer process and collector id (the next free slot of `addons.recording.
+listeners, its own writer process and collector id (the next free slot of `recording.
 collector`, or `--collector ID` then `ID#1`, `ID#2`...), all recording into the one Ledger. Each
 event is written once, by the writer of the worker that carried it.
 
@@ -41,10 +41,10 @@ from typing import Any
 from addons.ai_listeners import AiListener
 from addons.errors import AddonError
 from addons.master import ProxyConfig, forget_state, start_line, write_state
-from addons.recording.file_stamps import Stamp, stamp
-from addons.recording.processing_watch import INTERVAL
 from addons.shared_ports import PortPlan, plan_ports
 from addons.worker_link import Lines, WorkerLink, send
+from recording.file_stamps import Stamp, stamp
+from recording.processing_watch import INTERVAL
 from storage.locations import private_home
 
 WORKER_MODULE = "addons.workers"

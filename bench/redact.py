@@ -14,7 +14,7 @@ import string
 import time
 from collections.abc import Callable
 
-from addons.recording.redact import Redactor
+from recording.redact import Redactor
 
 SIZE = 100 * 1024
 

@@ -9,7 +9,7 @@ into a fresh SQLite file or PostgreSQL database, and the process's CPU time is d
 
 The batch size is what the flush interval makes of the load: 50 requests a batch is the default 50 ms
 at 1,000 requests/s. The ids are the proxy's (`ordered`: each flow's id as the UUIDv7 of its creation,
-addons.recording.action_ids) or, for comparison, mitmproxy's own random UUID4 flow ids (`uuid4`, what
+recording.action_ids) or, for comparison, mitmproxy's own random UUID4 flow ids (`uuid4`, what
 the proxy recorded before): a random id lands each event on its own page of the id indexes, which
 costs the more, the more the Ledger already holds (`--before`). Printed per engine, ids and batch
 size: the median CPU per request over the rounds, and its ratio to the first batch size and ids
@@ -34,13 +34,13 @@ from types import SimpleNamespace
 
 from sqlalchemy import text
 
-from addons.recording.action_ids import action_id
-from addons.recording.capture_setup import processing
-from addons.recording.records import Exchange, Record, RequestRecord, ResponseRecord
-from addons.recording.writer import Writer
 from bench._probe import probe_line
 from bench._upstream import body
 from bench.ledger import add_engine_options, engine_names, fresh_ledger
+from recording.action_ids import action_id
+from recording.capture_setup import processing
+from recording.records import Exchange, Record, RequestRecord, ResponseRecord
+from recording.writer import Writer
 from storage.ledger import open_ledger
 
 ANSWER_HEAD = (

@@ -5,10 +5,11 @@ from __future__ import annotations
 from addons.errors import AddonError
 from catalog.errors import CatalogError
 from flightlog.errors import CommandError
+from recording.errors import RecordingError
 from storage.errors import StorageError
 from tui.errors import TuiError
 
 
 def known_errors() -> tuple[type[Exception], ...]:
     """Every package's base error (each errors module is cheap to import: no library behind it)."""
-    return (CommandError, StorageError, CatalogError, AddonError, TuiError)
+    return (CommandError, StorageError, CatalogError, RecordingError, AddonError, TuiError)

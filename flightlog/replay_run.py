@@ -29,10 +29,10 @@ from addons.readback.match_book import Book, ReplayReport
 from addons.readback.matching import DEFAULT_STRATEGIES, Rules
 from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.readback.ws_player import conversation
-from addons.recording.identity import EMPTY, Identity
 from flightlog import proxy_process
 from flightlog.errors import CommandError
 from flightlog.proxy_process import PROVIDER_MODES
+from recording.identity import EMPTY, Identity
 
 if TYPE_CHECKING:
     from mitmproxy import http

@@ -16,10 +16,10 @@ The dispatch door's kinds (one dispatch is one action; `addons.door.dispatch_rec
 event holds): `dispatch.call`, `dispatch.dry_run`, `dispatch.upstream.request`,
 `dispatch.upstream.response`, `dispatch.reply` and `dispatch.refused`.
 
-MCP messages (one event per JSON-RPC message; rules in `addons.recording.mcp_jsonrpc`):
+MCP messages (one event per JSON-RPC message; rules in `recording.mcp_jsonrpc`):
 `mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen), from a stdio session
-(`flightlog mcp-record`, `addons.recording.mcp_stdio_events`) or from an exchange through the proxy
-(`addons.recording.mcp_messages`); `mcp.invalid`: a stdio line that is not JSON-RPC; `mcp.start` /
+(`flightlog mcp-record`, `recording.mcp_stdio_events`) or from an exchange through the proxy
+(`recording.mcp_messages`); `mcp.invalid`: a stdio line that is not JSON-RPC; `mcp.start` /
 `mcp.exit`: a stdio session's start and end (the exit code in `status`).
 """
 

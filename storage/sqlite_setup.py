@@ -1,7 +1,7 @@
 """A SQLite connection as flightlog holds one: its pragmas, and how a writer takes the write lock.
 
 The standard library alone, so a SQLAlchemy engine (`storage.engine`) and the Directory's stdlib
-path (`storage.document_reads`, `storage.document_writes`) hold their connections alike without
+path (`storage.documents.reads`, `storage.documents.writes`) hold their connections alike without
 the latter importing SQLAlchemy.
 
 The write lock is not waited for with SQLite's busy timeout: its handler sleeps in growing steps
@@ -33,7 +33,7 @@ CACHE_KIB: Final = 2 * 1024
 """SQLite's page cache per connection: about its default (2,000 KiB), said here so a change is
 measured against it. It was 32 MiB while events arrived with random ids (mitmproxy's UUID4 flow
 ids), each insert landing on a random page of the id indexes. With the proxy's time-ordered ids
-(addons.recording.action_ids) a batch touches the last pages of each index, and the larger cache
+(recording.action_ids) a batch touches the last pages of each index, and the larger cache
 no longer paid: bench.writer on a Ledger already holding 600k events, 35 requests a batch, 0.099
 (2 MiB) against 0.107 ms of CPU a request (32 MiB), and 0.148 against 0.153 even with random ids
 (the OS's page cache serves a re-read page); bench.ledger's rows unchanged within their noise, and

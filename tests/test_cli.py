@@ -47,8 +47,8 @@ def test_ledger_group_lists_its_commands() -> None:
 
 def test_one_definition_of_the_default_locations(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The command line's settings and the proxy's addons resolve FLIGHTLOG_* to the same places."""
-    from addons.recording.capture_setup import default_urls
     from flightlog.settings import load_settings
+    from recording.capture_setup import default_urls
 
     monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path))
     monkeypatch.delenv("FLIGHTLOG_LEDGER", raising=False)

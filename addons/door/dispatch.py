@@ -45,8 +45,6 @@ from addons.door.gatekeeper import Lent, call_head
 from addons.door.live_config import LiveConfig
 from addons.door.reach import Reach
 from addons.door.routes import Declared
-from addons.recording.identity import EMPTY, Identity
-from addons.recording.redact import Redactor
 from catalog import refused
 from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
@@ -55,6 +53,8 @@ from catalog.secret_hosts import SecretHostRefused, SecretHosts
 from catalog.targets import Located, placed
 from catalog.tool import Tool
 from catalog.wire import body_bytes
+from recording.identity import EMPTY, Identity
+from recording.redact import Redactor
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger

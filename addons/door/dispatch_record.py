@@ -31,9 +31,9 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from addons.door.upstream import Exchange
-from addons.recording import action_ids
-from addons.recording.redact import Redactor
 from catalog.wire import mcp_requests, wire
+from recording import action_ids
+from recording.redact import Redactor
 from storage import kinds
 from storage.events import Event
 

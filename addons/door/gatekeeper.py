@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from addons.door.authority import bearer, browser_refusal
 from addons.door.routes import Answer, Headers, Query, Route, RouteError, Routes, json_answer
-from addons.recording.identity import Identity, from_headers, from_proxy_authorization
+from recording.identity import Identity, from_headers, from_proxy_authorization
 
 if TYPE_CHECKING:
     from catalog.gate import UseBook

@@ -7,7 +7,7 @@ event loop). Routes:
 - `POST /api/dispatch[?dry_run=1]` with `{"tool": NAME, "args": {...}}`, or the one-line link
   `GET /api/dispatch?tool=NAME&args=JSON[&token=...]` (the contracts' `url` form); a scoped token as
   `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); who is calling from the proxy URL's
-  credentials and `X-Flightlog-*` headers, as capture reads them (`addons.recording.identity`).
+  credentials and `X-Flightlog-*` headers, as capture reads them (`recording.identity`).
   Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
 - `GET /api/dispatch/uses/TOOL`: every event of a tool; `GET /api/dispatch/trace/EVENT_ID`: the
   event, its action, its contract and the check; `GET /api/dispatch/task/TASK`: everything done under
@@ -32,12 +32,12 @@ from urllib.parse import unquote
 from addons.door.authority import bearer, browser_refusal
 from addons.door.dispatch import Dispatcher
 from addons.door.gatekeeper import call_head
-from addons.recording.identity import from_headers, from_proxy_authorization
 from catalog import join, tokens
 from catalog.directory import Directory
 from catalog.errors import CatalogError
 from catalog.targets import version_in
 from catalog.tool import Tool
+from recording.identity import from_headers, from_proxy_authorization
 from storage.errors import StorageError
 
 Answer = tuple[int, dict[str, str], bytes]

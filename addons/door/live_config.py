@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from addons.errors import AddonError
-from addons.recording.file_stamps import Stamp, stamp
-from addons.recording.secrets import load_secret_hosts, load_secrets
 from catalog import refused
 from catalog.errors import CatalogError
 from catalog.secret_hosts import SecretHosts
+from recording.errors import RecordingError
+from recording.file_stamps import Stamp, stamp
+from recording.secrets import load_secret_hosts, load_secrets
 
 log = logging.getLogger("flightlog.door")
 
@@ -80,7 +80,7 @@ class LiveConfig:
     def _read(load: Callable[[], T], last: T | None) -> T:
         try:
             return load()
-        except (AddonError, CatalogError) as e:
+        except (RecordingError, CatalogError) as e:
             if last is None:
                 raise
             log.warning("flightlog: keeping the last good values: %s", e)

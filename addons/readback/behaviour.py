@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from addons.readback.recorded import Exchange, PayloadReader, body
-from addons.recording.encodings import EncodingError, decode
+from recording.encodings import EncodingError, decode
 
 
 @dataclass(frozen=True, slots=True)

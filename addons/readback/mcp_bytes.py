@@ -2,7 +2,7 @@
 
 A stdio message event keeps its line as its payload. A message derived from an exchange through the
 proxy is an `artifact` whose id `EXCHANGE_EVENT:mcp:N` points at the Nth message of that exchange
-event's payload (`addons.recording.mcp_messages`); this module follows the pointer.
+event's payload (`recording.mcp_messages`); this module follows the pointer.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from addons.recording.mcp_messages import message_at
+from recording.mcp_messages import message_at
 from storage.ledger import Ledger
 from storage.mcp_lookups import stdio_initialize_results
 

@@ -27,9 +27,9 @@ from addons.readback.recorded import (
     body,
     exchange_from_events,
 )
-from addons.recording.action_ids import new_action_id
-from addons.recording.redact import Redactor
 from addons.wire.sender import send_raw
+from recording.action_ids import new_action_id
+from recording.redact import Redactor
 from storage.events import Batch, Event
 from storage.heads import END_OF_HEAD, Fields, build_head, parse_head
 

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from addons.recording import identity as ident
-from addons.recording.records import Exchange, ResponseRecord, StreamChunk, WebSocketRecord
 from addons.wire.heads import header_values, response_head
+from recording import identity as ident
+from recording.records import Exchange, ResponseRecord, StreamChunk, WebSocketRecord
 
 if TYPE_CHECKING:
     from mitmproxy import http, websocket

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from addons.recording.records import Exchange, ResponseRecord, StreamChunk
 from addons.wire.errors import FramingError, HeadError
 from addons.wire.framing import Body, UntilClose, request_body, response_body
 from addons.wire.heads import parse_wire_head, remove_fields
+from recording.records import Exchange, ResponseRecord, StreamChunk
 from storage.heads import Head
 
 log = logging.getLogger("flightlog.capture")

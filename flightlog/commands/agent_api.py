@@ -203,7 +203,7 @@ class StdioDoor:
             return self._built
 
     def _identity(self) -> Any:
-        from addons.recording.identity import Identity
+        from recording.identity import Identity
 
         return Identity(agent=self.agent, task=self.task)
 

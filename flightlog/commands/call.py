@@ -47,7 +47,7 @@ def call(
 
     Without --token it is the operator's own call; with one, the token's limits hold (a `for`
     token needs --agent naming its agent)."""
-    from addons.recording.identity import Identity  # deferred: see TYPE_CHECKING above
+    from recording.identity import Identity  # deferred: see TYPE_CHECKING above
 
     try:
         parsed = json.loads(args)

@@ -36,11 +36,11 @@ def mcp_record(
     flightlog mcp-record [--agent A] -- COMMAND ARGS... ; the exit code is the server's.
     """
     # deferred: the recording pipeline (and its redaction tables) loads only for this command
-    from addons.recording.events import Processing
-    from addons.recording.identity import Identity
-    from addons.recording.mcp_stdio import RecordOptions, record
-    from addons.recording.redact import Redactor
-    from addons.recording.secrets import load_secrets
+    from recording.events import Processing
+    from recording.identity import Identity
+    from recording.mcp_stdio import RecordOptions, record
+    from recording.redact import Redactor
+    from recording.secrets import load_secrets
 
     command = list(ctx.args)
     if command and command[0] == "--":

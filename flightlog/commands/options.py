@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from addons.recording.secrets import load_secrets
 from flightlog.errors import CommandError
+from recording.secrets import load_secrets
 
 if TYPE_CHECKING:
     # deferred: mitmproxy/httpx, SQLAlchemy load slowly; other commands start without them

@@ -16,13 +16,13 @@ import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
 from addons.proxy_env import Listener, export_lines, proxy_env, read_state
-from addons.recording.identity import Identity
 from flightlog import ports, proxy_process
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
+from recording.identity import Identity
 
 if TYPE_CHECKING:
     # deferred: mitmproxy/httpx load slowly; other commands start without them

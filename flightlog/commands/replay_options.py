@@ -20,7 +20,7 @@ from flightlog.settings import load_settings
 
 if typing.TYPE_CHECKING:
     from addons.readback.recorded import Selection
-    from addons.recording.identity import Identity
+    from recording.identity import Identity
 
 ReplayOpt = Annotated[
     str | None,

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from addons.recording import mcp_messages, mcp_stdio_events
-from addons.recording.events import Processing
-from addons.recording.identity import Identity
-from addons.recording.records import StdioRecord
+from recording import mcp_messages, mcp_stdio_events
+from recording.events import Processing
+from recording.identity import Identity
+from recording.records import StdioRecord
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 

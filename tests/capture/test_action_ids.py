@@ -1,5 +1,5 @@
 """Action ids are mitmproxy's flow ids laid out as UUIDv7s of the flow's creation time
-(addons.recording.action_ids): stable for one flow, in creation order across flows, and keeping the
+(recording.action_ids): stable for one flow, in creation order across flows, and keeping the
 flow id's random bits, so the Ledger's id indexes take new events at their end."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from addons.recording.action_ids import action_id, new_action_id
+from recording.action_ids import action_id, new_action_id
 
 T0 = 1_796_000_000.0  # 2026-11-30
 

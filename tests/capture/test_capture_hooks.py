@@ -19,8 +19,8 @@ from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.test import taddons, tflow
 
 from addons.capture import META_EXCHANGE, Capture
-from addons.recording.action_ids import action_id
-from addons.recording.records import Record, RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord
+from recording.action_ids import action_id
+from recording.records import Record, RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord
 
 
 class Taken:

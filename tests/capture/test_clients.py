@@ -20,7 +20,7 @@ import httpx
 import pytest
 import requests
 
-from addons.recording.identity import Identity
+from recording.identity import Identity
 from storage.ledger import Ledger
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.support.proxy import LiveProxy, live_proxy

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from addons.recording.events import Processing
-from addons.recording.identity import Identity
-from addons.recording.records import Exchange, RequestRecord
-from addons.recording.writer_process import WriterProcess, WriterSpec
+from recording.events import Processing
+from recording.identity import Identity
+from recording.records import Exchange, RequestRecord
+from recording.writer_process import WriterProcess, WriterSpec
 from storage.ledger import Ledger, open_ledger
 
 pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from addons.recording.errors import PriceError
-from addons.recording.prices import PriceTable
+from recording.errors import PriceError
+from recording.prices import PriceTable
 
 
 @pytest.fixture(scope="module")

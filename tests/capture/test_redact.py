@@ -13,7 +13,7 @@ import brotli
 import pytest
 import zstandard
 
-from addons.recording.redact import Redactor
+from recording.redact import Redactor
 
 CANARY = "sk-canary-7f3a9c1e5b2d8f4a"
 ODD = "p@ss w/rd+é<&>~"  # characters that every escaping scheme treats differently
@@ -304,8 +304,8 @@ def test_pure_modules_do_not_import_mitmproxy() -> None:
     import sys
 
     code = (
-        "import sys, addons.recording.secrets, addons.recording.redact\n"
-        "import addons.recording.usage, addons.recording.prices\n"
+        "import sys, recording.secrets, recording.redact\n"
+        "import recording.usage, recording.prices\n"
         "sys.exit(1 if any(m.split('.')[0] == 'mitmproxy' for m in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

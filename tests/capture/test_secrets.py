@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from addons.errors import AddonError
-from addons.recording.errors import SecretsError
-from addons.recording.secrets import load_secrets
+from recording.errors import RecordingError, SecretsError
+from recording.secrets import load_secrets
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -72,7 +71,7 @@ def test_missing_file_and_unset_variable_are_errors(tmp_path: Path) -> None:
         load_secrets(tmp_path / "nope.env")
     with pytest.raises(SecretsError, match="NOT_SET is not set"):
         load_secrets(None, ["NOT_SET"], environ={})
-    assert issubclass(SecretsError, AddonError)
+    assert issubclass(SecretsError, RecordingError)
 
 
 def test_no_sources_means_no_secrets() -> None:
@@ -84,8 +83,8 @@ def test_hosts_lines_bind_secrets_and_old_files_read_as_before(tmp_path: Path) -
     """`NAME.hosts=...` lines name where a secret may go and are not secrets themselves; a file
     without them reads exactly as before (its secrets then go to their defaults: the known
     providers' hosts, else nowhere until named); a malformed hosts line is one clear error."""
-    from addons.recording.secrets import load_secret_hosts, parse_secret_hosts, parse_secrets
     from catalog.secret_hosts import SecretHosts
+    from recording.secrets import load_secret_hosts, parse_secret_hosts, parse_secrets
 
     old = "OPENAI_API_KEY=sk-proj-abc123\nMY_KEY=my-value-1\n"
     path = _write(tmp_path, old + "MY_KEY.hosts = api.my.example:8443, *.my.example\n")

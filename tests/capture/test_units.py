@@ -7,11 +7,11 @@ from pathlib import Path
 
 from addons.door.routes import Declared, Route, Routes
 from addons.proxy_env import Listener, proxy_env
-from addons.recording.identity import Identity, from_headers, from_proxy_authorization, parse_user
 from addons.sync_paths import matches
 from addons.wire.framing import Chunked, Sized, UntilClose, response_body
 from addons.wire.heads import parse_wire_head, remove_fields
 from addons.wire.streaming import looks_like_stream, should_tee
+from recording.identity import Identity, from_headers, from_proxy_authorization, parse_user
 
 
 def test_identity_from_proxy_credentials_and_headers() -> None:
@@ -109,7 +109,7 @@ def env_listeners() -> tuple[Listener, ...]:
 
 def test_identity_rides_in_a_path_prefix_for_clients_without_proxy_support() -> None:
     """`/_flightlog/USER/rest` gives the identity and `/rest`; any other path is left alone."""
-    from addons.recording.identity import from_path
+    from recording.identity import from_path
 
     who, rest = from_path("/_flightlog/agent=node%20bot;task=t9/v1/chat/completions?x=1")
     assert who == Identity(agent="node bot", task="t9") and rest == "/v1/chat/completions?x=1"
@@ -118,7 +118,7 @@ def test_identity_rides_in_a_path_prefix_for_clients_without_proxy_support() -> 
 
 def test_storage_endpoints_are_never_recorded() -> None:
     """The S3 endpoint of the blob store (variable or URL parameter) is on the never-recorded list."""
-    from addons.recording.capture_setup import storage_hosts
+    from recording.capture_setup import storage_hosts
 
     env = {"AWS_ENDPOINT_URL": "http://minio.internal:9000"}
     assert set(storage_hosts("s3://b/p?endpoint=http://127.0.0.9:4566", env)) == {
@@ -130,8 +130,8 @@ def test_storage_endpoints_are_never_recorded() -> None:
 
 def test_records_cross_the_pipe_unchanged() -> None:
     """Every record type, with and without an identity, comes back from the wire equal."""
-    from addons.recording.identity import EMPTY
-    from addons.recording.records import (
+    from recording.identity import EMPTY
+    from recording.records import (
         Exchange,
         RequestRecord,
         ResponseRecord,
@@ -201,7 +201,7 @@ def test_pipe_writer_never_blocks_and_delivers_every_byte_in_order() -> None:
     import threading
     import time
 
-    from addons.recording.pipe_writer import PipeWriter
+    from recording.pipe_writer import PipeWriter
 
     frames = [bytes([n]) * (3 * 1024 * 1024 + n) for n in range(4)]
     read_end, write_end = os.pipe()
@@ -237,8 +237,8 @@ def test_large_bodies_cross_the_pipe_beside_the_pickle_once_each() -> None:
     records sent once) and reads back into records equal to the ones put."""
     import io
 
-    from addons.recording.records import Buffers, Exchange, RequestRecord, ResponseRecord, from_wire, to_wire
-    from addons.recording.writer_process import frame, read_frame
+    from recording.records import Buffers, Exchange, RequestRecord, ResponseRecord, from_wire, to_wire
+    from recording.writer_process import frame, read_frame
 
     ex = Exchange("f", "out", "POST", "http://h/v1/chat/completions", "h", Identity(agent="a"))
     asked, answer = b"q" * 100_000, b"a" * 200_000

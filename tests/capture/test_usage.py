@@ -9,7 +9,7 @@ import brotli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from addons.recording.usage import Usage, extract_usage
+from recording.usage import Usage, extract_usage
 
 OPENAI = "https://api.openai.com/v1"
 ANTHROPIC = "https://api.anthropic.com/v1"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from addons.recording.events import Processing
-from addons.recording.identity import Identity
-from addons.recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
-from addons.recording.writer import Writer
+from recording.events import Processing
+from recording.identity import Identity
+from recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from recording.writer import Writer
 from storage.ledger import Ledger, open_ledger
 
 

@@ -1,7 +1,7 @@
 """The writer process behind a pipe: everything put lands, a dead proxy loses nothing it handed over,
 Ctrl-C does not cut the drain short, a crashed writer is restarted, and the bound drops and counts.
 
-Each test drives the real `WriterProcess` (a real child `python -m addons.recording.writer_child`) against a
+Each test drives the real `WriterProcess` (a real child `python -m recording.writer_child`) against a
 real Ledger; the proxy-killed case runs the parent side in a subprocess so it can be SIGKILLed.
 """
 
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from addons.recording.events import Processing
-from addons.recording.identity import Identity
-from addons.recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
-from addons.recording.writer_process import RESTART_MAX, WriterProcess, WriterSpec, restart_delay
+from recording.events import Processing
+from recording.identity import Identity
+from recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
+from recording.writer_process import RESTART_MAX, WriterProcess, WriterSpec, restart_delay
 from storage.ledger import Ledger, open_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -327,7 +327,7 @@ def test_a_full_pipe_holds_an_answer_only_within_its_bound(tmp_path: Path) -> No
     kernel (released, unprotected 0, once the writer reads again); held no longer than HOLD_SECONDS
     while the writer stays stopped (then each answer counted unprotected); and not held at all past
     HOLD_BYTES."""
-    from addons.recording import answer_holds
+    from recording import answer_holds
 
     url, blobs = urls(tmp_path)
     body = b"x" * 64 * 1024

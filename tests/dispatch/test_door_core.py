@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from addons.recording.identity import Identity
 from catalog import tokens
+from recording.identity import Identity
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.conftest import NO_TOKEN, ROOT, SECRET, Factory
 from tests.dispatch.upstreams import Received, mcp_upstream

@@ -27,7 +27,6 @@ import pytest
 
 from addons.door.proxy_settings import ProxySettings
 from addons.local_routes import LocalRoutes, build_routes
-from addons.recording.identity import Identity
 from catalog import tokens
 from catalog.authority import contract_hash
 from catalog.caveats import DOORS, KEYS, format_instant
@@ -36,6 +35,7 @@ from catalog.mcp_server import build_server
 from flightlog.commands.agent_api import StdioDoor
 from flightlog.commands.call import open_dispatcher
 from flightlog.settings import load_settings
+from recording.identity import Identity
 from tests.dispatch.conftest import HOSTS_LINE, SECRET, weather
 from tests.dispatch.upstreams import raw_upstream
 

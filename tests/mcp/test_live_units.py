@@ -1,4 +1,4 @@
-"""The pure part of reading an open MCP event stream (`addons.recording.mcp_live`): chunks cut
+"""The pure part of reading an open MCP event stream (`recording.mcp_live`): chunks cut
 anywhere give each message once, numbered as the stream's end numbers them, with bounded memory."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import itertools
 import json
 from datetime import UTC, datetime
 
-from addons.recording.events import Processing
-from addons.recording.mcp_live import live
-from addons.recording.mcp_messages import READ_MAX, Memory, derived, message_at
-from addons.recording.records import StreamChunk
-from addons.recording.redact import Redactor
+from recording.events import Processing
+from recording.mcp_live import live
+from recording.mcp_messages import READ_MAX, Memory, derived, message_at
+from recording.records import StreamChunk
+from recording.redact import Redactor
 from storage.events import Event
 
 GET_HEAD = b"GET /mcp HTTP/1.1\r\nhost: h\r\naccept: text/event-stream\r\nmcp-session-id: S1\r\n\r\n"

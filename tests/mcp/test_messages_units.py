@@ -8,10 +8,10 @@ import itertools
 import json
 from datetime import UTC, datetime
 
-from addons.recording import mcp_jsonrpc as rpc
-from addons.recording.identity import Identity
-from addons.recording.mcp_messages import Memory, derived, message_at
-from addons.recording.records import StdioRecord, from_wire, to_wire
+from recording import mcp_jsonrpc as rpc
+from recording.identity import Identity
+from recording.mcp_messages import Memory, derived, message_at
+from recording.records import StdioRecord, from_wire, to_wire
 from storage.events import Event
 
 

@@ -10,7 +10,7 @@ from collections import deque
 
 import pytest
 
-from addons.recording import mcp_stdio
+from recording import mcp_stdio
 
 
 def test_a_request_is_in_the_inbox_before_its_result_even_when_its_thread_stalls_after_the_write(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from addons.proxy_env import Listener, proxy_env
-from addons.recording.identity import EMPTY, Identity
+from recording.identity import EMPTY, Identity
 
 
 @dataclass

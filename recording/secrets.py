@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from addons.recording.errors import SecretsError
+from recording.errors import SecretsError
 
 #: Values shorter than this are refused: replacing them would shred unrelated bytes.
 MIN_LENGTH = 4

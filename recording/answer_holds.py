@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from addons.recording.pipe_writer import PipeWriter
+from recording.pipe_writer import PipeWriter
 
 HOLD_BYTES = 4 * 1024 * 1024
 """An answer whose records wait on this side of a full pipe is held until they are in the kernel,

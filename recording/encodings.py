@@ -14,7 +14,7 @@ from typing import Protocol
 import brotli
 import zstandard
 
-from addons.recording.errors import EncodingError
+from recording.errors import EncodingError
 
 #: Largest piece of decoded output produced by one decoding step.
 STEP = 1 << 20

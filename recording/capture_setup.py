@@ -11,16 +11,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from addons.recording.events import Processing
-from addons.recording.prices import PriceTable
-from addons.recording.redact import Redactor
-from addons.recording.secrets import load_secrets
-from addons.recording.usage import extract_usage
+from recording.events import Processing
+from recording.prices import PriceTable
+from recording.redact import Redactor
+from recording.secrets import load_secrets
+from recording.usage import extract_usage
 from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 if TYPE_CHECKING:
-    from addons.recording.writer import Writer
-    from addons.recording.writer_process import WriterSpec
+    from recording.writer import Writer
+    from recording.writer_process import WriterSpec
 
 
 def default_urls(env: Mapping[str, str] = os.environ) -> tuple[str, str]:
@@ -42,7 +42,7 @@ def processing_files(opts: Any) -> tuple[Path | None, Path]:
 
 
 def processing(opts: Any) -> Processing:
-    """Redaction, usage and prices as the options say; a bad secrets or price file raises AddonError."""
+    """Redaction, usage and prices as the options say; a bad secrets or price file raises RecordingError."""
     secrets_file, prices_file = processing_files(opts)
     found = load_secrets(secrets_file, list(opts.flightlog_secret_env))
     redactor = Redactor(found, redact_auth_headers=opts.flightlog_redact_auth_headers)
@@ -106,7 +106,7 @@ def write_stats(path: Path, writer: Writer) -> None:
 
 def writer_spec(options: Any, collector: str) -> WriterSpec:
     """What the writer process needs, from the proxy's options (empty ones: the environment's)."""
-    from addons.recording.writer_process import WriterSpec
+    from recording.writer_process import WriterSpec
 
     ledger_url, blobs_url = default_urls()
     return WriterSpec(

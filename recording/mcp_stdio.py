@@ -7,7 +7,7 @@ in-memory inbox as it is read, so a request precedes its result (O(1), no wake-u
 takes the inbox every 50 ms, splits it into lines (MCP's stdio framing) and hands them to the same
 `WriterProcess` the proxy uses, in one frame per 50 ms, so the Ledger's speed or absence never
 reaches the relay and the wrapper's own work stays small beside the session's. Lines become events
-in the writer process (`addons.recording.mcp_stdio_events`).
+in the writer process (`recording.mcp_stdio_events`).
 
 What the client would see without flightlog, it sees with it:
 - a line that is not JSON is relayed as it is and recorded as `mcp.invalid`;
@@ -41,10 +41,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from addons.recording.events import Processing
-from addons.recording.identity import EMPTY, Identity
-from addons.recording.records import StdioRecord
-from addons.recording.writer_process import WriterProcess, WriterSpec
+from recording.events import Processing
+from recording.identity import EMPTY, Identity
+from recording.records import StdioRecord
+from recording.writer_process import WriterProcess, WriterSpec
 
 if TYPE_CHECKING:
     from storage.ledger import Ledger

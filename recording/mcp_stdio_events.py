@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from addons.recording import events as ev
-from addons.recording import mcp_jsonrpc as rpc
-from addons.recording.records import StdioRecord
+from recording import events as ev
+from recording import mcp_jsonrpc as rpc
+from recording.records import StdioRecord
 from storage import kinds
 from storage.events import Event, PayloadState
 

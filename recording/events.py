@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from addons.recording.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
+from recording.records import Exchange, RequestRecord, ResponseRecord, WebSocketRecord
 from storage import kinds
 from storage.escaped import escape_event
 from storage.events import Event, PayloadRef, PayloadState
 
 if TYPE_CHECKING:
-    from addons.recording.prices import PriceTable
-    from addons.recording.redact import Redactor
+    from recording.prices import PriceTable
+    from recording.redact import Redactor
 
 UsageFn = Callable[[str, bytes, bytes, str | None, str | None], Any]
 

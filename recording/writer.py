@@ -1,6 +1,6 @@
 """One writer thread behind a bounded queue: the only place captured traffic reaches the Ledger.
 
-It runs in the writer process (`addons.recording.writer_child`), fed by the proxy's `WriterProcess`, so its
+It runs in the writer process (`recording.writer_child`), fed by the proxy's `WriterProcess`, so its
 work never holds the proxy's GIL. `Writer.put()` is O(1), never blocks and never raises; the thread
 redacts, reads usage, spools teed stream bodies with bounded memory, and appends batches flushed by
 size or time. When the Ledger is down, traffic keeps flowing: the thread retries with backoff and
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from addons.recording import events as ev
-from addons.recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
-from addons.recording.acks import FrameAcks
-from addons.recording.os_names import name_os_thread
-from addons.recording.records import (
+from recording import events as ev
+from recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
+from recording.acks import FrameAcks
+from recording.os_names import name_os_thread
+from recording.records import (
     RequestRecord,
     ResponseRecord,
     StdioRecord,
@@ -34,9 +34,9 @@ from addons.recording.records import (
     chunks_lost,
     size_of,
 )
-from addons.recording.refusals import line as _line
-from addons.recording.refusals import one_by_one
-from addons.recording.stream_body import Deferred, StreamBody
+from recording.refusals import line as _line
+from recording.refusals import one_by_one
+from recording.stream_body import Deferred, StreamBody
 from storage.events import INLINE_MAX, Batch, Event, PayloadRef
 from storage.ledger import Ledger
 

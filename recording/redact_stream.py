@@ -1,6 +1,6 @@
 """Redaction of one streamed body, chunk by chunk with memory bounded (see `StreamRedactor`).
 
-The search itself is the `Redactor`'s (addons/recording/redact.py); this module holds back the
+The search itself is the `Redactor`'s (recording/redact.py); this module holds back the
 bytes a spelling split across chunks needs, and for compressed streams decodes, searches and, once
 a secret is seen, re-encodes.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from addons.recording.encodings import MAGIC, SNIFF, Decoder, Encoder, parse_encodings, sniff
-from addons.recording.errors import EncodingError
+from recording.encodings import MAGIC, SNIFF, Decoder, Encoder, parse_encodings, sniff
+from recording.errors import EncodingError
 
 if TYPE_CHECKING:
-    from addons.recording.redact import Redactor
+    from recording.redact import Redactor
 
 #: Compressed bytes of a content-encoded stream held back, hoping to record them exact (see StreamRedactor).
 HOLD_MAX = 8 * 1024 * 1024

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from addons.recording.encoded_forms import RUN_ALPHABET, gated_forms, plain_forms
-from addons.recording.encodings import parse_encodings, sniff
-from addons.recording.errors import EncodingError, RedactError
-from addons.recording.redact_stream import HOLD_MAX, StreamRedactor
+from recording.encoded_forms import RUN_ALPHABET, gated_forms, plain_forms
+from recording.encodings import parse_encodings, sniff
+from recording.errors import EncodingError, RedactError
+from recording.redact_stream import HOLD_MAX, StreamRedactor
 
 __all__ = ["HOLD_MAX", "REDACTED", "RedactError", "Redactor", "StreamRedactor"]
 

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from addons.errors import AddonError
-from addons.recording.capture_setup import processing, processing_files
-from addons.recording.events import Processing
-from addons.recording.file_stamps import Stamp, stamp
+from recording.capture_setup import processing, processing_files
+from recording.errors import RecordingError
+from recording.events import Processing
+from recording.file_stamps import Stamp, stamp
 from storage.locations import flightlog_home, secrets_path
 
 log = logging.getLogger("flightlog.capture")
@@ -62,7 +62,7 @@ class ProcessingWatch:
         self.last = now
         try:
             fresh = processing(self.opts)
-        except AddonError as e:
+        except RecordingError as e:
             if not self.failed:
                 log.warning("flightlog: kept the last good secrets and prices: %s", e)
             self.failed = True

@@ -4,7 +4,7 @@ A streamable HTTP session's GET stream (and the older HTTP+SSE transport's event
 open for the whole session; the exchange's record reaches the writer only when it ends. So the
 writer hands each teed chunk of an MCP GET stream to `live()` as it arrives, which cuts the
 stream at SSE event boundaries and makes one event per complete JSON-RPC message at once, by the
-rules of `addons.recording.mcp_messages` (same ids `RESPONSE_EVENT:mcp:N`, same numbering, same
+rules of `recording.mcp_messages` (same ids `RESPONSE_EVENT:mcp:N`, same numbering, same
 call keys in `parent`), so a server's notification or a result sent on that stream is in the Ledger
 while the stream is open.
 
@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from addons.recording import events as ev
-from addons.recording.mcp_messages import MEMO, READ_MAX, Flow, Memory, collect, message_event, messages
-from addons.recording.records import StreamChunk
+from recording import events as ev
+from recording.mcp_messages import MEMO, READ_MAX, Flow, Memory, collect, message_event, messages
+from recording.records import StreamChunk
 from storage import kinds
 from storage.events import Event
 

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from addons.recording.errors import PriceError
+from recording.errors import PriceError
 
 _DATED = re.compile(r"^(.+)-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 _MILLION = Decimal(1_000_000)
@@ -40,7 +40,7 @@ class PriceTable:
     @classmethod
     def load(cls, user_file: Path | None = None) -> PriceTable:
         """The shipped table, with `user_file`'s entries (if the file exists) taking precedence."""
-        shipped = resources.files("addons.recording").joinpath("prices.toml").read_text(encoding="utf-8")
+        shipped = resources.files("recording").joinpath("prices.toml").read_text(encoding="utf-8")
         meta, prices = _parse(shipped, "the shipped price table")
         if user_file is not None and Path(user_file).exists():
             try:

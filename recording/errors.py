@@ -1,15 +1,13 @@
 """Errors of the recording pipeline: configuration it cannot use, bodies it cannot decode.
 
-Each is an `AddonError`, so the command line and the proxy's `configure()` show it as one line.
+Each is a `RecordingError`, which the command line and the proxy's `configure()` show as one line.
 """
 
 from __future__ import annotations
 
-from addons.errors import AddonError
 
-
-class RecordingError(AddonError):
-    """Base of the recording wing's errors."""
+class RecordingError(Exception):
+    """Base of the recording pipeline's errors."""
 
 
 class SecretsError(RecordingError):

@@ -3,7 +3,7 @@
 The writer calls `derived()` for every event it makes; for an `http.request` or `http.response` that
 carries MCP (streamable HTTP with a JSON or an SSE answer, or the older HTTP+SSE transport: a GET
 event stream that announces an `endpoint`, and POSTs to it) it returns one event per message, after
-the exchange's own. They follow the stdio rules (`addons.recording.mcp_jsonrpc`): `kind`
+the exchange's own. They follow the stdio rules (`recording.mcp_jsonrpc`): `kind`
 `mcp.<method>` or `mcp.<method>.result`, `tool` from a `tools/call`, `method` the JSON-RPC method,
 a JSON-RPC error or a tool's `isError` result in `error`. Beyond that:
 
@@ -19,7 +19,7 @@ a JSON-RPC error or a tool's `isError` result in `error`. Beyond that:
   first). `message_at()` reads it back. `redacted` names the secrets replaced inside that message.
 - The writer remembers each exchange's session and calls, bounded (`MEMORY`), so an answer knows its
   call's method; an answer to a call it never saw (another proxy worker's) is `mcp.result`.
-- An event stream's messages become events while it is open (`addons.recording.mcp_live`, from
+- An event stream's messages become events while it is open (`recording.mcp_live`, from
   its chunks as they reach the writer), each carrying its own bytes until the stream's are stored;
   what the stream's end adds is the rest, numbered on from there.
 """
@@ -34,9 +34,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from addons.recording import mcp_jsonrpc as rpc
-from addons.recording.encodings import decode
-from addons.recording.stream_body import Deferred
+from recording import mcp_jsonrpc as rpc
+from recording.encodings import decode
+from recording.stream_body import Deferred
 from storage import kinds
 from storage.events import Event
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from addons.recording.encodings import decode
-from addons.recording.errors import EncodingError
+from recording.encodings import decode
+from recording.errors import EncodingError
 
 #: Path endings of the model APIs and the API shape each one answers with.
 _ENDPOINTS = (

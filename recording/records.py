@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from addons.recording.identity import EMPTY, Identity
+from recording.identity import EMPTY, Identity
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,7 @@ class Exchange:
 
     flow_id: str
     """The exchange's id in the Ledger (its action id, and its events' ids with their role): the
-    mitmproxy flow's id as a UUIDv7 of the flow's creation time (`addons.recording.action_ids`)."""
+    mitmproxy flow's id as a UUIDv7 of the flow's creation time (`recording.action_ids`)."""
     direction: str
     method: str
     url: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from addons.recording import events as ev
+from recording import events as ev
 from storage.events import Batch, Event
 from storage.ledger import Ledger
 

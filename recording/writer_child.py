@@ -1,4 +1,4 @@
-"""The writer process: `python -m addons.recording.writer_child`, started by `WriterProcess`, fed on stdin.
+"""The writer process: `python -m recording.writer_child`, started by `WriterProcess`, fed on stdin.
 
 It reads frames (`writer_process.read_frame`) and hands their records to a `Writer`, whose thread
 redacts, reads usage, hashes, compresses and appends batches exactly as it would inside the proxy.
@@ -21,7 +21,7 @@ from typing import Any
 
 def _name_process() -> None:
     """`ps`, `top` and the bench see `flightlog-writer` (its argv), not a second python."""
-    from addons.recording.os_names import name_os_thread
+    from recording.os_names import name_os_thread
 
     name_os_thread(b"flightlog-writer")
 
@@ -41,7 +41,7 @@ def _ack_writer() -> Callable[[int], None]:
     import os
     import threading
 
-    from addons.recording.writer_process import ACK
+    from recording.writer_process import ACK
 
     lock = threading.Lock()
 
@@ -82,12 +82,12 @@ def main() -> int:
     _name_process()
     _log_to_stderr()
     # deferred until the process is named: these load SQLAlchemy, which takes a while
-    from addons.recording.acks import FrameAcks
-    from addons.recording.capture_setup import write_stats
-    from addons.recording.pipe_reader import polling_stdin
-    from addons.recording.records import from_wire
-    from addons.recording.writer import ProxyDrops, Writer
-    from addons.recording.writer_process import READY, WriterSpec, read_frame
+    from recording.acks import FrameAcks
+    from recording.capture_setup import write_stats
+    from recording.pipe_reader import polling_stdin
+    from recording.records import from_wire
+    from recording.writer import ProxyDrops, Writer
+    from recording.writer_process import READY, WriterSpec, read_frame
     from storage.ledger import open_ledger
 
     stream = polling_stdin()

@@ -3,7 +3,7 @@
 Measured with `python -m bench.capture`: a writer thread inside the proxy process (hashing,
 compressing, redacting, SQLite or COPY) took the GIL from mitmproxy's event loop for a quarter of
 its time, and throughput fell to 0.6-0.7x plain mitmdump; hooks alone cost under 0.1x. So the
-thread runs in a child process (`addons.recording.writer_child`) and the proxy keeps only what must stay:
+thread runs in a child process (`recording.writer_child`) and the proxy keeps only what must stay:
 
 - `put()` (on the event loop) appends the record to a list; every few milliseconds the list is
   pickled into one frame and written to the child's stdin by a `PipeWriter`, which never blocks and
@@ -45,10 +45,10 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from addons.recording import events as ev
-from addons.recording.answer_holds import AnswerHolds, resolve
-from addons.recording.pipe_writer import PipeWriter
-from addons.recording.records import (
+from recording import events as ev
+from recording.answer_holds import AnswerHolds, resolve
+from recording.pipe_writer import PipeWriter
+from recording.records import (
     Buffers,
     Record,
     RequestRecord,
@@ -58,7 +58,7 @@ from addons.recording.records import (
     size_of,
     to_wire,
 )
-from addons.recording.sync_commit import SyncCommitter
+from recording.sync_commit import SyncCommitter
 
 if TYPE_CHECKING:
     from storage.ledger import Ledger  # SQLAlchemy is loaded in this process only if a sync path runs
@@ -75,7 +75,7 @@ STEADY = 30.0
 SEND_DELAY = 0.005
 """Records gather this long before one frame carries them all: one pickle and one write syscall per
 few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
-CHILD_MODULE = "addons.recording.writer_child"
+CHILD_MODULE = "recording.writer_child"
 READY = b"R"
 ACK = struct.Struct("!Q")
 """The child's acknowledgement on its stdout: every record of every frame up to this number is settled."""

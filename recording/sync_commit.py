@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from addons.recording import events as ev
-from addons.recording.records import RequestRecord
+from recording import events as ev
+from recording.records import RequestRecord
 from storage.events import Batch
 
 if TYPE_CHECKING:
