@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from storage import chain, codec
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
+from storage.chain_keys import ChainKeys
 from storage.checkpoints import Checkpointer, backstop
 from storage.engine import WRITE, make_engine
 from storage.errors import (
@@ -37,6 +38,7 @@ from storage.errors import (
     from_library,
 )
 from storage.events import INLINE_MAX, AppendResult, Batch, Event, PayloadRef, StoredEvent
+from storage.locations import flightlog_home
 from storage.migrate import migrate
 from storage.rows import Address, from_mapping, payload_address, to_row, validate
 from storage.schema import BlobRow, EventRow
@@ -102,8 +104,18 @@ def _retryable(e: StorageError) -> bool:
 class Ledger:
     """An open Ledger: its engine, its blob store, and the verbs that use them."""
 
-    def __init__(self, engine: Engine, url: str, blobs: BlobStore, retry_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        url: str,
+        blobs: BlobStore,
+        retry_seconds: float = 30.0,
+        keys: ChainKeys | None = None,
+    ) -> None:
         self.engine = engine
+        self.keys = keys
+        """The collectors' chain keys (`storage.chain_keys`); None writes unkeyed chains (a Ledger
+        opened to write from before keyed chains existed, in a test of that past)."""
         self.url = url
         self.blobs = blobs
         self.retry_seconds = retry_seconds
@@ -208,7 +220,14 @@ class Ledger:
                 backstop(conn.connection.info, conn.connection.driver_connection)
             with conn.execution_options(**WRITE).begin():
                 result = write_batch(
-                    conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, leaves=ready.leaves
+                    conn,
+                    ready.batch,
+                    ready.rows,
+                    blobs,
+                    ready.raw_bytes,
+                    staged=staged,
+                    leaves=ready.leaves,
+                    key=self._key(ready.batch.collector),
                 )
         if self._checkpoints is not None:
             self._checkpoints.committed(result.new)
@@ -220,7 +239,12 @@ class Ledger:
         None: PostgreSQL hashes them while the server inserts the rows.)"""
         with self.engine.connect() as conn, conn.begin():
             blobs = self._blobs(conn, ready)
-            return write_batch(conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged)
+            key = self._key(ready.batch.collector)
+            return write_batch(conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, key=key)
+
+    def _key(self, collector: str) -> bytes | None:
+        """The collector's chain key (made on its first batch), None without keys."""
+        return None if self.keys is None else self.keys.key_for(collector)
 
     def _blobs(self, conn: Connection, ready: Prepared) -> list[BlobRecord]:
         """The blob rows a batch adds: its new payloads packed, and its spooled refs not yet stored."""
@@ -360,11 +384,14 @@ class Ledger:
         self.engine.dispose()
 
 
-def open_ledger(url: str, blobs_url: str | None = None, *, retry_seconds: float = 30.0) -> Ledger:
+def open_ledger(
+    url: str, blobs_url: str | None = None, *, retry_seconds: float = 30.0, keys: ChainKeys | None = None
+) -> Ledger:
     """Open (creating or migrating) the Ledger at `url`, with its blob store at `blobs_url`.
 
     Without `blobs_url`, a SQLite ledger keeps its blobs in a `blobs` folder beside the database
-    file; a PostgreSQL ledger needs one named.
+    file; a PostgreSQL ledger needs one named. Its chains are keyed with `keys`, by default the
+    collectors' keys in FLIGHTLOG_HOME (read from the environment now: `storage.locations`).
     """
     engine = make_engine(url)
     if blobs_url is None:
@@ -377,4 +404,5 @@ def open_ledger(url: str, blobs_url: str | None = None, *, retry_seconds: float 
     except DBAPIError as e:
         engine.dispose()
         raise translate(e, url) from e
-    return Ledger(engine, url, open_blob_store(blobs_url), retry_seconds=retry_seconds)
+    keys = keys if keys is not None else ChainKeys(flightlog_home())
+    return Ledger(engine, url, open_blob_store(blobs_url), retry_seconds=retry_seconds, keys=keys)

@@ -203,4 +203,20 @@ class TokenUseRow(SQLModel, table=True):
     door: str = Field(sa_column=Column(Text, nullable=False))
 
 
+class ChainKeyRow(SQLModel, table=True):
+    """A collector's key registration (storage/chain_seal.py): which key its chain's digests are
+    keyed with (by id, never the key), where its keyed part begins, and the seal of what no key
+    covers; MACed with the key. Written with the collector's first keyed batch. Append-only."""
+
+    __tablename__ = "chain_keys"
+
+    collector: str = Field(sa_column=Column(Text, primary_key=True))
+    key_id: str = Field(sa_column=Column(Text, nullable=False))
+    first_index: int = Field(sa_column=Column(BigInteger, nullable=False))
+    seal: str = Field(sa_column=Column(Text, nullable=False))
+    mac: str = Field(sa_column=Column(Text, nullable=False))
+    registered_at: str = Field(sa_column=Column(Text, nullable=False))
+    """The registering batch's commit time, as the chain's canonical text (UTC)."""
+
+
 metadata: MetaData = SQLModel.metadata

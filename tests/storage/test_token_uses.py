@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from storage.blobstore import open_blob_store
 from storage.engine import make_engine
-from storage.events import Batch, Event
-from storage.ledger import Ledger, open_ledger
+from storage.events import Event
+from storage.ledger import open_ledger
 from storage.migrate import migrate
 from storage.token_uses import TokenUses
+from tests.storage.factory import legacy_append
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -71,26 +71,19 @@ def test_uses_counted_before_the_table_are_carried_over(ledger_url: str, tmp_pat
     refused one) become the token's first uses, so a spent token stays spent."""
     engine = make_engine(ledger_url)
     migrate(engine, "0007")
-    old = Ledger(engine, ledger_url, open_blob_store((tmp_path / "b").as_uri()))
     events = []
     for n, refused in ((1, False), (2, True), (3, False)):
         common = {"action_id": f"d{n}", "at": NOW, "collector": "dispatch", "tool": "weather"}
+        url = "flightlog:dispatch/http/weather?token=IDENT"
         events.append(
-            Event(
-                event_id=f"d{n}:call",
-                kind="dispatch.call",
-                direction="in",
-                seq=0,
-                url="flightlog:dispatch/http/weather?token=IDENT",
-                **common,  # type: ignore[arg-type]
-            )
-        )
+            Event(event_id=f"d{n}:call", kind="dispatch.call", direction="in", seq=0, url=url, **common)
+        )  # type: ignore[arg-type]
         if refused:
             events.append(
                 Event(event_id=f"d{n}:refused", kind="dispatch.refused", direction="out", seq=90, **common)
             )  # type: ignore[arg-type]
-    old.append(Batch("dispatch", 1, tuple(events)))
-    old.close()
+    legacy_append(engine, events, collector="dispatch")  # rows as an older flightlog wrote them
+    engine.dispose()
     reopened = open_ledger(ledger_url, (tmp_path / "b").as_uri())
     book = TokenUses(reopened.engine)
     assert (book.used("IDENT"), book.used("OTHER")) == (2, 0)
