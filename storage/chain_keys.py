@@ -88,3 +88,7 @@ class ChainKeys:
         if len(key) != KEY_BYTES:
             raise StorageError(f"the chain key {path} is not {KEY_BYTES} bytes")
         return key
+
+
+type Keys = ChainKeys | None
+"""A Ledger's chain keys, or none (unkeyed chains)."""

@@ -9,6 +9,7 @@ NOTHING, a deterministic batch id), so after a lost connection the same batch is
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import sqlite3
@@ -26,7 +27,7 @@ from sqlalchemy.exc import DBAPIError
 from storage import chain, codec
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
-from storage.chain_keys import ChainKeys
+from storage.chain_keys import ChainKeys, Keys
 from storage.checkpoints import Checkpointer, backstop
 from storage.engine import WRITE, make_engine
 from storage.errors import (
@@ -80,6 +81,7 @@ class Prepared(NamedTuple):
     raw_bytes: int
     leaves: list[bytes] | None
     """SQLite: the rows' chain leaves, hashed before the write lock is taken."""
+    key: bytes | None  # the collector's chain key (`storage.chain_keys`), made on its first batch
 
 
 def _raced(e: BaseException) -> bool:
@@ -105,17 +107,10 @@ class Ledger:
     """An open Ledger: its engine, its blob store, and the verbs that use them."""
 
     def __init__(
-        self,
-        engine: Engine,
-        url: str,
-        blobs: BlobStore,
-        retry_seconds: float = 30.0,
-        keys: ChainKeys | None = None,
+        self, engine: Engine, url: str, blobs: BlobStore, retry_seconds: float = 30.0, keys: Keys = None
     ) -> None:
         self.engine = engine
-        self.keys = keys
-        """The collectors' chain keys (`storage.chain_keys`); None writes unkeyed chains (a Ledger
-        opened to write from before keyed chains existed, in a test of that past)."""
+        self.keys = keys  # the collectors' chain keys (`storage.chain_keys`); None: unkeyed chains
         self.url = url
         self.blobs = blobs
         self.retry_seconds = retry_seconds
@@ -147,7 +142,8 @@ class Ledger:
         leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
-        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves)
+        key = self.keys.key_for(batch.collector) if self.keys is not None else None
+        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves, key)
         try:
             result = self._retry(lambda: self._append_once(ready))
         except BaseException:
@@ -219,16 +215,8 @@ class Ledger:
             if self._checkpoints is not None:
                 backstop(conn.connection.info, conn.connection.driver_connection)
             with conn.execution_options(**WRITE).begin():
-                result = write_batch(
-                    conn,
-                    ready.batch,
-                    ready.rows,
-                    blobs,
-                    ready.raw_bytes,
-                    staged=staged,
-                    leaves=ready.leaves,
-                    key=self._key(ready.batch.collector),
-                )
+                write = functools.partial(write_batch, staged=staged, leaves=ready.leaves, key=ready.key)
+                result = write(conn, ready.batch, ready.rows, blobs, ready.raw_bytes)
         if self._checkpoints is not None:
             self._checkpoints.committed(result.new)
         return result
@@ -239,12 +227,9 @@ class Ledger:
         None: PostgreSQL hashes them while the server inserts the rows.)"""
         with self.engine.connect() as conn, conn.begin():
             blobs = self._blobs(conn, ready)
-            key = self._key(ready.batch.collector)
-            return write_batch(conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, key=key)
-
-    def _key(self, collector: str) -> bytes | None:
-        """The collector's chain key (made on its first batch), None without keys."""
-        return None if self.keys is None else self.keys.key_for(collector)
+            return write_batch(
+                conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, key=ready.key
+            )
 
     def _blobs(self, conn: Connection, ready: Prepared) -> list[BlobRecord]:
         """The blob rows a batch adds: its new payloads packed, and its spooled refs not yet stored."""
@@ -385,13 +370,12 @@ class Ledger:
 
 
 def open_ledger(
-    url: str, blobs_url: str | None = None, *, retry_seconds: float = 30.0, keys: ChainKeys | None = None
+    url: str, blobs_url: str | None = None, *, retry_seconds: float = 30.0, keys: Keys = None
 ) -> Ledger:
     """Open (creating or migrating) the Ledger at `url`, with its blob store at `blobs_url`.
 
     Without `blobs_url`, a SQLite ledger keeps its blobs in a `blobs` folder beside the database
-    file; a PostgreSQL ledger needs one named. Its chains are keyed with `keys`, by default the
-    collectors' keys in FLIGHTLOG_HOME (read from the environment now: `storage.locations`).
+    file; a PostgreSQL ledger needs one named. Chains are keyed with `keys` (default: FLIGHTLOG_HOME's).
     """
     engine = make_engine(url)
     if blobs_url is None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from addons.door.dispatch import Dispatcher
+from addons.door.dispatch_record import door_collector
 from addons.door.gatekeeper import Gatekeeper
 from addons.door.http_face import Door, record_refusal
 from addons.door.live_config import LiveConfig
@@ -24,6 +25,7 @@ from catalog.errors import UnknownRow
 from catalog.targets import located_in
 from catalog.tokens import root_key
 from catalog.tool import Tool
+from storage.chain_keys import ChainKeys
 from storage.ledger import Ledger, open_ledger
 
 
@@ -96,6 +98,7 @@ def open_dispatcher(
         directory=directory,
         locate=located_in(directory),
         secret_hosts=live.secret_hosts,
+        collector=door_collector(home),
     )
     dispatcher.local_dispatch = Door(dispatcher, render_upstream, directory).handle
     return dispatcher
@@ -106,7 +109,7 @@ def proxy_door(settings: ProxySettings, directory: Directory | None = None) -> D
     rows = directory or open_rows(settings.ledger_url, settings.directory, network=True)
     dispatcher = open_dispatcher(
         settings.home,
-        open_ledger(settings.ledger_url, settings.blobs_url),
+        open_ledger(settings.ledger_url, settings.blobs_url, keys=ChainKeys(settings.home)),
         rows,
         settings.secrets_file,
         settings.secret_env,

@@ -94,6 +94,7 @@ class Dispatcher:
     """The door's HTTP face, answering its own calls to flightlog.local/api/dispatch."""
     locate: Callable[[str], Located | None] | None = None
     """Where a tool row lives and which version was found (else `find_tool`, placed by its name)."""
+    collector: str = rec.COLLECTOR  # its batches' chain: one per FLIGHTLOG_HOME (`door_collector`)
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -383,7 +384,7 @@ class Dispatcher:
     # -- recording ------------------------------------------------------------------------------
 
     def _append(self, *events: Event) -> None:
-        self.ledger.append(Batch(rec.COLLECTOR, rec.position(), tuple(events)))
+        self.ledger.append(Batch(self.collector, rec.position(), tuple(events)))
 
     def _redact_all(self, data: bytes) -> tuple[bytes, tuple[str, ...]]:
         out, names = self._all.redact_body(data, None)

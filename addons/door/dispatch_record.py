@@ -22,11 +22,13 @@ by its hash (`catalog.join`), so a call is compared with the contract it ran und
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -44,6 +46,13 @@ UPSTREAM_RESPONSE: Final = kinds.DISPATCH_UPSTREAM_RESPONSE
 REPLY: Final = kinds.DISPATCH_REPLY
 REFUSED: Final = kinds.DISPATCH_REFUSED
 COLLECTOR: Final = "dispatch"
+
+
+def door_collector(home: Path) -> str:
+    """The collector the door's batches are chained under from one FLIGHTLOG_HOME: `dispatch@` and a
+    digest of the home, so doors of several machines writing one Ledger each chain under their own
+    key (`storage.chain_keys`); the events themselves say `dispatch`."""
+    return f"{COLLECTOR}@{hashlib.sha256(str(home.expanduser().resolve()).encode()).hexdigest()[:8]}"
 
 
 def new_action_id() -> str:
