@@ -3,8 +3,8 @@
 `Gatekeeper.answer(routes, method, path, query, headers, body)` is what the proxy's local routes and
 the door's in-process transport run for every request:
 
-1. the route for the path (an unknown one: 404 naming the routes there are);
-2. a browser-shaped request from elsewhere is refused, on every path (`addons.door.authority`);
+1. a browser-shaped request from elsewhere is refused, on every path (`addons.door.authority`);
+2. the route for the path (an unknown one: 404 naming the routes there are);
 3. the route declares the request's verb and rows (`addons.door.routes.Route.declared`);
 4. unless its handler judges it itself (the dispatch door), the gate (`catalog.gate.admit`) judges
    the bearer token for that verb, rows and door, with the identity the request claims (proxy

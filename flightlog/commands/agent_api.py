@@ -186,21 +186,25 @@ class StdioDoor:
 
     def _door(self) -> tuple[Any, str]:
         import os
+        from datetime import UTC, datetime
 
         # deferred: the policy reads the Directory (SQLAlchemy), loaded on the first verb only
+        from catalog import tokens
         from catalog.policy import mint_policy_token
 
         with self._lock:
             if self._built is None:
                 settings = load_settings()
                 door = open_dispatcher(settings, self.directory, None, None, network=True)
-                lent = (
-                    self.token
-                    or os.environ.get("FLIGHTLOG_TOKEN")
-                    or mint_policy_token(settings.home, door.directory)
-                )
+                self._built = door, self.token or os.environ.get("FLIGHTLOG_TOKEN") or ""
+            door, lent = self._built
+            minted = not (self.token or os.environ.get("FLIGHTLOG_TOKEN"))
+            expires = tokens.decode(lent).limits().expires if lent else None
+            if minted and (not lent or (expires is not None and expires <= datetime.now(UTC))):
+                # the policy's token, minted again when it lapses: a session outlives its 24 h
+                lent = mint_policy_token(load_settings().home, door.directory)
                 self._built = door, lent
-            return self._built
+            return door, lent
 
     def _identity(self) -> Any:
         from recording.identity import Identity

@@ -169,3 +169,22 @@ def test_call_runs_a_row_through_the_door_and_records_it(home: Path) -> None:
     events = ledger.action(reply["action_id"])
     assert {e.kind for e in events} >= {"dispatch.call", "dispatch.reply"}
     assert all(e.tool == "DIRECTORY_SNAPSHOT" for e in events)
+
+
+def test_a_session_outlives_its_policy_token(tmp_path: Path, home: Path, monkeypatch: Any) -> None:
+    """`flightlog mcp` without FLIGHTLOG_TOKEN acts with a token minted from the policy; when that
+    token lapses the session mints another instead of refusing every verb with `expires`."""
+    import time
+
+    from flightlog.commands.agent_api import StdioDoor
+
+    monkeypatch.delenv("FLIGHTLOG_TOKEN", raising=False)
+    monkeypatch.setenv("FLIGHTLOG_DIRECTORY", str(make_folder(tmp_path / "d")))
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "policy.toml").write_text('expires = "1s"\n')
+    door = StdioDoor(None, None, None)
+    first = door._door()[1]
+    door.authorize("read", ())
+    time.sleep(1.2)
+    door.authorize("read", ())  # refused by `expires` before the token was minted again
+    assert door._door()[1] != first
