@@ -20,7 +20,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from addons.door.declarations import directory_route, dispatch_route, ledger_route
+from addons.door.authority import bearer, browser_refusal
+from addons.door.declarations import directory_route, dispatch_route, graphql_route, ledger_route
 from addons.door.gatekeeper import refused
 from addons.door.mcp_route import mcp_route
 from addons.door.proxy_settings import ProxySettings, resolve
@@ -118,6 +119,16 @@ class _Parts:
     def dispatch_handler(self) -> Handler:
         return self.door().handle
 
+    def record(
+        self, method: str, path: str, query: Query, headers: Headers, refusal: tuple[str, str]
+    ) -> None:
+        """File a refusal made outside the route table (a WebSocket's upgrade), as the gate files its own."""
+        try:
+            keeper = self.gatekeeper()
+        except Exception:  # a Ledger that cannot be opened cannot record; the refusal stands
+            return
+        keeper.record("http", method, path, query, headers, refusal)
+
 
 def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
     """The route table over one settings value (each route declared: `addons.door.declarations`)."""
@@ -128,10 +139,17 @@ def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
     routes.add(dispatch_route(lazy_route(parts.dispatch_handler)))
     routes.add(ledger_route(lazy_route(parts.dispatch_handler), "/api/join/"))
     routes.add(mcp_route(parts.door))
+    routes.add(graphql_route(lazy_route(parts.dispatch_handler)))
     return routes, parts
 
 
 HOST_BYTES = HOST.encode()
+DOOR_PATH = "/api/dispatch"
+
+
+def _json_parts(status: int, payload: object) -> tuple[int, bytes, dict[str, str]]:
+    code, headers, body = json_answer(status, payload)
+    return code, body, dict(headers)
 
 
 def for_us(request: http.Request) -> bool:
@@ -153,9 +171,12 @@ class LocalRoutes:
     """Answers `flightlog.local` itself; the capture addon sees the skip mark and records nothing."""
 
     def __init__(self, settings: ProxySettings | None = None) -> None:
+        from addons.door.websocket_face import WebSocketDoor
+
         self.settings: ProxySettings | None = None
         self.routes = Routes()
         self._parts: _Parts | None = None
+        self._websockets = WebSocketDoor()
         if settings is not None:
             self.use(settings)
 
@@ -196,6 +217,7 @@ class LocalRoutes:
             log.warning(OPEN_MODE_WARNING)
 
     def done(self) -> None:
+        self._websockets.close()
         if self._parts is not None:
             self._parts.close()
 
@@ -229,6 +251,10 @@ class LocalRoutes:
         """Plain for every other flow; a coroutine (awaited by mitmproxy) only for our own routes."""
         if not flow.metadata.get("flightlog.local"):
             return None
+        from addons.door.websocket_face import is_upgrade
+
+        if is_upgrade(flow.request.headers) and flow.request.path.partition("?")[0].rstrip("/") == DOOR_PATH:
+            return self._upgrade(flow)
         return self._answer(flow)
 
     def answer(self, method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
@@ -236,6 +262,38 @@ class LocalRoutes:
         if self._parts is None:  # not configured yet: closed, never open
             return refused(503, "settings", "flightlog's routes are not configured yet")
         return self._parts.gatekeeper().answer(self.routes, method, path, query, headers, body)
+
+    async def _upgrade(self, flow: http.HTTPFlow) -> None:
+        """A WebSocket to the door (`addons.door.websocket_face`): checked like any door request,
+        then handed to the door's WebSocket end with a one-time ticket for what the upgrade carried."""
+        from mitmproxy import http
+
+        from addons.door.gatekeeper import call_head
+        from addons.door.websocket_face import TICKET_HEADER
+
+        req = flow.request
+        path, _, query_string = req.path.partition("?")
+        query = parse_qs(query_string, keep_blank_values=True)
+        headers = dict(req.headers.items())
+        refusal = browser_refusal(req.method, headers, b"")
+        parts = self._parts
+        if refusal is not None or parts is None:
+            refusal = refusal or ("settings", "flightlog's routes are not configured yet")
+            if parts is not None:
+                await asyncio.to_thread(parts.record, req.method, path, query, headers, refusal)
+            status, out_headers, body = refused(403 if parts is not None else 503, *refusal)
+            flow.response = http.Response.make(status, body, dict(out_headers))
+            return
+        try:
+            door = await asyncio.to_thread(parts.door)
+        except Exception as e:  # the door cannot open (its Ledger, its Directory): one clear answer
+            flow.response = http.Response.make(*_json_parts(503, {"error": f"{type(e).__name__}: {e}"}))
+            return
+        token, head = bearer(headers, query), call_head(req.method, path, query, headers)
+        ticket = self._websockets.admit(lambda message: door.websocket_call(message, token, headers, head))
+        host, port = await self._websockets.address()
+        req.scheme, req.host, req.port = "http", host, port
+        req.headers[TICKET_HEADER] = ticket
 
     async def _answer(self, flow: http.HTTPFlow) -> None:
         from mitmproxy import http

@@ -7,6 +7,7 @@ in-process transport (`addons.door.local_transport`) are built from these, so bo
 | `/api/ledger/...`    | http | `ledger`                                                    |
 | `/api/join/...`      | http | `ledger`                                                    |
 | `/api/dispatch`      | http | `call` (judged by the door itself); `ledger` for its joins  |
+| `/api/graphql`       | http | `call` (judged by the door itself)                          |
 | `/api/directory/...` | http | `read`; `write` for write, delete, transact, restore        |
 | `/api/mcp`           | mcp  | `read`; `write` for its write verbs; `call` (by the door)   |
 
@@ -61,6 +62,13 @@ def dispatch_route(handler: Handler) -> Route:
         return Declared("ledger")
 
     return Route("/api/dispatch", "http", frozenset({"call", "ledger"}), declare, handler)
+
+
+def graphql_route(handler: Handler) -> Route:
+    """`/api/graphql`: the door's one GraphQL operation, a call the door judges itself."""
+    return Route(
+        "/api/graphql", "http", frozenset({"call"}), lambda *_: Declared("call", handler_judges=True), handler
+    )
 
 
 def directory_route(handler: Handler, directory: Rows) -> Route:

@@ -154,7 +154,7 @@ class Dispatcher:
                 raise Refused(refusal[0], refusal[1], status=403)
             admitted = self._admit(token, ask)  # the token, before anything it names is looked at
             token_id = admitted.identifier
-            filing = replace(filing, task=admitted.task or filing.task, agent=admitted.agent or filing.agent)
+            filing = filing.refiled(admitted.task or identity.task, admitted.agent or identity.agent)
             name, args = read_call(call)
             found = self._find(name)
             row_hash = found.hash

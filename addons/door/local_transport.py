@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from addons.door.declarations import directory_route, dispatch_route, ledger_route
+from addons.door.declarations import directory_route, dispatch_route, graphql_route, ledger_route
 from addons.door.gatekeeper import Gatekeeper, Lent
 from addons.door.routes import HOST, Handler, Routes, directory_handler
 from addons.readback import ledger_routes
@@ -52,6 +52,7 @@ def local_routes(
     if dispatch is not None:  # the door reached through flightlog.local (the DISPATCH row): it asks
         routes.add(dispatch_route(dispatch))  # for a token of its own, like any network call
         routes.add(ledger_route(dispatch, "/api/join/"))
+        routes.add(graphql_route(dispatch))
     return routes
 
 

@@ -31,6 +31,7 @@ from catalog import tokens
 from catalog.authority import contract_hash
 from catalog.caveats import DOORS, KEYS, format_instant
 from catalog.gate import RULES, VERBS
+from catalog.graphql_call import OPERATION
 from catalog.mcp_server import build_server
 from flightlog.commands.agent_api import StdioDoor
 from flightlog.commands.call import open_dispatcher
@@ -93,13 +94,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 # -- the doors ------------------------------------------------------------------------------------
 
 CALL = {"tool": "weather", "args": {"city": "Bern"}}
+GRAPHQL = {"query": OPERATION, "variables": CALL}
 
 
 def _http(world: World, method: str, path: str, token: str, agent: str | None, body: Any = None) -> Outcome:
     headers = {
         "host": "flightlog.local",
         "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
+        "accept": "application/json, text/event-stream" if path == "/api/mcp" else "application/json",
         "authorization": f"Bearer {token}",
     }
     if agent:
@@ -114,6 +116,8 @@ def _outcome(ok: bool, answer: bytes | str) -> Outcome:
         found = json.loads(answer)
     except ValueError:
         return ok, None
+    if isinstance(found, dict) and isinstance(found.get("data"), dict):  # GraphQL: the door's reply inside
+        found = found["data"].get("call") or {}
     if isinstance(found, dict) and isinstance(found.get("result"), dict):  # JSON-RPC
         result = found["result"]
         text = (result.get("content") or [{}])[0].get("text", "")
@@ -148,6 +152,7 @@ def http_route(prefix: str) -> dict[str, Driver]:
             "read": lambda w, r, t, a: _http(w, "GET", "/api/directory/manifest", t, a),
             "write": lambda w, r, t, a: _http(w, "POST", "/api/directory/write", t, a, _write_args(r)),
         },
+        "/api/graphql": {"call": lambda w, r, t, a: _http(w, "POST", "/api/graphql", t, a, GRAPHQL)},
         "/api/mcp": {
             "read": lambda w, r, t, a: _http(w, "POST", "/api/mcp", t, a, _mcp_body("manifest", {})),
             "write": lambda w, r, t, a: _http(
@@ -198,7 +203,7 @@ CLI: dict[str, Driver] = {"call": _cli}
 
 ENTRANCES: dict[str, tuple[str, dict[str, Driver]]] = {
     **{p: (door, http_route(p)) for p, door in (("/api/ledger/", "http"), ("/api/join/", "http"),
-       ("/api/dispatch", "http"), ("/api/directory/", "http"), ("/api/mcp", "mcp"))},
+       ("/api/dispatch", "http"), ("/api/graphql", "http"), ("/api/directory/", "http"), ("/api/mcp", "mcp"))},
     "flightlog mcp": ("mcp", STDIO),
     "flightlog call": ("cli", CLI),
 }  # fmt: skip
