@@ -203,7 +203,8 @@ CLI: dict[str, Driver] = {"call": _cli}
 
 ENTRANCES: dict[str, tuple[str, dict[str, Driver]]] = {
     **{p: (door, http_route(p)) for p, door in (("/api/ledger/", "http"), ("/api/join/", "http"),
-       ("/api/dispatch", "http"), ("/api/graphql", "http"), ("/api/directory/", "http"), ("/api/mcp", "mcp"))},
+       ("/api/dispatch", "http"), ("/api/graphql", "http"), ("/api/directory/", "http"),
+       ("/api/mcp", "mcp"))},
     "flightlog mcp": ("mcp", STDIO),
     "flightlog call": ("cli", CLI),
 }  # fmt: skip
