@@ -221,6 +221,15 @@ class Capture:
     def _sink(self, item: Record) -> bool:
         return self.writer.put(item) if self.writer is not None else False
 
+    def put(self, item: Record) -> bool:
+        """Hand another addon's record to the writer (the egress policy's refusals)."""
+        return self._sink(item)
+
+    @property
+    def identities(self) -> weakref.WeakKeyDictionary[connection.Client, ident.Identity]:
+        """Who each connection's requests are filed under (a sealed command's TUN sets its own)."""
+        return self._identities
+
     # -- hooks -------------------------------------------------------------------------------------
 
     def http_connect(self, flow: http.HTTPFlow) -> None:

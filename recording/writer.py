@@ -26,6 +26,7 @@ from recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
 from recording.acks import FrameAcks
 from recording.os_names import name_os_thread
 from recording.records import (
+    RefusalRecord,
     RequestRecord,
     ResponseRecord,
     StdioRecord,
@@ -34,6 +35,7 @@ from recording.records import (
     chunks_lost,
     size_of,
 )
+from recording.refusal_events import refusal_events
 from recording.refusals import line as _line
 from recording.refusals import one_by_one
 from recording.stream_body import Deferred, StreamBody
@@ -42,7 +44,7 @@ from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
+Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord | RefusalRecord
 USAGE_MAX = 4 * 1024 * 1024
 """Streamed answers up to this size are read back for model and token usage."""
 
@@ -339,6 +341,11 @@ class Writer:
         elif isinstance(item, StdioRecord):
             event = mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
             self._add(event, frames)
+        elif isinstance(item, RefusalRecord):
+            found = refusal_events(proc, item, collector=self.collector, seq=self._next_seq())
+            self._next_seq()
+            for i, event in enumerate(found):
+                self._add(event, frames if i == len(found) - 1 else [])
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import grimp
 
-PACKAGES = ("storage", "catalog", "recording", "addons", "tui", "flightlog")
+PACKAGES = ("storage", "catalog", "recording", "egress", "addons", "tui", "flightlog")
 
 
 def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
