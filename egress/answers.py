@@ -1,9 +1,10 @@
 """What a refused caller is told: one clear answer naming the rule and the limit, never a hang.
 
 - An HTTP request: `403 Forbidden`, `Content-Type: application/json`, `X-Flightlog-Refused: RULE`,
-  body `{"error": "refused by flightlog's egress policy", "rule": ..., "limit": ..., "call": ...}`
-  (and a budget's or rate's figures). Not 429: SDKs retry a 429 by themselves, and a refusal is not
-  going to pass on a retry.
+  body `{"type": "error", "error": {"type": "refused", "message": ..., "rule": ..., "limit": ...,
+  "call": ...}}` (and a budget's or rate's figures): the shape the model APIs answer errors in, so
+  the OpenAI and Anthropic SDKs show the message and hand the object over as the error's body. Not
+  429: SDKs retry a 429 by themselves, and a refusal is not going to pass on a retry.
 - An MCP `tools/call` (over HTTP or stdio): a JSON-RPC error for its id, code `REFUSED_CODE`, message
   `refused by flightlog policy rule RULE: LIMIT`, the same object in `data`. The server never sees it.
 """
@@ -22,8 +23,10 @@ ERROR: Final = "refused by flightlog's egress policy"
 
 
 def refusal_object(decision: Decision, call: Call) -> dict[str, Any]:
+    """What was refused and why: the rule, the limit, the call, and a limit's figures."""
     return {
-        "error": ERROR,
+        "type": "refused",
+        "message": f"{ERROR} rule {decision.rule}: {decision.limit}",
         "rule": decision.rule,
         "limit": decision.limit,
         "call": call.target,
@@ -33,7 +36,8 @@ def refusal_object(decision: Decision, call: Call) -> dict[str, Any]:
 
 def http_body(decision: Decision, call: Call) -> bytes:
     """The 403's JSON body."""
-    return json.dumps(refusal_object(decision, call), ensure_ascii=False).encode() + b"\n"
+    body = {"type": "error", "error": refusal_object(decision, call)}
+    return json.dumps(body, ensure_ascii=False).encode() + b"\n"
 
 
 def jsonrpc_error(request_id: Any, decision: Decision, call: Call) -> dict[str, Any]:

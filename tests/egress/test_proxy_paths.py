@@ -115,8 +115,9 @@ def test_every_listener_refuses_by_the_same_rule(world: World, path: str) -> Non
     number = list(PATHS).index(path) + 1
     answer = PATHS[path](world)
     assert answer.status_code == 403, answer.text
-    body = answer.json()
-    assert body["rule"] == "no-denied" and body["error"] == "refused by flightlog's egress policy"
+    body = answer.json()["error"]
+    assert body["rule"] == "no-denied" and body["type"] == "refused"
+    assert body["message"].startswith("refused by flightlog's egress policy rule no-denied: ")
     assert "paths=/denied*" in body["limit"]
     assert answer.headers["x-flightlog-refused"] == "no-denied"
     seen = [p for _, p, _, _ in [*world.plain.received, *world.tls.received]]
