@@ -4,7 +4,7 @@ Opening an up-to-date database is the common case and must be cheap: `schema_is_
 `alembic_version` and compares it with the newest migration file's name, so alembic (whose import
 alone costs more than the rest of opening a ledger) is only loaded when there is work to do.
 SQLAlchemy too is imported inside the functions: `newest_revision` serves the stdlib SQLite reads
-of `storage.document_reads`, which must not load it.
+of `storage.documents.reads`, which must not load it.
 """
 
 from __future__ import annotations

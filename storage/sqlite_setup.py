@@ -1,7 +1,7 @@
 """A SQLite connection as flightlog holds one: its pragmas, and how a writer takes the write lock.
 
 The standard library alone, so a SQLAlchemy engine (`storage.engine`) and the Directory's stdlib
-path (`storage.document_reads`, `storage.document_writes`) hold their connections alike without
+path (`storage.documents.reads`, `storage.documents.writes`) hold their connections alike without
 the latter importing SQLAlchemy.
 
 The write lock is not waited for with SQLite's busy timeout: its handler sleeps in growing steps

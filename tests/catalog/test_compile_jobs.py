@@ -13,7 +13,7 @@ from pathlib import Path
 from catalog.compile_jobs import FORK_MIN, Job, can_fork, compile_all, shares
 from catalog.directory import open_directory
 from catalog.index import compile_section
-from storage.document_reads import open_sqlite_reads
+from storage.documents.reads import open_sqlite_reads
 from tests.catalog.conftest import make_folder, row
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from sqlalchemy import event
 from catalog.agent_api import AgentApi
 from catalog.directory import Directory, open_directory
 from catalog.errors import BadAlias, BadPath, Indeterminate, Refused, RevisionConflict
-from storage.document_model import Change
 from storage.documents import open_document_store, sha256_text
+from storage.documents.model import Change
 from tests.catalog.conftest import make_folder, row
 
 NOTE = row("Idea", "A first idea.", "Body of the idea.")
@@ -169,7 +169,7 @@ def test_indeterminate_commit_offers_no_retry(
 
     import psycopg
 
-    from storage import document_writes
+    from storage.documents import writes as document_writes
 
     real = document_writes._commit
     lost = sqlite3.OperationalError if ledger_url.startswith("sqlite") else psycopg.OperationalError

@@ -21,8 +21,8 @@ from catalog.directory import open_directory
 from catalog.folder import scan
 from catalog.index import Index, SectionIndex, compile_section
 from catalog.prescan import prescan
-from storage.document_reads import open_sqlite_reads, sqlite_file
 from storage.documents import open_document_store
+from storage.documents.reads import open_sqlite_reads, sqlite_file
 from tests.catalog.conftest import cli, make_folder, row
 
 
@@ -241,7 +241,7 @@ def test_a_directory_edited_in_its_folder_syncs_without_importing_sqlalchemy(
 
 
 def test_stdlib_reads_answer_what_sqlalchemy_reads_answer(tmp_path: Path, home: Path) -> None:
-    """Every read of `storage.document_reads` equals the SQLAlchemy store's for the same space, and
+    """Every read of `storage.documents.reads` equals the SQLAlchemy store's for the same space, and
     only a plain SQLite file already at the newest schema is opened that way."""
     folder = make_folder(tmp_path / "d")
     url = f"sqlite:///{tmp_path / 'ledger.db'}"

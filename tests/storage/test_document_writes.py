@@ -1,4 +1,4 @@
-"""The Directory store's writes (`storage.document_writes`) when the database goes away under them:
+"""The Directory store's writes (`storage.documents.writes`) when the database goes away under them:
 one clear error, nothing half-written, and the next write works."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.document_model import Change, DocumentStoreError
 from storage.documents import open_document_store
+from storage.documents.model import Change, DocumentStoreError
 from tests.support.postgres import end_backend
 
 

@@ -5,7 +5,7 @@ and the folder's stat tags; answering a query reads a few documents. On the embe
 Ledger those reads go through `sqlite3` here, so `flightlog find` and `flightlog mcp` start
 without importing SQLAlchemy (which costs more than the rest of the command). Used only on a file
 that exists and whose schema is already at the newest migration; anything else (a new file, a
-migration to run, PostgreSQL) takes the SQLAlchemy path of `storage.document_sql`, and so does
+migration to run, PostgreSQL) takes the SQLAlchemy path of `storage.documents.sql`, and so does
 every write. Same queries, same answers: `tests/catalog/test_index.py` runs both.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from storage.document_model import DocumentStoreError, chunks
+from storage.documents.model import DocumentStoreError, chunks
 from storage.locations import private_file
 from storage.sqlite_setup import open_file
 

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, suppre
 from datetime import UTC, datetime
 from typing import Any
 
-from storage.document_model import (
+from storage.documents.model import (
     Change,
     Commit,
     DocumentStoreError,

@@ -1,7 +1,7 @@
 """The revision store over SQLAlchemy: the queries and writes of `storage.documents` on both engines.
 
 `storage.documents.DocumentStore` sends every write here, and every read too except on a SQLite
-file already at the newest schema (`storage.document_reads`, the standard library alone).
+file already at the newest schema (`storage.documents.reads`, the standard library alone).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.document_model import Change, Commit, DocumentStoreError, Revision, chunks
-from storage.document_tables import (
+from storage.documents.model import Change, Commit, DocumentStoreError, Revision, chunks
+from storage.documents.tables import (
     changes_table,
     documents_table,
     folders_table,
@@ -26,7 +26,7 @@ from storage.document_tables import (
     sections_table,
     tree_table,
 )
-from storage.document_writes import DocumentWrites
+from storage.documents.writes import DocumentWrites
 
 
 class SqlStore:
@@ -38,7 +38,7 @@ class SqlStore:
         self.writes = DocumentWrites(
             self._lend, engine.dialect.name == "sqlite", space, (engine.dialect.loaded_dbapi.Error,)
         )
-        """Every write, on the driver's connection the pool lends (`storage.document_writes`)."""
+        """Every write, on the driver's connection the pool lends (`storage.documents.writes`)."""
 
     @contextmanager
     def _lend(self) -> Iterator[Any]:
@@ -196,7 +196,7 @@ class SqlStore:
         self.engine.dispose()
 
     def commit(self, changes: Sequence[Change], *, expected: int | None = None, message: str = "") -> Commit:
-        """Commit `changes` as one revision, all or nothing (see `storage.document_writes`)."""
+        """Commit `changes` as one revision, all or nothing (see `storage.documents.writes`)."""
         return self.writes.commit(changes, expected=expected, message=message)
 
 

@@ -2,7 +2,7 @@
 refusals, errors and the hashes that address documents and version sections.
 
 Kept apart from the SQL so that reading a Directory (the stdlib SQLite path of
-`storage.document_reads`) never imports SQLAlchemy.
+`storage.documents.reads`) never imports SQLAlchemy.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ rolls back and is reported as such; a failure *during* COMMIT is reported as `In
 because nobody can say whether it landed.
 
 `DocumentStore` is the one interface; where it runs: on a SQLite Ledger already at the newest
-schema, reads (`storage.document_reads`) and writes (`storage.document_writes`) with the standard
+schema, reads (`storage.documents.reads`) and writes (`storage.documents.writes`) with the standard
 library, so neither opening a Directory nor changing it pays for importing SQLAlchemy; history, and
 everything on PostgreSQL or on a file that needs creating or migrating, over SQLAlchemy
-(`storage.document_sql`, imported on first use), whose writes are the same `DocumentWrites` on the
+(`storage.documents.sql`, imported on first use), whose writes are the same `DocumentWrites` on the
 pool's driver connections.
 """
 
@@ -29,29 +29,22 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from storage.document_model import (
+from storage.documents.model import (
     Change,
     Commit,
     DocumentStoreError,
-    IndeterminateCommit,
-    PreconditionFailed,
-    Refusal,
     Revision,
-    RevisionMismatch,
-    section_tag,
-    sha256_text,
-    snapshot_digest,
 )
-from storage.document_reads import open_sqlite_reads, sqlite_file
-from storage.document_writes import DocumentWrites
+from storage.documents.reads import open_sqlite_reads, sqlite_file
+from storage.documents.writes import DocumentWrites
 from storage.sqlite_setup import LentConnection
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from storage.document_sql import SqlStore
+    from storage.documents.sql import SqlStore
 
 
 class Reads(Protocol):
@@ -88,7 +81,7 @@ class DocumentStore:
     def sql(self) -> SqlStore:
         """The SQLAlchemy store of this space (engine made, schema already current)."""
         if self._sql is None:
-            from storage.document_sql import SqlStore
+            from storage.documents.sql import SqlStore
             from storage.engine import make_engine
 
             self._sql = SqlStore(make_engine(self.url), self.space)
@@ -167,7 +160,7 @@ class DocumentStore:
         self.writes.save_folder_tags(tags)
 
     def commit(self, changes: Sequence[Change], *, expected: int | None = None, message: str = "") -> Commit:
-        """Commit `changes` as one revision, all or nothing (see `storage.document_writes`)."""
+        """Commit `changes` as one revision, all or nothing (see `storage.documents.writes`)."""
         return self.writes.commit(changes, expected=expected, message=message)
 
     def close(self) -> None:
@@ -192,7 +185,7 @@ def open_document_store(url: str, space: str) -> DocumentStore:
         return DocumentStore(url, space, reads=reads)
     from sqlalchemy.exc import SQLAlchemyError
 
-    from storage.document_sql import SqlStore
+    from storage.documents.sql import SqlStore
     from storage.engine import make_engine
     from storage.migrate import migrate
 
@@ -203,29 +196,3 @@ def open_document_store(url: str, space: str) -> DocumentStore:
         engine.dispose()
         raise DocumentStoreError(f"cannot open the directory store at {url}: {e}".splitlines()[0]) from e
     return DocumentStore(url, space, sql=SqlStore(engine, space))
-
-
-def __getattr__(name: str) -> Any:
-    """`metadata` (the tables as queries see them) on demand: importing it loads SQLAlchemy."""
-    if name == "metadata":
-        from storage.document_tables import metadata
-
-        return metadata
-    raise AttributeError(name)
-
-
-__all__ = [
-    "Change",
-    "Commit",
-    "DocumentStore",
-    "DocumentStoreError",
-    "IndeterminateCommit",
-    "PreconditionFailed",
-    "Refusal",
-    "Revision",
-    "RevisionMismatch",
-    "open_document_store",
-    "section_tag",
-    "sha256_text",
-    "snapshot_digest",
-]
