@@ -207,7 +207,10 @@ def _events_table(events: list[Any]) -> None:
 def counts_command(
     words: WordsArg = None,
     by: Annotated[
-        str | None, typer.Option("--by", help="hour, session, turn, kind, agent, model, tool or task.")
+        str | None,
+        typer.Option(
+            "--by", help="hour, session, turn, kind, agent, model, tool, task, host, status or rule."
+        ),
     ] = None,
     filters: Given = NONE_GIVEN,
     ledger_url: LedgerOpt = None,
