@@ -184,3 +184,48 @@ def test_an_ask_lets_exactly_the_approved_request_through(world: World) -> None:
     assert [p for _, p, _, _ in world.plain.received if p.startswith("/ask/")] == ["/ask/first"]
     gone = _flightlog(world.home, "approve", held["id"])
     assert gone.returncode == 1 and gone.stderr.count("\n") == 1 and "is waiting for an answer" in gone.stderr
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_browser_answers_held_requests(world: World) -> None:
+    """In `flightlog browse`, `A` lists the held requests; `y` lets the selected one through to the
+    upstream and `n` refuses the next (its client gets the 403 naming the rule)."""
+    from egress.asks import AskBook
+    from tests.browse.tui_support import make_app, settle
+    from tui.app import BrowseApp
+    from tui.asks import AsksScreen
+
+    proxy = f"http://agent=alpha:x@127.0.0.1:{world.proxy.port}"
+    results: dict[str, httpx.Response] = {}
+
+    def send(name: str) -> None:
+        with httpx.Client(proxy=proxy, timeout=90) as client:
+            results[name] = client.get(f"http://127.0.0.1:{world.plain.port}/ask/{name}")
+
+    base = make_app(world.ledger)
+    app = BrowseApp(base.source, follow_seconds=None, asks=AskBook(world.home))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        for name, key, status in (("tui-yes", "y", 404), ("tui-no", "n", 403)):
+            thread = threading.Thread(target=send, args=(name,))
+            thread.start()
+            await pilot.press("A")
+            assert isinstance(app.screen, AsksScreen)
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if app.screen.shown:
+                    break
+            (held,) = app.screen.shown
+            assert held.target.endswith(f"/ask/{name}") and held.agent == "alpha"
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            thread.join(30)
+            assert results[name].status_code == status
+            await pilot.press("escape")
+    assert [p for _, p, _, _ in world.plain.received if p.startswith("/ask/tui")] == ["/ask/tui-yes"]
+    assert results["tui-no"].json()["error"]["rule"] == "review"
