@@ -4,7 +4,8 @@ A sealed command (`flightlog.sealed`) lives in a network namespace of its own, w
 its own: the proxy's ports there are listening sockets the namespace made and handed over, and
 this relays each connection they accept to the proxy's real port. Nothing is read or changed on
 the way (the proxy records what arrives); a side that ends its half is passed on as an end of
-file, so a client's shutdown(SHUT_WR) reaches the proxy.
+file, so a client's shutdown(SHUT_WR) reaches the proxy. `close` ends the connections still open
+(the command has exited) without a word.
 """
 
 from __future__ import annotations
@@ -17,24 +18,43 @@ from typing import Final
 CHUNK: Final = 65536
 
 
-async def serve(listening: socket.socket, target: tuple[str, int]) -> asyncio.Server:
-    """Relay every connection `listening` accepts to `target` until the server is closed."""
+class PortRelay:
+    """One listening socket relayed to `target`."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, listening: socket.socket, target: tuple[str, int]) -> None:
+        self.listening = listening
+        self.target = target
+        self.server: asyncio.Server | None = None
+        self.connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.listening.setblocking(False)
+        self.server = await asyncio.start_server(self._accepted, sock=self.listening)
+
+    def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.create_task(self._carry(reader, writer))
+        self.connections.add(task)
+        task.add_done_callback(self.connections.discard)
+
+    async def _carry(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await asyncio.open_connection(*target)
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
             writer.close()
             return
         try:
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
         finally:
-            for w in (writer, up_writer):
+            for side in (writer, up_writer):
                 with contextlib.suppress(OSError, RuntimeError):
-                    w.close()
+                    side.close()
 
-    listening.setblocking(False)
-    return await asyncio.start_server(handle, sock=listening)
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for task in list(self.connections):
+            task.cancel()
+        await asyncio.gather(*self.connections, return_exceptions=True)
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -153,18 +153,19 @@ async def _run(plan: dict[str, object], env: Mapping[str, str], targets: list[tu
     )
     theirs.close()
     loop = asyncio.get_running_loop()
-    servers: list[asyncio.Server] = []
+    relays: list[port_relay.PortRelay] = []
     try:
         fds = await _handshake(ours, proc, str(plan["tun"]))
         for fd, target in zip(fds, targets, strict=True):
-            servers.append(await port_relay.serve(socket.socket(fileno=fd), target))
+            relays.append(port_relay.PortRelay(socket.socket(fileno=fd), target))
+            await relays[-1].start()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, _forward, proc, sig)
         code = await proc.wait()
     finally:
         ours.close()
-        for server in servers:
-            server.close()
+        for relay in relays:
+            await relay.close()
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
