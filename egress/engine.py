@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 RETIRED: Final = "retired-hosts"
 DEFAULT: Final = "default"
 DEFAULT_ASK_TIMEOUT: Final = 120.0
+NARROWED_MAX: Final = 4096
 
 
 @dataclass(frozen=True)
@@ -46,21 +47,22 @@ class Policy:
     retired: RefusedHosts | None = None
     source: str = "no policy file"
     index: HostIndex = field(init=False, repr=False, compare=False)
+    empty: bool = field(init=False, compare=False)
+    """Nothing to judge: every call is allowed without looking at it."""
+    reads_mcp: bool = field(init=False, compare=False)
+    """Whether any rule (or the retired hosts) needs a `tools/call`'s name and arguments."""
+    _narrowed: dict[tuple[object, ...], tuple[int, ...]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    """The rules that can match calls of one host, port, method and caller, worked out once."""
 
     def __post_init__(self) -> None:
+        # worked out once: the proxy asks these of every request
         object.__setattr__(self, "index", HostIndex(self.rules))
-
-    @property
-    def empty(self) -> bool:
-        """Nothing to judge: every call is allowed without looking at it."""
-        return (
-            not self.rules and self.default == "allow" and not self.budgets and not self.rates
-        ) and not self.retired
-
-    @property
-    def reads_mcp(self) -> bool:
-        """Whether any rule (or retired host list) needs a `tools/call`'s name and arguments."""
-        return bool(self.retired) or any(r.scope.tools is not None or r.scope.args for r in self.rules)
+        nothing = not self.rules and self.default == "allow" and not self.budgets and not self.rates
+        object.__setattr__(self, "empty", nothing and not self.retired)
+        tools = any(r.scope.tools is not None or r.scope.args for r in self.rules)
+        object.__setattr__(self, "reads_mcp", bool(self.retired) or tools)
 
     def judge(self, call: Call) -> Decision:
         """Retired hosts, then the first rule that matches, then the default (module docstring)."""
@@ -69,11 +71,25 @@ class Policy:
             if refused is not None:
                 return refused
         rules = self.rules
-        for i in self.index.candidates(call.host):
+        for i in self._candidates(call):
             rule = rules[i]
-            if rule.scope.matches(call):
+            if rule.scope.matches_content(call):
                 return self._decided(rule)
         return self._fallback()
+
+    def _candidates(self, call: Call) -> tuple[int, ...]:
+        """The rules whose host, method and caller conditions hold for `call`, in order: only their
+        path, tool and argument conditions are left to check (most rules drop out here, once)."""
+        key = (call.kind, call.host, call.port, call.method, call.agent, call.session, call.task)
+        found = self._narrowed.get(key)
+        if found is None:
+            rules = self.rules
+            narrowed = self.index.candidates(call.host)
+            found = tuple(i for i in narrowed if rules[i].scope.matches_where_and_who(call))
+            if len(self._narrowed) >= NARROWED_MAX:
+                self._narrowed.clear()
+            self._narrowed[key] = found
+        return found
 
     def judge_host(self, call: Call) -> Decision | None:
         """For a connection before any request in it is seen (a CONNECT, a TUN connection, a DNS

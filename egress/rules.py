@@ -91,12 +91,23 @@ class Scope:
         return self.matches_beyond_host(call)
 
     def matches_beyond_host(self, call: Call) -> bool:
-        """Every condition but the host (the host index already chose this scope by its host)."""
+        """Every condition but the host."""
         if self.methods is not None and call.method not in self.methods:
             return False
-        if self.paths is not None and (call.kind != "http" or not self.paths(call.path)):
+        return self.matches_caller(call) and self.matches_content(call)
+
+    def matches_where_and_who(self, call: Call) -> bool:
+        """The conditions a call's host, port, method and caller decide (the same for every call of
+        theirs: what the engine works out once per such combination)."""
+        if self.hosts and not any(h.matches(call.host, call.port) for h in self.hosts):
             return False
-        if not self.matches_caller(call):
+        if self.methods is not None and call.method not in self.methods:
+            return False
+        return self.matches_caller(call)
+
+    def matches_content(self, call: Call) -> bool:
+        """The conditions on what this one call carries: its path, its tool and the tool's arguments."""
+        if self.paths is not None and (call.kind != "http" or not self.paths(call.path)):
             return False
         if self.tools is not None or self.args:
             if call.tool is None or (self.tools is not None and not self.tools(call.tool)):
