@@ -136,8 +136,8 @@ def proxies(opts: argparse.Namespace) -> None:
         for size in sizes:
             for config in configs:
                 rows = results[(config, size)]
-                print(f"{config:7} {size:>6} {statistics.median(r[0] for r in rows):8.0f} "
-                      f"{statistics.median(r[1] for r in rows):7.1f} {statistics.median(r[2] for r in rows):10.3f}")  # fmt: skip
+                rps, p99, cpu = (statistics.median(r[k] for r in rows) for k in range(3))
+                print(f"{config:7} {size:>6} {rps:8.0f} {p99:7.1f} {cpu:10.3f}")
             pairs = zip(results[("policy", size)], results[("none", size)], strict=True)
             ratios = [(p[0] / n[0], p[2] / n[2]) for p, n in pairs if n[0] and n[2]]
             rps_r, cpu_r = [r[0] for r in ratios], [r[1] for r in ratios]
