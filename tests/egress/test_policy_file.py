@@ -126,3 +126,17 @@ def test_retired_hosts_come_from_the_home_unless_switched_off(tmp_path: Path) ->
     call = Call("http", "api.old.example", 443, "GET", "/")
     assert parse_policy({}, "x", tmp_path).judge(call).rule == "retired-hosts"
     assert parse_policy({"retired_hosts": False}, "x", tmp_path).judge(call).action == "allow"
+
+
+def test_the_readme_example_is_a_policy(tmp_path: Path) -> None:
+    """The egress.toml the README shows reads as a policy (the README's own TOML check only parses it)."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[[rule]]" in b]
+    assert len(blocks) == 1
+    path = tmp_path / "egress.toml"
+    path.write_text(blocks[0])
+    policy = load_policy_file(path, tmp_path)
+    assert [r.name for r in policy.rules] == ["no-shell-tools", "model-apis", "review-payments"]
+    assert policy.default == "deny" and len(policy.budgets) == 1 and len(policy.rates) == 1
