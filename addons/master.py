@@ -25,7 +25,7 @@ from addons.ai_listeners import AiListener
 from addons.capture import Capture
 from addons.capture_options import COMMIT_MS, DEFAULT_OUTBOUND
 from addons.certificate_store import load_ca_before_listening
-from addons.egress import Egress
+from addons.egress_policy import Egress, watched_files
 from addons.errors import AddonError
 from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
@@ -74,7 +74,7 @@ class ProxyConfig:
     extra: tuple[str, ...] = ()
     """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
     policy: str = ""
-    """The egress policy file (`addons.egress`; empty: FLIGHTLOG_HOME/egress.toml if there is one)."""
+    """The egress policy file (`addons.egress_policy`; empty: FLIGHTLOG_HOME/egress.toml if there is one)."""
     state_file: str = STATE_FILE
     """Its `proxy.json` (a sealed command's own proxy has another, so a running one keeps its own)."""
 
@@ -238,7 +238,7 @@ class _Ready:
         if self.link is not None:
             from recording.processing_watch import watched
 
-            self.link.ready(listeners, [str(path) for path in watched(ctx.options)])
+            self.link.ready(listeners, [str(p) for p in (*watched(ctx.options), *watched_files(ctx.options))])
             return
         write_state(self.config, os.getpid(), listeners)
         self.announce(start_line(self.config, listeners))
@@ -365,8 +365,8 @@ async def serve(
 
         servers = master.addons.get("proxyserver").servers
         sharing = ReusePort(servers, udp=link.udp)  # held here: the signal's receiver is weak
-        flightlog.capture.looks_itself = False  # the supervisor looks at the files for every worker
-        link.watch(loop, stop, flightlog.capture.look_at_files)
+        flightlog.capture.looks_itself = flightlog.egress.looks_itself = False  # the supervisor looks
+        link.watch(loop, stop, flightlog.egress.look_at_files)  # capture's files, then the policy's
     await flightlog.start()  # the writer and the relay run before the port accepts a connection
     if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on
         await master.run()

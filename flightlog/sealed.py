@@ -5,7 +5,7 @@ TUN device whose other end is mitmproxy's TUN mode in a proxy started for this c
 connection and UDP datagram the command sends, whatever the client (Node's `fetch`, `node:http`,
 `curl --noproxy '*'`, a raw socket), ends in the proxy, which records HTTP (and TLS it can open with
 its CA) and judges it by the egress policy; DNS is answered there; anything else is refused and
-recorded as such (`addons.egress`). Proxy-aware clients use the proxy variables as under a plain
+recorded as such (`addons.egress_policy`). Proxy-aware clients use the proxy variables as under a plain
 `run`: the proxy's ports are listening sockets inside the namespace, relayed to the proxy
 (`flightlog.port_relay`). The command cannot read FLIGHTLOG_HOME (hidden under an empty tmpfs): the
 policy, the approvals, the keys and the Ledger stay the operator's.

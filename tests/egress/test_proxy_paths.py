@@ -210,3 +210,27 @@ def _eventually(check: Any, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+def test_workers_reread_the_policy_their_supervisor_sees_change(tmp_path: Path) -> None:
+    """With `--workers 2` the supervisor looks at the policy file for both workers and nudges them
+    (they do not wake to look themselves): after an edit, every worker refuses by the new rule."""
+    policy = tmp_path / "egress.toml"
+    policy.write_text(POLICY)
+    with upstream() as plain:
+        proxy = start_proxy(
+            tmp_path / "home",
+            f"sqlite:///{tmp_path / 'l.db'}",
+            args=["--workers", "2", "--policy", str(policy)],
+        )
+        try:
+            url = f"http://127.0.0.1:{plain.port}/fixed?w"
+
+            def statuses() -> set[int]:  # a new connection each time: both workers get some
+                return {httpx.get(url, proxy=proxy.url).status_code for _ in range(12)}
+
+            assert statuses() == {200}
+            policy.write_text(POLICY + '[[rule]]\nname = "no-fixed"\naction = "deny"\npaths = ["/fixed*"]\n')
+            assert _eventually(lambda: statuses() == {403})
+        finally:
+            proxy.stop()

@@ -34,7 +34,7 @@ from egress.asks import AskBook
 from egress.budgets import BudgetBook
 from egress.errors import PolicyFileError
 from egress.gate import Gate
-from egress.live import LivePolicy
+from egress.live import RETIRED_FILE, LivePolicy
 from egress.mcp_calls import tool_calls
 from egress.patterns import normalize_host
 from egress.policy_file import FILE_NAME
@@ -77,7 +77,9 @@ class Egress:
         self.bodies = EgressBodies(self)
         self.connections = EgressConnections(self)
         self._watch: asyncio.Task[None] | None = None
-        self._path: Path | None = None
+        self.looks_itself = True
+        """Looks at its policy file once a second itself; False in a worker, whose supervisor looks
+        for every worker and nudges it (`look_at_files`), as for capture's files."""
 
     # -- options -----------------------------------------------------------------------------------
 
@@ -115,11 +117,11 @@ class Egress:
         if self.gate is not None and self.gate.budgets is not None:
             self.gate.budgets.close()
         self.gate = Gate(live, AskBook(home), BudgetBook(ledger))
-        self._path = path
 
     async def running(self) -> None:
         if self.gate is not None:
-            self._watch = asyncio.create_task(self.gate.live.run())
+            if self.looks_itself:
+                self._watch = asyncio.create_task(self.gate.live.run())
             policy = self.gate.live.policy
             if not policy.empty:
                 log.info(
@@ -130,6 +132,13 @@ class Egress:
                     len(policy.rates),
                     policy.default,
                 )
+
+    def look_at_files(self) -> None:
+        """A watched file changed (a worker's supervisor saw it): capture looks at its own (secrets,
+        prices), then the policy is re-read if one of its files moved."""
+        self.capture.look_at_files()
+        if self.gate is not None:
+            self.gate.live.look()
 
     def done(self) -> None:
         if self._watch is not None:
@@ -394,3 +403,11 @@ def _closing_layer(context: mcontext.Context) -> layer.Layer:
                     yield commands.CloseConnection(self.context.server)
 
     return Closing(context)
+
+
+def watched_files(opts: Any) -> list[Path]:
+    """The files a change of which changes the policy: the policy file (named, or the default one,
+    which may appear later) and the retired-hosts list (what a worker asks its supervisor to watch)."""
+    home = flightlog_home()
+    policy = Path(opts.flightlog_policy).expanduser() if opts.flightlog_policy else home / FILE_NAME
+    return [policy, home / RETIRED_FILE]
