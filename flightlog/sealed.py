@@ -37,7 +37,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from flightlog import port_relay, proxy_process
 from flightlog.errors import CommandError
@@ -47,27 +47,53 @@ if TYPE_CHECKING:
     from addons.proxy_env import ProxyState
 
 TUN_DEVICE: Final = "/dev/net/tun"
+Way = Literal["tun", "userns"]
+WITHOUT_TUN: Final = (
+    "run --sealed: not root, so no TUN device: the command's only way out is the proxy's ports; a "
+    "client that ignores the proxy variables cannot connect, and its attempt is not recorded"
+)
 HANDSHAKE_TIMEOUT: Final = 15.0
 _CAP_NET_ADMIN: Final = 12
 _CAP_SYS_ADMIN: Final = 21
 
 
-def why_not() -> str | None:
-    """Why this process cannot seal a command, or None when it can."""
+def how() -> tuple[Way | None, str]:
+    """How this process can seal a command (`tun`, `userns`), or (None, why it cannot)."""
     if not sys.platform.startswith("linux"):
-        return "sealing needs Linux network namespaces"
-    if not os.path.exists(TUN_DEVICE):
-        return f"there is no {TUN_DEVICE} (load the tun module, or give the container the device)"
-    for tool in ("ip", "mount"):
-        if shutil.which(tool) is None:
-            return f"the {tool!r} command is needed (iproute2, util-linux) and is not on PATH"
-    if not _has_capabilities(_CAP_NET_ADMIN, _CAP_SYS_ADMIN):
-        return (
-            "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN): mitmproxy's TUN mode makes its device "
-            "in the proxy's own network namespace, which a user namespace cannot lend; run it as root "
-            "(sudo -E flightlog run --sealed ...)"
-        )
-    return None
+        return None, "sealing needs Linux network namespaces"
+    if shutil.which("ip") is None:
+        return None, "the 'ip' command (iproute2) is needed and is not on PATH"
+    if _has_capabilities(_CAP_NET_ADMIN, _CAP_SYS_ADMIN):
+        if os.path.exists(TUN_DEVICE):
+            return "tun", ""
+        return None, f"there is no {TUN_DEVICE} (load the tun module, or give the container the device)"
+    if _user_namespaces():
+        return "userns", ""
+    return None, (
+        "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) for a TUN device, or, without root, user "
+        "namespaces, which this kernel does not allow (sysctl user.max_user_namespaces, "
+        "kernel.unprivileged_userns_clone, or an AppArmor or seccomp profile)"
+    )
+
+
+def why_not() -> str | None:
+    """Why this process cannot seal with a TUN device (None: it can)."""
+    way, reason = how()
+    if way == "tun":
+        return None
+    return reason or (
+        "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN): mitmproxy's TUN mode makes its device in the "
+        "proxy's own network namespace, which a user namespace cannot lend"
+    )
+
+
+def _user_namespaces() -> bool:
+    """Whether this process may make a user namespace (tried: sysctls, AppArmor and seccomp all say)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return False
+    done = subprocess.run([unshare, "--user", "--net", "true"], capture_output=True)
+    return done.returncode == 0
 
 
 def _has_capabilities(*caps: int) -> bool:
@@ -107,16 +133,20 @@ def seal(
 ) -> int:
     """Run `command` sealed; its exit code (128+N when killed by signal N). `build_env(state, ca)`
     gives the variables for a proxy state and a CA file (those of a plain `run`)."""
-    reason = why_not()
-    if reason is not None:
+    way, reason = how()
+    if way is None:
         raise CommandError(f"run --sealed: cannot seal here: {reason}")
     if shutil.which(command[0], path=child_env.get("PATH")) is None and not os.path.exists(command[0]):
         raise CommandError(f"command not found: {command[0]}")
-    device = f"flt{os.getpid()}"[:15]
+    device = f"flt{os.getpid()}"[:15] if way == "tun" else None
     state_name = f"sealed-{os.getpid()}.json"
-    args = [*options, "--mode", f"tun:{device}", "--state-file", state_name]
-    if identity:
-        args += ["--set", f"flightlog_tun_identity={identity}"]
+    args = [*options, "--state-file", state_name]
+    if device is not None:
+        args += ["--mode", f"tun:{device}"] + (
+            ["--set", f"flightlog_tun_identity={identity}"] if identity else []
+        )
+    else:
+        print(f"flightlog {WITHOUT_TUN}", file=sys.stderr)
     proxy = proxy_process.spawn(proxy_process.child_env(), options=args)
     scratch = Path(tempfile.mkdtemp(prefix="flightlog-sealed-"))
     try:
@@ -132,8 +162,9 @@ def seal(
             "command": list(command),
             "ports": ports,
             "tun": device,
+            "userns": None if device else [os.getuid(), os.getgid()],
             "hide": [str(home)],
-            "nameserver": GATEWAY_V4 if loopback_resolver() else None,
+            "nameserver": GATEWAY_V4 if device and loopback_resolver() else None,
         }
         return asyncio.run(_run(plan, env, [("127.0.0.1", p) for p in ports]))
     finally:
@@ -155,7 +186,7 @@ async def _run(plan: dict[str, object], env: Mapping[str, str], targets: list[tu
     loop = asyncio.get_running_loop()
     relays: list[port_relay.PortRelay] = []
     try:
-        fds = await _handshake(ours, proc, str(plan["tun"]))
+        fds = await _handshake(ours, proc, str(plan["tun"] or ""))
         for fd, target in zip(fds, targets, strict=True):
             relays.append(port_relay.PortRelay(socket.socket(fileno=fd), target))
             await relays[-1].start()
@@ -180,13 +211,14 @@ async def _handshake(link: socket.socket, proc: asyncio.subprocess.Process, devi
         message, fds, _, _ = socket.recv_fds(link, 1024, 16)
         if message != b"listening":
             raise CommandError(f"run --sealed: {_said(message, proc)}")
-        moved = subprocess.run(
-            ["ip", "link", "set", device, "netns", str(proc.pid)], capture_output=True, text=True
-        )
-        if moved.returncode:
-            raise CommandError(
-                f"run --sealed: cannot move {device} into the namespace: {moved.stderr.strip()}"
+        if device:  # without a TUN device (not root): nothing to move, the namespace has no route
+            moved = subprocess.run(
+                ["ip", "link", "set", device, "netns", str(proc.pid)], capture_output=True, text=True
             )
+            if moved.returncode:
+                raise CommandError(
+                    f"run --sealed: cannot move {device} into the namespace: {moved.stderr.strip()}"
+                )
         link.sendall(b"moved")
         answer = link.recv(1024)
         if answer != b"ready":

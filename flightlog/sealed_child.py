@@ -3,14 +3,15 @@
 Started by `flightlog.sealed` as `python -m flightlog.sealed_child FD` with its plan in the
 `FLIGHTLOG_SEALED` variable (JSON), it talks to its parent over the socket FD:
 
-1. leaves the parent's network and mount namespaces (`unshare`), hides FLIGHTLOG_HOME under an
-   empty tmpfs (the command cannot read the Ledger's keys or write an approval or a policy), and
-   points `/etc/resolv.conf` at an address routed through the TUN when the host's names a loopback
-   resolver (which the new namespace does not have);
+1. leaves the parent's network and mount namespaces (`unshare`; not root: in a user namespace of
+   its own that maps only its own user), hides FLIGHTLOG_HOME under an empty tmpfs (the command
+   cannot read the Ledger's keys or write an approval or a policy), and points `/etc/resolv.conf`
+   at an address routed through the TUN when the host's names a loopback resolver (which the new
+   namespace does not have);
 2. brings its loopback up and listens on the proxy's ports there, handing the listening sockets
    to the parent ("listening"), which relays their connections to the proxy (`flightlog.port_relay`);
 3. once the parent moved the proxy's TUN device in ("moved"), addresses it and makes it the default
-   route for IPv4 and IPv6 ("ready");
+   route for IPv4 and IPv6 ("ready"); without a TUN device (not root) there is no route at all;
 4. becomes the command (`exec`), so its pid, signals and exit code are the command's.
 
 Any step that fails says why in one line to the parent and exits 1: the command never runs unsealed.
@@ -18,9 +19,12 @@ Any step that fails says why in one line to the parent and exits 1: the command 
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,6 +34,9 @@ PLAN_VARIABLE: Final = "FLIGHTLOG_SEALED"
 INSIDE_V4: Final = "10.0.85.2/24"
 GATEWAY_V4: Final = "10.0.85.1"
 INSIDE_V6: Final = "fd85:f1::2/64"
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+IFREQ: Final = "16sH22x"
 
 
 class Failed(Exception):
@@ -42,36 +49,53 @@ def _ip(*args: str) -> None:
         raise Failed(f"ip {' '.join(args)}: {done.stderr.strip() or done.returncode}")
 
 
-def _mount(*args: str) -> None:
-    done = subprocess.run(["mount", *args], capture_output=True, text=True)
-    if done.returncode:
-        raise Failed(f"mount {' '.join(args)}: {done.stderr.strip() or done.returncode}")
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    """mount(2) itself: in a user namespace the `mount` program refuses a user who is not root, and
+    a program run here would lose the namespace's capabilities at exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    args = [x.encode() if x is not None else None for x in (source, target, fstype)]
+    if libc.mount(*args, ctypes.c_ulong(flags), data.encode() if data else None) != 0:
+        raise Failed(f"cannot mount {target}: {os.strerror(ctypes.get_errno())}")
 
 
 def _leave(plan: dict[str, Any]) -> None:
-    """Step 1: own network and mount namespaces; FLIGHTLOG_HOME hidden; a resolver that answers."""
+    """Step 1: own network and mount namespaces (and a user namespace mapping only our own user and
+    group, without root); FLIGHTLOG_HOME hidden; a resolver that answers."""
+    user = plan.get("userns")
     try:
-        os.unshare(os.CLONE_NEWNET | os.CLONE_NEWNS)
+        os.unshare(os.CLONE_NEWNET | os.CLONE_NEWNS | (os.CLONE_NEWUSER if user else 0))
     except OSError as e:
         raise Failed(f"cannot make the namespaces: {e.strerror}") from e
-    _mount("--make-rprivate", "/")
+    if user:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{user[0]} {user[0]} 1"),
+                           ("gid_map", f"{user[1]} {user[1]} 1")):  # fmt: skip
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     for path in plan.get("hide", ()):
         if os.path.isdir(path):
-            _mount("-t", "tmpfs", "-o", "mode=0700,size=64k", "tmpfs", path)
+            _mount("tmpfs", path, "tmpfs", 0, "mode=0700,size=64k")
     if plan.get("nameserver"):
         fd, resolv = tempfile.mkstemp(prefix="flightlog-resolv-")
         with os.fdopen(fd, "w") as f:
             f.write(f"nameserver {plan['nameserver']}\n")
         os.chmod(resolv, 0o644)
         try:
-            _mount("--bind", resolv, "/etc/resolv.conf")
+            _mount(resolv, "/etc/resolv.conf", None, MS_BIND, None)
         finally:
             os.unlink(resolv)
 
 
+def _loopback_up() -> None:
+    """`ip link set lo up`, by ioctl (no program: see `_mount`)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack(IFREQ, fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0)))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+
+
 def _listen(ports: list[int]) -> list[socket.socket]:
     """Step 2: loopback up, and the proxy's ports listening on it."""
-    _ip("link", "set", "lo", "up")
+    _loopback_up()
     out = []
     for port in ports:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -108,7 +132,8 @@ def main() -> int:
         for sock in listening:
             sock.close()  # the parent holds them now; the command must not
         _expect(link, b"moved")
-        _route(plan["tun"])
+        if plan.get("tun"):
+            _route(plan["tun"])
     except (Failed, OSError) as e:
         link.sendall(b"error: " + str(e).encode()[:500])
         return 1

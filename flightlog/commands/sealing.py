@@ -35,9 +35,10 @@ SealedOpt = Annotated[
     bool,
     typer.Option(
         "--sealed",
-        help="Linux, as root: run COMMAND in a network namespace whose only way out is a proxy "
-        "started for it; clients that ignore the proxy variables are caught too (recorded, or "
-        "refused and recorded), DNS works, other protocols are refused.",
+        help="Linux: run COMMAND in a network namespace whose only way out is a proxy started for "
+        "it. As root, clients that ignore the proxy variables are caught too (recorded, or refused "
+        "and recorded), DNS works, other protocols are refused; not root, only the proxy's ports "
+        "lead out.",
     ),
 ]
 

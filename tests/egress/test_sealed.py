@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -51,10 +52,10 @@ def host_address() -> str:
 
 
 def sealed(
-    home: Path, ledger_url: str, *args: str, launcher: list[str] | None = None
+    home: Path, ledger_url: str, *args: str, launcher: list[str] | None = None, path: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    base |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url}
+    base |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, **({"PATH": path} if path else {})}
     command = [*(launcher or []), sys.executable, "-m", "flightlog", "run", "--sealed", *args]
     return subprocess.run(command, env=base, capture_output=True, text=True, timeout=240)
 
@@ -66,23 +67,59 @@ def upstreams(tmp_path: Path) -> Iterator[tuple[str, Upstream, Upstream]]:
         yield address, plain, tls
 
 
+DROPPED = [shutil.which("setpriv") or "setpriv", "--bounding-set", "-net_admin,-sys_admin", "--"]
+"""Root without the capabilities a TUN device needs: sealing as a user who is not root would."""
+
+
 def test_where_it_cannot_seal_nothing_runs(tmp_path: Path) -> None:
-    """Without the capabilities sealing needs (here: root with CAP_NET_ADMIN and CAP_SYS_ADMIN
-    dropped; elsewhere: not root), one line says why and the command never runs; with them, a
-    command that does not exist is refused before anything starts."""
+    """Neither root nor user namespaces (here: the capabilities dropped and no `unshare` to make a
+    user namespace with): one line says why and the command never runs. A command that does not
+    exist is refused before anything starts."""
     marker = tmp_path / "ran"
-    dropped = ["setpriv", "--bounding-set", "-net_admin,-sys_admin", "--"] if why_not() is None else []
-    done = sealed(
-        tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", "--", "touch", str(marker), launcher=dropped
-    )
-    assert done.returncode == 1 and not marker.exists()
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ip").symlink_to(shutil.which("ip") or "/usr/sbin/ip")
+    done = sealed(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", "--", "/usr/bin/touch", str(marker),
+                  launcher=DROPPED, path=str(tools))  # fmt: skip
+    assert done.returncode == 1 and not marker.exists(), done.stderr
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("flightlog: run --sealed: cannot seal here: ")
-    if why_not() is None:
-        assert "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)" in line
-        done = sealed(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", "--", "no-such-command-here")
-        assert done.returncode == 1
-        assert done.stderr.strip() == "flightlog: command not found: no-such-command-here"
+    assert line.startswith("flightlog: run --sealed: cannot seal here: it needs root (CAP_NET_ADMIN")
+    assert "or, without root, user namespaces" in line
+    done = sealed(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", "--", "no-such-command-here")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == "flightlog: command not found: no-such-command-here"
+
+
+def test_without_root_only_the_proxys_ports_lead_out(
+    tmp_path: Path, upstreams: tuple[str, Upstream, Upstream]
+) -> None:
+    """Not root (capabilities dropped), user namespaces allowed: the command runs in a user and
+    network namespace whose only way out is the proxy's ports, said in one line first. A client
+    using the proxy variables is recorded; one that ignores them cannot connect at all (nothing
+    reaches the upstream); FLIGHTLOG_HOME is hidden as with a TUN device."""
+    address, plain, _ = upstreams
+    probe = (
+        f"curl -s -o /dev/null -w '%{{http_code}}' http://{address}:{plain.port}/fixed?c=proxied; echo;"
+        f"curl -s -m 5 --noproxy '*' http://{address}:{plain.port}/fixed?c=direct; echo direct=$?;"
+        'ls -A "$FLIGHTLOG_HOME" | wc -l'
+    )
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    done = sealed(
+        tmp_path / "home", ledger_url, "--agent", "nonroot", "--", "sh", "-c", probe, launcher=DROPPED
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["200", "direct=7", "0"]
+    assert "not root, so no TUN device: the command's only way out is the proxy's ports" in done.stderr
+    assert [p for _, p, _, _ in plain.received] == ["/fixed?c=proxied"]
+    ledger = open_ledger(ledger_url, (tmp_path / "home" / "blobs").as_uri())
+    try:
+        with ledger.engine.connect() as c:
+            from sqlalchemy import text
+
+            rows = c.execute(text("SELECT kind, url, agent FROM events WHERE kind = 'http.request'")).all()
+    finally:
+        ledger.close()
+    assert [(r.url.rsplit("?", 1)[1], r.agent) for r in rows] == [("c=proxied", "nonroot")]
 
 
 @pytest.mark.skipif(why_not() is not None, reason="sealing needs root here; the refusal is tested above")
