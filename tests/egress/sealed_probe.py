@@ -53,8 +53,16 @@ def udp(host: str) -> None:
     report("udp", got=got)
 
 
-def dns(name: str) -> tuple[int, list[str]]:
-    """A DNS question by hand to the resolver this namespace is told to use."""
+def dns(name: str) -> tuple[int | None, list[str]]:
+    """A DNS question by hand to the resolver this namespace is told to use: (its answer code and
+    addresses), or (None, [why]) when no answer came."""
+    try:
+        return _dns(name)
+    except OSError as e:
+        return None, [type(e).__name__]
+
+
+def _dns(name: str) -> tuple[int, list[str]]:
     with open("/etc/resolv.conf") as conf:
         server = next(line.split()[1] for line in conf if line.startswith("nameserver"))
     labels = b"".join(bytes([len(p)]) + p.encode() for p in name.split("."))

@@ -24,7 +24,7 @@ def http(host: str, method: str = "GET", path: str = "/", port: int = 443, **who
 
 
 def tool(name: str, arguments: Any = None, host: str = "mcp.example", **who: str) -> Call:
-    base = http(host, "POST", "/mcp", **who)
+    base = Call("http", host, 443, "POST", "/mcp", who.get("agent"), who.get("session"), who.get("task"))
     return Call(base.kind, base.host, base.port, base.method, base.path, base.agent, base.session,
                 base.task, name, arguments)  # fmt: skip
 
@@ -117,7 +117,8 @@ def test_retired_hosts_are_refused_on_every_path(tmp_path: Path) -> None:
     for call in refused:
         decision = rules.judge(call)
         assert (decision.action, decision.rule) == ("deny", "retired-hosts"), call
-    assert rules.judge_host(Call("connect", "old.example", 443, "CONNECT")).rule == "retired-hosts"
+    connect = rules.judge_host(Call("connect", "old.example", 443, "CONNECT"))
+    assert connect is not None and connect.rule == "retired-hosts"
     assert rules.judge(http("notold.example")).action == "allow"
 
 
