@@ -58,9 +58,10 @@ def test_refusals_count_by_rule_on_both_engines(ledger_url: str, tmp_path: Path)
         ledger.close()
 
 
-@pytest.fixture
-def refusals(tmp_path: Path) -> Iterator[tuple[Ledger, Path]]:
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ledger, Path]]:
     """A Ledger a live proxy wrote: two requests and a CONNECT refused, one request allowed."""
+    tmp_path = tmp_path_factory.mktemp("refusals")
     policy = tmp_path / "egress.toml"
     policy.write_text(
         '[[rule]]\nname = "no-admin"\naction = "deny"\npaths = ["/admin*"]\n'
@@ -120,6 +121,6 @@ async def test_the_browser_lists_refusals_as_exchanges(refusals: tuple[Ledger, P
     assert "CONNECT" in connect and "no-gone-host" in connect, connect
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
