@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.12 || command -v python3.13 || command -v p
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PACKAGES := storage catalog recording egress addons tui flightlog
+PACKAGES := formats storage catalog recording egress addons tui flightlog
 HOST ?= 127.0.0.1
 PORT ?= 8080
 PREFIX ?= $(HOME)/.local
@@ -42,6 +42,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_cycles.py
+	$(BIN)/python scripts/module_sizes.py
 
 # The tests mostly wait on subprocesses (proxies, clients, servers), so they run on JOBS pytest-xdist
 # workers, a test file per worker (its module fixtures, such as a shared proxy, start once). The

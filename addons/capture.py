@@ -4,8 +4,9 @@ A thin mitmproxy shell: hooks copy immutable values into records (addons/wire/fl
 the `WriterProcess`, where redaction, usage and the Ledger run off the event loop's GIL. Streamed
 answers are teed; stream-looking requests go through the `Relay`, which reads on after a client leaves.
 
-Options are declared in `load()` and checked in `configure()`; with plain `mitmdump -s
-addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME / FLIGHTLOG_LEDGER / FLIGHTLOG_BLOBS.
+Options are declared in `load()` and checked in `configure()` (table and checks in `capture_options`);
+with plain `mitmdump -s addons/mitmdump_entry.py` empty options fall back to FLIGHTLOG_HOME /
+FLIGHTLOG_LEDGER / FLIGHTLOG_BLOBS.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from addons.capture_options import DEFAULT_OUTBOUND, MAX_COMMIT_MS, OPTIONS
+from addons.capture_options import DEFAULT_OUTBOUND, MAX_REQUEST_BODY, OPTIONS, check
 from addons.wire.arrived import arrived_body, cut_short_error
 from addons.wire.flow_records import (
     answer_record,
@@ -94,7 +95,7 @@ class Capture:
         )
         self._ignore: frozenset[str] = frozenset({LOCAL_HOST})
         self._outbound: frozenset[str] = frozenset(DEFAULT_OUTBOUND)
-        self._max_request_body = 8 * 1024 * 1024
+        self._max_request_body = MAX_REQUEST_BODY
         self._processing: Processing | None = None
         self._watch: asyncio.Task[None] | None = None
         self.files: ProcessingWatch | None = None
@@ -113,31 +114,11 @@ class Capture:
 
     def configure(self, updated: set[str]) -> None:
         from mitmproxy import ctx, exceptions
-        from mitmproxy.utils import human
 
         opts = ctx.options
-        if "flightlog_stream_grace" in updated and opts.flightlog_stream_grace < 0:
-            raise exceptions.OptionsError("flightlog_stream_grace must be 0 or more seconds")
-        commit = opts.flightlog_commit_ms
-        if "flightlog_commit_ms" in updated and not 1 <= commit <= MAX_COMMIT_MS:
-            raise exceptions.OptionsError(
-                f"flightlog_commit_ms must be 1 to {MAX_COMMIT_MS} ms, not {commit}"
-            )
-        if "flightlog_max_request_body" in updated:
-            try:
-                size = human.parse_size(opts.flightlog_max_request_body)
-            except ValueError as e:
-                raise exceptions.OptionsError(f"flightlog_max_request_body: {e}") from e
-            self._max_request_body = size or 8 * 1024 * 1024
-        secrets = opts.flightlog_secrets
-        if "flightlog_secrets" in updated and secrets and not Path(secrets).is_file():
-            raise exceptions.OptionsError(f"secrets file not found: {opts.flightlog_secrets}")
-        ledger = opts.flightlog_ledger
-        if "flightlog_ledger" in updated and ledger and not ledger.startswith(("sqlite:", "postgresql")):
-            raise exceptions.OptionsError(
-                "the Ledger URL (--ledger, flightlog_ledger) must be sqlite:///PATH or "
-                f"postgresql+psycopg://..., not {opts.flightlog_ledger!r}"
-            )
+        size = check(opts, updated)
+        if size is not None:
+            self._max_request_body = size
         if updated & {"flightlog_ignore_hosts", "flightlog_blobs"}:
             blobs = opts.flightlog_blobs or default_urls()[1]
             self._ignore = frozenset({LOCAL_HOST, *opts.flightlog_ignore_hosts, *storage_hosts(blobs)})
@@ -224,11 +205,6 @@ class Capture:
     def put(self, item: Record) -> bool:
         """Hand another addon's record to the writer (the egress policy's refusals)."""
         return self._sink(item)
-
-    @property
-    def identities(self) -> weakref.WeakKeyDictionary[connection.Client, ident.Identity]:
-        """Who each connection's requests are filed under (a sealed command's TUN sets its own)."""
-        return self._identities
 
     # -- hooks -------------------------------------------------------------------------------------
 

@@ -1,18 +1,22 @@
-"""The options the capture addon declares: one name, one default and one help text each.
+"""The options the capture addon declares (one name, one default and one help text each), and the
+checks of their values `configure()` runs.
 
 `flightlog proxy` sets them from its flags and `mitmdump -s addons/mitmdump_entry.py` from `--set`, so
-both launchers read the same table.
+both launchers read the same table and meet the same checks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from pathlib import Path
+from typing import Any, Final
 
 DEFAULT_OUTBOUND: Final = ("api.openai.com", "api.anthropic.com")
 """Reverse-proxy targets whose traffic is outbound by default: the model APIs an agent calls."""
 MAX_COMMIT_MS: Final = 10_000
 """The longest `flightlog_commit_ms`: past it what a writer holds unwritten is a risk, not a saving."""
+MAX_REQUEST_BODY: Final = 8 * 1024 * 1024
+"""Request bodies larger than this are not read (recorded `missing`) unless the option says more."""
 COMMIT_MS: Final = 50
 SHARED_COMMIT_MS: Final = 100
 
@@ -82,3 +86,31 @@ OPTIONS: tuple[tuple[str, object, object, str], ...] = (
     ("flightlog_stats_file", str, "", "Write the writer's counters here as JSON at exit."),
 )
 """The options `load()` declares: name, type, default, help."""
+
+
+def check(opts: Any, updated: set[str]) -> int | None:
+    """Refuse option values capture cannot use (mitmproxy's OptionsError: one line at startup or on
+    `--set`); the request body limit in bytes when `flightlog_max_request_body` changed."""
+    from mitmproxy import exceptions
+    from mitmproxy.utils import human
+
+    if "flightlog_stream_grace" in updated and opts.flightlog_stream_grace < 0:
+        raise exceptions.OptionsError("flightlog_stream_grace must be 0 or more seconds")
+    commit = opts.flightlog_commit_ms
+    if "flightlog_commit_ms" in updated and not 1 <= commit <= MAX_COMMIT_MS:
+        raise exceptions.OptionsError(f"flightlog_commit_ms must be 1 to {MAX_COMMIT_MS} ms, not {commit}")
+    secrets = opts.flightlog_secrets
+    if "flightlog_secrets" in updated and secrets and not Path(secrets).is_file():
+        raise exceptions.OptionsError(f"secrets file not found: {opts.flightlog_secrets}")
+    ledger = opts.flightlog_ledger
+    if "flightlog_ledger" in updated and ledger and not ledger.startswith(("sqlite:", "postgresql")):
+        raise exceptions.OptionsError(
+            "the Ledger URL (--ledger, flightlog_ledger) must be sqlite:///PATH or "
+            f"postgresql+psycopg://..., not {opts.flightlog_ledger!r}"
+        )
+    if "flightlog_max_request_body" not in updated:
+        return None
+    try:
+        return human.parse_size(opts.flightlog_max_request_body) or MAX_REQUEST_BODY
+    except ValueError as e:
+        raise exceptions.OptionsError(f"flightlog_max_request_body: {e}") from e

@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from addons.egress_connections import EgressConnections, from_tun
 from egress.answers import HEADER, http_body, jsonrpc_body
 from egress.asks import AskBook
 from egress.budgets import BudgetBook
@@ -40,7 +41,7 @@ from egress.patterns import normalize_host
 from egress.policy_file import FILE_NAME
 from egress.rules import Call, Decision
 from recording import identity as ident
-from recording.action_ids import action_id, new_action_id
+from recording.action_ids import action_id
 from recording.capture_setup import default_urls
 from recording.records import Exchange, RefusalRecord
 from storage.locations import flightlog_home
@@ -48,10 +49,8 @@ from storage.locations import flightlog_home
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from mitmproxy import connection, dns, http
+    from mitmproxy import http
     from mitmproxy.addonmanager import Loader
-    from mitmproxy.proxy import context as mcontext
-    from mitmproxy.proxy import layer
 
     from addons.capture import Capture
 
@@ -61,7 +60,6 @@ META_EXCHANGE = "flightlog.exchange"
 """Capture's record of a flow's exchange (`addons.capture`): present exactly when it records the flow."""
 META_JUDGED = "flightlog.egress.judged"
 META_MODEL = "flightlog.egress.model"
-PROTOCOL = "protocol"
 JSON_TYPES = ("application/json", "application/json-rpc")
 Rpc = tuple[list[Any], bool]
 """The JSON-RPC ids of a body's calls (to answer each) and whether it was a batch."""
@@ -76,6 +74,7 @@ class Egress:
         self.tun_identity = ident.EMPTY
         self.bodies = EgressBodies(self)
         self.connections = EgressConnections(self)
+        """Its hooks for what is not HTTP (a sealed command's DNS and raw connections)."""
         self._watch: asyncio.Task[None] | None = None
         self.looks_itself = True
         """Looks at its policy file once a second itself; False in a worker, whose supervisor looks
@@ -155,7 +154,6 @@ class Egress:
             return
         request = flow.request
         who = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
-        who = who.over(self.capture.identities.get(flow.client_conn, ident.EMPTY))
         call = Call("connect", normalize_host(request.host), request.port, "CONNECT", "", *_who(who))
         decision = gate.live.policy.judge_host(call)
         if decision is None or decision.action != "deny":
@@ -169,11 +167,15 @@ class Egress:
     # -- requests ----------------------------------------------------------------------------------
 
     def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """A request whose body capture streams through unread is judged now (no body to read)."""
-        if not flow.request.stream or self.gate is None or self.gate.idle:
-            return None
+        """A sealed command's request is filed under its identity (where the request names none
+        itself); a request whose body capture streams through unread is judged now (no body to read)."""
         exchange = flow.metadata.get(META_EXCHANGE)
         if exchange is None:
+            return None
+        if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
+            exchange = replace(exchange, identity=exchange.identity.over(self.tun_identity))
+            flow.metadata[META_EXCHANGE] = exchange
+        if not flow.request.stream or self.gate is None or self.gate.idle:
             return None
         flow.metadata[META_JUDGED] = True
         return self._judge(flow, exchange, [_call(flow, exchange)], None)
@@ -304,68 +306,6 @@ class EgressBodies:
         return self.egress.judge_request(flow)
 
 
-class EgressConnections:
-    """`Egress`'s hooks for what is not an HTTP request: a TUN connection's identity, raw TCP and UDP,
-    DNS. Its own addon beside `Flightlog` (whose parts see HTTP hooks only)."""
-
-    def __init__(self, egress: Egress) -> None:
-        self.egress = egress
-
-    def client_connected(self, client: connection.Client) -> None:
-        """A connection from a sealed command's TUN is filed under the command's identity."""
-        if self.egress.tun_identity is not ident.EMPTY and _from_tun(client):
-            self.egress.capture.identities[client] = self.egress.tun_identity
-
-    def next_layer(self, nextlayer: layer.NextLayer) -> None:
-        """A sealed command's connection that is not HTTP (nor TLS around it, nor DNS) cannot be
-        judged or recorded: instead of relaying it (raw TCP, UDP other than DNS), it is closed before
-        a byte is forwarded, and the refusal recorded. (mitmproxy connects eagerly, so the TCP
-        handshake with the destination may have happened; `flow.kill()` would not stop a TCP relay.)"""
-        from mitmproxy.proxy.layers import TCPLayer, UDPLayer
-
-        chosen = nextlayer.layer
-        context = nextlayer.context
-        if not isinstance(chosen, TCPLayer | UDPLayer) or not _from_tun(context.client):
-            return
-        method, what = ("TCP", "a connection that is not HTTP")
-        if isinstance(chosen, UDPLayer):
-            method, what = ("UDP", "UDP other than DNS")
-        nextlayer.layer = _closing_layer(context)
-        host, port = context.server.address or ("", 0)
-        who = self.egress.capture.identities.get(context.client, ident.EMPTY)
-        decision = Decision("deny", PROTOCOL, f"{what} cannot be carried through flightlog")
-        url = f"{method.lower()}://{host}:{port}"
-        exchange = Exchange(new_action_id(), "out", method, url, str(host), who)
-        self.egress.record_refusal(exchange, decision, None, None, b"", attempt=True)
-
-    def dns_request(self, flow: dns.DNSFlow) -> None:
-        """A sealed command's DNS question for a host the policy refuses outright is refused (so a
-        name cannot carry data out either); the rest are answered as mitmproxy answers them."""
-        gate = self.egress.gate
-        if gate is None or gate.idle or not flow.request.questions:
-            return
-        from mitmproxy.net.dns import response_codes
-
-        who = self.egress.capture.identities.get(flow.client_conn, ident.EMPTY)
-        for question in flow.request.questions:
-            call = Call("dns", normalize_host(question.name), None, "DNS", "", *_who(who))
-            decision = gate.live.policy.judge_host(call)
-            if decision is not None and decision.action == "deny":
-                flow.response = flow.request.fail(response_codes.REFUSED)
-                url = f"dns:{call.host}"
-                exchange = Exchange(
-                    action_id(flow.id, flow.timestamp_created), "out", "DNS", url, call.host, who
-                )
-                self.egress.record_refusal(exchange, decision, None, None, b"", attempt=True)
-                return
-
-
-def _from_tun(client: connection.Client) -> bool:
-    from mitmproxy.proxy.mode_specs import TunMode
-
-    return isinstance(client.proxy_mode, TunMode)
-
-
 def _who(who: ident.Identity) -> tuple[str | None, str | None, str | None]:
     return who.agent, who.session, who.task
 
@@ -387,22 +327,6 @@ def _response(status: int, body: bytes) -> http.Response:
 
     headers = {"Content-Type": "application/json"} if body else {}
     return http.Response.make(status, body, headers)
-
-
-def _closing_layer(context: mcontext.Context) -> layer.Layer:
-    """A layer that closes both sides at once: what a refused raw connection gets instead of a relay."""
-    from mitmproxy.connection import ConnectionState
-    from mitmproxy.proxy import commands, events
-    from mitmproxy.proxy import layer as mlayer
-
-    class Closing(mlayer.Layer):
-        def _handle_event(self, event: events.Event) -> mlayer.CommandGenerator[None]:
-            if isinstance(event, events.Start):
-                yield commands.CloseConnection(self.context.client)
-                if self.context.server.state is not ConnectionState.CLOSED:
-                    yield commands.CloseConnection(self.context.server)
-
-    return Closing(context)
 
 
 def watched_files(opts: Any) -> list[Path]:

@@ -151,10 +151,17 @@ def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
     routes.add("/api/dispatch", lazy_route(parts.dispatch_handler))
     routes.add("/api/join/", lazy_route(parts.dispatch_handler))
     routes.add("/api/mcp", mcp_route(parts.door))
+    routes.add("/api/graphql", lazy_route(parts.dispatch_handler))
     return routes, parts
 
 
 HOST_BYTES = HOST.encode()
+DOOR_PATH = "/api/dispatch"
+
+
+def _json_parts(status: int, payload: object) -> tuple[int, bytes, dict[str, str]]:
+    code, headers, body = json_answer(status, payload)
+    return code, body, dict(headers)
 
 
 def for_us(request: http.Request) -> bool:
@@ -181,9 +188,12 @@ class LocalRoutes:
     """Answers `flightlog.local` itself; the capture addon sees the skip mark and records nothing."""
 
     def __init__(self, settings: ProxySettings | None = None) -> None:
+        from addons.door.websocket_face import WebSocketDoor
+
         self.settings: ProxySettings | None = None
         self.routes = Routes()
         self._parts: _Parts | None = None
+        self._websockets = WebSocketDoor()
         if settings is not None:
             self.use(settings)
 
@@ -224,6 +234,7 @@ class LocalRoutes:
             log.warning(OPEN_MODE_WARNING)
 
     def done(self) -> None:
+        self._websockets.close()
         if self._parts is not None:
             self._parts.close()
 
@@ -257,11 +268,15 @@ class LocalRoutes:
         """Plain for every other flow; a coroutine (awaited by mitmproxy) only for our own routes."""
         if not flow.metadata.get("flightlog.local"):
             return None
+        from addons.door.websocket_face import is_upgrade
+
+        if is_upgrade(flow.request.headers) and flow.request.path.partition("?")[0].rstrip("/") == DOOR_PATH:
+            return self._upgrade(flow)
         return self._answer(flow)
 
     def answer(self, method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
         """One request to a local route, after the authority checks (blocking: run off the loop)."""
-        if path.rstrip("/") == "/api/dispatch" or path.startswith("/api/mcp"):
+        if path.rstrip("/") in (DOOR_PATH, "/api/graphql") or path.startswith("/api/mcp"):
             return self.routes.answer(method, path, query, headers, body)  # they check and record
         refusal = browser_refusal(method, headers, body)
         status = 403
@@ -276,6 +291,38 @@ class LocalRoutes:
         if self._parts is not None:
             self._parts.record(method, path, query, headers, refusal)
         return _refused(status, *refusal)
+
+    async def _upgrade(self, flow: http.HTTPFlow) -> None:
+        """A WebSocket to the door (`addons.door.websocket_face`): checked like any door request,
+        then handed to the door's WebSocket end with a one-time ticket for what the upgrade carried."""
+        from mitmproxy import http
+
+        from addons.door.http_face import call_head
+        from addons.door.websocket_face import TICKET_HEADER
+
+        req = flow.request
+        path, _, query_string = req.path.partition("?")
+        query = parse_qs(query_string, keep_blank_values=True)
+        headers = dict(req.headers.items())
+        refusal = browser_refusal(req.method, headers, b"")
+        parts = self._parts
+        if refusal is not None or parts is None:
+            refusal = refusal or ("settings", "flightlog's routes are not configured yet")
+            if parts is not None:
+                await asyncio.to_thread(parts.record, req.method, path, query, headers, refusal)
+            status, out_headers, body = _refused(403 if parts is not None else 503, *refusal)
+            flow.response = http.Response.make(status, body, dict(out_headers))
+            return
+        try:
+            door = await asyncio.to_thread(parts.door)
+        except Exception as e:  # the door cannot open (its Ledger, its Directory): one clear answer
+            flow.response = http.Response.make(*_json_parts(503, {"error": f"{type(e).__name__}: {e}"}))
+            return
+        token, head = bearer(headers, query), call_head(req.method, path, query, headers)
+        ticket = self._websockets.admit(lambda message: door.websocket_call(message, token, headers, head))
+        host, port = await self._websockets.address()
+        req.scheme, req.host, req.port = "http", host, port
+        req.headers[TICKET_HEADER] = ticket
 
     async def _answer(self, flow: http.HTTPFlow) -> None:
         from mitmproxy import http

@@ -26,8 +26,9 @@ from addons.errors import ServeReplayError
 from addons.readback.match_book import Book, ReplayReport
 from addons.readback.recorded import Exchange, PayloadReader, body, canonical_url
 from addons.readback.replay_answers import MARK, answer_fields, is_stream, refusal
-from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration, sse_chunks
+from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration
 from addons.readback.ws_player import Conversation
+from formats import sse
 from recording.identity import PATH_PREFIX, from_path
 from recording.redact import Redactor
 from storage.heads import Fields
@@ -262,7 +263,7 @@ class ServeReplay:
         content = await asyncio.to_thread(body, response, self.read)
         took = recorded_duration(exchange) if self.timing == "recorded" else 0.0
         if not http2 and is_stream(head) and self.player.address is not None:
-            chunks = tuple(sse_chunks(content))
+            chunks = tuple(sse.blocks(content))  # one event a chunk, as it was streamed
             self.play(flow, Playback(response.status, head.start[2], head.fields, chunks), took)
             return
         if took:

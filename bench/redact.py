@@ -81,7 +81,7 @@ def main() -> None:
         ("head without auth headers", lambda: redactor.redact_head(_PLAIN_HEAD), len(_PLAIN_HEAD)),
         ("no secret, gzip stream 16 KiB", lambda: streamed_gz(gz_clean), len(clean)),
     ]
-    print(f"{len(secrets)} secrets, {sum(1 for _ in redactor._forms)} spellings, body {len(clean)} bytes")
+    print(f"{len(secrets)} secrets, {sum(1 for _ in redactor.forms)} spellings, body {len(clean)} bytes")
     for label, fn, n in cases:
         print(f"{label:34s} {_rate(fn, n):9.1f} MB/s")
 

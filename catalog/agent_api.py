@@ -1,6 +1,6 @@
 """The agent API of seed 002 over a Directory: few verbs, all deterministic, all text.
 
-    manifest(bundle?, names?)              -> TSV (the manifest module)
+    manifest(bundle?, names?, offset?, limit?) -> TSV (the manifest module); paged like get
     search(query, k?, bundle?)             -> manifest rows + pos, score, layer, matched; never bodies
     get(ids, section?, offset?, limit?, find?) -> framed slices (the slices module)
     snapshot()                             -> digest, concepts, revision
@@ -52,7 +52,23 @@ class AgentApi:
 
     # ---- reads -------------------------------------------------------------------------------
 
-    def manifest(self, bundle: str | None = None, names: bool = False) -> str:
+    def manifest(
+        self,
+        bundle: str | None = None,
+        names: bool = False,
+        offset: int | None = None,
+        limit: int | None = None,
+    ) -> str:
+        """The manifest; with a `cap` (over MCP) or a `limit`, one page of it framed
+        `@@ manifest [start..end of total]` ending at a row's end, continued with `offset=end`."""
+        text = self.whole_manifest(bundle, names)
+        size = limit if limit is not None else self.cap
+        if size is None and not offset:
+            return text
+        return slices.lines_page("manifest", text, offset, size)
+
+    def whole_manifest(self, bundle: str | None = None, names: bool = False) -> str:
+        """The whole manifest, never paged (the library's, the HTTP API's and the MCP resource's)."""
         snap = self.directory.snapshot()
         key = (snap.digest, bundle or None, bool(names))
         text = self._manifests.get(key)
@@ -73,11 +89,11 @@ class AgentApi:
     def sizes(self) -> dict[str, manifest_text.Size]:
         """Measured sizes of the full manifest, the names-only one, and each bundle's."""
         out = {
-            "full": manifest_text.Size(len(self.manifest().encode())),
-            "names": manifest_text.Size(len(self.manifest(names=True).encode())),
+            "full": manifest_text.Size(len(self.whole_manifest().encode())),
+            "names": manifest_text.Size(len(self.whole_manifest(names=True).encode())),
         }
         for b in self.directory.bundles():
-            out[f"bundle:{b}"] = manifest_text.Size(len(self.manifest(bundle=b).encode()))
+            out[f"bundle:{b}"] = manifest_text.Size(len(self.whole_manifest(bundle=b).encode()))
         return out
 
     def advice(self) -> str:

@@ -41,8 +41,9 @@ READ_TOOLS: Final = (
         "Directory manifest",
         "Call this before anything else. The Directory as TSV: one line per row (id, bundle, kind, status, "
         "grain, summary, links). Pick ids from it; never guess one. bundle narrows it to one bundle; names "
-        "lists ids only.",
-        _obj([], bundle=_STR, names={"type": "boolean"}),
+        "lists ids only. Past 15,000 characters it comes in pages framed @@ manifest [start..end of total]; "
+        "continue with offset: end.",
+        _obj([], bundle=_STR, names={"type": "boolean"}, offset=_INT, limit=_INT),
         read_only=True,
     ),
     ToolSpec(

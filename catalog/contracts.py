@@ -10,14 +10,17 @@ A caller learns one shape, `{"tool": NAME, "args": {...}}`, and asks for the wra
     {method: "CODE", language, code}
     an array of those                         run in order
 
-Form names (`FORM_NAMES`, in order): the door's (dispatch and its dry run, url, curl, wget, cli and
-its dry run, python, python_mcp, javascript, webhook, mcp_stdio, mcp_http, mcp_jsonrpc), the MCP
-client configurations (Claude Code's line and .mcp.json, Cursor, VS Code, generic mcpServers), the
-tool definitions models take (OpenAI chat and Responses, Anthropic), with a scoped token its three
-credential-free link forms (link, link_curl, link_markdown), and upstream (the service's own call,
-only for a tool with an upstream contract). A tool whose upstream is a stdio MCP
-server adds `RECORDED_FORM_NAMES`: its configuration for Claude Code, Cursor and VS Code behind
-`flightlog mcp-record` (`catalog.forms.recorded_mcp`).
+Form names (`FORM_NAMES`, in order), 26 for every tool (`ALWAYS_FORMS`), as seed 000 counts them:
+the dispatch door and its dry run, a one-line URL, two command-line clients (curl, wget), the
+flightlog CLI, Python (httpx, and the official MCP client over stdio), JavaScript, a webhook, an
+Apple Shortcut, an SDK method, a direct function call, MCP over stdio, over HTTP and as one JSON-RPC
+POST, WebSocket, server-sent events, GraphQL, SSH, the MCP client configurations (Claude Code's
+line, the mcpServers JSON, VS Code's) and the tool definitions models take (OpenAI chat and
+Responses, Anthropic); with a live scoped token its three credential-free link forms (link,
+link_curl, link_markdown: 29); and upstream, the service's own call, for a tool with an upstream
+contract (27, or 30 with both). A tool whose upstream is a stdio MCP server also gets
+`RECORDED_FORM_NAMES`: that server's own configuration behind `flightlog mcp-record`
+(`catalog.forms.recorded_mcp`), which are not forms of the canonical call and are not counted.
 
 The dispatch door uses two functions of this module: `render_upstream(tool, args)` gives the exact
 upstream request with the arguments substituted and secrets still as `[NAME]` (what a dry run shows),
@@ -42,9 +45,11 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from catalog.errors import ArgumentError, ToolError
 from catalog.forms.agents import config_forms, definition_forms
+from catalog.forms.channels import channel_forms
 from catalog.forms.door import (
     DEFAULT_BASE,
     DEFAULT_PROXY,
+    DEFAULT_SSH_HOST,
     DISPATCH_PATH,
     MCP_CALL_TOOL,
     MCP_HTTP_PATH,
@@ -55,12 +60,15 @@ from catalog.forms.door import (
 from catalog.forms.door import (
     FORM_NOTES as _NOTES,
 )
+from catalog.forms.library import function_snippet, sdk_snippet
 from catalog.forms.recorded_mcp import RECORDED_FORM_NAMES, RECORDED_FORM_NOTES, mcp_upstream, recorded_forms
+from catalog.forms.shortcut import shortcut_form
 from catalog.forms.upstream import Request, bind, canonical_json, render, secret_names
 from catalog.refused import RefusedHosts
 from catalog.tool import Tool
 
 __all__ = [
+    "ALWAYS_FORMS",
     "DEFAULT_BASE",
     "DEFAULT_PROXY",
     "DISPATCH_PATH",
@@ -70,9 +78,11 @@ __all__ = [
     "MCP_HTTP_PATH",
     "RECORDED_FORM_NAMES",
     "RECORDED_FORM_NOTES",
+    "TOKEN_FORMS",
     "bind_secrets",
     "canonical_call",
     "canonical_json",
+    "counted",
     "example_args",
     "forms",
     "render_upstream",
@@ -80,36 +90,39 @@ __all__ = [
     "validate_args",
 ]
 
-FORM_NAMES: Final = (
+ALWAYS_FORMS: Final = (
     "dispatch",
     "dispatch_dry_run",
     "url",
     "curl",
     "wget",
     "cli",
-    "cli_dry_run",
     "python",
     "python_mcp",
     "javascript",
     "webhook",
+    "apple_shortcut",
+    "sdk",
+    "function",
     "mcp_stdio",
     "mcp_http",
     "mcp_jsonrpc",
+    "websocket",
+    "sse",
+    "graphql",
+    "ssh",
     "mcp_config_claude_code",
-    "mcp_config_claude_code_json",
-    "mcp_config_cursor",
-    "mcp_config_vscode",
     "mcp_config_json",
+    "mcp_config_vscode",
     "openai_tool",
     "openai_responses_tool",
     "anthropic_tool",
-    "link",
-    "link_curl",
-    "link_markdown",
-    "upstream",
 )
-"""Every form in order: 22 for every tool, the three link forms with a scoped token, and upstream
-for a tool with an upstream contract (26 for a fully equipped row)."""
+"""The forms every tool has (seed 000: 26)."""
+TOKEN_FORMS: Final = ("link", "link_curl", "link_markdown")
+"""The credential-free links a tool with a live scoped token gains (29)."""
+FORM_NAMES: Final = (*ALWAYS_FORMS, *TOKEN_FORMS, "upstream")
+"""Every form in order (30 for a fully equipped row)."""
 FORM_NOTES: Final = {name: _NOTES[name] for name in FORM_NAMES}
 """What varies per form, in the forms' order."""
 
@@ -180,28 +193,50 @@ def forms(
     check_args: bool = True,
     token: str | None = None,
     home: str | None = None,
+    ssh_host: str = DEFAULT_SSH_HOST,
 ) -> dict[str, Any]:
     """Every form of the canonical call `{"tool": tool.name, "args": args}`, keyed by form name.
 
     `token` (a scoped token) is carried by every form that reaches the door and adds the three
-    credential-free link forms; `proxy` is the running proxy's address (the command line reads it
-    from `proxy.json`); `home` is the FLIGHTLOG_HOME the MCP client configurations start the server
-    with. `check_args=False` skips the schema check, only to show forms with sample arguments.
+    credential-free link forms; without one, every form that can carry a token reads FLIGHTLOG_TOKEN
+    where it runs. `proxy` is the running proxy's address (the command line reads it from
+    `proxy.json`); `home` is the FLIGHTLOG_HOME the MCP client configurations start the server with;
+    `ssh_host` is the machine the SSH form runs the CLI on. `check_args=False` skips the schema
+    check, only to show forms with sample arguments.
     """
     checked = validate_args(tool, args) if check_args else dict(args)
     hosts = refused if isinstance(refused, RefusedHosts) else RefusedHosts(tuple(refused))
-    out = door_forms(tool.name, checked, base=base, proxy=proxy, token=token)
-    out |= more_forms(tool.name, checked, base=base, proxy=proxy, token=token)
-    out |= config_forms(home, proxy, token) | definition_forms(tool.name, tool.description, tool.args_schema)
+    name = tool.name
+    out = door_forms(name, checked, base=base, proxy=proxy, token=token)
+    out |= more_forms(name, checked, base=base, proxy=proxy, token=token)
+    headers = out["dispatch"]["headers"]
+    call = canonical_call(tool, checked)
+    out["apple_shortcut"] = shortcut_form(name, out["dispatch"]["url"], headers, call, token)
+    out["sdk"] = {
+        "method": "CODE",
+        "language": "python",
+        "code": sdk_snippet(name, checked, proxy, base, token),
+    }
+    out["function"] = {"method": "CODE", "language": "python", "code": function_snippet(name, checked, token)}
+    out |= channel_forms(
+        name, checked, base=base, proxy=proxy, headers=headers, token=token, ssh_host=ssh_host
+    )
+    out |= config_forms(home, proxy, token) | definition_forms(name, tool.description, tool.args_schema)
     if token:
-        out |= link_forms(tool.name, checked, base=base, proxy=proxy, token=token)
-    out = {name: out[name] for name in FORM_NAMES if name in out}
+        out |= link_forms(name, checked, base=base, proxy=proxy, token=token)
+    out = {form: out[form] for form in FORM_NAMES if form in out}
     if tool.upstream is not None:
         out["upstream"] = render_upstream(tool, checked, refused=hosts, check_args=False)
         if (mcp := mcp_upstream(tool.upstream)) is not None:  # a stdio server's config behind mcp-record
             out |= recorded_forms(mcp.get("server") or {})
-    hosts.check(out, f"the {tool.name} forms")
+    hosts.check(out, f"the {name} forms")
     return out
+
+
+def counted(rendered: Mapping[str, Any]) -> int:
+    """How many of `rendered` are forms of the canonical call (26, 27, 29 or 30; the wrapped MCP
+    server configurations are the upstream's, not the call's)."""
+    return sum(1 for form in rendered if form in FORM_NAMES)
 
 
 def example_args(tool: Tool) -> dict[str, Any]:

@@ -60,8 +60,13 @@ def build_server(
 
         return run
 
-    def manifest(bundle: str | None = None, names: bool | None = None) -> str:
-        return api.manifest(bundle, bool(names))
+    def manifest(
+        bundle: str | None = None,
+        names: bool | None = None,
+        offset: int | None = None,
+        limit: int | None = None,
+    ) -> str:
+        return api.manifest(bundle, bool(names), offset, limit)
 
     def search(query: str, k: int | None = None, bundle: str | None = None) -> str:
         return api.search(query, k, bundle)
@@ -150,7 +155,7 @@ def build_server(
         mime_type="text/tab-separated-values",
     )
     def manifest_resource() -> str:
-        return api.manifest()
+        return api.whole_manifest()  # whole: a client preloads it on purpose (the tool pages)
 
     return server
 

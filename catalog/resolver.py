@@ -4,7 +4,8 @@ Lexical only: no model, no embeddings. A score is an integer that names its laye
 
     1000 name      the row's name is the query
      900 prefix    the query is the start of the name
-     850 phrase    the name is exactly the query's words
+     850 phrase    the name is exactly the query's words, in any order ("create github issue" is
+                   GITHUB_ISSUE_CREATE), each as often as the name holds it
      800 words     every query word is a word of the name (plurals and -ing/-ed forms fold together)
  750-772 alias     a query word, spelled right or corrected, is an alias meaning this row; each other
                    query word adds 14 when it is a word of the name, 2 when it is elsewhere in the row
@@ -12,6 +13,10 @@ Lexical only: no model, no embeddings. A score is an integer that names its laye
      600 lead      the name starts with the first word and the rest is in the row (folded)
      300 typo      a word is within its edit budget (Damerau-Levenshtein, with transpositions)
      200 sound     a word sounds like a word of the name (Soundex)
+
+The layers from 700 down look only at the words that carry meaning: a stop word ("the", "a", "my",
+`words.STOPWORDS`) is somewhere in nearly every row, so a query of stop words alone matches nothing
+there (it can still meet a row whose name holds it, at 800 and above).
 
 Question framing ("how do I", "where is my") is stripped first. Before the alias layer, a query word
 the Directory does not know (no row holds it, no alias is it) is corrected to the alias word it is
@@ -33,7 +38,7 @@ from typing import Final
 
 from catalog.aliases import Targets
 from catalog.index import Index, Row, SectionIndex
-from catalog.words import content_words, forms, strip_framing, words
+from catalog.words import STOPWORDS, content_words, forms, strip_framing, words
 
 LAYERS: Final = {
     "name": 1000,
@@ -109,6 +114,7 @@ class Resolver:
             return []
         sections = [s for b, s in self.index.sections.items() if bundle is None or b == bundle]
         meaning = content_words(qwords)
+        loose = meaning if any(w not in STOPWORDS for w in meaning) else []  # 700 down: no stop words
         found: dict[Key, Found] = {}
 
         def best(s: SectionIndex, rows: Iterable[int]) -> Iterable[int]:
@@ -124,10 +130,10 @@ class Resolver:
             lambda s, offer: self._phrase_layer(s, qwords, offer),
             lambda s, offer: self._words_layer(s, meaning, offer, best),
             lambda s, offer: None,  # the alias layer runs once, over every section (below)
-            lambda s, offer: self._text_layer(s, meaning, offer, best),
-            lambda s, offer: self._lead_layer(s, meaning, offer, best),
-            lambda s, offer: self._fuzzy_layer(s, meaning, offer, "typo", self._near),
-            lambda s, offer: self._fuzzy_layer(s, meaning, offer, "sound", self._sounds),
+            lambda s, offer: self._text_layer(s, loose, offer, best),
+            lambda s, offer: self._lead_layer(s, loose, offer, best),
+            lambda s, offer: self._fuzzy_layer(s, loose, offer, "typo", self._near),
+            lambda s, offer: self._fuzzy_layer(s, loose, offer, "sound", self._sounds),
         ]
         need = k
         for n, step in enumerate(per_section):
@@ -194,14 +200,24 @@ class Resolver:
                 offer((s.bundle, i), LAYERS["prefix"], "prefix", qwords)
 
     def _phrase_layer(self, s: SectionIndex, qwords: list[str], offer: Offer) -> None:
-        for i in s.normed_rows(" ".join(qwords)):
-            offer((s.bundle, i), LAYERS["phrase"], "phrase", qwords)
+        """Rows whose name is the query's words in any order: every word is a name word (exactly,
+        not folded), and the name has no other word, nor one more often than the query says."""
+        want = sorted(qwords)
+        postings = sorted((s.name_words.get(w, ()) for w in set(qwords)), key=len)
+        if not postings[0]:
+            return
+        rows = set(postings[0]).intersection(*postings[1:])
+        for i in sorted(rows):
+            if sorted(s.normals[i].split()) == want:
+                offer((s.bundle, i), LAYERS["phrase"], "phrase", qwords)
 
     def _words_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
         for i in best(s, _all(s.name_words, meaning)):
             offer((s.bundle, i), LAYERS["words"], "words", meaning)
 
     def _text_layer(self, s: SectionIndex, meaning: list[str], offer: Offer, best: Best) -> None:
+        if not meaning:
+            return
         everywhere = reduce(lambda acc, w: acc & _in_text(s, w), meaning[1:], _in_text(s, meaning[0]))
         for i in best(s, everywhere):
             offer((s.bundle, i), LAYERS["text"], "text", meaning)

@@ -11,6 +11,9 @@ A slice is `[offset, min(total, offset + limit))` in characters (never splitting
 offset is 0; past the end is empty at `total`. `find` is a literal, case-insensitive phrase: the
 window (2,000 characters, or `limit`) is centred on its first occurrence and the frame lists the
 offset of every occurrence (the first 20 when there are more).
+
+`lines_page` cuts a line-oriented text (the manifest) the same way, except that a page ends at a
+line's end so no row is ever split: `@@ manifest [0..14987 of 3212345]`, continued with offset 14987.
 """
 
 from __future__ import annotations
@@ -83,6 +86,24 @@ def _find(label: str, text: str, phrase: str, window: int) -> str:
     else:
         where = f"first {MATCHES_LISTED} of {len(found)} matches at {listed}"
     return f"@@ {label} [{start}..{end} of {total}] {where}\n{text[start:end]}"
+
+
+def lines_page(label: str, text: str, offset: int | None, limit: int | None) -> str:
+    """A page of a text of lines, framed like `cut` when it is not the whole text.
+
+    The page is `[offset, end)`, where `end` is the last line end within `offset + limit`, so a row is
+    never split (a first line longer than `limit` is cut at `limit`, rather than answer nothing).
+    The whole text, asked from 0, comes unframed: it is what the caller asked for, as it is.
+    """
+    total = len(text)
+    start = min(max(0, offset or 0), total)
+    end = total if limit is None else min(total, start + max(0, limit))
+    if end < total:
+        line_end = text.rfind("\n", start, end)
+        end = line_end + 1 if line_end >= 0 else end
+    if start == 0 and end == total:
+        return text
+    return f"@@ {label} [{start}..{end} of {total}]\n{text[start:end]}"
 
 
 def join(chunks: list[str], missing: list[str]) -> str:

@@ -106,7 +106,7 @@ def main() -> None:
     except known_errors() as e:
         # deferred: --help starts without it. The message may quote the Ledger (a recorded URL):
         # shown, it stays one line and cannot drive the terminal.
-        from tui.terminal_text import shown
+        from formats.terminal_text import shown
 
         print(shown(f"flightlog: {e}"), file=sys.stderr)
         sys.exit(1)

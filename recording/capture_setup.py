@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from formats.usage import extract_usage
 from recording.events import Processing
 from recording.prices import PriceTable
 from recording.redact import Redactor
 from recording.secrets import load_secrets
-from recording.usage import extract_usage
 from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 if TYPE_CHECKING:

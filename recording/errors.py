@@ -14,10 +14,6 @@ class SecretsError(RecordingError):
     """The secrets file or a named environment variable cannot be used."""
 
 
-class EncodingError(RecordingError):
-    """A body could not be decoded with the content coding its header names."""
-
-
 class PriceError(RecordingError):
     """A price table file is unreadable or malformed."""
 

@@ -2,8 +2,8 @@
 
 A streamable HTTP session's GET stream (and the older HTTP+SSE transport's event channel) can stay
 open for the whole session; the exchange's record reaches the writer only when it ends. So the
-writer hands each teed chunk of an MCP GET stream to `live()` as it arrives, which cuts the
-stream at SSE event boundaries and makes one event per complete JSON-RPC message at once, by the
+writer hands each teed chunk of an MCP GET stream to `live()` as it arrives, which reads it with
+the one SSE reader (`formats.sse.Reader`) and makes one event per complete JSON-RPC message at once, by the
 rules of `recording.mcp_messages` (same ids `RESPONSE_EVENT:mcp:N`, same numbering, same
 call keys in `parent`), so a server's notification or a result sent on that stream is in the Ledger
 while the stream is open.
@@ -25,29 +25,28 @@ without a boundary, or for a content-encoded stream, it is left to the stream's 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from formats import jsonrpc, sse
 from recording import events as ev
-from recording.mcp_messages import MEMO, READ_MAX, Flow, Memory, collect, message_event, messages
+from recording.mcp_messages import MEMO, READ_MAX, Flow, Memory, collect, message_event
 from recording.records import StreamChunk
 from storage import kinds
 from storage.events import Event
 
 log = logging.getLogger("flightlog.capture")
-BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-"""Where an SSE event ends (the separators `mcp_messages` splits a whole stream at)."""
 
 
 @dataclass
 class Live:
-    """One open stream: its flow, the incomplete SSE event, and how many messages were made."""
+    """One open stream: its flow, its reader (holding the incomplete SSE event), and how many
+    messages were made."""
 
     flow: Flow
     known: bool
-    rest: bytes = b""
+    reader: sse.Reader = field(default_factory=sse.Reader)
     emitted: int = 0
     off: bool = False
     """Left to the stream's end (too large an event, content-encoded, or not MCP after all)."""
@@ -63,18 +62,6 @@ def _start(chunk: StreamChunk, memo: Memory) -> Live | None:
     live = Live(flow, known, off=chunk.content_encoding not in ("", "identity"))
     memo.keep(memo.live, chunk.flow_id, live)
     return live
-
-
-def _complete(live: Live, data: bytes) -> bytes:
-    """The SSE events `data` completes (up to the last boundary); the rest waits for more."""
-    buffer = live.rest + data
-    end = 0
-    for found in BOUNDARY.finditer(buffer):
-        end = found.end()
-    live.rest = buffer[end:]
-    if len(live.rest) > READ_MAX:
-        live.off, live.rest = True, b""
-    return buffer[:end]
 
 
 def live(
@@ -98,12 +85,19 @@ def live(
 def _made(
     proc: ev.Processing, chunk: StreamChunk, state: Live, next_seq: Callable[[], int], memo: Memory
 ) -> list[Event]:
-    complete = _complete(state, chunk.data)
-    if not complete or state.off:
+    read = state.reader.feed(chunk.data)
+    if state.reader.pending > READ_MAX:
+        state.off, state.reader = True, sse.Reader()  # what it held is let go: left to the end
+    if not read or state.off:
         return []
     # redacted before it is read, as a stored stream is: no secret reaches a column or a payload
-    complete, names = ev.redact_body(proc, complete, "")
-    collected = collect(messages(complete, "text/event-stream"), state.flow, state.known)
+    names: set[str] = set()
+    redacted = []
+    for sse_event in read:
+        data, replaced = ev.redact_body(proc, sse_event.data, "")
+        names |= replaced
+        redacted.append(replace(sse_event, data=data))
+    collected = collect(jsonrpc.event_messages(redacted), state.flow, state.known)
     if collected is None:
         state.off = True  # another JSON-RPC API: the stream's end says so too, and makes nothing
         return []

@@ -3,7 +3,7 @@
 The writer calls `derived()` for every event it makes; for an `http.request` or `http.response` that
 carries MCP (streamable HTTP with a JSON or an SSE answer, or the older HTTP+SSE transport: a GET
 event stream that announces an `endpoint`, and POSTs to it) it returns one event per message, after
-the exchange's own. They follow the stdio rules (`recording.mcp_jsonrpc`): `kind`
+the exchange's own. They follow the stdio rules (`formats.jsonrpc`, `storage.kinds.mcp_kind`): `kind`
 `mcp.<method>` or `mcp.<method>.result`, `tool` from a `tools/call`, `method` the JSON-RPC method,
 a JSON-RPC error or a tool's `isError` result in `error`. Beyond that:
 
@@ -26,7 +26,6 @@ a JSON-RPC error or a tool's `isError` result in `error`. Beyond that:
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -34,15 +33,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from recording import mcp_jsonrpc as rpc
-from recording.encodings import decode
+from formats import codings
+from formats import jsonrpc as rpc
+from formats.errors import CodingError
 from recording.stream_body import Deferred
 from storage import kinds
 from storage.events import Event
 
 MEMORY: Final = 20_000
 READ_MAX: Final = 16 * 1024 * 1024
-"""Payloads up to this size are read for messages (a larger one is not MCP traffic worth parsing)."""
+"""Payloads up to this size (stored, and decoded) are read for messages (a larger one is not MCP
+traffic worth parsing)."""
 MCP_HEADERS: Final = (b"\nmcp-session-id:", b"\nmcp-protocol-version:", b"\nmcp-method:")
 _SESSION_HEADER = re.compile(rb"\r\nmcp-session-id:[ \t]*([^\r\n]+)", re.IGNORECASE)
 _TYPE_HEADER = re.compile(rb"\r\ncontent-type:[ \t]*([^\r\n]+)", re.IGNORECASE)
@@ -93,49 +94,11 @@ def _query_session(url: str | None) -> str:
     return ""
 
 
-def _sse_events(body: bytes) -> Iterator[tuple[str, bytes]]:
-    """(event type, data) of each event of an SSE body (data lines joined by newlines)."""
-    for block in re.split(rb"\r\n\r\n|\n\n|\r\r", body):
-        kind, data = "message", []
-        for line in re.split(rb"\r\n|\n|\r", block):
-            name, _, value = line.partition(b":")
-            value = value[1:] if value.startswith(b" ") else value
-            if name == b"data":
-                data.append(value)
-            elif name == b"event":
-                kind = value.decode("utf-8", "replace")
-        if data:
-            yield kind, b"\n".join(data)
-
-
-def messages(body: bytes, content_type: str) -> Iterator[tuple[str, bytes, Any]]:
-    """Each JSON-RPC message of a body as (where, its bytes, its decoded value); `where` is `json` or
-    an SSE event type (an `endpoint` event is yielded too, as `endpoint`, with its value None)."""
-    if "text/event-stream" in content_type:
-        for kind, data in _sse_events(body):
-            if kind == "endpoint":
-                yield "endpoint", data, None
-                continue
-            try:
-                value = json.loads(data)
-            except ValueError:
-                continue
-            for part in value if isinstance(value, list) else [value]:
-                yield kind, json.dumps(part).encode() if isinstance(value, list) else data, part
-        return
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return
-    for part in value if isinstance(value, list) else [value]:
-        yield "json", body if not isinstance(value, list) else json.dumps(part).encode(), part
-
-
 def message_at(payload: bytes, head: bytes, n: int) -> bytes:
     """The bytes of the Nth message of an exchange event's stored payload (the reader's side of the
     `artifact` reference); a batch element is re-serialized from its decoded value."""
-    body = decode(payload, _header(_CODING_HEADER, head) or None)
-    found = [m for m in messages(body, _header(_TYPE_HEADER, head).lower()) if m[0] != "endpoint"]
+    body = codings.decode(payload, _header(_CODING_HEADER, head) or None, cap=READ_MAX)
+    found = [m for m in rpc.messages(body, _header(_TYPE_HEADER, head)) if m[0] != rpc.ENDPOINT]
     return found[n - 1][1]
 
 
@@ -168,7 +131,7 @@ def collect(
     the exchange is now known to be MCP; None when a method says it is another JSON-RPC API."""
     out: list[tuple[rpc.Message, bytes]] = []
     for where, data, value in found:
-        if where == "endpoint":
+        if where == rpc.ENDPOINT:
             flow.session = _query_session(data.decode("utf-8", "replace")) or flow.session
             known = True
             continue
@@ -212,8 +175,8 @@ def derived(
     if raw is None:
         return []
     try:
-        body = decode(raw, _header(_CODING_HEADER, event.head) or None)
-    except Exception:  # a body that does not decode as it claims is not read for messages
+        body = codings.decode(raw, _header(_CODING_HEADER, event.head) or None, cap=READ_MAX)
+    except CodingError:  # a body that does not decode as it claims (or past READ_MAX) is not read
         return []
     if request:
         if not _looks_mcp(lowered, body):
@@ -230,7 +193,7 @@ def derived(
         memo.flows.pop(event.action_id, None)
     content_type = _header(_TYPE_HEADER, event.head).lower()
     origin = "client" if request else "server"
-    collected = collect(messages(body, content_type), flow, known)
+    collected = collect(rpc.messages(body, content_type), flow, known)
     if collected is None or not collected[1]:
         return []
     return [
@@ -259,7 +222,7 @@ def message_event(
     return replace(
         event,
         event_id=f"{event.event_id}:mcp:{n}",
-        kind=rpc.kind_of(message, method),
+        kind=kinds.mcp_kind(message.shape, message.method, method),
         seq=seq,
         method=method,
         tool=tool,

@@ -4,16 +4,16 @@ Two threads relay, one per direction, with blocking `read`/`write` on the raw fi
 nothing else in between: the client's stdin goes to the server's stdin and the server's stdout to our
 stdout unchanged (stderr is the server's own, inherited). Each chunk read is also appended to an
 in-memory inbox as it is read, so a request precedes its result (O(1), no wake-up); the event loop
-takes the inbox every 50 ms, splits it into lines (MCP's stdio framing) and hands them to the same
-`WriterProcess` the proxy uses, in one frame per 50 ms, so the Ledger's speed or absence never
-reaches the relay and the wrapper's own work stays small beside the session's. Lines become events
-in the writer process (`recording.mcp_stdio_events`).
+takes the inbox every 50 ms, splits it into lines (MCP's stdio framing, `formats.jsonrpc.StdioLines`)
+and hands them to the same `WriterProcess` the proxy uses, in one frame per 50 ms, so the Ledger's
+speed or absence never reaches the relay and the wrapper's own work stays small beside the session's.
+Lines become events in the writer process (`recording.mcp_stdio_events`).
 
 What the client would see without flightlog, it sees with it:
 - a line that is not JSON is relayed as it is and recorded as `mcp.invalid`;
 - a line over `MAX_MESSAGE` (8 MiB, as request bodies through the proxy) is relayed whole and recorded
-  without its bytes (`missing`, its size in the error; its first `PEEK` bytes still pair it with its
-  call) — memory stays bounded;
+  without its bytes (`missing`, its size in the error; its first `jsonrpc.PEEK` bytes still pair it
+  with its call) — memory stays bounded;
 - a server that dies mid-call: its stdout ends, the wrapper exits with the server's exit code (or dies
   of the same signal), and the `mcp.exit` event names the calls left unanswered;
 - a client that closes stdin: the server's stdin is closed; a client that stops reading: the server's
@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from formats.jsonrpc import StdioLines
 from recording.events import Processing
 from recording.identity import EMPTY, Identity
 from recording.mcp_stdio_gate import ClientOut, LineGate, Refused, client_pump, refusal_record, server_pump
@@ -54,7 +55,6 @@ log = logging.getLogger("flightlog.capture")
 
 MAX_MESSAGE = 8 * 1024 * 1024
 READ_SIZE = 65536
-PEEK = 4096
 TICK = 0.05
 """How often the loop takes the inbox (lines wait there, never the relay): one wake-up per 50 ms
 however many lines arrive, so the wrapper's own work stays off the cores the session needs."""
@@ -92,49 +92,6 @@ class RecordOptions:
     drain_wait: float = DRAIN_WAIT
     gate: LineGate | None = None
     """Asked about each `tools/call` the client sends (`recording.mcp_stdio_gate`); None: a byte pump."""
-
-
-class Lines:
-    """One direction's byte stream cut into lines, holding at most `limit` bytes of a partial one."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.index = 0
-        self._parts: list[bytes] = []
-        self._size = 0
-        self._over = False
-
-    def feed(self, chunk: bytes) -> list[tuple[int, bytes, int]]:
-        """The lines `chunk` completes, as (index, bytes — only the first `PEEK` over the limit —, size)."""
-        out = []
-        start = 0
-        while (nl := chunk.find(b"\n", start)) >= 0:
-            self._add(chunk[start:nl])
-            out.append(self._finish())
-            start = nl + 1
-        if start < len(chunk):
-            self._add(chunk[start:] if start else chunk)
-        return out
-
-    def rest(self) -> tuple[int, bytes, int] | None:
-        """What is left without a newline when the stream ended, if anything."""
-        return self._finish() if self._size or self._over else None
-
-    def _add(self, piece: bytes) -> None:
-        self._size += len(piece)
-        if self._over:
-            return
-        if self._size > self.limit:
-            self._over, self._parts = True, [(b"".join(self._parts) + piece[:PEEK])[:PEEK]]
-        elif piece:
-            self._parts.append(piece)
-
-    def _finish(self) -> tuple[int, bytes, int]:
-        self.index += 1
-        data = b"".join(self._parts)
-        found = (self.index, data, self._size)
-        self._parts, self._size, self._over = [], 0, False
-        return found
 
 
 def _write_all(fd: int, data: bytes, written: int = 0) -> None:
@@ -222,7 +179,7 @@ class Recording:
         self.stdin, self.stdout = stdin, stdout
         self.inbox: deque[tuple[str, float, bytes]] = deque()
         self.refusals: deque[RefusalRecord] = deque()
-        self.lines = {"client": Lines(opts.max_message), "server": Lines(opts.max_message)}
+        self.lines = {"client": StdioLines(opts.max_message), "server": StdioLines(opts.max_message)}
         self.ends = _Ends()
         self.writer: WriterProcess | None = None
         self.proc: subprocess.Popen[bytes] | None = None

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from formats import jsonrpc as rpc
 from recording import events as ev
-from recording import mcp_jsonrpc as rpc
 from recording.records import StdioRecord
 from storage import kinds
 from storage.events import Event, PayloadState
@@ -155,7 +155,7 @@ def stdio_event(
     return Event(
         event_id=event_id,
         action_id=action,
-        kind=rpc.kind_of(message, method),
+        kind=kinds.mcp_kind(message.shape, message.method, method),
         direction=direction,  # type: ignore[arg-type]
         method=method,
         tool=tool,

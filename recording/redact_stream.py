@@ -1,19 +1,15 @@
 """Redaction of one streamed body, chunk by chunk with memory bounded (see `StreamRedactor`).
 
-The search itself is the `Redactor`'s (recording/redact.py); this module holds back the
+The search itself is a `SecretSearch` (recording/secret_search.py); this module holds back the
 bytes a spelling split across chunks needs, and for compressed streams decodes, searches and, once
 a secret is seen, re-encodes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from recording.encodings import MAGIC, SNIFF, Decoder, Encoder, parse_encodings, sniff
-from recording.errors import EncodingError
-
-if TYPE_CHECKING:
-    from recording.redact import Redactor
+from formats.codings import MAGIC, SNIFF, Decoder, Encoder, parse, sniff
+from formats.errors import CodingError
+from recording.secret_search import SecretSearch
 
 #: Compressed bytes of a content-encoded stream held back, hoping to record them exact (see StreamRedactor).
 HOLD_MAX = 8 * 1024 * 1024
@@ -22,31 +18,31 @@ HOLD_MAX = 8 * 1024 * 1024
 class _Plain:
     """Search-and-replace over a stream of plain bytes, holding back a tail between chunks."""
 
-    def __init__(self, redactor: Redactor, names: set[str]) -> None:
-        self._r = redactor
+    def __init__(self, search: SecretSearch, names: set[str]) -> None:
+        self._r = search
         self._tail = b""
         self.names = names
 
     def feed(self, chunk: bytes) -> bytes:
         r = self._r
-        if r._pattern is None:
+        if r.pattern is None:
             return chunk
         data = self._tail + chunk if self._tail else chunk
         limit = len(data) - r.holdback
         if limit <= 0:
             self._tail = data
             return b""
-        pattern = r._matcher(data)
+        pattern = r.matcher(data)
         if pattern is None:
             self._tail = data[limit:]
             return data[:limit]
-        out, cut = r._sub_prefix(data, limit, self.names, pattern)
+        out, cut = r.sub_prefix(data, limit, self.names, pattern)
         self._tail = data[cut:]
         return out
 
     def flush(self) -> bytes:
         tail, self._tail = self._tail, b""
-        return self._r._sub(tail, self.names)
+        return self._r.sub(tail, self.names)
 
 
 class StreamRedactor:
@@ -67,28 +63,30 @@ class StreamRedactor:
     stream cannot be proven secret-free before its end without holding it whole). If the stream
     stops decoding part way, `decode_failed` is set: with no secret seen the bytes are then searched
     as they are; after a secret, the re-encoded part that did decode is kept and the rest dropped.
+    Its decoders run without a cap on the total (`cap=None`): a stopped decode would leave the rest
+    unsearched, and memory stays one decoding step whatever the total.
     """
 
     def __init__(
-        self, redactor: Redactor, content_encoding: str | None = None, hold_max: int = HOLD_MAX
+        self, search: SecretSearch, content_encoding: str | None = None, hold_max: int = HOLD_MAX
     ) -> None:
-        self._r = redactor
+        self._r = search
         self._names: set[str] = set()
-        self._plain = _Plain(redactor, self._names)
+        self._plain = _Plain(search, self._names)
         try:
-            codings = parse_encodings(content_encoding)
-        except EncodingError:
+            codings = parse(content_encoding)
+        except CodingError:
             codings = ()
         self._codings = codings
-        self._mode = "hold" if codings and redactor._pattern is not None else "plain"
-        if not codings and redactor._pattern is not None:
+        self._mode = "hold" if codings and search.pattern is not None else "plain"
+        if not codings and search.pattern is not None:
             self._mode = "sniff"  # no coding named: the first bytes may still say gzip or zstd
         self._first = b""
         self._hold_max = hold_max
         self._held: list[bytes] = []
         self._held_size = 0
-        self._scan_decoder = Decoder(codings) if self._mode == "hold" else None
-        self._scan = _Plain(redactor, self._names)
+        self._scan_decoder = Decoder(codings, cap=None) if self._mode == "hold" else None
+        self._scan = _Plain(search, self._names)
         self._decoder: Decoder | None = None
         self._encoder: Encoder | None = None
         #: True when a content-encoded stream stopped decoding part way.
@@ -115,7 +113,7 @@ class StreamRedactor:
         try:
             for piece in self._scan_decoder.feed(chunk):
                 self._scan.feed(piece)  # searching only: the output is not kept
-        except EncodingError:
+        except CodingError:
             return self._after_scan_error()
         if self._names or self._held_size > self._hold_max:
             return self._start_transcoding()
@@ -132,7 +130,7 @@ class StreamRedactor:
             try:
                 for piece in self._scan_decoder.finish():
                     self._scan.feed(piece)
-            except EncodingError:
+            except CodingError:
                 return self._after_scan_error() + self.flush()
             self._scan.flush()
             if not self._names:  # the common case: exact original bytes
@@ -145,7 +143,7 @@ class StreamRedactor:
             try:
                 for piece in self._decoder.finish():
                     out.append(self._encoder_for().feed(self._plain.feed(piece)))
-            except EncodingError:
+            except CodingError:
                 return b"".join(out) + self._give_up_decoding()
             encoder = self._encoder_for()
             out.append(encoder.feed(self._plain.flush()))
@@ -164,7 +162,7 @@ class StreamRedactor:
             return self._plain.feed(first)
         self._codings = (coding,)
         self._mode = "hold"
-        self._scan_decoder = Decoder(self._codings)
+        self._scan_decoder = Decoder(self._codings, cap=None)
         return self.feed(first)
 
     def _after_scan_error(self) -> bytes:
@@ -178,7 +176,7 @@ class StreamRedactor:
 
     def _start_transcoding(self) -> bytes:
         self._mode = "transcode"
-        self._decoder = Decoder(self._codings)
+        self._decoder = Decoder(self._codings, cap=None)
         held, self._held = self._held, []
         return self._transcode(b"".join(held))
 
@@ -190,7 +188,7 @@ class StreamRedactor:
             for piece in self._decoder.feed(chunk):
                 # The encoder is made once the first bytes decoded: raw deflate is known by then.
                 out.append(self._encoder_for().feed(self._plain.feed(piece)))
-        except EncodingError:
+        except CodingError:
             return b"".join(out) + self._give_up_decoding()
         return b"".join(out)
 

@@ -11,6 +11,8 @@ unanswered.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from recording import events as ev
 from recording import mcp_stdio_events
 from recording.records import RefusalRecord
@@ -19,8 +21,11 @@ from storage.escaped import escape_event
 from storage.events import Event
 
 
-def refusal_events(proc: ev.Processing, rec: RefusalRecord, *, collector: str, seq: int) -> list[Event]:
-    """The events of one refusal: the refusal, after the attempt that opens its action if it has none."""
+def events(
+    proc: ev.Processing, rec: RefusalRecord, collector: str, next_seq: Callable[[], int]
+) -> list[Event]:
+    """The events of one refusal: the refusal, after the attempt that opens its action if it has none
+    (each takes the next number of `next_seq`)."""
     ex = rec.exchange
     url = ex.url
     names: set[str] = set()
@@ -52,7 +57,7 @@ def refusal_events(proc: ev.Processing, rec: RefusalRecord, *, collector: str, s
         out.append(
             escape_event(
                 Event(event_id=kinds.event_id(ex.flow_id, kinds.ATTEMPT_ROLE), kind=kinds.CONNECTION_ATTEMPT,
-                      seq=seq, **common)  # type: ignore[arg-type]
+                      seq=next_seq(), **common)  # type: ignore[arg-type]
             )
         )  # fmt: skip
     out.append(
@@ -60,7 +65,7 @@ def refusal_events(proc: ev.Processing, rec: RefusalRecord, *, collector: str, s
             Event(
                 event_id=kinds.event_id(ex.flow_id, kinds.REFUSED_ROLE),
                 kind=kinds.POLICY_REFUSED,
-                seq=seq + 1 if rec.attempt else seq,
+                seq=next_seq(),
                 status=rec.status,
                 error=error,
                 payload=body or None,
@@ -72,3 +77,17 @@ def refusal_events(proc: ev.Processing, rec: RefusalRecord, *, collector: str, s
     if ex.host == mcp_stdio_events.STDIO_HOST and ex.flow_id.startswith("mcp:"):
         mcp_stdio_events.PAIRS.answered(ex.flow_id.split(":", 2)[1], ex.flow_id)
     return out
+
+
+def add_to(
+    add: Callable[[Event, list[int | None]], None],
+    frames: list[int | None],
+    proc: ev.Processing,
+    rec: RefusalRecord,
+    collector: str,
+    next_seq: Callable[[], int],
+) -> None:
+    """Hand a refusal's events to the writer's `add`: the refusal, the last, settles the record's frames."""
+    found = events(proc, rec, collector, next_seq)
+    for event in found:
+        add(event, frames if event is found[-1] else [])

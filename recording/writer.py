@@ -13,16 +13,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import tempfile
 import threading
 import time
-from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recording import events as ev
-from recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
+from recording import mcp_live, mcp_messages, mcp_stdio_events, refusal_events, refusals
 from recording.acks import FrameAcks
 from recording.os_names import name_os_thread
 from recording.records import (
@@ -35,48 +32,16 @@ from recording.records import (
     chunks_lost,
     size_of,
 )
-from recording.refusal_events import refusal_events
 from recording.refusals import line as _line
 from recording.refusals import one_by_one
-from recording.stream_body import Deferred, StreamBody
-from storage.events import INLINE_MAX, Batch, Event, PayloadRef
+from recording.stream_body import Deferred, StreamBody, streamed_answer
+from recording.writer_stats import DELAYS_KEPT, ProxyDrops, WriterStats
+from storage.events import Batch, Event
 from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
 Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord | RefusalRecord
-USAGE_MAX = 4 * 1024 * 1024
-"""Streamed answers up to this size are read back for model and token usage."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProxyDrops:
-    """Items the proxy dropped at its own bound, as one of its frames reported them (`run`: which
-    proxy process; `at`: when it reported them). Settled by the overflow event that records them."""
-
-    run: str
-    frame: int
-    count: int
-    at: float
-
-
-@dataclass
-class WriterStats:
-    """Counters for logs, tests and the bench."""
-
-    written: int = 0
-    dropped: int = 0
-    proxy_dropped: int = 0
-    """Reported by the proxy (dropped at its bound, recorded each in its own overflow event)."""
-    rejected: int = 0
-    unrecordable: int = 0
-    batches: int = 0
-    delays: array[float] = field(default_factory=lambda: array("d"))
-    """Answer -> commit seconds of each answer written, kept only for a stats file (the bench):
-    at most `DELAYS_KEPT` (8 bytes each), never in a writer nobody asks them of."""
-
-
-DELAYS_KEPT = 1_000_000
 
 
 _STOP = object()
@@ -342,15 +307,11 @@ class Writer:
             event = mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
             self._add(event, frames)
         elif isinstance(item, RefusalRecord):
-            found = refusal_events(proc, item, collector=self.collector, seq=self._next_seq())
-            self._next_seq()
-            for i, event in enumerate(found):
-                self._add(event, frames if i == len(found) - 1 else [])
+            refusal_events.add_to(self._add, frames, proc, item, self.collector, self._next_seq)
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor
-        streaming = redactor.stream(content_encoding or None) if redactor is not None else None
-        return StreamBody(file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX), redactor=streaming)
+        return StreamBody.spooled(redactor.stream(content_encoding or None) if redactor is not None else None)
 
     def _response(self, rec: ResponseRecord) -> Event | Deferred:
         proc = self.processing
@@ -362,33 +323,10 @@ class Writer:
                 proc, rec, body, body_names=names, usage=usage, collector=self.collector, seq=seq
             )
         stream = self._streams.pop(rec.exchange.flow_id, None) or self._new_stream(rec.content_encoding)
-        stream.finish()
         if rec.exchange.flow_id in self._lost_streams:
             self._lost_streams.discard(rec.exchange.flow_id)
             rec = chunks_lost(rec)
-        usage = ev.usage_of(proc, rec, stream.file.read() if stream.size <= USAGE_MAX else None)
-        stream.file.seek(0)
-        if stream.size <= INLINE_MAX:
-            body = stream.file.read()
-            stream.file.close()
-            return ev.response_event(
-                proc, rec, body, body_names=stream.names, usage=usage, collector=self.collector, seq=seq
-            )
-        placeholder = PayloadRef(sha256="", size=stream.size, text=False)
-        event = ev.response_event(
-            proc, rec, placeholder, body_names=stream.names, usage=usage, collector=self.collector, seq=seq
-        )
-        return Deferred(event=event, body=stream)
-
-    def _materialize(self, ledger: Ledger, item: Event | Deferred) -> Event:
-        if isinstance(item, Event):
-            return item
-        spool = ledger.spool()
-        item.body.file.seek(0)
-        while chunk := item.body.file.read(1024 * 1024):
-            spool.write(chunk)
-        ref = spool.close()
-        return replace(item.event, payload=ref)
+        return streamed_answer(proc, rec, stream, collector=self.collector, seq=seq)
 
     def _flush(self) -> None:
         now = time.time()
@@ -396,7 +334,7 @@ class Writer:
             ledger = self._ensure_ledger()
             if self._position is None:
                 self._position = ledger.position(self.collector) or 0
-            events = [self._materialize(ledger, item) for item in self._pending]
+            events = [item if isinstance(item, Event) else item.stored(ledger) for item in self._pending]
             dropped = self.stats.dropped
             if dropped > self._reported_dropped:
                 events.append(
@@ -411,7 +349,10 @@ class Writer:
             except Exception as e:
                 if refusals.outage(e):
                     raise
-                events = self._one_by_one(ledger, events, e)
+                # refused for something other than an outage: see `refusals.one_by_one`
+                events, self._position = one_by_one(
+                    ledger, self.collector, self._position, events, e, self.stats
+                )
         except Exception as e:  # an outage, or a failure outside the Ledger's own (opening, spooling)
             self._went_down(e)
             return
@@ -439,13 +380,6 @@ class Writer:
             )
             self._down_since = None
             self._backoff = 0.25
-
-    def _one_by_one(self, ledger: Ledger, events: list[Event], error: Exception) -> list[Event]:
-        """The batch failed for something other than an outage: see `refusals.one_by_one`."""
-        kept, self._position = one_by_one(
-            ledger, self.collector, self._position or 0, events, error, self.stats
-        )
-        return kept
 
     def _went_down(self, error: Exception) -> None:
         now = time.monotonic()

@@ -1,6 +1,6 @@
 """The writer process: `python -m recording.writer_child`, started by `WriterProcess`, fed on stdin.
 
-It reads frames (`writer_process.read_frame`) and hands their records to a `Writer`, whose thread
+It reads frames (`pipe_frames.read_frame`) and hands their records to a `Writer`, whose thread
 redacts, reads usage, hashes, compresses and appends batches exactly as it would inside the proxy.
 It never imports mitmproxy. SIGINT and SIGTERM are ignored: the proxy decides when writing ends, by
 sending `stop` and closing the pipe, or by dying (end of file). Either way what is queued is drained.
@@ -41,7 +41,7 @@ def _ack_writer() -> Callable[[int], None]:
     import os
     import threading
 
-    from recording.writer_process import ACK
+    from recording.pipe_frames import ACK
 
     lock = threading.Lock()
 
@@ -84,10 +84,12 @@ def main() -> int:
     # deferred until the process is named: these load SQLAlchemy, which takes a while
     from recording.acks import FrameAcks
     from recording.capture_setup import write_stats
+    from recording.pipe_frames import READY, read_frame
     from recording.pipe_reader import polling_stdin
     from recording.records import from_wire
-    from recording.writer import ProxyDrops, Writer
-    from recording.writer_process import READY, WriterSpec, read_frame
+    from recording.writer import Writer
+    from recording.writer_process import WriterSpec
+    from recording.writer_stats import ProxyDrops
     from storage.ledger import open_ledger
 
     stream = polling_stdin()

@@ -33,8 +33,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import pickle
-import struct
 import sys
 import threading
 import time
@@ -43,10 +41,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from recording import events as ev
 from recording.answer_holds import AnswerHolds, resolve
+from recording.pipe_frames import ACK, READY, frame
 from recording.pipe_writer import PipeWriter
 from recording.records import (
     Buffers,
@@ -66,8 +65,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("flightlog.capture")
 
 Item = Record
-HEADER = struct.Struct("!II")
-SIZE = struct.Struct("!I")
 RESTART_DELAY = 0.5
 RESTART_MAX = 30.0
 STEADY = 30.0
@@ -76,9 +73,6 @@ SEND_DELAY = 0.005
 """Records gather this long before one frame carries them all: one pickle and one write syscall per
 few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
 CHILD_MODULE = "recording.writer_child"
-READY = b"R"
-ACK = struct.Struct("!Q")
-"""The child's acknowledgement on its stdout: every record of every frame up to this number is settled."""
 READY_TIMEOUT = 15.0
 """A child still importing after this long (a cold disk) is waited for by records, not by the start."""
 
@@ -94,41 +88,6 @@ class WriterSpec:
     stats_file: str = ""
     flush_interval: float = 0.05
     """How long events gather before a batch commits (`mcp-record`: longer, fewer commits per call)."""
-
-
-# -- the wire: length-prefixed pickles of tuples ----------------------------------------------------
-
-
-def frame(message: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> list[bytes]:
-    """One message as the pieces written to the pipe (only this process's own child reads them).
-
-    `buffers` (large bodies, see `records.to_wire`) follow the pickle as pieces of their own, handed
-    to one `writev`: a 100 KiB answer is copied only by the kernel. Layout: the pickle's length, the
-    buffer count, each buffer's length, the pickle, the buffers.
-    """
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    head = HEADER.pack(len(data), len(buffers)) + b"".join(SIZE.pack(len(b)) for b in buffers)
-    return [head, data, *buffers]
-
-
-def read_frame(stream: IO[bytes]) -> tuple[tuple[Any, ...], list[bytes]] | None:
-    """The next message and its buffers, or None at end of file (a frame cut short is the end)."""
-    head = stream.read(HEADER.size)
-    if len(head) < HEADER.size:
-        return None
-    length, count = HEADER.unpack(head)
-    sizes = stream.read(SIZE.size * count)
-    data = stream.read(length)
-    if len(sizes) < SIZE.size * count or len(data) < length:
-        return None
-    buffers = []
-    for (size,) in SIZE.iter_unpack(sizes):
-        buffer = stream.read(size)
-        if len(buffer) < size:
-            return None
-        buffers.append(buffer)
-    message = pickle.loads(data)
-    return (message, buffers) if isinstance(message, tuple) else None
 
 
 def _child_env() -> dict[str, str]:

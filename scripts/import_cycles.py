@@ -1,12 +1,14 @@
 """Fail when the project's modules import each other in a circle, counting imports inside functions.
 
 import-linter's contracts check the direction between packages and wings; a circle between two
-modules of one package (or one hidden behind an import inside a function) passes them. This check
-builds the import graph with grimp (which import-linter installs), every `import` statement counted
-wherever it stands except under `if TYPE_CHECKING:` (those never run), and reports each strongly
-connected group of modules. It also counts the imports of the project's own modules made inside
-functions, the usual way a circle is hidden: `--list` prints them, so each one can say why it is
-deferred (a slow import) or move to the top.
+modules of one package (or one hidden behind an import inside a function, or under `if
+TYPE_CHECKING:`) passes them. This check builds the import graph with grimp (which import-linter
+installs), every `import` statement counted wherever it stands, those under `if TYPE_CHECKING:`
+too: they never run, but a circle there is still two modules that each need the other to be
+understood (usually a type that belongs a floor down). It reports each strongly connected group of
+modules. It also counts the imports of the project's own modules made inside functions (those that
+run), the usual way a circle is hidden: `--list` prints them, so each one can say why it is deferred
+(a slow import) or move to the top.
 
 Usage: python scripts/import_cycles.py [--list]   (exit 1 when there is a cycle)
 """
@@ -21,7 +23,12 @@ from pathlib import Path
 
 import grimp
 
-PACKAGES = ("storage", "catalog", "recording", "egress", "addons", "tui", "flightlog")
+PACKAGES = ("formats", "storage", "catalog", "recording", "egress", "addons", "tui", "flightlog")
+
+
+def import_graph(*packages: str) -> grimp.ImportGraph:
+    """The packages' imports, those under `if TYPE_CHECKING:` included."""
+    return grimp.build_graph(*packages, exclude_type_checking_imports=False, cache_dir=None)
 
 
 def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -108,7 +115,7 @@ def function_imports(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def main(argv: list[str]) -> int:
-    graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=True, cache_dir=None)
+    graph = import_graph(*PACKAGES)
     found = cycles(graph)
     deferred = [
         (path, line, module)

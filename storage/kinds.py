@@ -22,7 +22,7 @@ payload, joined to the call's action (its `http.request`, its `mcp.tools/call`);
 `connection.attempt`, what opens the action of a refused call that has no event of its own (a
 CONNECT, a raw TCP or UDP connection, a DNS question from a sealed command).
 
-MCP messages (one event per JSON-RPC message; rules in `recording.mcp_jsonrpc`):
+MCP messages (one event per JSON-RPC message, read by `formats.jsonrpc`; their kind is `mcp_kind`):
 `mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen), from a stdio session
 (`flightlog mcp-record`, `recording.mcp_stdio_events`) or from an exchange through the proxy
 (`recording.mcp_messages`); `mcp.invalid`: a stdio line that is not JSON-RPC; `mcp.start` /
@@ -63,6 +63,9 @@ MCP_TOOL_RESULT: Final = "mcp.tools/call.result"
 MCP_INITIALIZE_RESULT: Final = "mcp.initialize.result"
 MCP_START: Final = "mcp.start"
 MCP_EXIT: Final = "mcp.exit"
+MCP_INVALID: Final = "mcp.invalid"
+MCP_UNKNOWN_RESULT: Final = "mcp.result"
+MCP_RESULT_SUFFIX: Final = ".result"
 
 REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"
@@ -74,3 +77,14 @@ def event_id(flow_id: str, role: str) -> str:
     """A stable event id from the exchange's id (for the proxy, derived from mitmproxy's flow id) and
     the event's role: a retried write is the same write."""
     return f"{flow_id}:{role}"
+
+
+def mcp_kind(shape: str, method: str | None, call_method: str | None = None) -> str:
+    """The kind of one MCP message (`formats.jsonrpc.Message`'s shape and method): `mcp.<method>`
+    for a call or notification, `mcp.<call's method>.result` for an answer (`mcp.result` when the
+    call was not seen), `mcp.invalid` for what is not a message."""
+    if shape == "invalid":
+        return MCP_INVALID
+    if shape == "answer":
+        return f"{MCP_PREFIX}{call_method}{MCP_RESULT_SUFFIX}" if call_method else MCP_UNKNOWN_RESULT
+    return f"{MCP_PREFIX}{method}"

@@ -1,8 +1,11 @@
 """Counted views beyond one key, how long answers took, and where each collector stands.
 
     tally(engine, flt, by=["model", "host"])  -> events, tokens and cost summed per combination of keys
+    tally_answer(engine, flt, by)             -> the same with the filter, the keys and the sums: the
+                                                 one answer of `GET /api/ledger/tally` and `ledger tally`
     durations(engine, events)                 -> each answer event's milliseconds (its action's time)
     collectors(engine)                        -> each collector's position, last commit, lag and drops
+    state_answer(engine)                      -> `{"collectors": ...}`: `/api/ledger/state`, `ledger state`
 
 All three are reads over the Ledger's own tables (`events`, `batches`, `positions`) in SQLAlchemy Core,
 unchanged on SQLite and PostgreSQL. A duration is computed from what every ledger holds (an answer's
@@ -67,6 +70,27 @@ def tally(engine: Engine, flt: Filter, by: Sequence[str]) -> list[dict[str, Any]
             }
         )
     return sorted(out, key=lambda g: (-g["events"], [str(v) for v in g["key"].values()]))
+
+
+def tally_answer(engine: Engine, flt: Filter, by: Sequence[str]) -> dict[str, Any]:
+    """The tally as the read route and the command line answer it: the filter, the keys, the groups,
+    and their sums (so the route and `flightlog ledger tally --json` are the same object)."""
+    keys = list(dict.fromkeys(by))
+    groups = tally(engine, flt, keys)
+    return {
+        "filter": flt.to_json(),
+        "by": keys,
+        "groups": groups,
+        "events": sum(g["events"] for g in groups),
+        "tokens_in": sum(g["tokens_in"] for g in groups),
+        "tokens_out": sum(g["tokens_out"] for g in groups),
+        "cost_usd": round(sum(g["cost_usd"] for g in groups), 9),
+    }
+
+
+def state_answer(engine: Engine) -> dict[str, Any]:
+    """Where each collector stands, as `/api/ledger/state` and `flightlog ledger state` answer it."""
+    return {"collectors": collectors(engine)}
 
 
 def _key(name: str, value: Any) -> str | None:
@@ -154,4 +178,4 @@ def _all(engine: Engine, stmt: Any, doing: str) -> list[Any]:
         raise QueryError(f"cannot {doing}: {e}".splitlines()[0]) from e
 
 
-__all__ = ["collectors", "duration_ms", "durations", "tally"]
+__all__ = ["collectors", "duration_ms", "durations", "state_answer", "tally", "tally_answer"]

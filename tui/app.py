@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from egress.asks import AskBook
+from formats.terminal_text import shown
 from storage.ask import ask
 from storage.errors import StorageError
 from storage.queries import Filter
@@ -31,7 +32,6 @@ from tui.exchange_detail import ExchangeScreen
 from tui.exchanges import ExchangesScreen
 from tui.listing import PAGE, ListScreen
 from tui.source import Source
-from tui.terminal_text import shown
 
 __all__ = ["PAGE", "BrowseApp", "EventsScreen", "ExchangesScreen"]
 View = Literal["exchanges", "events"]

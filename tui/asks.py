@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from egress.asks import AskBook, Pending
 from egress.errors import AskError
-from tui.terminal_text import shown
+from formats.terminal_text import shown
 
 REFRESH = 0.5
 

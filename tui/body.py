@@ -1,17 +1,17 @@
 """How a payload is shown: pretty JSON, text, server-sent events chunk by chunk, or hex for binary.
 
 Pure functions over bytes, so every view is tested without a terminal. What is shown is never what is
-kept: the Ledger keeps the exact bytes (content-encoding included); a view may decode gzip or brotli
-for reading and says so in its note.
+kept: the Ledger keeps the exact bytes (content coding included); a view undoes the content codings,
+stacked ones too (`formats.codings`), for reading and says so in its note.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from formats import codings, sse
 
 Mode = Literal["auto", "text", "hex"]
 MODES: Final[tuple[Mode, ...]] = ("auto", "text", "hex")
@@ -44,27 +44,17 @@ def start_line(head: bytes) -> str:
 
 
 def decoded(data: bytes, encoding: str | None) -> tuple[bytes, str]:
-    """The body with its content-encoding undone for reading, and a note saying so (or why not)."""
-    enc = (encoding or "").strip().lower()
-    if enc in ("", "identity"):
-        return data, ""
-    try:
-        if enc in ("gzip", "x-gzip"):
-            return gzip.decompress(data), "gzip-decoded for reading; the Ledger keeps the encoded bytes"
-        if enc == "deflate":
-            return zlib.decompress(data), "deflate-decoded for reading; the Ledger keeps the encoded bytes"
-        if enc == "br":
-            import brotli
-
-            return brotli.decompress(data), "brotli-decoded for reading; the Ledger keeps the encoded bytes"
-        if enc == "zstd":
-            import zstandard
-
-            out = zstandard.ZstdDecompressor().decompressobj().decompress(data)
-            return out, "zstd-decoded for reading; the Ledger keeps the encoded bytes"
-    except Exception as e:  # a damaged or partial body: show the bytes as they are
-        return data, f"content-encoding {enc} could not be undone ({type(e).__name__}); shown as kept"
-    return data, f"content-encoding {enc} is shown as kept"
+    """The body with its content codings undone for reading, and a note saying so (or why not)."""
+    read = codings.readable(data, encoding)
+    kept = "the Ledger keeps the encoded bytes"
+    if read.cut:
+        return read.data, f"{', '.join(read.codings)}-decoded for reading, cut: {read.problem}; {kept}"
+    if read.problem is not None:
+        coding = (encoding or "").strip().lower()
+        return data, f"content-encoding {coding} is shown as kept: it could not be undone ({read.problem})"
+    if read.codings:
+        return read.data, f"{', '.join(read.codings)}-decoded for reading; {kept}"
+    return data, ""
 
 
 def hexdump(data: bytes, width: int = 16) -> str:
@@ -86,17 +76,18 @@ def _pretty(text: str) -> str | None:
 
 
 def sse_chunks(text: str) -> tuple[str, ...]:
-    """Server-sent events split at blank lines, each `data:` JSON pretty-printed inside its event."""
+    """Server-sent events, one chunk per event block (`formats.sse.blocks`), each `data:` JSON
+    pretty-printed inside its event."""
     chunks = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        if not block.strip():
-            continue
+    for block in sse.blocks(text.encode()):
         lines = []
-        for line in block.split("\n"):
+        for line in (raw.decode() for raw in sse.lines(block)):
             field, sep, value = line.partition(":")
             pretty = _pretty(value.strip()) if sep and field == "data" else None
             lines.append(f"data: {pretty}" if pretty is not None else line)
-        chunks.append("\n".join(lines))
+        text_block = "\n".join(lines).strip("\n")
+        if text_block.strip():
+            chunks.append(text_block)
     return tuple(chunks)
 
 
@@ -119,12 +110,6 @@ def image_type(data: bytes, content_type: str | None) -> str | None:
         if data.startswith(magic) and (kind != "image/webp" or data[8:12] == b"WEBP"):
             return kind
     return None
-
-
-def _is_sse(text: str, content_type: str | None) -> bool:
-    if content_type and "text/event-stream" in content_type.lower():
-        return True
-    return text.lstrip().startswith(("data:", "event:")) and "\n\n" in text
 
 
 def render(data: bytes | None, head: bytes = b"", mode: Mode = "auto", *, hex_width: int = 16) -> Body:
@@ -152,7 +137,7 @@ def render(data: bytes | None, head: bytes = b"", mode: Mode = "auto", *, hex_wi
         return Body("hex", hexdump(body, hex_width), "; ".join(notes))
     if mode == "text":
         return Body("text", text, "; ".join(notes))
-    if _is_sse(text, header(head, "content-type")):
+    if sse.looks_like(body, header(head, "content-type")):
         chunks = sse_chunks(text)
         notes.append(f"{len(chunks)} server-sent events")
         return Body("sse", "\n\n".join(chunks), "; ".join(notes), chunks)

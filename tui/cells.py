@@ -8,8 +8,9 @@ from urllib.parse import urlsplit
 
 from rich.text import Text
 
+from formats import terminal_text
 from storage.events import StoredEvent
-from tui import figures, terminal_text
+from tui import figures
 
 COLUMNS: Final = (
     "time (UTC)",

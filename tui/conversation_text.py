@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from formats.answers import Answer, ToolCall
+from formats.conversation import Conversation
 from tui import figures
-from tui.answers import Answer, ToolCall, stopped
-from tui.conversation import Conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,17 @@ def answer_text(answer: Answer) -> str:
     if answer.tool_calls:
         parts.append(calls_text(answer.tool_calls))
     return "\n\n".join(parts) or "(no text and no tool call)"
+
+
+def stopped(answer: Answer, partial: bool) -> str:
+    """Where a stream stopped, said plainly; empty for an answer that ended as it should."""
+    if not (partial or not answer.complete):
+        return ""
+    said = f"{len(answer.text):,} characters of text" + (
+        f" and {len(answer.tool_calls)} tool call(s)" if answer.tool_calls else ""
+    )
+    where = f"after {answer.events} server-sent events" if answer.streamed else "before the answer was whole"
+    return f"partial: the stream stopped {where}, with {said} so far, before its closing event"
 
 
 def blocks(

@@ -18,10 +18,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Sparkline, Static
 
+from formats import terminal_text
 from storage.errors import StorageError
 from storage.queries import Filter, Group
 from storage.timeline import Series, Timeline
-from tui import cells, figures, terminal_text
+from tui import cells, figures, rich_text
 from tui.source import Source
 
 TABLES: Final = ("model", "tool", "session")
@@ -120,7 +121,7 @@ class CountsScreen(Screen[None]):
             for g in views[by]:
                 over = lines[by].groups.get(g.key, NO_SERIES)
                 table.add_row(
-                    terminal_text.cell(g.key) if g.key is not None else "(none)",
+                    rich_text.cell(g.key) if g.key is not None else "(none)",
                     f"{g.events:,}",
                     figures.spark(over.events, spark),
                     cells.tokens(g.tokens_in, g.tokens_out) if g.tokens_in or g.tokens_out else "",

@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from formats.terminal_text import shown, shown_lines
 from storage.errors import StorageError
 from storage.events import StoredEvent
 from tui import cells
@@ -26,7 +27,6 @@ from tui.errors import TuiError
 from tui.exchange_keys import join_text, show_replay
 from tui.sections import body_widgets, head_text, section
 from tui.source import Source
-from tui.terminal_text import shown, shown_lines
 
 __all__ = ["DetailScreen", "OutputScreen"]
 

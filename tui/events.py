@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 
 from storage.events import StoredEvent
 from storage.queries import Cursor, Filter, cursor
-from tui import cells, terminal_text
+from tui import cells, rich_text
 from tui.detail import DetailScreen
 from tui.exchange_detail import ExchangeScreen
 from tui.listing import PAGE, ListScreen
@@ -42,7 +42,7 @@ class EventsScreen(ListScreen[StoredEvent]):
             table.clear()
             added = self.items
         for event in added:
-            table.add_row(*map(terminal_text.cell, cells.row(event)), key=event.event_id)
+            table.add_row(*map(rich_text.cell, cells.row(event)), key=event.event_id)
 
     @property
     def events(self) -> list[StoredEvent]:

@@ -19,17 +19,17 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
+from formats.conversation import Conversation, conversation, conversation_api
+from formats.terminal_text import shown
 from storage.errors import StorageError
 from storage.events import StoredEvent
 from storage.exchanges import answers, opens, timing
 from tui import cells, figures, mcp_calls
 from tui.body import MODES, Mode, decoded, header
-from tui.conversation import Conversation, api_of, conversation
 from tui.conversation_text import blocks
 from tui.errors import TuiError
 from tui.exchange_keys import ExchangeKeys
 from tui.sections import event_widgets, section
-from tui.terminal_text import shown
 
 TABS = ("request", "answer", "conversation", "inner", "timing", "row", "mcp")
 
@@ -196,11 +196,10 @@ class ExchangeScreen(ExchangeKeys):
     @work(thread=True, exclusive=True, group="conversation")
     def read_conversation(self, parts: Parts) -> None:
         conv = None
-        if parts.request and api_of(parts.request[0].event.url):
-            first = parts.request[0]
-            conv = conversation(
-                first.event.url, readable(first), readable(parts.answer[0] if parts.answer else None)
-            )
+        if parts.request and conversation_api(parts.request[0].event.url):
+            first, answer = parts.request[0], parts.answer[0] if parts.answer else None
+            answer_type = header(answer.event.head, "content-type") if answer else None
+            conv = conversation(first.event.url, readable(first), readable(answer), answer_type)
         rows = self._directory_rows(conv) if conv else None
         self.app.call_from_thread(self._show_conversation, conv, rows)
 
@@ -237,7 +236,7 @@ class ExchangeScreen(ExchangeKeys):
         status = f" → {answer.status}" if answer and answer.status else ""
         title.update(shown(f"{first.method or first.kind} {first.url or ''}{status}  ({len(loaded)} events)"))
         tabs = self.query_one("#tabs", TabbedContent)
-        if not (parts.request and api_of(first.url)):
+        if not (parts.request and conversation_api(first.url)):
             tabs.hide_tab("tab-conversation")
         else:
             self._fill("conversation", [Static("reading the conversation…")])
@@ -263,7 +262,7 @@ class ExchangeScreen(ExchangeKeys):
 
     def visible_tabs(self) -> list[str]:
         first = self.parts.request[0].event if self.parts.request else None
-        might_talk = first is not None and api_of(first.url) is not None
+        might_talk = first is not None and conversation_api(first.url) is not None
         hidden = {"conversation": not might_talk, "inner": not self.parts.inner, "mcp": not self.calls}
         return [name for name in TABS if not hidden.get(name)]
 

@@ -17,7 +17,7 @@ from storage.errors import StorageError
 from storage.events import StoredEvent
 from storage.exchanges import Exchange, answers, opens
 from storage.queries import Cursor, Filter, cursor
-from tui import exchange_cells, terminal_text
+from tui import exchange_cells, rich_text
 from tui.exchange_cells import Cell, Column
 from tui.exchange_detail import ExchangeScreen
 from tui.listing import PAGE, ListScreen
@@ -59,7 +59,7 @@ class ExchangesScreen(ListScreen[Exchange]):
             drawn = exchange_cells.inner_cells(inner)
         else:
             drawn = exchange_cells.cells(x, x.action_id in self.expanded)
-        return {key: terminal_text.cell(value) for key, value in drawn.items()}
+        return {key: rich_text.cell(value) for key, value in drawn.items()}
 
     def _lines(self, items: list[Exchange]) -> list[Line]:
         out: list[Line] = []

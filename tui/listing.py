@@ -8,7 +8,7 @@ Subclasses say what an item is (`fetch`, `key`, `position`) and how it is drawn 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import ClassVar, Final
 
 from rich.text import Text
 from textual import on, work
@@ -16,14 +16,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from formats.terminal_text import shown
 from storage.errors import StorageError
 from storage.events import StoredEvent
 from storage.queries import Cursor, Filter
+from tui.browsing import Browsing
 from tui.exchange_keys import ExchangeKeys
-from tui.terminal_text import noted, shown
-
-if TYPE_CHECKING:
-    from tui.app import BrowseApp
+from tui.rich_text import noted
 
 PAGE: Final = 200
 """Rows per read; the next page loads when the cursor is within `PAGE // 4` rows of the end."""
@@ -89,7 +88,7 @@ class ListScreen[T](ExchangeKeys):
     # -- plumbing ---------------------------------------------------------------------------------
 
     @property
-    def browse(self) -> BrowseApp:
+    def browse(self) -> Browsing:
         return self.app  # type: ignore[return-value]
 
     @property

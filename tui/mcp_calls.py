@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from formats import documents
 from storage.events import StoredEvent
 from storage.exchanges import RESULT_SUFFIX, STDIO_HOST
-from storage.kinds import MCP_EXIT, MCP_PREFIX, MCP_START
+from storage.kinds import MCP_EXIT, MCP_INVALID, MCP_PREFIX, MCP_START
 
-NOT_CALLS: Final = (MCP_START, MCP_EXIT, "mcp.invalid")
+NOT_CALLS: Final = (MCP_START, MCP_EXIT, MCP_INVALID)
 CALLS_MAX: Final = 400
 """Messages of one exchange read for its calls at most (a session's GET stream can carry thousands;
 the inner tab lists them all)."""
@@ -58,15 +59,6 @@ def call_key(event: StoredEvent) -> str | None:
     return event.parent
 
 
-def decode(data: bytes | None) -> Any:
-    if data is None:
-        return None
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
-
-
 def pair(events: Sequence[StoredEvent], messages: Mapping[str, bytes | None]) -> list[McpCall]:
     """Each request among `events` with its result (by call key), in recorded order; `messages` maps
     an event id to the message's bytes (None where they were not kept)."""
@@ -76,8 +68,8 @@ def pair(events: Sequence[StoredEvent], messages: Mapping[str, bytes | None]) ->
         if not is_request(e):
             continue
         result = results.get(call_key(e))
-        answer = decode(messages.get(result.event_id)) if result is not None else None
-        out.append(McpCall(e, decode(messages.get(e.event_id)), result, answer))
+        answer = documents.parse(messages.get(result.event_id)) if result is not None else None
+        out.append(McpCall(e, documents.parse(messages.get(e.event_id)), result, answer))
     return out
 
 

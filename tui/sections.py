@@ -10,10 +10,11 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
+from formats.terminal_text import shown, shown_lines
 from storage.events import StoredEvent
 from tui import cells
 from tui.body import Body, Mode, render
-from tui.terminal_text import cell, noted, shown, shown_lines
+from tui.rich_text import cell, noted
 
 LARGE = 32 * 1024
 """Characters above which a body is drawn in a scrolling text area rather than laid out whole."""

@@ -105,7 +105,7 @@ def rights_for(contract: Any) -> frozenset[str]:
         if (split.hostname or "").lower() != HOST:
             continue
         path = split.path or "/"
-        if path.rstrip("/") == "/api/dispatch":
+        if path.rstrip("/") in ("/api/dispatch", "/api/graphql"):
             needed.add("call")
         elif path.startswith("/api/mcp"):
             needed.update(("call", "write"))

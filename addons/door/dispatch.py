@@ -154,14 +154,8 @@ class Dispatcher:
                 raise Refused(refusal[0], refusal[1], status=403)
             limits, token_id = verify_token(token, door, self.root_key, self.open_mode)
             if limits is not None:
-                filing = rec.Filing(
-                    action_id,
-                    tool_name,
-                    at,
-                    limits.filed_task or identity.task,
-                    identity.session,
-                    identity.turn,
-                    limits.filed_agent or identity.agent,
+                filing = filing.refiled(
+                    limits.filed_task or identity.task, limits.filed_agent or identity.agent
                 )
             name, args = read_call(call)
             try:

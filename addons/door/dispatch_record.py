@@ -11,7 +11,11 @@ One dispatch is one action (`action_id` = `d` + 32 hex digits), its events ids `
 | `dispatch.reply`             | out | the door's answer `{ok, result, action_id}`                    |
 | `dispatch.refused`           | out | the door's answer to a refused call; `error` = `LIMIT: why`    |
 
-Every event of the action carries `tool` and, for a token bound to a task, that `task`.
+Every event of the action carries `tool` and, for a token bound to a task, that `task`, and its own
+time: the call when the door took it, each upstream request when it left and its answer when it was
+in, the reply when it was made. So a door call has a duration (reply minus call), and so has each
+upstream exchange. Times are the action's start (`Filing.at`, the clock the limits were checked
+with) plus the monotonic time since, so they never run backwards within an action.
 
 The token a call was made with is kept on its call event's `url`, which is the canonical door
 locator `flightlog:dispatch/DOOR/TOOL?token=IDENTIFIER` (no token: no query). The token itself is a
@@ -24,8 +28,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -71,9 +75,23 @@ class Filing:
     session: str | None = None
     turn: str | None = None
     agent: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    """`time.monotonic()` at `at`: the origin every later event's time is measured from."""
 
-    def event(self, role: str, kind: str, direction: str, seq: int, **fields: Any) -> Event:
-        """One event of this action (`seq` orders the events within the action)."""
+    def time_of(self, moment: float | None = None) -> datetime:
+        """The wall time of a monotonic `moment` of this action (None: now)."""
+        elapsed = (time.monotonic() if moment is None else moment) - self.started
+        return self.at + timedelta(seconds=max(0.0, elapsed))
+
+    def refiled(self, task: str | None, agent: str | None) -> Filing:
+        """The same action (its id, start and clock) filed under a token's task and agent."""
+        return Filing(self.action_id, self.tool, self.at, task, self.session, self.turn, agent, self.started)
+
+    def event(
+        self, role: str, kind: str, direction: str, seq: int, *, moment: float | None = None, **fields: Any
+    ) -> Event:
+        """One event of this action (`seq` orders the events within the action), at `moment`
+        (a `time.monotonic()` value; None: now)."""
         payload = fields.pop("payload", None)
         state = "complete" if payload else "none"
         return Event(
@@ -81,7 +99,7 @@ class Filing:
             action_id=self.action_id,
             kind=kind,
             direction=direction,  # type: ignore[arg-type]
-            at=self.at,
+            at=self.time_of(moment),
             collector=COLLECTOR,
             seq=seq,
             tool=self.tool,
@@ -114,6 +132,7 @@ def exchange_events(
         UPSTREAM_REQUEST,
         "out",
         10 + 2 * index,
+        moment=exchange.sent,
         method=exchange.method,
         url=exchange.url,
         host=host,
@@ -126,6 +145,7 @@ def exchange_events(
         UPSTREAM_RESPONSE,
         "in",
         11 + 2 * index,
+        moment=exchange.answered,
         method=exchange.method,
         url=exchange.url,
         host=host,
@@ -163,6 +183,8 @@ def as_recorded(
         answer,
         exchange.content_encoding,
         error,
+        exchange.sent,
+        exchange.answered,
     )
     return named, tuple(sorted(used | used_body)), tuple(sorted(seen | seen_body))
 

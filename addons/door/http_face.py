@@ -9,6 +9,12 @@ event loop). Routes:
   `Authorization: Bearer flt_...` or `?token=flt_...` (link-sized); who is calling from the proxy URL's
   credentials and `X-Flightlog-*` headers, as capture reads them (`recording.identity`).
   Answers `{ok, result, action_id}` or `{ok: false, refused: {limit, ...}}`.
+- The same call answered as server-sent events: with `Accept: text/event-stream` the reply is one
+  `reply` event (`event: reply`, `data: REPLY`), the `sse` form. Over a WebSocket (`Upgrade:
+  websocket` on `/api/dispatch`): each text message a call, each reply a message
+  (`addons.door.websocket_face`). As GraphQL: `POST /api/graphql` with `catalog.graphql_call`'s one
+  operation, the call as its variables, answered `{"data": {"call": REPLY}}`; any other document is
+  refused naming the one it takes, and the refusal is recorded like the door's own.
 - `GET /api/dispatch/uses/TOOL`: every event of a tool; `GET /api/dispatch/trace/EVENT_ID`: the
   event, its action, its contract and the check; `GET /api/dispatch/task/TASK`: everything done under
   a task (also answered under `/api/join/...` where the proxy routes that prefix here).
@@ -34,13 +40,15 @@ from addons.door.dispatch import Dispatcher
 from catalog import join, tokens
 from catalog.directory import Directory
 from catalog.errors import CatalogError
+from catalog.graphql_call import GraphQLRefused, read_call
 from catalog.tool import Tool
 from recording.identity import from_headers, from_proxy_authorization
 from storage.errors import StorageError
 
 Answer = tuple[int, dict[str, str], bytes]
 JSON = {"content-type": "application/json"}
-PREFIXES = ("/api/dispatch", "/api/join/")
+PREFIXES = ("/api/dispatch", "/api/join/", "/api/graphql")
+EVENT_STREAM = "text/event-stream"
 JOINS = ("uses", "trace", "task", "token")
 
 
@@ -59,6 +67,11 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 
 def _truthy(query: Mapping[str, list[str]], name: str) -> bool:
     return (query.get(name) or [""])[-1].lower() in ("1", "true", "yes")
+
+
+def sse(reply: bytes) -> bytes:
+    """The door's reply as one server-sent event (the reply is compact JSON: one line)."""
+    return b"event: reply\ndata: " + reply + b"\n\n"
 
 
 def call_head(method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> bytes:
@@ -114,6 +127,8 @@ class Door:
         try:
             if path.rstrip("/") == "/api/dispatch":
                 return self._dispatch(method, path, lists, headers, body)
+            if path.rstrip("/") == "/api/graphql":
+                return self._graphql(method, path, lists, headers, body)
             rest = path.removeprefix("/api/dispatch/").removeprefix("/api/join/")
             if rest != path and rest.partition("/")[0] in JOINS and method in ("GET", "HEAD"):
                 return self._join(rest)
@@ -152,7 +167,56 @@ class Door:
             head=head,
             refusal=refusal,
         )
+        if EVENT_STREAM in (_header(headers, "accept") or "").lower():
+            return (
+                result.status,
+                {"content-type": EVENT_STREAM, "cache-control": "no-store"},
+                sse(result.body),
+            )
         return result.status, dict(JSON), result.body
+
+    def websocket_call(
+        self, message: str, token: str | None, headers: Mapping[str, str], head: bytes
+    ) -> bytes:
+        """One message of a WebSocket to the door: the call it holds, run like a POST's; the reply."""
+        try:
+            call = json.loads(message)
+        except ValueError:
+            call = None
+        who = from_headers(headers.items()).over(
+            from_proxy_authorization(_header(headers, "proxy-authorization"))
+        )
+        return self.dispatcher.dispatch(call, door="http", token=token, identity=who, head=head).body
+
+    def _graphql(
+        self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
+    ) -> Answer:
+        if method != "POST":
+            return _json(405, {"errors": [{"message": "POST a GraphQL request to /api/graphql"}]})
+        refusal = browser_refusal(method, headers, body)
+        try:
+            call: Any = read_call(json.loads(body or b"null"))
+        except ValueError as e:  # GraphQLRefused is one: refused and recorded, naming the operation
+            call, refusal = (
+                None,
+                refusal or ("graphql", str(e) if isinstance(e, GraphQLRefused) else f"not JSON: {e}"),
+            )
+        who = from_headers(headers.items()).over(
+            from_proxy_authorization(_header(headers, "proxy-authorization"))
+        )
+        result = self.dispatcher.dispatch(
+            call,
+            door="http",
+            token=bearer(headers, query),
+            identity=who,
+            head=call_head(method, path, query, headers),
+            refusal=refusal,
+        )
+        reply = json.loads(result.body)
+        errors = (
+            [{"message": reply["refused"]["message"]}] if not reply.get("ok") and "refused" in reply else []
+        )
+        return _json(result.status, {"data": {"call": reply}} | ({"errors": errors} if errors else {}))
 
     def _join(self, rest: str) -> Answer:
         what, _, arg = rest.partition("/")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ import httpx
 
 from addons.wire.sender import send_raw
 from catalog.wire import body_bytes, build, cli_argv, cli_head, head_of, mcp_requests
+from formats import codings, jsonrpc
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,10 @@ class Exchange:
     response_body: bytes = b""
     content_encoding: str | None = None
     error: str | None = None
+    sent: float | None = None
+    """`time.monotonic()` when the request left (None: not measured), for its event's own time."""
+    answered: float | None = None
+    """`time.monotonic()` when the answer (or the failure) was in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,7 @@ def send(client: httpx.Client, request: Mapping[str, Any]) -> tuple[Exchange, ht
     """One HTTP round trip; the answer's body as received (content-encoding kept)."""
     built = build(request)
     head = head_of(built)
-    base = Exchange(built.method, str(built.url), head, built.content)
+    base = Exchange(built.method, str(built.url), head, built.content, sent=time.monotonic())
     try:
         received = send_raw(client, built)
     except httpx.HTTPError as e:
@@ -67,24 +73,29 @@ def send(client: httpx.Client, request: Mapping[str, Any]) -> tuple[Exchange, ht
         response_head=received.head,
         response_body=received.raw,
         content_encoding=response.headers.get("content-encoding"),
+        sent=base.sent,
+        answered=time.monotonic(),
     )
     return answered, response
 
 
 def _failed(base: Exchange, error: str) -> Exchange:
-    return Exchange(base.method, base.url, base.request_head, base.request_body, error=error)
+    return Exchange(
+        base.method,
+        base.url,
+        base.request_head,
+        base.request_body,
+        error=error,
+        sent=base.sent,
+        answered=time.monotonic(),
+    )
 
 
 def decoded(exchange: Exchange, response: httpx.Response | None) -> bytes:
-    """The answer's body with content-encoding undone (for the reply; the Ledger keeps it raw)."""
+    """The answer's body with its content codings undone (for the reply; the Ledger keeps it raw)."""
     if response is None:
         return b""
-    try:
-        return httpx.Response(
-            response.status_code, headers=response.headers, content=exchange.response_body
-        ).read()
-    except httpx.DecodingError:
-        return exchange.response_body
+    return codings.readable(exchange.response_body, exchange.content_encoding).data
 
 
 def as_result(body: bytes, content_type: str | None) -> Any:
@@ -112,18 +123,7 @@ def call_http(client: httpx.Client, request: Mapping[str, Any]) -> Outcome:
 
 def _jsonrpc_answer(body: bytes, content_type: str | None, want_id: int) -> dict[str, Any] | None:
     """The JSON-RPC answer with `want_id` from a JSON or an SSE (text/event-stream) body."""
-    texts: list[str] = []
-    if content_type and "event-stream" in content_type:
-        for line in body.decode("utf-8", "replace").splitlines():
-            if line.startswith("data:"):
-                texts.append(line[5:].strip())
-    else:
-        texts.append(body.decode("utf-8", "replace"))
-    for text in texts:
-        try:
-            message = json.loads(text)
-        except ValueError:
-            continue
+    for _, _, message in jsonrpc.messages(body, content_type or ""):
         if isinstance(message, dict) and message.get("id") == want_id:
             return message
     return None
@@ -169,13 +169,20 @@ def call_cli(contract: Mapping[str, Any], timeout: float) -> Outcome:
     argv = cli_argv(contract)
     stdin = body_bytes(contract.get("stdin"))
     head = cli_head(argv)
-    base = Exchange("CLI", "cli:" + argv[0], head, stdin)
+    base = Exchange("CLI", "cli:" + argv[0], head, stdin, sent=time.monotonic())
     try:
         done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         out = e.stdout or b""
         failed = Exchange(
-            base.method, base.url, head, stdin, response_body=out, error=f"timed out after {timeout} s"
+            base.method,
+            base.url,
+            head,
+            stdin,
+            response_body=out,
+            error=f"timed out after {timeout} s",
+            sent=base.sent,
+            answered=time.monotonic(),
         )
         return Outcome((failed,), False, None, None, failed.error)
     except OSError as e:
@@ -190,6 +197,8 @@ def call_cli(contract: Mapping[str, Any], timeout: float) -> Outcome:
         response_head=f"exit {done.returncode}".encode(),
         response_body=done.stdout,
         error=stderr[-2000:] or None,
+        sent=base.sent,
+        answered=time.monotonic(),
     )
     result = as_result(done.stdout, "json" if done.stdout.lstrip()[:1] in (b"{", b"[") else None)
     return Outcome(

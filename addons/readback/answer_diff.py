@@ -1,8 +1,8 @@
 """What changed between a recorded answer and a new one: status, header fields and body, as unified diffs.
 
-Bodies are compared decoded (content-encoding removed) and JSON bodies pretty-printed with sorted
-keys, so a reordered or re-indented document shows only its real changes. Binary bodies are named by
-size and hash rather than dumped.
+Bodies are compared decoded (content codings undone by `formats.codings`) and JSON bodies
+pretty-printed with sorted keys, so a reordered or re-indented document shows only its real changes.
+Binary bodies are named by size and hash rather than dumped.
 """
 
 from __future__ import annotations
@@ -25,19 +25,6 @@ class Answer:
     fields: Fields
     body: bytes
     error: str | None = None
-
-
-def decode_body(raw: bytes, content_encoding: str | None) -> bytes:
-    """The body with its content-encoding removed; the raw bytes when it is not encoded or undecodable."""
-    if not raw or not content_encoding or content_encoding.strip().lower() in ("", "identity"):
-        return raw
-    from mitmproxy.net import encoding
-
-    try:
-        decoded = encoding.decode(raw, content_encoding.strip().lower())
-    except ValueError:
-        return raw
-    return decoded if isinstance(decoded, bytes) else raw
 
 
 def status_line(answer: Answer) -> str:

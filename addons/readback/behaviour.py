@@ -1,21 +1,22 @@
 """What an agent did in a recording, read from its exchanges: the facts `flightlog diff` compares.
 
-One `Step` per recorded request: which endpoint, which model, which tools it offered the model,
-which tool calls the answer made (streamed or not; OpenAI chat and responses, Anthropic messages),
-which MCP tool it called (a JSON-RPC `tools/call` over HTTP), its status, tokens and cost (the
-columns capture filled from the answer). Pure: bodies come in as bytes, nothing is read here.
+One `Step` per recorded request: which endpoint, which model, which tools it offered the model and
+which tool calls the answer made (read as the browser reads the conversation, `formats.conversation`:
+OpenAI chat and responses, Anthropic messages, streamed or not), which MCP tools it called (each
+JSON-RPC `tools/call` of the body, `formats.jsonrpc`), its status, tokens and cost (the columns
+capture filled from the answer). Pure: bodies come in as bytes, nothing is read here.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from addons.readback.recorded import Exchange, PayloadReader, body
-from recording.encodings import EncodingError, decode
+from formats import codings, documents, jsonrpc
+from formats.conversation import conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,93 +53,10 @@ def endpoint(method: str, url: str) -> str:
     return f"{method.upper()} {parts.hostname or ''}{parts.path or '/'}"
 
 
-def plain(body: bytes, content_encoding: str | None) -> bytes:
-    """The body without its content-encoding (as is when undecodable)."""
-    if not body or not content_encoding:
-        return body
-    try:
-        return decode(body, content_encoding)
-    except (EncodingError, ValueError):
-        return body
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-def sse_documents(body: bytes) -> Iterator[Any]:
-    """The JSON documents of an SSE body's `data:` lines (others skipped)."""
-    for line in body.splitlines():
-        if line.startswith(b"data:"):
-            doc = _json(line[5:].strip())
-            if doc is not None:
-                yield doc
-
-
-def offered(request: Any) -> tuple[str, ...]:
-    """Tool names offered in a model request (OpenAI `function.name`, Anthropic / responses `name`)."""
-    if not isinstance(request, dict) or not isinstance(request.get("tools"), list):
-        return ()
-    names = []
-    for tool in request["tools"]:
-        if isinstance(tool, dict):
-            fn = tool.get("function")
-            name = fn.get("name") if isinstance(fn, dict) else tool.get("name")
-            if isinstance(name, str):
-                names.append(name)
-    return tuple(names)
-
-
-def _calls_in(doc: Any) -> Iterator[str]:
-    """Tool-call names in one answer document or stream event, of any of the common shapes."""
-    if not isinstance(doc, dict):
-        return
-    for choice in doc.get("choices") or []:
-        if not isinstance(choice, dict):
-            continue
-        for part in (choice.get("message"), choice.get("delta")):
-            if isinstance(part, dict):
-                for call in part.get("tool_calls") or []:
-                    fn = call.get("function") if isinstance(call, dict) else None
-                    if isinstance(fn, dict) and fn.get("name"):
-                        yield str(fn["name"])
-    for block in [*(doc.get("content") or []), doc.get("content_block"), doc.get("item")]:
-        if (
-            isinstance(block, dict)
-            and block.get("type") in ("tool_use", "function_call")
-            and block.get("name")
-        ):
-            yield str(block["name"])
-    for item in doc.get("output") or []:
-        if isinstance(item, dict) and item.get("type") == "function_call" and item.get("name"):
-            yield str(item["name"])
-
-
-def called(answer: bytes, streamed: bool) -> tuple[str, ...]:
-    """The tool calls an answer made, in order (a streamed call is named in its first delta only)."""
-    docs = list(sse_documents(answer)) if streamed else [_json(answer)]
-    names: list[str] = []
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("type") == "response.completed":
-            continue  # the responses API repeats its items in the closing event
-        names += _calls_in(doc)
-    return tuple(names)
-
-
-def mcp_called(request: Any) -> tuple[str, ...]:
+def mcp_called(request_body: bytes) -> tuple[str, ...]:
     """MCP tools called by a JSON-RPC request body (one message or a batch)."""
-    messages = request if isinstance(request, list) else [request]
-    return tuple(
-        str(m["params"]["name"])
-        for m in messages
-        if isinstance(m, dict)
-        and m.get("method") == "tools/call"
-        and isinstance(m.get("params"), dict)
-        and m["params"].get("name")
-    )
+    found = (jsonrpc.classify(value) for _, _, value in jsonrpc.messages(request_body, "application/json"))
+    return tuple(m.tool for m in found if m.tool)
 
 
 def step(
@@ -150,15 +68,14 @@ def step(
     columns: dict[str, Any],
 ) -> Step:
     """One step from a request's and its answer's (decoded) bodies and the answer event's columns."""
-    request = _json(request_body)
-    streamed = (answer_type or "").split(";")[0].strip().lower() == "text/event-stream"
-    model = columns.get("model") or (request.get("model") if isinstance(request, dict) else None)
+    conv = conversation(url, request_body, answer_body, answer_type)
+    model = columns.get("model") or documents.parse_object(request_body).get("model")
     return Step(
         endpoint=endpoint(method, url),
         model=str(model) if model else None,
-        tools_offered=offered(request),
-        tool_calls=called(answer_body, streamed),
-        mcp_calls=mcp_called(request),
+        tools_offered=tuple(name for name, _ in conv.tools) if conv else (),
+        tool_calls=tuple(call.name for call in conv.answer.tool_calls) if conv else (),
+        mcp_calls=mcp_called(request_body),
         status=columns.get("status"),
         tokens_in=int(columns.get("tokens_in") or 0),
         tokens_out=int(columns.get("tokens_out") or 0),
@@ -171,12 +88,12 @@ def steps(exchanges: Sequence[Exchange], read: PayloadReader) -> list[Step]:
     out = []
     for x in exchanges:
         head, answer_head = x.request_head, x.response_head
-        request_body = plain(body(x.request, read), head.get("content-encoding"))
+        request_body = codings.readable(body(x.request, read), head.get("content-encoding")).data
         answer = x.response
         answer_body = b""
         answer_type = None
         if answer is not None and answer_head is not None:
-            answer_body = plain(body(answer, read), answer_head.get("content-encoding"))
+            answer_body = codings.readable(body(answer, read), answer_head.get("content-encoding")).data
             answer_type = answer_head.get("content-type")
         columns: dict[str, Any] = {}
         if answer is not None:

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
-from addons.readback.answer_diff import decode_body
 from addons.readback.recorded import Exchange, PayloadReader, body
+from formats import codings
 from storage.heads import Fields, Head
 
 VERSION: Final = "1.2"
@@ -96,7 +96,7 @@ def har_request(x: Exchange, read: PayloadReader) -> dict[str, Any]:
         "bodySize": len(raw) if req.payload_state in ("complete", "partial") else -1,
     }
     if raw:
-        text, encoding = text_or_base64(decode_body(raw, head.get("content-encoding")))
+        text, encoding = text_or_base64(codings.readable(raw, head.get("content-encoding")).data)
         post: dict[str, Any] = {"mimeType": head.get("content-type") or UNKNOWN_MIME, "text": text}
         if encoding:
             post["_encoding"] = encoding
@@ -120,9 +120,12 @@ def har_response(x: Exchange, read: PayloadReader) -> dict[str, Any]:
             "_error": (resp.error if resp is not None else None) or "no answer was recorded",
         }
     raw = body(resp, read)
-    decoded = decode_body(raw, head.get("content-encoding"))
+    readable = codings.readable(raw, head.get("content-encoding"))
+    decoded = readable.data
     content: dict[str, Any] = {"size": len(decoded), "mimeType": head.get("content-type") or UNKNOWN_MIME}
-    if decoded is not raw:
+    if readable.cut:
+        content["comment"] = f"text cut: {readable.problem}"
+    if readable.codings:
         content["compression"] = len(decoded) - len(raw)
     if decoded:
         content["text"], encoding = text_or_base64(decoded)

@@ -51,7 +51,7 @@ from storage.queries import (
     parse_time,
     totals,
 )
-from storage.tally import collectors, tally
+from storage.tally import collectors, state_answer, tally_answer
 
 PREFIX: Final = "/api/ledger/"
 TOKEN_FILE: Final = "api-token"
@@ -209,22 +209,11 @@ def _tally(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: byte
     by = [b for b in (query.get("by") or "").replace(",", " ").split() if b]
     if not by:
         return _error(400, f"tally needs ?by=KEY[,KEY...], keys from: {', '.join(GROUP_BYS)}")
-    flt = filter_from_query(query)
-    groups = tally(ledger.engine, flt, by)
-    return _json(200, {"filter": flt.to_json(), "by": by, "groups": groups, **_sums(groups)})
-
-
-def _sums(groups: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "events": sum(g["events"] for g in groups),
-        "tokens_in": sum(g["tokens_in"] for g in groups),
-        "tokens_out": sum(g["tokens_out"] for g in groups),
-        "cost_usd": round(sum(g["cost_usd"] for g in groups), 9),
-    }
+    return _json(200, tally_answer(ledger.engine, filter_from_query(query), by))
 
 
 def _state(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
-    return _json(200, {"collectors": collectors(ledger.engine)})
+    return _json(200, state_answer(ledger.engine))
 
 
 def _screen(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from addons.readback.answer_diff import Answer, AnswerDiff, decode_body, diff_answers
+from addons.readback.answer_diff import Answer, AnswerDiff, diff_answers
 from addons.readback.errors import ReplayError
 from addons.readback.recorded import (
     REQUEST_KIND,
@@ -28,6 +28,8 @@ from addons.readback.recorded import (
     exchange_from_events,
 )
 from addons.wire.sender import send_raw
+from formats import codings
+from formats.errors import CodingError
 from recording.action_ids import new_action_id
 from recording.redact import Redactor
 from storage.events import Batch, Event
@@ -85,13 +87,12 @@ def fill_body(raw: bytes, content_encoding: str | None, secrets: Mapping[str, st
     filled = fill(raw, secrets)
     if filled != raw or not content_encoding:
         return filled
-    decoded = decode_body(raw, content_encoding)
-    if decoded is raw or decoded == fill(decoded, secrets):
+    try:
+        decoded = codings.decode(raw, content_encoding, cap=codings.READ_CAP)
+    except CodingError:  # unknown, corrupt or too large to hold decoded: sent as recorded
         return raw
-    from mitmproxy.net import encoding
-
-    encoded = encoding.encode(fill(decoded, secrets), content_encoding.strip().lower())
-    return encoded if isinstance(encoded, bytes) else raw
+    refilled = fill(decoded, secrets)
+    return raw if refilled == decoded else codings.encode(refilled, content_encoding)
 
 
 def retarget(url: str, to: str | None) -> str:
@@ -125,7 +126,7 @@ def rebuild(exchange: Exchange, read: PayloadReader, to: str | None = None) -> O
 def names_in(outgoing: Outgoing, content_encoding: str | None) -> set[str]:
     """Every `[NAME]` written in the request: URL, header values, body (also decoded)."""
     spots = [outgoing.url.encode(), *(v for _, v in outgoing.fields), outgoing.body]
-    spots.append(decode_body(outgoing.body, content_encoding))
+    spots.append(codings.readable(outgoing.body, content_encoding).data)
     return {m.group(1).decode("ascii") for spot in spots for m in PLACEHOLDER.finditer(spot)}
 
 
@@ -279,7 +280,7 @@ def replay_events(
         status=sent.status,
         reason=sent.reason.decode("latin-1"),
         fields=parsed.fields,
-        body=decode_body(raw, parsed.get("content-encoding")),
+        body=codings.readable(raw, parsed.get("content-encoding")).data,
         error=sent.error,
     )
     return request, response, answer
@@ -300,7 +301,7 @@ def recorded_answer(exchange: Exchange, read: PayloadReader) -> Answer:
         status=response.status,
         reason=head.start[2].decode("latin-1"),
         fields=head.fields,
-        body=decode_body(body(response, read), head.get("content-encoding")),
+        body=codings.readable(body(response, read), head.get("content-encoding")).data,
         error=response.error,
     )
 

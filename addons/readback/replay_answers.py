@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Final
 
+from formats import sse
 from storage.heads import Fields, Head
 
 MARK: Final = b"X-Flightlog-Replay"
@@ -44,7 +45,7 @@ def answer_fields(fields: Fields, size: int, http2: bool) -> Fields:
 
 def is_stream(head: Head) -> bool:
     """A recorded answer that was streamed: server-sent events."""
-    return (head.get("content-type") or "").split(";")[0].strip().lower() == "text/event-stream"
+    return sse.declared(head.get("content-type"))
 
 
 def refusal(method: str, url: str, detail: str | None = None) -> tuple[bytes, Fields]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Final
@@ -23,19 +22,6 @@ from storage.heads import END_OF_HEAD, Fields, build_head
 LONGEST_PACE: Final = 60.0
 
 TOKEN: Final = "X-Flightlog-Replay-Token"
-SSE_EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-
-
-def sse_chunks(body: bytes) -> list[bytes]:
-    """An SSE body split after each event's blank line (the last piece kept even without one)."""
-    chunks: list[bytes] = []
-    start = 0
-    for match in SSE_EVENT_END.finditer(body):
-        chunks.append(body[start : match.end()])
-        start = match.end()
-    if start < len(body):
-        chunks.append(body[start:])
-    return chunks
 
 
 def recorded_duration(exchange: Exchange) -> float:

@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 MCP_SERVER_NAME: Final = "flightlog"
+MCP_SERVERS_FILES: Final = (".mcp.json", ".cursor/mcp.json", "~/.cursor/mcp.json")
+"""Where the `mcpServers` JSON goes: a project's `.mcp.json` (Claude Code), Cursor's project and user
+files; Claude Desktop and most other clients take the same object in their own settings."""
 NAME_MAX: Final = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -45,11 +48,11 @@ def definition_forms(name: str, description: str, schema: Mapping[str, Any]) -> 
     fn, params = function_name(name), parameters(schema)
     return {
         "openai_tool": _file(
-            None,
+            (),
             {"type": "function", "function": {"name": fn, "description": description, "parameters": params}},
         ),
         "openai_responses_tool": _file(
-            None,
+            (),
             {
                 "type": "function",
                 "name": fn,
@@ -58,7 +61,7 @@ def definition_forms(name: str, description: str, schema: Mapping[str, Any]) -> 
                 "strict": False,
             },
         ),
-        "anthropic_tool": _file(None, {"name": fn, "description": description, "input_schema": params}),
+        "anthropic_tool": _file((), {"name": fn, "description": description, "input_schema": params}),
     }
 
 
@@ -71,7 +74,8 @@ def server_env(home: str | None, proxy: str, token: str | None = None) -> dict[s
 
 
 def config_forms(home: str | None, proxy: str, token: str | None = None) -> dict[str, Any]:
-    """Claude Code (`claude mcp add ...` and `.mcp.json`), Cursor, VS Code and a generic mcpServers."""
+    """Claude Code's `claude mcp add ...` line, the `mcpServers` JSON (Claude Code's `.mcp.json`,
+    Cursor's, most clients'), and VS Code's `servers` JSON."""
     env = server_env(home, proxy, token)
     stdio = {"command": "flightlog", "args": ["mcp"], "env": env}
     add = ["claude", "mcp", "add", "--scope", "project", MCP_SERVER_NAME]
@@ -81,16 +85,16 @@ def config_forms(home: str | None, proxy: str, token: str | None = None) -> dict
     vscode = {"servers": {MCP_SERVER_NAME: {"type": "stdio", **stdio}}}
     return {
         "mcp_config_claude_code": {"method": "CLI", "command": shlex.join([*add, "--", "flightlog", "mcp"])},
-        "mcp_config_claude_code_json": _file(".mcp.json", servers),
-        "mcp_config_cursor": _file(".cursor/mcp.json", servers),
-        "mcp_config_vscode": _file(".vscode/mcp.json", vscode),
-        "mcp_config_json": _file(None, servers),
+        "mcp_config_json": _file(MCP_SERVERS_FILES, servers),
+        "mcp_config_vscode": _file((".vscode/mcp.json",), vscode),
     }
 
 
-def _file(path: str | None, content: Mapping[str, Any]) -> dict[str, Any]:
+def _file(paths: tuple[str, ...], content: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON file's content, with the files that take it as written (`paths`: several clients read
+    the same `mcpServers` object, each from its own file)."""
     form: dict[str, Any] = {"method": "CODE", "language": "json", "code": json.dumps(content, indent=2)}
-    return form | ({"path": path} if path else {})
+    return form | ({"paths": list(paths)} if paths else {})
 
 
 def canonical_from_tool_call(name: str, arguments: str | Mapping[str, Any], tool: str) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from catalog.forms.upstream import canonical_json
 
 DEFAULT_BASE: Final = "http://flightlog.local"
 DEFAULT_PROXY: Final = "http://127.0.0.1:8080"
+DEFAULT_SSH_HOST: Final = "localhost"
+"""The machine the `ssh` form runs `flightlog call` on (`flightlog contracts --ssh-host` names another)."""
 DISPATCH_PATH: Final = "/api/dispatch"
 MCP_HTTP_PATH: Final = "/api/mcp"
 MCP_CALL_TOOL: Final = "call"
@@ -40,7 +42,6 @@ FORM_NOTES: Final = {
     "url": "The canonical call in one GET link: tool= and args= (canonical JSON), token= when lent.",
     "curl": "The dispatch form as one shell line, through the proxy.",
     "cli": "flightlog call NAME --args JSON: the same door, in process, recorded in the Ledger.",
-    "cli_dry_run": "The CLI form with --dry-run: the exact upstream request, nothing sent.",
     "python": "The dispatch form as an httpx snippet, through the proxy.",
     "javascript": "The dispatch form as a fetch snippet (undici's ProxyAgent), through the proxy.",
     "mcp_stdio": 'The canonical call as the arguments of the "call" tool of `flightlog mcp`.',
@@ -48,12 +49,17 @@ FORM_NOTES: Final = {
     "wget": "The dispatch form as a wget line, through the proxy (the second command-line client).",
     "python_mcp": 'The "call" tool of `flightlog mcp` from Python, with the official MCP client.',
     "webhook": "What a webhook sender POSTs: the canonical call to the door, a scoped token in the URL.",
+    "apple_shortcut": "An Apple Shortcut: a Text action holding the call, Get Contents of URL POSTing it.",
+    "sdk": "flightlog.client's Flightlog: client.tools.NAME(**args) through the proxy.",
+    "function": "flightlog.call(NAME, args): the door in this Python process, recorded like the CLI.",
+    "websocket": "The call as one WebSocket message to ws://flightlog.local/api/dispatch; one reply back.",
+    "sse": "The dispatch form asking for text/event-stream: the reply arrives as one `reply` event.",
+    "graphql": "mutation Call($tool, $args) { call(tool, args) } at /api/graphql, the call as its variables.",
+    "ssh": "The CLI form run over SSH on flightlog's machine; the token goes over stdin.",
     "mcp_jsonrpc": 'One JSON-RPC tools/call of the "call" tool, POSTed to the MCP endpoint (stateless).',
     "mcp_config_claude_code": "Adds flightlog's MCP server to Claude Code (FLIGHTLOG_HOME and the proxy).",
-    "mcp_config_claude_code_json": "The same server in a project's .mcp.json for Claude Code.",
-    "mcp_config_cursor": "The same server in Cursor's .cursor/mcp.json.",
+    "mcp_config_json": "The same server as mcpServers JSON (Claude Code's .mcp.json, Cursor's mcp.json).",
     "mcp_config_vscode": "The same server in VS Code's .vscode/mcp.json (servers, type stdio).",
-    "mcp_config_json": "The MCP server entry for clients configured with JSON (mcpServers).",
     "openai_tool": "The row as an OpenAI chat-completions tool; a tool call's arguments are the args.",
     "openai_responses_tool": "The row as an OpenAI Responses API function tool.",
     "anthropic_tool": "The row as an Anthropic Messages tool (input_schema).",
@@ -94,7 +100,6 @@ def door_forms(
         "url": {"method": "GET", "url": one_line_url(door, name, args, token)},
         "curl": {"method": "CLI", "command": curl_command(door, body, proxy, headers)},
         "cli": {"method": "CLI", "command": shlex.join(cli)},
-        "cli_dry_run": {"method": "CLI", "command": shlex.join([*cli, "--dry-run"])},
         "python": {
             "method": "CODE",
             "language": "python",
@@ -129,7 +134,7 @@ def more_forms(
     call = {"tool": name, "args": dict(args)}
     body = canonical_json(call)
     door = base.rstrip("/") + DISPATCH_PATH
-    auth = {"authorization": f"Bearer {token}"} if token else {}
+    auth = {"authorization": f"Bearer {token}" if token else ENV_BEARER}
     rpc = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -161,10 +166,26 @@ def link_forms(name: str, args: Mapping[str, Any], *, base: str, proxy: str, tok
 
 
 def wget_command(door: str, body: str, proxy: str, headers: Mapping[str, str]) -> str:
-    """One shell line: wget through the proxy (its `-e` settings, as wget reads no --proxy flag)."""
-    words = ["wget", "-q", "-O", "-", "-e", "use_proxy=yes", "-e", f"http_proxy={proxy}"]
-    words += [f"--header={k}: {v}" for k, v in headers.items()]
-    return shlex.join([*words, f"--post-data={body}", door])
+    """One shell line: wget through the proxy (its `-e` settings, as wget reads no --proxy flag);
+    `--content-on-error` prints a refusal's JSON as the door answered it."""
+    words = [
+        "wget",
+        "-q",
+        "--content-on-error",
+        "-O",
+        "-",
+        "-e",
+        "use_proxy=yes",
+        "-e",
+        f"http_proxy={proxy}",
+    ]
+    env_header = ""
+    for key, value in headers.items():
+        if value == ENV_BEARER:  # double-quoted, so the shell fills in the token where it runs
+            env_header = f' "--header={key}: Bearer ${TOKEN_ENV}"'
+            continue
+        words.append(f"--header={key}: {value}")
+    return shlex.join(words) + env_header + " " + shlex.join([f"--post-data={body}", door])
 
 
 def python_mcp_snippet(call: Mapping[str, Any]) -> str:
@@ -224,7 +245,7 @@ def python_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] 
         f"    headers={shown},\n"
         f"    proxy={proxy!r},\n"
         ")\n"
-        "print(response.json())\n"
+        "print(response.text)\n"
     )
 
 
@@ -244,7 +265,7 @@ def js_snippet(door: str, body: str, proxy: str, headers: Mapping[str, str] = JS
         f"  body: {json.dumps(body)},\n"
         f"  dispatcher: new ProxyAgent({json.dumps(proxy)}),\n"
         "});\n"
-        "console.log(await response.json());\n"
+        "console.log(JSON.stringify(await response.json()));\n"
     )
 
 

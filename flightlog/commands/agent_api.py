@@ -18,7 +18,7 @@ from flightlog.commands.call import open_dispatcher
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt
 from flightlog.settings import load_settings
-from tui.terminal_text import json_text, shown, shown_lines
+from formats.terminal_text import json_text, shown, shown_lines
 
 if TYPE_CHECKING:
     from catalog.prescan import Prescanned

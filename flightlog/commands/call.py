@@ -15,7 +15,7 @@ import typer
 from flightlog.commands.options import DirectoryOpt, LedgerOpt
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
-from tui.terminal_text import json_text, shown
+from formats.terminal_text import json_text, shown
 
 if TYPE_CHECKING:
     # deferred: mitmproxy/httpx load slowly; other commands start without them

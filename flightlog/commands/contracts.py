@@ -39,14 +39,19 @@ def contracts(
         None, "--proxy", help="The proxy the forms go through (default: the running one, from proxy.json)."
     ),
     token: str | None = typer.Option(None, "--token", help="A scoped token for the forms to carry."),
+    ssh_host: str = typer.Option("localhost", "--ssh-host", help="The machine the ssh form runs the CLI on."),
 ) -> None:
-    """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}."""
+    """Every runnable form of one tool's canonical call {"tool": NAME, "args": {...}}: 26, 29 with a
+    scoped token (--token), one more with an upstream contract."""
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.contracts import (
         FORM_NAMES,
         FORM_NOTES,
         RECORDED_FORM_NAMES,
         RECORDED_FORM_NOTES,
+        canonical_call,
+        canonical_json,
+        counted,
         example_args,
         forms,
     )
@@ -64,6 +69,7 @@ def contracts(
         check_args=args is not None,
         token=token,
         home=str(home),
+        ssh_host=ssh_host,
     )
     if form is not None:
         if form not in rendered:
@@ -75,6 +81,10 @@ def contracts(
     elif form is not None:
         typer.echo(_pasteable(rendered[form]))
     else:
+        total, wrapped = counted(rendered), len(rendered) - counted(rendered)
+        more = f", and {wrapped} configurations of its MCP server behind mcp-record" if wrapped else ""
+        call = canonical_json(canonical_call(row, call_args))
+        typer.echo(f"{total} forms of the canonical call {call}{more}\n")
         for name, value in rendered.items():
             note = FORM_NOTES.get(name) or RECORDED_FORM_NOTES.get(name, "")
             typer.echo(f"{name}: {note}\n{_indent(_pasteable(value))}\n")

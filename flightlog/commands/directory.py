@@ -18,7 +18,7 @@ import typer
 from flightlog.commands.options import DirectoryOpt
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
-from tui.terminal_text import shown
+from formats.terminal_text import shown
 
 if TYPE_CHECKING:
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
@@ -82,12 +82,32 @@ def check(directory: DirectoryOpt = None) -> None:
 
 @directory_app.command()
 def export(
-    folder: Annotated[Path, typer.Argument(help="Where to write the folder form.")],
+    folder: Annotated[
+        Path, typer.Argument(help="Where to write the folder form (or the sheet, with --sheet).")
+    ],
+    sheet: bool = typer.Option(
+        False,
+        "--sheet",
+        help="Write one .tsv or .csv sheet in seed 000's layout (a column per way of calling).",
+    ),
     directory: DirectoryOpt = None,
 ) -> None:
-    """Write the Directory back out as a folder."""
+    """Write the Directory back out as a folder, or as a sheet that `directory import sheet` reads."""
+    if sheet and folder.suffix.lower() not in (".tsv", ".csv"):
+        raise CommandError(f"{folder}: a sheet is a .tsv or .csv file")
     d = open_from_settings(directory)
     try:
+        if sheet:
+            # deferred: the contracts load only for a sheet
+            from catalog.importers.sheet_export import export_sheet
+
+            text = export_sheet(d, delimiter="\t" if folder.suffix.lower() == ".tsv" else ",")
+            try:
+                folder.write_text(text, encoding="utf-8")
+            except OSError as e:
+                raise CommandError(f"cannot write {folder}: {e.strerror}") from e
+            typer.echo(f"exported {len(d.rows())} rows to {folder}")
+            return
         n = d.export(folder)
     finally:
         d.close()

@@ -18,7 +18,7 @@ import typer
 from flightlog.commands.options import BlobsOpt, JsonOpt, LedgerOpt, worded_filter
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
-from tui.terminal_text import shown_lines
+from formats.terminal_text import shown_lines
 
 if TYPE_CHECKING:
     from addons.readback.behaviour import Step

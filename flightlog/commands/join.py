@@ -15,8 +15,8 @@ import typer
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt, LedgerOpt
 from flightlog.settings import load_settings
+from formats.terminal_text import json_text, shown
 from storage.kinds import MCP_TOOL_CALL, MCP_TOOL_RESULT
-from tui.terminal_text import json_text, shown
 
 if TYPE_CHECKING:
     from catalog.tool import Tool

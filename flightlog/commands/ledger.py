@@ -1,8 +1,9 @@
 """`flightlog ledger ...`: read events, actions and payloads, ask the Ledger's questions, verify it.
 
-`counts`, `query` and `ask` take a question in plain words and/or the shared filter options (the
-`Filter`'s fields); the options narrow what the words said, and a field given both ways must agree.
-`--json` prints the same objects the read routes answer, so scripts can use either.
+`counts`, `tally`, `query` and `ask` take a question in plain words and/or the shared filter options
+(the `Filter`'s fields); the options narrow what the words said, and a field given both ways must
+agree. `--json` prints the same objects the read routes answer (`counts`, `tally`, `state`, `query`,
+`ask`), so scripts can use either.
 """
 
 from __future__ import annotations
@@ -25,10 +26,18 @@ from flightlog.commands.options import (
 )
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
-from tui.terminal_text import json_text, shown
+from formats.terminal_text import json_text, shown
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Events at most.")]
+ByOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--by",
+        help="hour, session, turn, kind, agent, model, tool, task, host, status or rule (repeatable: by each"
+        " combination).",
+    ),
+]
 
 
 def _print_event(event: dict[str, Any]) -> None:
@@ -206,26 +215,25 @@ def _events_table(events: list[Any]) -> None:
 @with_filters
 def counts_command(
     words: WordsArg = None,
-    by: Annotated[
-        str | None,
-        typer.Option(
-            "--by", help="hour, session, turn, kind, agent, model, tool, task, host, status or rule."
-        ),
-    ] = None,
+    by: ByOpt = None,
     filters: Given = NONE_GIVEN,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Counted views by hour, session, turn, kind, agent, model, tool or task (totals without --by)."""
+    """Counted views by hour, session, turn, kind, agent, model, tool, task, host or status (totals
+    without --by; several --by count each combination, as `tally` does)."""
     # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.queries import counts, totals
 
     flt, question = filter_from_options(words, filters)
-    by = by or (question.group_by if question else None)
+    keys = list(dict.fromkeys(by or ([question.group_by] if question and question.group_by else [])))
+    if len(keys) > 1:
+        _tally(flt, keys, ledger_url, blobs_url, as_json)
+        return
     ledger = load_settings().open_ledger(ledger_url, blobs_url)
     try:
-        if by is None:
+        if not keys:
             summary = {"filter": flt.to_json(), **totals(ledger.engine, flt)}
             if as_json:
                 _print_json(summary)
@@ -233,15 +241,82 @@ def counts_command(
                 for key, value in summary.items():
                     typer.echo(shown(f"{key:18} {value}"))
             return
-        groups = counts(ledger.engine, flt, by)
+        groups = counts(ledger.engine, flt, keys[0])
     finally:
         ledger.close()
     if as_json:
-        _print_json({"filter": flt.to_json(), "by": by, "groups": [g.to_json() for g in groups]})
+        _print_json({"filter": flt.to_json(), "by": keys[0], "groups": [g.to_json() for g in groups]})
         return
     if question is not None:
         typer.echo(question.explain(), err=True)
-    _groups_table(by, groups)
+    _groups_table(keys[0], groups)
+
+
+@ledger_app.command("tally")
+@with_filters
+def tally_command(
+    words: WordsArg = None,
+    by: ByOpt = None,
+    filters: Given = NONE_GIVEN,
+    ledger_url: LedgerOpt = None,
+    blobs_url: BlobsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Events, tokens and cost per combination of 1 to 3 keys (--by, repeatable), largest first."""
+    flt, _ = filter_from_options(words, filters)
+    if not by:
+        raise CommandError("tally needs --by KEY (repeatable): hour, session, turn, kind, agent, ...")
+    _tally(flt, list(dict.fromkeys(by)), ledger_url, blobs_url, as_json)
+
+
+def _tally(flt: Any, keys: list[str], ledger_url: str | None, blobs_url: str | None, as_json: bool) -> None:
+    # deferred: SQLAlchemy loads slowly; other commands start without it
+    from storage.tally import tally_answer
+
+    ledger = load_settings().open_ledger(ledger_url, blobs_url)
+    try:
+        answer = tally_answer(ledger.engine, flt, keys)
+    finally:
+        ledger.close()
+    if as_json:
+        _print_json(answer)
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(*keys, "events", "tokens in", "tokens out", "cost (USD)", box=None)
+    for g in answer["groups"]:
+        cost = f"{g['cost_usd']:,.6f}" if g["cost_usd"] else ""
+        cells = [Text(shown(v)) if v is not None else "(none)" for v in g["key"].values()]
+        table.add_row(*cells, f"{g['events']:,}", f"{g['tokens_in']:,}", f"{g['tokens_out']:,}", cost)
+    Console(soft_wrap=True).print(table)
+
+
+@ledger_app.command("state")
+def state_command(ledger_url: LedgerOpt = None, blobs_url: BlobsOpt = None, as_json: JsonOpt = False) -> None:
+    """Where each collector stands: its position, last commit, lag, batches and drops."""
+    # deferred: SQLAlchemy loads slowly; other commands start without it
+    from storage.tally import state_answer
+
+    ledger = load_settings().open_ledger(ledger_url, blobs_url)
+    try:
+        answer = state_answer(ledger.engine)
+    finally:
+        ledger.close()
+    if as_json:
+        _print_json(answer)
+        return
+    for c in answer["collectors"]:
+        lag = "-" if c["lag_seconds"] is None else f"{c['lag_seconds']}s"
+        line = (
+            f"{c['collector']}  position {c['position']}  batches {c['batches']}  events {c['events_new']}"
+            f"  duplicates {c['duplicates']}  last commit {c['last_commit'] or '-'}  lag {lag}"
+            f"  drops {c['drops']}"
+        )
+        typer.echo(shown(line))
+    if not answer["collectors"]:
+        typer.echo("no collector has written to this ledger", err=True)
 
 
 @ledger_app.command("query")

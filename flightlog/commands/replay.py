@@ -33,7 +33,7 @@ from flightlog.commands.options import (
 )
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
-from tui.terminal_text import shown_lines
+from formats.terminal_text import shown_lines
 
 if TYPE_CHECKING:
     from mitmproxy.master import Master

@@ -8,12 +8,24 @@ Kept apart from the SQL so that reading a Directory (the stdlib SQLite path of
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from storage.errors import StorageError
+
+UNSAFE_IN_PATH = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""What ends a line or a cell of the text agents read; a path holding one is no row (the same set
+as `catalog.folder`'s check, which a test holds equal)."""
+
+
+def is_concept(bundle: str, path: str) -> bool:
+    """Whether a stored document is one of the Directory's concepts (rows): a Markdown document of a
+    bundle (the root bundle "" holds aliases.toml and bookkeeping), whose path is safe to list. The
+    count a revision records, so `history` says what `snapshot` says."""
+    return bool(bundle) and path.endswith(".md") and UNSAFE_IN_PATH.search(path) is None
 
 
 class DocumentStoreError(StorageError):

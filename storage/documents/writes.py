@@ -29,6 +29,7 @@ from storage.documents.model import (
     Refusal,
     RevisionMismatch,
     chunks,
+    is_concept,
     section_tag,
     sha256_text,
     snapshot_digest,
@@ -186,7 +187,7 @@ class DocumentWrites:
         cur.execute(f"SELECT bundle, tag, documents FROM directory_sections WHERE space = {m}", (space,))
         tags = cur.fetchall()
         snapshot = snapshot_digest((b, tag) for b, tag, _ in tags)
-        documents = sum(n for _, _, n in tags)
+        documents = sum(n for b, _, n in tags if b)  # concepts: sections count theirs (`_retag`)
         now = datetime.now(UTC)
         cur.execute(
             "INSERT INTO directory_revisions (space, revision, parent, at, message, changes, documents,"
@@ -257,7 +258,12 @@ class DocumentWrites:
                 cur.execute(
                     "INSERT INTO directory_sections (space, bundle, tag, documents)"
                     f" VALUES ({m}, {m}, {m}, {m})",
-                    (space, bundle, section_tag((p, h) for p, h in entries), len(entries)),
+                    (
+                        space,
+                        bundle,
+                        section_tag((p, h) for p, h in entries),
+                        sum(1 for p, _ in entries if is_concept(bundle, p)),
+                    ),
                 )
 
 

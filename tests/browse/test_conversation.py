@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 
+from formats.answers import read_answer
+from formats.conversation import conversation, conversation_api
 from tests.browse import conversations as c
-from tui.answers import read_answer, stopped
-from tui.conversation import api_of, conversation
-from tui.conversation_text import answer_text, blocks
+from tui.conversation_text import answer_text, blocks, stopped
 
 
 def test_api_is_read_from_the_path() -> None:
-    """Any host speaking these paths is read (OpenAI-compatible servers too); other paths are not."""
-    assert api_of("https://api.openai.com/v1/chat/completions") == "openai.chat"
-    assert api_of("http://127.0.0.1:8000/v1/chat/completions?x=1") == "openai.chat"
-    assert api_of("https://api.openai.com/v1/responses") == "openai.responses"
-    assert api_of("https://api.anthropic.com/v1/messages") == "anthropic.messages"
-    assert api_of("https://api.openai.com/v1/embeddings") is None
+    """Any host speaking these paths is read (OpenAI-compatible servers too); other paths, and model
+    APIs whose calls are no conversation (embeddings), are not."""
+    assert conversation_api("https://api.openai.com/v1/chat/completions") == "openai.chat"
+    assert conversation_api("http://127.0.0.1:8000/v1/chat/completions?x=1") == "openai.chat"
+    assert conversation_api("https://api.openai.com/v1/responses") == "openai.responses"
+    assert conversation_api("https://api.anthropic.com/v1/messages") == "anthropic.messages"
+    assert conversation_api("https://api.openai.com/v1/embeddings") is None
     assert conversation("https://api.github.com/repos", b"{}", b"{}") is None
     assert conversation("https://api.openai.com/v1/chat/completions", b"not json", b"") is None
 
@@ -36,8 +37,8 @@ def test_streamed_answer_reads_as_the_whole_answer_openai_chat() -> None:
 
 def test_streamed_answer_reads_as_the_whole_answer_anthropic() -> None:
     """An Anthropic stream is put back together into the same text and tool call as the whole body."""
-    whole = read_answer("anthropic.messages", json.dumps(c.ANTHROPIC_WHOLE))
-    streamed = read_answer("anthropic.messages", c.ANTHROPIC_STREAM.decode())
+    whole = read_answer("anthropic.messages", json.dumps(c.ANTHROPIC_WHOLE).encode())
+    streamed = read_answer("anthropic.messages", c.ANTHROPIC_STREAM)
     assert whole is not None and streamed is not None
     assert answer_text(streamed) == answer_text(whole)
     assert streamed.tool_calls[0].name == "get_weather" and json.loads(streamed.tool_calls[0].arguments) == {
@@ -54,12 +55,12 @@ def test_streamed_answer_reads_as_the_whole_answer_openai_responses() -> None:
         {"type": "response.output_text.delta", "delta": "."},
         {"type": "response.completed", "response": c.RESPONSES_ANSWER},
     ]
-    stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-    whole = read_answer("openai.responses", json.dumps(c.RESPONSES_ANSWER))
+    stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    whole = read_answer("openai.responses", json.dumps(c.RESPONSES_ANSWER).encode())
     streamed = read_answer("openai.responses", stream)
     assert whole is not None and streamed is not None
     assert answer_text(streamed) == answer_text(whole) == "Hi."
-    cut = read_answer("openai.responses", "\n\n".join(stream.split("\n\n")[:2]) + "\n\n")
+    cut = read_answer("openai.responses", b"\n\n".join(stream.split(b"\n\n")[:2]) + b"\n\n")
     assert cut is not None and cut.text == "Hi." and not cut.complete
 
 

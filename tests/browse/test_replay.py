@@ -168,6 +168,21 @@ def test_retarget_and_fill_body() -> None:
     assert fill_body(b"[OTHER] stays", None, {"K": "v"}) == b"[OTHER] stays"
 
 
+def test_fill_body_inside_stacked_codings() -> None:
+    """A body recorded under stacked codings (`gzip, br`) gets its secrets back inside both, re-encoded
+    in the same order; one whose coding cannot be undone is sent as recorded."""
+    import gzip
+
+    import brotli
+
+    stacked = brotli.compress(gzip.compress(b'{"k": "[K]"}'))
+    filled = fill_body(stacked, "gzip, br", {"K": "value"})
+    assert gzip.decompress(brotli.decompress(filled)) == b'{"k": "value"}'
+    assert fill_body(b"\x00[K] opaque", "compress", {"K": "v"}) == b"\x00v opaque"  # plain text filled
+    unknown = gzip.compress(b"[K]")
+    assert fill_body(unknown, "compress", {"K": "v"}) == unknown
+
+
 def test_replay_command_prints_the_diff_and_json(sqlite_ledger: Ledger, home: Path, tmp_path: Path) -> None:
     """`flightlog replay ACTION --to URL --secrets FILE` prints the diff; --json is machine-readable."""
     ledger = sqlite_ledger

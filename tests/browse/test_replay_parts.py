@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import gzip
 
-from addons.readback.answer_diff import Answer, body_lines, decode_body, diff_answers
+from addons.readback.answer_diff import Answer, body_lines, diff_answers
 from addons.readback.recorded import canonical_url
-from addons.readback.replay_player import Playback, sse_chunks
+from addons.readback.replay_player import Playback
+from formats.codings import readable
 from storage.heads import build_head, parse_head
 
 
@@ -31,14 +32,6 @@ def test_canonical_url_spells_one_url_one_way() -> None:
     assert canonical_url("http://[::1]:9/x") == "http://[::1]:9/x"
 
 
-def test_sse_chunks_split_after_each_event_and_keep_every_byte() -> None:
-    body = b"data: 1\n\ndata: 2\r\n\r\n: comment\n\ndata: tail"
-    chunks = sse_chunks(body)
-    assert chunks == [b"data: 1\n\n", b"data: 2\r\n\r\n", b": comment\n\n", b"data: tail"]
-    assert b"".join(chunks) == body
-    assert sse_chunks(b"") == []
-
-
 def test_playback_head_frames_the_answer_as_chunked() -> None:
     playback = Playback(200, b"OK", ((b"Content-Type", b"text/event-stream"), (b"Content-Length", b"9")), ())
     assert playback.head() == (
@@ -48,8 +41,8 @@ def test_playback_head_frames_the_answer_as_chunked() -> None:
 
 def test_bodies_are_diffed_decoded_and_json_pretty_printed() -> None:
     """gzip is removed before comparing; JSON key order and spacing do not count; binary is named."""
-    assert decode_body(gzip.compress(b"hello"), "gzip") == b"hello"
-    assert decode_body(b"not gzip", "gzip") == b"not gzip"
+    assert readable(gzip.compress(b"hello"), "gzip").data == b"hello"
+    assert readable(b"not gzip", "gzip").data == b"not gzip"
     assert body_lines(b'{"b":1,"a":2}') == ["{", '  "a": 2,', '  "b": 1', "}"]
     assert body_lines(b"\xff\x00")[0].startswith("<2 bytes of binary, sha256 ")
     old = Answer(200, "OK", ((b"A", b"1"),), b'{"x": 1, "y": 2}')

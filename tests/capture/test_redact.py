@@ -305,7 +305,7 @@ def test_pure_modules_do_not_import_mitmproxy() -> None:
 
     code = (
         "import sys, recording.secrets, recording.redact\n"
-        "import recording.usage, recording.prices\n"
+        "import formats.usage, recording.prices\n"
         "sys.exit(1 if any(m.split('.')[0] == 'mitmproxy' for m in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -233,8 +233,8 @@ def test_large_bodies_cross_the_pipe_beside_the_pickle_once_each() -> None:
     records sent once) and reads back into records equal to the ones put."""
     import io
 
+    from recording.pipe_frames import frame, read_frame
     from recording.records import Buffers, Exchange, RequestRecord, ResponseRecord, from_wire, to_wire
-    from recording.writer_process import frame, read_frame
 
     ex = Exchange("f", "out", "POST", "http://h/v1/chat/completions", "h", Identity(agent="a"))
     asked, answer = b"q" * 100_000, b"a" * 200_000

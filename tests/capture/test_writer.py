@@ -215,6 +215,7 @@ def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> 
     the refused event is filed in its place as `capture.unrecordable` naming it and the error."""
     from datetime import UTC, datetime
 
+    from recording.refusals import one_by_one
     from storage.events import Batch, Event
 
     url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
@@ -228,9 +229,8 @@ def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> 
         refused = e
     else:
         raise AssertionError("the Ledger accepted a complete event without a payload")
-    writer._position = 0
-    kept = writer._one_by_one(ledger, [good, bad], refused)
-    assert [e.event_id for e in kept] == ["good:request", "unrecordable:bad:request"]
+    kept, position = one_by_one(ledger, "t", 0, [good, bad], refused, writer.stats)
+    assert [e.event_id for e in kept] == ["good:request", "unrecordable:bad:request"] and position > 0
     assert writer.stats.rejected == 0 and writer.stats.unrecordable == 1
     assert ledger.event("good:request") is not None and ledger.event("bad:request") is None
     filed = ledger.event("unrecordable:bad:request")

@@ -126,7 +126,6 @@ def test_every_form_is_rendered_from_the_canonical_call() -> None:
 
     cli = shlex.split(out["cli"]["command"])
     assert cli[:3] == ["flightlog", "call", "create_pet"] and json.loads(cli[4]) == ARGS
-    assert shlex.split(out["cli_dry_run"]["command"]) == [*cli, "--dry-run"]
 
     assert out["python"]["language"] == "python" and repr(body) in out["python"]["code"]
     compile(out["python"]["code"], "<python form>", "exec")
@@ -393,7 +392,6 @@ def test_a_scoped_token_rides_in_every_form_that_reaches_the_door() -> None:
     assert parse_qs(urlsplit(out["url"]["url"]).query)["token"] == [token]
     assert f"authorization: {bearer}" in shlex.split(out["curl"]["command"])
     assert shlex.split(out["cli"]["command"])[-2:] == ["--token", token]
-    assert shlex.split(out["cli_dry_run"]["command"])[-3:] == ["--token", token, "--dry-run"]
     assert f"'authorization': '{bearer}'" in out["python"]["code"]
     assert f'"authorization": "{bearer}"' in out["javascript"]["code"]
     assert out["mcp_http"]["headers"] == {"authorization": bearer}
@@ -401,5 +399,8 @@ def test_a_scoped_token_rides_in_every_form_that_reaches_the_door() -> None:
     assert out["mcp_stdio"]["server"]["env"] == {"FLIGHTLOG_TOKEN": token}
     claude = shlex.split(out["mcp_config_claude_code"]["command"])
     assert claude[claude.index(f"FLIGHTLOG_TOKEN={token}") - 1] == "-e"
-    for name in ("mcp_config_claude_code_json", "mcp_config_cursor", "mcp_config_json"):
-        assert json.loads(out[name]["code"])["mcpServers"]["flightlog"]["env"]["FLIGHTLOG_TOKEN"] == token
+    assert (
+        json.loads(out["mcp_config_json"]["code"])["mcpServers"]["flightlog"]["env"]["FLIGHTLOG_TOKEN"]
+        == token
+    )
+    assert out["mcp_config_json"]["paths"] == [".mcp.json", ".cursor/mcp.json", "~/.cursor/mcp.json"]

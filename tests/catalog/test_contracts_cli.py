@@ -70,7 +70,10 @@ def test_import_openapi_then_show_every_form(home: Path, tmp_path: Path) -> None
     assert shlex.split(curl.stdout)[-1] == '{"tool":"createPet","args":{"name":"<name>"}}'
 
     text = flightlog("contracts", "showPetById", "--directory", str(folder), home=home)
-    assert text.stdout.startswith("dispatch: POST the canonical call") and "\nupstream: " in text.stdout
+    assert text.stdout.startswith(
+        '27 forms of the canonical call {"tool":"showPetById","args":{"petId":0}}\n'
+    )
+    assert "\ndispatch: POST the canonical call" in text.stdout and "\nupstream: " in text.stdout
 
 
 def test_import_mcp_takes_the_server_command_after_a_double_dash(home: Path, tmp_path: Path) -> None:

@@ -200,7 +200,7 @@ SHEET_ROWS = [
         "name": "send_sms",
         "description": "Send a text.",
         "method": "POST",
-        "url": "https://sms.example/send?to={to}",
+        "upstream url": "https://sms.example/send?to={to}",
         "headers": '{"authorization": "Bearer [SMS_TOKEN]"}',
         "body": '{"text": "{text}"}',
     },
@@ -215,7 +215,7 @@ def sheet(columns: list[str]) -> str:
 
 def test_a_sheet_is_read_by_header_label_never_by_position() -> None:
     """The same rows with the columns in another order give the same documents."""
-    columns = ["name", "description", "method", "url", "headers", "body", "command"]
+    columns = ["name", "description", "method", "upstream url", "headers", "body", "command"]
     docs = read_sheet(sheet(columns), delimiter="\t")
     assert read_sheet(sheet(list(reversed(columns))), delimiter="\t") == docs
     found = rows(docs)
@@ -236,7 +236,7 @@ def test_sheet_rows_become_tools_with_arguments_from_their_placeholders(tmp_path
     """Without an args column, each placeholder of the contract is a required text argument."""
     path = tmp_path / "tools.csv"
     path.write_text(
-        "Name,Description,Method,Command,CLI\n"
+        "Name,Description,Method,Command,CLI opt-in\n"
         'grep_log,Search the log.,CLI,"[""grep"", ""{pattern}"", ""/var/log/app.log""]",yes\n'
         "ARTICLE_RULES,How we write.,,,\n"
     )
@@ -261,9 +261,12 @@ def test_sheet_rows_become_tools_with_arguments_from_their_placeholders(tmp_path
         ("name\tdescrption\nx\ty\n", 'unknown column "descrption"'),
         ("name\tName\nx\ty\n", 'the column "name" appears twice'),
         ("description\ny\n", "no `name` column"),
-        ("name\turl\nx\thttps://a.example\n", "line 2: a contract needs a method"),
+        ("name\tupstream_url\nx\thttps://a.example\n", "line 2: a contract needs a method"),
         ("name\tmethod\theaders\nx\tGET\t{not json\n", "line 2: the headers cell is not valid JSON"),
-        ("name\tbundle\turl\nx\tarticle\thttps://a\n", 'bundle "article" cannot have a url'),
+        (
+            "name\tbundle\tupstream url\nx\tarticle\thttps://a\n",
+            'type "article" calls nothing: it cannot have a "upstream url" column',
+        ),
         ("", "is empty"),
     ],
 )

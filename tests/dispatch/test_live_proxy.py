@@ -129,7 +129,7 @@ def test_contract_forms_run_as_written(world: tuple[LiveProxy, Received, dict[st
     snippet = subprocess.run(
         [sys.executable, "-c", shown["python"]["code"]], capture_output=True, text=True, timeout=60, env=child
     )
-    assert snippet.returncode == 0 and "'ok': True" in snippet.stdout, snippet.stdout + snippet.stderr
+    assert snippet.returncode == 0 and json.loads(snippet.stdout)["ok"], snippet.stdout + snippet.stderr
     assert mcp_stdio(shown["mcp_stdio"], env)["ok"] is True
     assert len(received.requests) == before + 5
     heads = {h.replace(SECRET.encode(), b"[WEATHER_KEY]") for h, _ in received.requests[before:]}

@@ -91,7 +91,7 @@ def test_memory_is_bounded_and_other_streams_are_left_to_their_end() -> None:
     seq = itertools.count(1)
     derived(_event("http.request", GET_HEAD, None), lambda: None, lambda: next(seq), memo)
     assert live(proc, StreamChunk("f1", b"data: " + b"x" * (READ_MAX + 1)), lambda: next(seq), memo) == []
-    assert memo.live["f1"].off and memo.live["f1"].rest == b""
+    assert memo.live["f1"].off and memo.live["f1"].reader.pending == 0
     assert live(proc, StreamChunk("f1", b"\n\n" + _sse(MESSAGES[0])), lambda: next(seq), memo) == []
     gz = Memory()
     derived(_event("http.request", GET_HEAD, None), lambda: None, lambda: next(seq), gz)

@@ -8,11 +8,12 @@ import itertools
 import json
 from datetime import UTC, datetime
 
-from recording import mcp_jsonrpc as rpc
+from formats import jsonrpc as rpc
 from recording.identity import Identity
 from recording.mcp_messages import Memory, derived, message_at
 from recording.records import StdioRecord, from_wire, to_wire
 from storage.events import Event
+from storage.kinds import mcp_kind
 
 
 def test_classify_names_kind_tool_id_and_errors() -> None:
@@ -21,15 +22,15 @@ def test_classify_names_kind_tool_id_and_errors() -> None:
     call = rpc.parse(
         b'{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"x","_meta":{"progressToken":7}}}'
     )
-    assert (rpc.kind_of(call), call.tool, call.id, call.progress_token) == (
+    assert (mcp_kind(call.shape, call.method), call.tool, call.id, call.progress_token) == (
         "mcp.tools/call",
         "x",
         '"a-1"',
         "7",
     )
     ok = rpc.parse(b'{"jsonrpc":"2.0","id":"a-1","result":{"content":[]}}')
-    assert rpc.kind_of(ok, "tools/call") == "mcp.tools/call.result" and ok.error is None
-    assert rpc.kind_of(ok) == "mcp.result"
+    assert mcp_kind(ok.shape, ok.method, "tools/call") == "mcp.tools/call.result" and ok.error is None
+    assert mcp_kind(ok.shape, ok.method) == "mcp.result"
     err = rpc.parse(b'{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}')
     assert err.error == "-32601: Method not found"
     tool_err = rpc.parse(

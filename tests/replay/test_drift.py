@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from addons.readback.behaviour import Step, called, mcp_called, offered
+from addons.readback.behaviour import Step, mcp_called, step
 from addons.readback.drift import DriftError, compare, failures, parse_fail_on
 from tests.replay.conftest import agent, flightlog
 from tests.support.upstream import upstream
@@ -73,7 +73,8 @@ def test_a_changed_tool_list_is_reported_and_fails_on_tools(home: Path, tmp_path
 
 
 def test_steps_read_tool_calls_from_streams_and_answers_and_mcp_calls() -> None:
-    """Streamed OpenAI deltas name a call once; Anthropic `tool_use` blocks and MCP `tools/call` count."""
+    """Streamed OpenAI deltas name a call once; Anthropic `tool_use` blocks and MCP `tools/call` count;
+    the tools offered are the request's, in every API's spelling."""
     first = {"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": ""}}
     rest = {"index": 0, "function": {"arguments": "{}"}}
     sse = b"".join(
@@ -81,14 +82,17 @@ def test_steps_read_tool_calls_from_streams_and_answers_and_mcp_calls() -> None:
         for call in (first, rest)
     )
     sse += b"data: [DONE]\n\n"
-    assert called(sse, streamed=True) == ("get_weather",)
+    offer = json.dumps(
+        {"tools": [{"name": "search"}, {"type": "function", "function": {"name": "f"}}]}
+    ).encode()
+    chat = step("POST", "https://h/v1/chat/completions", offer, sse, "text/event-stream", {})
+    assert chat.tool_calls == ("get_weather",) and chat.tools_offered == ("search", "f")
     anthropic = json.dumps({"content": [{"type": "text"}, {"type": "tool_use", "name": "search"}]}).encode()
-    assert called(anthropic, streamed=False) == ("search",)
-    assert offered({"tools": [{"name": "search"}, {"type": "function", "function": {"name": "f"}}]}) == (
-        "search",
-        "f",
-    )
-    assert mcp_called({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "lookup"}}) == ("lookup",)
+    messages = step("POST", "https://h/v1/messages", b"{}", anthropic, "application/json", {})
+    assert messages.tool_calls == ("search",)
+    rpc = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "lookup"}}'
+    assert mcp_called(rpc) == ("lookup",)
+    assert step("POST", "https://h/mcp", rpc, b"", None, {}).mcp_calls == ("lookup",)
 
 
 def test_compare_names_added_removed_reordered_and_totals() -> None:

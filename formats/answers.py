@@ -1,15 +1,21 @@
-"""A model's answer reassembled: the final text and tool calls of a non-streamed body, or of a stream of
-server-sent events put back together (OpenAI chat and responses, Anthropic messages), so both forms of
-one answer read alike; a stream without its closing event is marked incomplete.
+"""A model's answer reassembled: the final text and tool calls of a whole body, or of a stream of
+server-sent events (`formats.sse`) put back together (OpenAI chat and responses, Anthropic messages),
+so both forms of one answer read alike; a stream without its closing event is marked incomplete.
+Its tokens are read as the Ledger's columns are (`formats.usage`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
-Api = Literal["openai.chat", "openai.responses", "anthropic.messages"]
+from formats import documents, sse, usage
+from formats.model_apis import Api
+
+DONE: Final = b"[DONE]"
+"""The data of OpenAI's last event: the stream's end, not a document."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,15 +39,6 @@ class Answer:
     """Server-sent events read (a streamed answer)."""
     complete: bool = True
     """False when the stream ended before its closing event."""
-
-
-def load_json(data: bytes | str | None) -> Any:
-    if not data:
-        return None
-    try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def content_text(content: Any) -> str:
@@ -70,27 +67,6 @@ def args_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def sse_data(text: str) -> tuple[list[Any], bool]:
-    """The JSON `data:` payloads of a server-sent event stream, and whether it ended with `[DONE]`."""
-    out: list[Any] = []
-    done = False
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        data = "\n".join(line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")).strip()
-        if not data:
-            continue
-        if data == "[DONE]":
-            done = True
-            continue
-        value = load_json(data)
-        if value is not None:
-            out.append(value)
-    return out, done
-
-
-def is_stream(answer: str) -> bool:
-    return answer.lstrip().startswith(("data:", "event:"))
-
-
 # --- answers -----------------------------------------------------------------------------------------
 
 
@@ -102,24 +78,16 @@ def _openai_chat_answer(body: dict[str, Any]) -> Answer:
         for c in message.get("tool_calls") or []
         for f in [c.get("function") or {}]
     )
-    usage = body.get("usage") or {}
-    return Answer(
-        content_text(message.get("content")),
-        calls,
-        str(choice.get("finish_reason") or ""),
-        usage.get("prompt_tokens"),
-        usage.get("completion_tokens"),
-    )
+    return Answer(content_text(message.get("content")), calls, str(choice.get("finish_reason") or ""))
 
 
 def _openai_chat_stream(chunks: list[Any], done: bool) -> Answer:
     text: list[str] = []
     calls: dict[int, dict[str, str]] = {}
-    stop, usage = "", dict[str, Any]()
+    stop = ""
     for chunk in chunks:
         if not isinstance(chunk, dict):
             continue
-        usage = chunk.get("usage") or usage
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if isinstance(delta.get("content"), str):
@@ -135,8 +103,6 @@ def _openai_chat_stream(chunks: list[Any], done: bool) -> Answer:
         "".join(text),
         tuple(ToolCall(c["name"], c["arguments"], c["id"]) for _, c in sorted(calls.items())),
         stop,
-        usage.get("prompt_tokens"),
-        usage.get("completion_tokens"),
         streamed=True,
         events=len(chunks),
         complete=done or bool(stop),
@@ -158,14 +124,7 @@ def _responses_answer(body: dict[str, Any]) -> Answer:
                     str(item.get("call_id", "")),
                 )
             )
-    usage = body.get("usage") or {}
-    return Answer(
-        "".join(text),
-        tuple(calls),
-        str(body.get("status") or ""),
-        usage.get("input_tokens"),
-        usage.get("output_tokens"),
-    )
+    return Answer("".join(text), tuple(calls), str(body.get("status") or ""))
 
 
 def _responses_stream(events: list[Any], done: bool) -> Answer:
@@ -176,9 +135,7 @@ def _responses_stream(events: list[Any], done: bool) -> Answer:
             and isinstance(e.get("response"), dict)
         ):
             final = _responses_answer(e["response"])
-            return Answer(
-                final.text, final.tool_calls, final.stop, final.tokens_in, final.tokens_out, True, len(events)
-            )
+            return Answer(final.text, final.tool_calls, final.stop, streamed=True, events=len(events))
     text: list[str] = []
     calls: dict[str, dict[str, str]] = {}
     for e in events:
@@ -217,27 +174,17 @@ def _anthropic_answer(body: dict[str, Any]) -> Answer:
             calls.append(
                 ToolCall(str(b.get("name", "")), args_text(b.get("input", {})), str(b.get("id", "")))
             )
-    usage = body.get("usage") or {}
-    return Answer(
-        "".join(text),
-        tuple(calls),
-        str(body.get("stop_reason") or ""),
-        usage.get("input_tokens"),
-        usage.get("output_tokens"),
-    )
+    return Answer("".join(text), tuple(calls), str(body.get("stop_reason") or ""))
 
 
 def _anthropic_stream(events: list[Any], done: bool) -> Answer:
     blocks: dict[int, dict[str, str]] = {}
-    stop, tokens_in, tokens_out, ended = "", None, None, False
+    stop, ended = "", False
     for e in events:
         if not isinstance(e, dict):
             continue
         kind = e.get("type")
-        if kind == "message_start":
-            usage = (e.get("message") or {}).get("usage") or {}
-            tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
-        elif kind == "content_block_start":
+        if kind == "content_block_start":
             b = e.get("content_block") or {}
             blocks[int(e.get("index", 0))] = {
                 "type": str(b.get("type", "")),
@@ -255,7 +202,6 @@ def _anthropic_stream(events: list[Any], done: bool) -> Answer:
             b["json"] += str(d.get("partial_json", "")) if d.get("type") == "input_json_delta" else ""
         elif kind == "message_delta":
             stop = str((e.get("delta") or {}).get("stop_reason") or stop)
-            tokens_out = (e.get("usage") or {}).get("output_tokens", tokens_out)
         elif kind == "message_stop":
             ended = True
     ordered = [b for _, b in sorted(blocks.items())]
@@ -263,37 +209,38 @@ def _anthropic_stream(events: list[Any], done: bool) -> Answer:
         "".join(b["text"] for b in ordered if b["type"] == "text"),
         tuple(ToolCall(b["name"], b["json"] or "{}", b["id"]) for b in ordered if b["type"] == "tool_use"),
         stop,
-        tokens_in,
-        tokens_out,
         streamed=True,
         events=len(events),
         complete=ended,
     )
 
 
-ANSWERS: Final = {
+Reader = tuple[Callable[[dict[str, Any]], Answer], Callable[[list[Any], bool], Answer]]
+ANSWERS: Final[dict[str, Reader]] = {
     "openai.chat": (_openai_chat_answer, _openai_chat_stream),
     "openai.responses": (_responses_answer, _responses_stream),
     "anthropic.messages": (_anthropic_answer, _anthropic_stream),
 }
+"""The APIs whose answers are reassembled: (whole body, stream of event documents and `[DONE]` seen)."""
 
 
-def read_answer(api: Api, answer: str) -> Answer | None:
-    """The answer reassembled (streamed or not); None when it is not one this API writes."""
-    whole, stream = ANSWERS[api]
-    if is_stream(answer):
-        events, done = sse_data(answer)
-        return stream(events, done)
-    body = load_json(answer)
-    return whole(body) if isinstance(body, dict) else None
-
-
-def stopped(answer: Answer, partial: bool) -> str:
-    """Where a stream stopped, said plainly; empty for an answer that ended as it should."""
-    if not (partial or not answer.complete):
-        return ""
-    said = f"{len(answer.text):,} characters of text" + (
-        f" and {len(answer.tool_calls)} tool call(s)" if answer.tool_calls else ""
-    )
-    where = f"after {answer.events} server-sent events" if answer.streamed else "before the answer was whole"
-    return f"partial: the stream stopped {where}, with {said} so far, before its closing event"
+def read_answer(api: Api, answer: bytes, content_type: str | None = None) -> Answer | None:
+    """The answer reassembled (streamed or not), with the tokens its usage states; None when it is not
+    one this API writes (or an API whose answers are not conversations, such as embeddings)."""
+    readers = ANSWERS.get(api)
+    if readers is None:
+        return None
+    whole, stream = readers
+    if sse.looks_like(answer, content_type):
+        events = sse.events(answer)
+        done = any(e.data.strip() == DONE for e in events)
+        docs = [doc for e in events if (doc := documents.parse(e.data)) is not None]
+        read, found = stream(docs, done), usage.from_events(docs)
+    else:
+        body = documents.parse(answer)
+        if not isinstance(body, dict):
+            return None
+        read, found = whole(body), usage.from_object(body)
+    if found is None:
+        return read
+    return replace(read, tokens_in=found.tokens_in, tokens_out=found.tokens_out)

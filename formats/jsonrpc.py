@@ -1,28 +1,28 @@
-"""What one MCP JSON-RPC message is, for the Ledger: its kind, method, id, tool and error.
+"""JSON-RPC 2.0 as MCP speaks it: what one message is, and where the messages of a body are.
 
-Shared by the stdio relay (`flightlog mcp-record`) and the writer's reading of MCP over HTTP, so both
-follow one rule set (listed in `storage.kinds`):
+`parse`/`classify` say what one message is (`Message`: request, notification, answer or invalid,
+with its method, id, tool, error and progress token); `peek` reads the id and method from the first
+bytes of a message too large to keep. Where the messages are: `StdioLines` cuts a stdio stream into
+them (one a line); `messages` finds every message of an HTTP body, whatever its framing: one JSON
+object, a batch array, or server-sent events (`formats.sse`) each holding one message or a batch
+(the older HTTP+SSE transport's `endpoint` event is yielded too). The stdio relay (`flightlog
+mcp-record`), the writer's reading of MCP over HTTP, the door's MCP calls and the readers of the
+Ledger share these rules. The Ledger's kinds for them are `storage.kinds.mcp_kind`.
 
-- a request or notification is `mcp.<method>` (`mcp.tools/call`, `mcp.notifications/progress`);
-- a result or error answer is `mcp.<method>.result`, the method being the call's (`mcp.result` when
-  the call was not seen); a JSON-RPC error is the event's `error` (`CODE: message`), and a
-  `tools/call` result with `isError: true` is one too (`tool error: <first text>`);
-- anything else that arrived where a message belongs is `mcp.invalid`, with why in `error`.
-
-Pure functions: bytes in, a `Message` out; they never raise on bad input.
+Pure functions over bytes (and one small reader); they never raise on bad input: what is not a
+message is `invalid`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-PREFIX: Final = "mcp."
-INVALID: Final = "mcp.invalid"
-UNKNOWN_RESULT: Final = "mcp.result"
-RESULT_SUFFIX: Final = ".result"
+from formats import sse
+
 MCP_METHOD_ROOTS: Final = frozenset(
     {
         "initialize", "ping", "tools", "resources", "prompts", "notifications", "completion", "logging",
@@ -110,6 +110,8 @@ def _tool_error(result: Any) -> str | None:
     return "tool error"
 
 
+PEEK: Final = 4096
+"""Bytes kept of a message too large to keep: enough for `peek` to find its id and method."""
 _PEEK_ID = re.compile(rb'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _PEEK_METHOD = re.compile(rb'^\s*\{[^{}\[\]]*?"method"\s*:\s*"([^"\\]{1,200})"')
 
@@ -127,15 +129,86 @@ def peek(prefix: bytes) -> Message:
     return Message("invalid")
 
 
-def kind_of(message: Message, call_method: str | None = None) -> str:
-    """The event kind: `mcp.<method>` for a call, `mcp.<call's method>.result` for its answer."""
-    if message.shape == "invalid":
-        return INVALID
-    if message.shape == "answer":
-        return f"{PREFIX}{call_method}{RESULT_SUFFIX}" if call_method else UNKNOWN_RESULT
-    return f"{PREFIX}{message.method}"
-
-
 def looks_like_mcp_method(method: str | None) -> bool:
     """Whether a JSON-RPC method is one of MCP's (by its first segment)."""
     return bool(method) and (method or "").split("/", 1)[0] in MCP_METHOD_ROOTS
+
+
+ENDPOINT: Final = "endpoint"
+"""The SSE event type by which the older HTTP+SSE transport announces where to POST."""
+
+
+def messages(body: bytes, content_type: str) -> Iterator[tuple[str, bytes, Any]]:
+    """Each JSON-RPC message of a body as (where, its bytes, its decoded value): `where` is `json`
+    or, for a body its content type declares an event stream, the SSE event's type; an `endpoint`
+    event is yielded as (`endpoint`, its data, None). A batch element's bytes are its value
+    re-serialized; anything that is not JSON is skipped."""
+    if sse.declared(content_type):
+        yield from event_messages(sse.events(body))
+    else:
+        yield from _parts("json", body)
+
+
+def event_messages(events: Iterable[sse.Event]) -> Iterator[tuple[str, bytes, Any]]:
+    """`messages` of server-sent events already read (a live stream's, as they complete)."""
+    for event in events:
+        if event.type == ENDPOINT:
+            yield ENDPOINT, event.data, None
+        else:
+            yield from _parts(event.type, event.data)
+
+
+def _parts(where: str, data: bytes) -> Iterator[tuple[str, bytes, Any]]:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return
+    if isinstance(value, list):
+        for part in value:
+            yield where, json.dumps(part).encode(), part
+    else:
+        yield where, data, value
+
+
+class StdioLines:
+    """MCP's stdio framing: one direction's byte stream cut into messages, one a line, holding at
+    most `limit` bytes of a partial one (a longer line keeps its first `PEEK` bytes, for `peek`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.index = 0
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._over = False
+
+    def feed(self, chunk: bytes) -> list[tuple[int, bytes, int]]:
+        """The lines `chunk` completes, as (index, bytes — only the first `PEEK` over the limit —, size)."""
+        out = []
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:nl])
+            out.append(self._finish())
+            start = nl + 1
+        if start < len(chunk):
+            self._add(chunk[start:] if start else chunk)
+        return out
+
+    def rest(self) -> tuple[int, bytes, int] | None:
+        """What is left without a newline when the stream ended, if anything."""
+        return self._finish() if self._size or self._over else None
+
+    def _add(self, piece: bytes) -> None:
+        self._size += len(piece)
+        if self._over:
+            return
+        if self._size > self.limit:
+            self._over, self._parts = True, [(b"".join(self._parts) + piece[:PEEK])[:PEEK]]
+        elif piece:
+            self._parts.append(piece)
+
+    def _finish(self) -> tuple[int, bytes, int]:
+        self.index += 1
+        data = b"".join(self._parts)
+        found = (self.index, data, self._size)
+        self._parts, self._size, self._over = [], 0, False
+        return found

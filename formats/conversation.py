@@ -1,22 +1,20 @@
 """An AI call read as a conversation: what the model was asked, with which tools, and what it answered.
 
-Pure functions over the recorded request and answer bodies (already decoded for reading) for OpenAI
-chat completions, OpenAI responses and Anthropic messages, each streamed or not; the answer is read by
-`tui.answers`, which puts a stream back together into the text and tool calls a whole body carries.
+Pure functions over the recorded request and answer bodies (content coding already undone) for
+OpenAI chat completions, OpenAI responses and Anthropic messages, each streamed or not; the answer
+is read by `formats.answers`, which puts a stream back together into the text and tool calls a whole
+body carries.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tui.answers import Answer, Api, ToolCall, args_text, content_text, load_json, read_answer
-
-APIS: Final[dict[str, Api]] = {
-    "/chat/completions": "openai.chat",
-    "/responses": "openai.responses",
-    "/messages": "anthropic.messages",
-}
+from formats import documents
+from formats.answers import Answer, ToolCall, args_text, content_text, read_answer
+from formats.model_apis import Api, api_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +39,10 @@ class Conversation:
     answer: Answer = field(default_factory=Answer)
 
 
-def api_of(url: str | None) -> Api | None:
-    """Which API a URL speaks, by the end of its path (any host: OpenAI-compatible servers too)."""
-    path = (url or "").split("?", 1)[0].rstrip("/")
-    for suffix, api in APIS.items():
-        if path.endswith(suffix):
-            return api
-    return None
+def conversation_api(url: str | None) -> Api | None:
+    """The API of a URL when its calls read as a conversation (chat, responses, messages); else None."""
+    api = api_of(url)
+    return api if api in REQUESTS else None
 
 
 # --- requests ----------------------------------------------------------------------------------------
@@ -140,22 +135,24 @@ def _anthropic_request(req: dict[str, Any]) -> tuple[str, list[Message], list[tu
     return content_text(req.get("system")), messages, tools
 
 
-REQUESTS: Final = {
+Request = tuple[str, list[Message], list[tuple[str, str]]]
+REQUESTS: Final[dict[str, Callable[[dict[str, Any]], Request]]] = {
     "openai.chat": _openai_chat_request,
     "openai.responses": _openai_responses_request,
     "anthropic.messages": _anthropic_request,
 }
 
 
-def conversation(url: str | None, request: bytes | None, answer: bytes | None) -> Conversation | None:
+def conversation(
+    url: str | None, request: bytes | None, answer: bytes | None, answer_type: str | None = None
+) -> Conversation | None:
     """The conversation of one exchange, or None when it is not a call to a model API we read."""
-    api = api_of(url)
-    req = load_json(request)
+    api = conversation_api(url)
+    req = documents.parse(request)
     if api is None or not isinstance(req, dict):
         return None
     system, messages, tools = REQUESTS[api](req)
-    text = (answer or b"").decode("utf-8", "replace")
-    read = read_answer(api, text) if text.strip() else None
+    read = read_answer(api, answer, answer_type) if answer and answer.strip() else None
     return Conversation(
         api, str(req.get("model", "")), system, tuple(messages), tuple(tools), read or Answer(complete=False)
     )

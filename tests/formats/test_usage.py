@@ -6,10 +6,11 @@ import gzip
 import json
 
 import brotli
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recording.usage import Usage, extract_usage
+from formats.usage import Usage, extract_usage
 
 OPENAI = "https://api.openai.com/v1"
 ANTHROPIC = "https://api.anthropic.com/v1"
@@ -324,3 +325,53 @@ def test_never_raises_on_junk(
     """Whatever the bytes, extract_usage returns a Usage or None and never raises."""
     result = extract_usage("https://h" + path, request, response, content_type, coding)
     assert result is None or isinstance(result, Usage)
+
+
+def test_the_usage_objects_as_sent_are_kept() -> None:
+    """`raw` keeps what the tokens were read from, so cached and reasoning tokens can be read later:
+    a whole answer's usage object, a stream's merged (Anthropic's later output count over the first)."""
+    whole = extract_usage(
+        f"{OPENAI}/chat/completions", b"", json.dumps(CHAT).encode(), "application/json", None
+    )
+    assert whole is not None and whole.raw == CHAT["usage"]
+    assert whole.raw["prompt_tokens_details"] == {"cached_tokens": 0, "audio_tokens": 0}
+    streamed = extract_usage(
+        f"{ANTHROPIC}/messages", b"{}", _anthropic_stream(True), "text/event-stream", None
+    )
+    assert streamed is not None and streamed.raw == {"input_tokens": 25, "output_tokens": 15}
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\r"], ids=["CRLF", "CR"])
+def test_streams_read_alike_with_every_line_ending(ending: bytes) -> None:
+    """Each API's stream gives the same usage spelled with CRLF or bare CR line ends as with LF."""
+    for url, stream in (
+        (f"{OPENAI}/chat/completions", _chat_stream(True)),
+        (f"{ANTHROPIC}/messages", _anthropic_stream(True)),
+    ):
+        lf = extract_usage(url, b"{}", stream, "text/event-stream", None)
+        assert lf is not None and lf.tokens_out is not None
+        assert extract_usage(url, b"{}", stream.replace(b"\n", ending), "text/event-stream", None) == lf
+
+
+def test_an_event_not_closed_by_its_blank_line_is_not_read() -> None:
+    """As the event-stream spec says, a last event without its blank line is discarded: a stream that
+    stops after the line of OpenAI's usage chunk, before its blank line, has no usage (it used to be
+    read); the blank line makes it an event."""
+    whole = _chat_stream(True)
+    last = whole.split(b"\n\n")[-3] + b"\n"  # the usage chunk, its line ended but not its event
+    body = whole[: whole.index(last)] + last
+    usage = extract_usage(f"{OPENAI}/chat/completions", b"{}", body, "text/event-stream", None)
+    assert usage == Usage("openai", "gpt-4o-mini-2024-07-18", None, None)
+    closed = extract_usage(f"{OPENAI}/chat/completions", b"{}", body + b"\n", "text/event-stream", None)
+    assert closed == Usage("openai", "gpt-4o-mini-2024-07-18", 9, 2)
+
+
+def test_an_answer_decoding_past_the_cap_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer that decodes to more than the readers' cap gives no usage (and is never held whole)."""
+    from formats import codings
+
+    monkeypatch.setattr(codings, "READ_CAP", 1000)
+    body = json.dumps({**CHAT, "padding": "x" * 5000}).encode()
+    assert extract_usage(f"{OPENAI}/chat/completions", b"", gzip.compress(body), None, "gzip") is None
+    monkeypatch.setattr(codings, "READ_CAP", 1 << 20)
+    assert extract_usage(f"{OPENAI}/chat/completions", b"", gzip.compress(body), None, "gzip") is not None

@@ -1,0 +1,81 @@
+"""Each event of a door call carries the time it happened, so a door call and each of its upstream
+exchanges has a duration (issue 44: the four events used to share one timestamp)."""
+
+from __future__ import annotations
+
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from addons.door.dispatch import Dispatcher
+from catalog.tool import Tool
+from storage.ledger import Ledger
+from tests.dispatch.conftest import REFUSED, ROOT, SECRETS, token_for
+
+DELAY = 0.4
+"""How long the slow upstream waits before it answers (seconds)."""
+
+
+class _Slow(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.request.recv(65536)
+            if not chunk:
+                return
+            head += chunk
+        time.sleep(DELAY)
+        self.request.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+            b"Connection: close\r\n\r\n{}"
+        )
+
+
+@pytest.fixture
+def slow_upstream() -> Iterator[str]:
+    """An HTTP server on a free port that answers `{}` after DELAY seconds."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Slow)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def door(ledger: Ledger, base: str) -> Dispatcher:
+    slow = Tool.from_frontmatter(
+        {"name": "slow", "description": "Answers late.", "upstream": {"method": "GET", "url": base + "/late"}}
+    )
+    return Dispatcher({"slow": slow}.get, ledger, SECRETS, ROOT, REFUSED)
+
+
+def test_a_door_call_has_a_duration_and_its_exchange_too(ledger: Ledger, slow_upstream: str) -> None:
+    """Against an upstream that answers after 0.4 s: call, upstream request, upstream answer and reply
+    are four distinct, ordered times; the answer comes at least 0.4 s after the request, and the reply
+    at least 0.4 s after the call."""
+    result = door(ledger, slow_upstream).dispatch({"tool": "slow", "args": {}}, token=token_for("slow"))
+    assert result.status == 200, result.reply
+    events = {e.kind: e.at for e in ledger.action(result.action_id)}
+    call, sent = events["dispatch.call"], events["dispatch.upstream.request"]
+    answered, reply = events["dispatch.upstream.response"], events["dispatch.reply"]
+    assert call < sent < answered <= reply
+    assert answered - sent >= timedelta(seconds=DELAY)
+    assert reply - call >= timedelta(seconds=DELAY)
+    assert reply - call < timedelta(seconds=DELAY + 5)
+
+
+def test_times_are_measured_from_the_calls_own_clock(ledger: Ledger, slow_upstream: str) -> None:
+    """A call checked against a given clock (`now`, as the limits read it) files its events from that
+    instant on: the call at it, the rest after it by the time that really passed."""
+    then = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    result = door(ledger, slow_upstream).dispatch(
+        {"tool": "slow", "args": {}}, token=token_for("slow"), now=then
+    )
+    times = [e.at for e in ledger.action(result.action_id)]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert then <= times[0] < then + timedelta(seconds=1)
+    assert times[-1] - then >= timedelta(seconds=DELAY)
