@@ -202,6 +202,10 @@ class Capture:
     def _sink(self, item: Record) -> bool:
         return self.writer.put(item) if self.writer is not None else False
 
+    def put(self, item: Record) -> bool:
+        """Hand another addon's record to the writer (the egress policy's refusals)."""
+        return self._sink(item)
+
     # -- hooks -------------------------------------------------------------------------------------
 
     def http_connect(self, flow: http.HTTPFlow) -> None:

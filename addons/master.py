@@ -25,6 +25,7 @@ from addons.ai_listeners import AiListener
 from addons.capture import Capture
 from addons.capture_options import COMMIT_MS, DEFAULT_OUTBOUND
 from addons.certificate_store import load_ca_before_listening
+from addons.egress_policy import Egress, watched_files
 from addons.errors import AddonError
 from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
@@ -72,6 +73,10 @@ class ProxyConfig:
     """The door may run rows whose contract runs a command here, with a token naming the tool."""
     extra: tuple[str, ...] = ()
     """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
+    policy: str = ""
+    """The egress policy file (`addons.egress_policy`; empty: FLIGHTLOG_HOME/egress.toml if there is one)."""
+    state_file: str = STATE_FILE
+    """Its `proxy.json` (a sealed command's own proxy has another, so a running one keeps its own)."""
 
     @property
     def confdir(self) -> Path:
@@ -120,7 +125,9 @@ class Flightlog:
 
     def __init__(self, *extra: object) -> None:
         self.capture = capture = Capture()
-        self.parts: list[object] = [LocalRoutes(), SyncPaths(capture), capture, ListenerHops(), *extra]
+        self.egress = egress = Egress(capture)
+        first = [LocalRoutes(), SyncPaths(capture), egress.bodies]  # egress judges before capture relays
+        self.parts: list[object] = [*first, capture, ListenerHops(), egress, *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
             for name in HOOKS
@@ -200,8 +207,9 @@ class Flightlog:
 
 
 def addons(*extra: object) -> list[object]:
-    """What to add to a master (or to `mitmdump -s`): one `Flightlog` holding every addon."""
-    return [Flightlog(*extra)]
+    """What to add to a master (or `mitmdump -s`): `Flightlog`, and egress's hooks for non-HTTP flows."""
+    flightlog = Flightlog(*extra)
+    return [flightlog, flightlog.egress.connections]
 
 
 class _Ready:
@@ -230,25 +238,25 @@ class _Ready:
         if self.link is not None:
             from recording.processing_watch import watched
 
-            self.link.ready(listeners, [str(path) for path in watched(ctx.options)])
+            self.link.ready(listeners, [str(p) for p in (*watched(ctx.options), *watched_files(ctx.options))])
             return
         write_state(self.config, os.getpid(), listeners)
         self.announce(start_line(self.config, listeners))
 
     def done(self) -> None:
-        forget_state(self.config.home, os.getpid())
+        forget_state(self.config.home, os.getpid(), self.config.state_file)
 
 
 def write_state(config: ProxyConfig, pid: int, listeners: list[dict[str, Any]], **more: object) -> None:
     """`proxy.json`: how `flightlog run` and `flightlog env` find the running proxy."""
     ca = config.confdir / CA_FILE
     state = {"pid": pid, "listeners": listeners, "ca": str(ca), "ledger": config.ledger_url, **more}
-    (config.home / STATE_FILE).write_text(json.dumps(state))
+    (config.home / config.state_file).write_text(json.dumps(state))
 
 
-def forget_state(home: Path, pid: int) -> None:
+def forget_state(home: Path, pid: int, name: str = STATE_FILE) -> None:
     """Remove `proxy.json` if it is `pid`'s (a proxy started since keeps its own)."""
-    state = home / STATE_FILE
+    state = home / name
     try:
         if json.loads(state.read_text()).get("pid") == pid:
             state.unlink()
@@ -315,7 +323,7 @@ async def serve(
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     skip_idle_addons(master.addons)
     flightlog = Flightlog(_Ready(config, announce or (lambda line: print(line, file=sys.stderr)), link))
-    master.addons.add(flightlog)
+    master.addons.add(flightlog, flightlog.egress.connections)
     try:
         master.options.update(
             stream_large_bodies=config.max_request_body,
@@ -334,6 +342,7 @@ async def serve(
             flightlog_open=config.open_mode,
             flightlog_local_commands=config.local_commands,
             flightlog_outbound_hosts=config.outbound_hosts,
+            flightlog_policy=config.policy,
         )
         master.options.set(*config.extra)
         load_ca_before_listening(master)
@@ -356,8 +365,8 @@ async def serve(
 
         servers = master.addons.get("proxyserver").servers
         sharing = ReusePort(servers, udp=link.udp)  # held here: the signal's receiver is weak
-        flightlog.capture.looks_itself = False  # the supervisor looks at the files for every worker
-        link.watch(loop, stop, flightlog.capture.look_at_files)
+        flightlog.capture.looks_itself = flightlog.egress.looks_itself = False  # the supervisor looks
+        link.watch(loop, stop, flightlog.egress.look_at_files)  # capture's files, then the policy's
     await flightlog.start()  # the writer and the relay run before the port accepts a connection
     if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on
         await master.run()

@@ -19,10 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from recording import events as ev
-from recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
+from recording import mcp_live, mcp_messages, mcp_stdio_events, refusal_events, refusals
 from recording.acks import FrameAcks
 from recording.os_names import name_os_thread
 from recording.records import (
+    RefusalRecord,
     RequestRecord,
     ResponseRecord,
     StdioRecord,
@@ -40,7 +41,7 @@ from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord
+Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord | RefusalRecord
 
 
 _STOP = object()
@@ -305,6 +306,8 @@ class Writer:
         elif isinstance(item, StdioRecord):
             event = mcp_stdio_events.stdio_event(proc, item, collector=self.collector, seq=self._next_seq())
             self._add(event, frames)
+        elif isinstance(item, RefusalRecord):
+            refusal_events.add_to(self._add, frames, proc, item, self.collector, self._next_seq)
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor

@@ -34,7 +34,7 @@ ByOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--by",
-        help="hour, session, turn, kind, agent, model, tool, task, host or status (repeatable: by each"
+        help="hour, session, turn, kind, agent, model, tool, task, host, status or rule (repeatable: by each"
         " combination).",
     ),
 ]
