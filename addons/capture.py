@@ -213,8 +213,8 @@ class Capture:
     def _sink(self, item: Record) -> bool:
         return self.writer.put(item) if self.writer is not None else False
 
-    def sink(self, item: Record) -> bool:
-        """Hand a record to the writer (for the parts that record beside the hooks: `attempts`)."""
+    def put(self, item: Record) -> bool:
+        """Hand another part's record to the writer (the egress policy's refusals, `attempts`)."""
         return self._sink(item)
 
     def identity_of(self, client: connection.Client) -> ident.Identity:

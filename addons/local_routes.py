@@ -4,9 +4,10 @@
 then the environment, then FLIGHTLOG_HOME's defaults) and fills the route table
 (`addons.door.routes.Routes`) with parts built from that one value: the Directory
 (`catalog.http_api`), the Ledger's read routes, the dispatch door and the MCP route, each opened on
-its first request. Every request first passes `addons.door.authority`: a browser-shaped request
-from another origin, another Host or with a non-JSON body is refused on every route, and a route
-that reads the Ledger or changes the Directory needs a scoped token granting exactly that.
+its first request. Every request first passes the gate (`addons.door.gatekeeper`): a browser-shaped
+request from another origin, another Host or with a non-JSON body is refused on every route, and
+each route's declared verb and rows (`addons.door.declarations`) are judged against every caveat
+of the request's token (`catalog.gate`), each refusal filed in the Ledger.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from addons.door.authority import bearer, browser_refusal, route_right
+from addons.door.authority import bearer, browser_refusal
+from addons.door.declarations import directory_route, dispatch_route, graphql_route, ledger_route
+from addons.door.gatekeeper import refused
 from addons.door.mcp_route import mcp_route
 from addons.door.proxy_settings import ProxySettings, resolve
 from addons.door.routes import (
@@ -38,7 +41,9 @@ if TYPE_CHECKING:
     from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
 
+    from addons.door.gatekeeper import Gatekeeper
     from addons.door.http_face import Door
+    from catalog.directory import Directory
 
 log = logging.getLogger("flightlog.routes")
 
@@ -62,12 +67,13 @@ OPEN_MODE_WARNING = (
 
 class _Parts:
     """The parts built from one settings value, each opened on first use and shared (the door and
-    the MCP route run over the same Directory and Ledger)."""
+    the MCP route run over the same Directory and Ledger; the gate over the door's root key and Ledger)."""
 
     def __init__(self, settings: ProxySettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
         self._door: Door | None = None
+        self._gatekeeper: Gatekeeper | None = None
 
     def door(self) -> Door:
         from addons.door.assembly import proxy_door  # deferred: the door loads on the first request
@@ -76,6 +82,16 @@ class _Parts:
             if self._door is None:
                 self._door = proxy_door(self.settings)
             return self._door
+
+    def gatekeeper(self) -> Gatekeeper:
+        """The gate's shell over the door's root key and Ledger (built with the door)."""
+        from addons.door.assembly import gatekeeper  # deferred: the door loads on the first request
+
+        door = self.door()
+        with self._lock:
+            if self._gatekeeper is None:
+                self._gatekeeper = gatekeeper(door.dispatcher)
+            return self._gatekeeper
 
     def close(self) -> None:
         """Close what the door opened (its HTTP client, Ledger and Directory), if it was built."""
@@ -87,15 +103,18 @@ class _Parts:
             if door.directory is not None:
                 door.directory.close()
 
-    def directory_handler(self) -> Handler:
+    def directory(self) -> Directory:
         directory = self.door().directory
-        return directory_handler(directory)
+        assert directory is not None, "the proxy's door always carries its Directory"
+        return directory
+
+    def directory_handler(self) -> Handler:
+        return directory_handler(self.directory())
 
     def ledger_handler(self) -> Handler:
-        from addons.readback.ledger_routes import ledger_handler  # deferred: SQLAlchemy, first use
+        from addons.readback.ledger_routes import judged_handler  # deferred: SQLAlchemy, first use
 
-        dispatcher = self.door().dispatcher
-        return ledger_handler(dispatcher.ledger, self.settings.home, self.holds("ledger"))
+        return judged_handler(self.door().dispatcher.ledger)
 
     def dispatch_handler(self) -> Handler:
         return self.door().handle
@@ -103,55 +122,24 @@ class _Parts:
     def record(
         self, method: str, path: str, query: Query, headers: Headers, refusal: tuple[str, str]
     ) -> None:
-        """File a route's refusal in the Ledger (`addons.door.http_face.record_refusal`)."""
-        from addons.door.http_face import record_refusal  # deferred: the door, first use
-
+        """File a refusal made outside the route table (a WebSocket's upgrade), as the gate files its own."""
         try:
-            dispatcher = self.door().dispatcher
+            keeper = self.gatekeeper()
         except Exception:  # a Ledger that cannot be opened cannot record; the refusal stands
             return
-        record_refusal(dispatcher, "http", method, path, query, headers, refusal)
-
-    def holds(self, right: str) -> Any:
-        """`headers -> bool`: whether a request's bearer token holds `right` (verified, unspent)."""
-
-        def check(headers: Headers) -> bool:
-            return self.refusal(right, headers, {}) is None
-
-        return check
-
-    def refusal(self, right: str, headers: Headers, query: Query) -> tuple[str, str] | None:
-        """Why a request may not exercise `right`; the Ledger's own bearer token (FLIGHTLOG_HOME/
-        api-token, the operator's) holds `ledger`."""
-        import hmac
-
-        # deferred: the Ledger and the catalog (SQLAlchemy) load on the first request
-        from addons.readback.ledger_routes import api_token
-        from catalog import join
-        from catalog.authority import right_refusal
-
-        given = bearer(headers, query)
-        if right == "ledger" and given and hmac.compare_digest(given, api_token(self.settings.home)):
-            return None
-        dispatcher = self.door().dispatcher
-        return right_refusal(
-            given,
-            dispatcher.root_key,
-            right,
-            lambda identifier: join.token_uses(dispatcher.ledger.engine, identifier),
-        )
+        keeper.record("http", method, path, query, headers, refusal)
 
 
 def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
-    """The route table over one settings value."""
+    """The route table over one settings value (each route declared: `addons.door.declarations`)."""
     parts = _Parts(settings)
     routes = Routes()
-    routes.add("/api/directory/", lazy_route(parts.directory_handler))
-    routes.add("/api/ledger/", lazy_route(parts.ledger_handler))
-    routes.add("/api/dispatch", lazy_route(parts.dispatch_handler))
-    routes.add("/api/join/", lazy_route(parts.dispatch_handler))
-    routes.add("/api/mcp", mcp_route(parts.door))
-    routes.add("/api/graphql", lazy_route(parts.dispatch_handler))
+    routes.add(directory_route(lazy_route(parts.directory_handler), parts.directory))
+    routes.add(ledger_route(lazy_route(parts.ledger_handler)))
+    routes.add(dispatch_route(lazy_route(parts.dispatch_handler)))
+    routes.add(ledger_route(lazy_route(parts.dispatch_handler), "/api/join/"))
+    routes.add(mcp_route(parts.door))
+    routes.add(graphql_route(lazy_route(parts.dispatch_handler)))
     return routes, parts
 
 
@@ -177,11 +165,6 @@ def for_us(request: http.Request) -> bool:
         if HOST_BYTES in value:
             return request.pretty_host == HOST
     return False
-
-
-def _refused(status: int, limit: str, message: str) -> Answer:
-    code, headers, body = json_answer(status, {"ok": False, "refused": {"limit": limit, "message": message}})
-    return code, {**headers, "www-authenticate": 'Bearer realm="flightlog"'}, body
 
 
 class LocalRoutes:
@@ -275,29 +258,17 @@ class LocalRoutes:
         return self._answer(flow)
 
     def answer(self, method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
-        """One request to a local route, after the authority checks (blocking: run off the loop)."""
-        if path.rstrip("/") in (DOOR_PATH, "/api/graphql") or path.startswith("/api/mcp"):
-            return self.routes.answer(method, path, query, headers, body)  # they check and record
-        refusal = browser_refusal(method, headers, body)
-        status = 403
-        right = route_right(method, path)
-        if refusal is None and right is not None:
-            if self._parts is None:  # not configured yet: closed, never open
-                return _refused(503, "settings", "flightlog's routes are not configured yet")
-            refusal = self._parts.refusal(right, headers, query)
-            status = 401 if refusal is not None and refusal[0] in ("token", "signature") else 403
-        if refusal is None:
-            return self.routes.answer(method, path, query, headers, body)
-        if self._parts is not None:
-            self._parts.record(method, path, query, headers, refusal)
-        return _refused(status, *refusal)
+        """One request to a local route, judged by the gate first (blocking: run off the loop)."""
+        if self._parts is None:  # not configured yet: closed, never open
+            return refused(503, "settings", "flightlog's routes are not configured yet")
+        return self._parts.gatekeeper().answer(self.routes, method, path, query, headers, body)
 
     async def _upgrade(self, flow: http.HTTPFlow) -> None:
         """A WebSocket to the door (`addons.door.websocket_face`): checked like any door request,
         then handed to the door's WebSocket end with a one-time ticket for what the upgrade carried."""
         from mitmproxy import http
 
-        from addons.door.http_face import call_head
+        from addons.door.gatekeeper import call_head
         from addons.door.websocket_face import TICKET_HEADER
 
         req = flow.request
@@ -310,7 +281,7 @@ class LocalRoutes:
             refusal = refusal or ("settings", "flightlog's routes are not configured yet")
             if parts is not None:
                 await asyncio.to_thread(parts.record, req.method, path, query, headers, refusal)
-            status, out_headers, body = _refused(403 if parts is not None else 503, *refusal)
+            status, out_headers, body = refused(403 if parts is not None else 503, *refusal)
             flow.response = http.Response.make(status, body, dict(out_headers))
             return
         try:

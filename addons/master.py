@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from addons.attempts import Attempts
 from addons.capture import Capture
 from addons.certificate_store import load_ca_before_listening
+from addons.egress_policy import Egress
 from addons.errors import AddonError
 from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
@@ -73,10 +74,12 @@ class Flightlog:
 
     def __init__(self, *extra: object) -> None:
         self.capture = capture = Capture()
-        attempts = Attempts(capture.sink, capture.identity_of, capture.outbound, capture.ignored)
-        self.parts: list[object] = [LocalRoutes(), ListenerHops(), SyncPaths(capture), capture]
-        self.parts += [WebSocketCapture(capture), attempts]
-        self.parts += extra
+        self.egress = egress = Egress(capture)
+        attempts = Attempts(capture.put, capture.identity_of, capture.outbound, capture.ignored)
+        # a hop is the listener's request before anything judges or records it; egress judges a
+        # request before capture relays it (its `bodies`) and after capture named its exchange
+        first = [LocalRoutes(), ListenerHops(), SyncPaths(capture), egress.bodies]
+        self.parts: list[object] = [*first, capture, WebSocketCapture(capture), attempts, egress, *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
             for name in HOOKS
@@ -168,8 +171,9 @@ class Flightlog:
 
 
 def addons(*extra: object) -> list[object]:
-    """What to add to a master (or to `mitmdump -s`): one `Flightlog` holding every addon."""
-    return [Flightlog(*extra)]
+    """What to add to a master (or `mitmdump -s`): `Flightlog`, and egress's hooks for non-HTTP flows."""
+    flightlog = Flightlog(*extra)
+    return [flightlog, flightlog.egress.connections]
 
 
 def _log_to_stderr() -> None:
@@ -203,7 +207,7 @@ async def serve(
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     skip_idle_addons(master.addons)
     flightlog = Flightlog(Ready(config, announce or (lambda line: print(line, file=sys.stderr)), link))
-    master.addons.add(flightlog)
+    master.addons.add(flightlog, flightlog.egress.connections)
     try:
         master.options.update(
             stream_large_bodies=config.max_request_body,
@@ -222,6 +226,7 @@ async def serve(
             flightlog_open=config.open_mode,
             flightlog_local_commands=config.local_commands,
             flightlog_outbound_hosts=config.outbound_hosts,
+            flightlog_policy=config.policy,
         )
         master.options.set(*config.extra)
         load_ca_before_listening(master)
@@ -241,8 +246,8 @@ async def serve(
     if link is not None and flightlog.capture.listening is not None:
         flightlog.capture.listening.reuse_port = True  # the worker's ports are shared with the others
         flightlog.capture.listening.udp = link.udp
-        flightlog.capture.looks_itself = False  # the supervisor looks at the files for every worker
-        link.watch(loop, stop, flightlog.capture.look_at_files)
+        flightlog.capture.looks_itself = flightlog.egress.looks_itself = False  # the supervisor looks
+        link.watch(loop, stop, flightlog.egress.look_at_files)  # capture's files, then the policy's
     await flightlog.start()  # the writer runs before the port accepts a connection
     if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on
         await master.run()

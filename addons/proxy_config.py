@@ -8,6 +8,7 @@ from pathlib import Path
 
 from addons.ai_listeners import AiListener
 from addons.capture_options import COMMIT_MS, DEFAULT_OUTBOUND
+from addons.proxy_env import STATE_FILE
 
 CA_FILE = "mitmproxy-ca-cert.pem"
 
@@ -41,6 +42,10 @@ class ProxyConfig:
     """The door may run rows whose contract runs a command here, with a token naming the tool."""
     extra: tuple[str, ...] = ()
     """Further mitmproxy options as NAME=VALUE, e.g. `ssl_verify_upstream_trusted_ca=FILE`."""
+    policy: str = ""
+    """The egress policy file (`addons.egress_policy`; empty: FLIGHTLOG_HOME/egress.toml if there is one)."""
+    state_file: str = STATE_FILE
+    """Its `proxy.json` (a sealed command's own proxy has another, so a running one keeps its own)."""
 
     @property
     def confdir(self) -> Path:

@@ -73,10 +73,10 @@ class ProxyState:
         return tuple(x for x in self.listeners if x.mode.startswith("reverse"))
 
 
-def read_state(home: Path) -> ProxyState | None:
+def read_state(home: Path, name: str = STATE_FILE) -> ProxyState | None:
     """The running proxy of this FLIGHTLOG_HOME, or None when there is none (or it died)."""
     try:
-        state = ProxyState.from_json(json.loads((home / STATE_FILE).read_text()))
+        state = ProxyState.from_json(json.loads((home / name).read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     try:

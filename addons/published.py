@@ -41,27 +41,28 @@ class Ready:
                 listener = {"mode": spec, "host": addrs[0][0], "port": addrs[0][1]}
                 listeners.append(listener | ({"api": apis[spec]} if spec in apis else {}))
         if self.link is not None:
+            from addons.egress_policy import watched_files
             from recording.processing_watch import watched
 
-            self.link.ready(listeners, [str(path) for path in watched(ctx.options)])
+            self.link.ready(listeners, [str(p) for p in (*watched(ctx.options), *watched_files(ctx.options))])
             return
         write_state(self.config, os.getpid(), listeners)
         self.announce(start_line(self.config, listeners))
 
     def done(self) -> None:
-        forget_state(self.config.home, os.getpid())
+        forget_state(self.config.home, os.getpid(), self.config.state_file)
 
 
 def write_state(config: ProxyConfig, pid: int, listeners: list[dict[str, Any]], **more: object) -> None:
     """`proxy.json`: how `flightlog run` and `flightlog env` find the running proxy."""
     ca = config.confdir / CA_FILE
     state = {"pid": pid, "listeners": listeners, "ca": str(ca), "ledger": config.ledger_url, **more}
-    (config.home / STATE_FILE).write_text(json.dumps(state))
+    (config.home / config.state_file).write_text(json.dumps(state))
 
 
-def forget_state(home: Path, pid: int) -> None:
+def forget_state(home: Path, pid: int, name: str = STATE_FILE) -> None:
     """Remove `proxy.json` if it is `pid`'s (a proxy started since keeps its own)."""
-    state = home / STATE_FILE
+    state = home / name
     try:
         if json.loads(state.read_text()).get("pid") == pid:
             state.unlink()

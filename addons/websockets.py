@@ -37,7 +37,7 @@ class WebSocketCapture:
             return None
         index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
         origin = "client" if message.from_client else "server"
-        self.capture.sink(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
+        self.capture.put(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
         return self.capture.answered(flow)
 
     def websocket_end(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
@@ -46,5 +46,5 @@ class WebSocketCapture:
         ws = flow.websocket
         if exchange is None or ws is None:
             return None
-        self.capture.sink(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
+        self.capture.put(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
         return self.capture.answered(flow)

@@ -174,7 +174,7 @@ class Supervisor:
             signal.set_wakeup_fd(old_fd)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            forget_state(self.config.home, os.getpid())
+            forget_state(self.config.home, os.getpid(), self.config.state_file)
             self.plan.close()
             wake_r.close()
             wake_w.close()

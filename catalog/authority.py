@@ -17,10 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final
 
-from catalog import tokens
 from catalog.errors import CatalogError, LocalCommandRefused
 from catalog.tool import Tool, split_document
 from storage.documents import Change
@@ -94,39 +92,3 @@ def refuse_local_changes(changes: Sequence[Change], current: Callable[[str, str]
                 f"{where} runs a command or code on this machine: it can be changed or deleted only from "
                 "the operator's side (the Directory folder or the flightlog CLI)"
             )
-
-
-def right_refusal(
-    text: str | None,
-    root_key: bytes,
-    right: str | None,
-    uses_of: Callable[[str], int],
-    now: datetime | None = None,
-) -> tuple[str, str] | None:
-    """Why the bearer token `text` may not exercise `right` (limit, message), or None when it may
-    (`right` None: any token that verifies, unexpired and unspent).
-
-    The token must verify under `root_key`, hold `right` (`grants`), be unexpired and not spent
-    (`uses_of(identifier)` counts its uses in the Ledger, asked only when the token limits uses).
-    """
-    if not text:
-        wanted = f"granting {right!r} " if right else ""
-        return "token", f"this route needs a token {wanted}(Authorization: Bearer flt_...)"
-    try:
-        token = tokens.decode(text)
-        limits = tokens.verify(token, root_key)
-    except tokens.TokenRefused as e:
-        return e.limit, str(e)
-    except tokens.TokenError as e:
-        return "token", str(e)
-    if right is not None and not limits.grants_right(right):
-        return (
-            "grants",
-            f"the token does not grant {right!r} (it grants {', '.join(sorted(limits.grants or ()))})",
-        )
-    at = now or datetime.now(UTC)
-    if limits.expires is not None and at >= limits.expires:
-        return "expires", "the token has expired"
-    if limits.uses is not None and uses_of(token.identifier) >= limits.uses:
-        return "uses", f"the token's {limits.uses} use(s) are spent"
-    return None

@@ -14,7 +14,12 @@ grants = call,ledger          only these rights: `call` (run calls), `ledger` (r
                               `write` (change the Directory)
 contract = weather:9f2c...    only these rows, each with exactly this contract (`catalog.authority`
                               .contract_hash): a rewritten row refuses the token (limit `contract`)
+folders = tool/public,sandbox only rows inside these folders of the Directory (a row's id is
+                              BUNDLE/PATH; `tool/public` holds `tool/public/x.md`, `sandbox` a bundle)
 ```
+
+What each caveat limits for each verb (running a call, changing the Directory, reading the Ledger or
+the Directory) is decided in one place, `catalog.gate`, which evaluates every caveat a token carries.
 
 A token with no `grants` caveat holds every right (the operator's full authority); `flightlog token
 mint` therefore always writes one (`grants = call` unless told otherwise).
@@ -37,13 +42,13 @@ from typing import Final
 
 from catalog.errors import CatalogError
 
-SET_KEYS: Final = ("tools", "doors", "task", "bundles", "for", "grants", "contract")
+SET_KEYS: Final = ("tools", "doors", "task", "bundles", "for", "grants", "contract", "folders")
 """Keys whose value is a comma-separated set; the token allows a member of every such caveat."""
 DOORS: Final = ("http", "mcp", "cli")
 GRANTS: Final = ("call", "ledger", "write")
 """The rights a token can hold: run calls, read the Ledger, change the Directory."""
-LIMITS: Final = (*SET_KEYS, "uses", "expires")
-"""Every limit a refusal can name, besides `signature` (a token that fails verification)."""
+KEYS: Final = (*SET_KEYS, "uses", "expires")
+"""Every caveat a token can carry (the gate has one rule for each, `catalog.gate.RULES`)."""
 
 _LINE = re.compile(r"^\s*([a-z]+)\s*(<=|<|=)\s*(\S(?:.*\S)?)\s*$")
 _OPS: Final = {
@@ -54,6 +59,7 @@ _OPS: Final = {
     "for": "=",
     "grants": "=",
     "contract": "=",
+    "folders": "=",
     "uses": "<=",
     "expires": "<",
 }
@@ -96,7 +102,7 @@ def parse(line: str) -> Caveat:
         raise CaveatError(f"unreadable caveat {line!r} (expected KEY OP VALUE, e.g. 'uses <= 3')")
     key, op, value = m.groups()
     if key not in _OPS:
-        raise CaveatError(f"unknown caveat {key!r} in {line!r} (known: {', '.join(LIMITS)})")
+        raise CaveatError(f"unknown caveat {key!r} in {line!r} (known: {', '.join(KEYS)})")
     if op != _OPS[key]:
         raise CaveatError(f"caveat {key!r} takes {_OPS[key]!r}, not {op!r}")
     if key in SET_KEYS:
@@ -111,6 +117,10 @@ def parse(line: str) -> Caveat:
             raise CaveatError(f"unknown right {bad[0]!r} (rights are {', '.join(GRANTS)})")
         if key == "contract" and (bad := [c for c in members if not _BINDING.match(c)]):
             raise CaveatError(f"caveat 'contract' needs TOOL:HASH pairs, got {bad[0]!r}")
+        if key == "folders":
+            members = [m.strip("/") for m in members]
+            if not all(members) or any(p in (".", "..") for m in members for p in m.split("/")):
+                raise CaveatError(f"caveat 'folders' needs BUNDLE[/FOLDER] paths, got {value!r}")
         return Caveat(key, op, ",".join(members))
     if key == "uses":
         if not value.isdigit():
@@ -148,6 +158,7 @@ class Limits:
     expires: datetime | None = None
     grants: frozenset[str] | None = None
     contracts: frozenset[str] | None = None
+    folders: frozenset[str] | None = None
 
     def names_tool(self, name: str) -> bool:
         """Whether a `tools` caveat names `name` (row names are matched case-insensitively, as the
@@ -183,6 +194,7 @@ class Limits:
             "for": members(self.agent),
             "grants": members(self.grants),
             "contract": members(self.contracts),
+            "folders": members(self.folders),
         }
 
     @property
@@ -220,6 +232,7 @@ def fold(caveats: Iterable[Caveat]) -> Limits:
         expires=expires,
         grants=sets["grants"],
         contracts=sets["contract"],
+        folders=sets["folders"],
     )
 
 
@@ -242,6 +255,7 @@ def fold_onto(limits: Limits, caveat: Caveat) -> Limits:
         expires=_least(limits.expires, extra.expires),
         grants=inter(limits.grants, extra.grants),
         contracts=inter(limits.contracts, extra.contracts),
+        folders=inter(limits.folders, extra.folders),
     )
 
 
@@ -263,56 +277,3 @@ class Refusal:
 
     limit: str
     message: str
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """What the limits are checked against: one call, as the door sees it."""
-
-    tool: str
-    bundle: str
-    door: str
-    at: datetime
-    agent: str | None = None
-    contract: str | None = None
-    """The row's contract hash now (`catalog.authority.contract_hash`)."""
-
-
-def check(limits: Limits, call: CallContext, uses_so_far: int | None = None) -> Refusal | None:
-    """The first limit that refuses `call`, or None when every limit allows it.
-
-    `uses_so_far` (the Ledger's count of earlier calls with this token) is needed only when the token
-    limits uses; the caller counts it and passes it in, so this stays a pure function.
-    """
-    if limits.expires is not None and call.at >= limits.expires:
-        return Refusal("expires", f"the token expired at {format_instant(limits.expires)}")
-    if limits.tools is not None and not limits.names_tool(call.tool):
-        return Refusal("tools", f"the token does not allow the tool {call.tool!r}")
-    if limits.bundles is not None and call.bundle not in limits.bundles:
-        return Refusal("bundles", f"the token does not allow rows of the bundle {call.bundle!r}")
-    if limits.doors is not None and call.door not in limits.doors:
-        return Refusal("doors", f"the token does not allow the {call.door!r} door")
-    if limits.task is not None and not limits.task:
-        return Refusal("task", "the token's task caveats disagree, so it allows no call")
-    if limits.agent is not None and not limits.agent:
-        return Refusal("for", "the token's 'for' caveats disagree, so it allows no call")
-    if limits.agent is not None and call.agent is not None and call.agent not in limits.agent:
-        return Refusal("for", f"the token is for {min(limits.agent)!r}, not {call.agent!r}")
-    if limits.grants is not None and "call" not in limits.grants:
-        return Refusal("grants", "the token does not grant running calls (grants = call)")
-    if not limits.binds(call.tool, call.contract):
-        assert limits.contracts is not None
-        bound = sorted(c for c in limits.contracts if c.rpartition(":")[0].casefold() == call.tool.casefold())
-        if bound:
-            return Refusal(
-                "contract",
-                f"the row {call.tool!r} was rewritten since the token was minted "
-                f"(token binds {bound[0].rpartition(':')[2]}, the row is now {call.contract})",
-            )
-        return Refusal("contract", f"the token binds no contract of the tool {call.tool!r}")
-    if limits.uses is not None:
-        if uses_so_far is None:
-            raise ValueError("a token that limits uses needs the Ledger's count of its uses")
-        if uses_so_far >= limits.uses:
-            return Refusal("uses", f"the token's {limits.uses} use(s) are spent")
-    return None

@@ -38,7 +38,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from catalog import changes as changeset
 from catalog import file_listing as listing
@@ -49,6 +49,9 @@ from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
 from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, recompile_section
 from catalog.prescan import Prescanned
+
+if TYPE_CHECKING:
+    from catalog.folder_watch import Follower
 from catalog.resolver import Hit, Resolver
 from storage.documents import (
     Change,
@@ -132,11 +135,23 @@ class Directory:
         command or code here (`catalog.authority`); the operator's own opens leave it False."""
         self.alias_problems: tuple[str, ...] = ()
         """Every alias entry or pattern that names no row (skipped, never fatal: `directory check`)."""
+        self._follower: Follower | None = None
 
     # ---- loading -----------------------------------------------------------------------------
 
+    def follow(self) -> None:
+        """Keep up with the folder for as long as this Directory is open (`catalog.folder_watch`):
+        a process serving it for long (the proxy, `flightlog mcp`) sees an edit at its next call."""
+        from catalog.folder_watch import Follower  # deferred: only long-lived servers follow a folder
+
+        if self.folder is not None and self._follower is None:
+            self._follower = Follower(self.folder, self.sync)
+
     def refresh(self) -> None:
-        """Reload the sections that changed since the last read (one small read when none did)."""
+        """Reload the sections that changed since the last read (one small read when none did); a
+        followed folder is synced first when its watch saw a change."""
+        if self._follower is not None:
+            self._follower.catch_up()
         head = self._guard(self._store.head)
         if head != self._head:
             self._load(head)
@@ -270,9 +285,19 @@ class Directory:
         """The current hash of the document at `bundle/path` (None when there is none)."""
         return self._guard(lambda: self._store.hash_of(bundle, path))
 
-    def _text_at(self, bundle: str, path: str) -> str | None:
+    def text_at(self, bundle: str, path: str) -> str | None:
+        """The current text of the document at `bundle/path` (None when there is none)."""
         sha = self.current_hash(bundle, path)
-        return None if sha is None else self._guard(lambda: self._store.contents([sha])).get(sha)
+        return None if sha is None else self.text_of(sha)
+
+    def text_of(self, sha: str) -> str | None:
+        """The text of any version the store keeps, by its hash (a row as it was at a revision)."""
+        return self._guard(lambda: self._store.contents([sha])).get(sha)
+
+    def restore_changes(self, revision: int) -> list[Change]:
+        """The changes `restore(revision, ...)` would commit now (what the gate judges first)."""
+        self.refresh()
+        return changeset.restore_changes(self._store, revision, self._head)
 
     def find(self, query: str, k: int = 10, bundle: str | None = None) -> list[Hit]:
         self.refresh()
@@ -314,9 +339,7 @@ class Directory:
 
     def restore(self, revision: int, expected_revision: int) -> Committed:
         """A new revision (child of the head) whose content equals `revision`'s."""
-        self.refresh()
-        changes = changeset.restore_changes(self._store, revision, self._head)
-        return self._commit(changes, expected_revision, f"restore revision {revision}")
+        return self._commit(self.restore_changes(revision), expected_revision, f"restore revision {revision}")
 
     def _commit(
         self, changes: list[Change], expected: int | None, message: str, *, single: bool = False
@@ -325,7 +348,7 @@ class Directory:
         if self.network:
             from catalog.authority import refuse_local_changes  # deferred: it loads the contracts
 
-            refuse_local_changes(changes, self._text_at)
+            refuse_local_changes(changes, self.text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)
         commit = changeset.commit(self._store, changes, expected, message, single=single)
         if self.folder is not None:
@@ -433,6 +456,9 @@ class Directory:
         return export(folder, ((b, p, texts[h]) for (b, p), h in sorted(tree.items())))
 
     def close(self) -> None:
+        if self._follower is not None:
+            self._follower.close()
+            self._follower = None
         if self._owns_engine:
             self._store.close()
 

@@ -5,7 +5,7 @@
   its contract, with a check that each recorded upstream request is what the contract produces for
   the recorded arguments. A mismatch is flagged: something other than the runner made that request.
 - `task_events(engine, task)`: from a task to everything done under it.
-- `token_uses(engine, identifier)`: how many calls a token (and everything attenuated from it) made.
+- `token_uses(engine, identifier)`: how many uses a token (and everything attenuated from it) spent.
 
 The dispatch door's event kinds are `storage.kinds` (shared with the door that writes them); its token
 locator is described in `addons.door.dispatch_record`.
@@ -25,7 +25,8 @@ from catalog.errors import CatalogError, UnboundSecret
 from catalog.tool import Tool
 from catalog.wire import expected
 from storage.kinds import DISPATCH_CALL, DISPATCH_UPSTREAM_REQUEST
-from storage.lookups import action_rows, event_row, like_literal, rows_of_task, rows_of_tool, unrefused_calls
+from storage.lookups import action_rows, event_row, rows_of_task, rows_of_tool
+from storage.token_uses import TokenUses
 
 
 class JoinError(CatalogError):
@@ -40,8 +41,8 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def token_uses(engine: Engine, identifier: str) -> int:
-    """Calls made with a token identifier: its `dispatch.call` events whose action was not refused."""
-    return unrefused_calls(engine, f"flightlog:dispatch/%?token={like_literal(identifier)}")
+    """The uses spent of a token (and everything attenuated from it): rows of `token_uses`."""
+    return TokenUses(engine).used(identifier)
 
 
 def tool_uses(engine: Engine, tool: str, limit: int = 1000) -> list[dict[str, Any]]:
@@ -67,7 +68,7 @@ class Check:
 
 @dataclass(frozen=True)
 class Trace:
-    """An event, its action, its tool row and the contract check."""
+    """An event, its action, its tool row (the version the call ran under) and the contract check."""
 
     event: dict[str, Any]
     action: list[dict[str, Any]]
@@ -76,6 +77,8 @@ class Trace:
     contract: Any = None
     checks: list[Check] = field(default_factory=list)
     note: str = ""
+    row_hash: str | None = None
+    """The version of the row the contract was taken from (the call's, when it recorded one)."""
 
     @property
     def mismatch(self) -> bool:
@@ -91,6 +94,7 @@ class Trace:
             "checks": [c.__dict__ for c in self.checks],
             "mismatch": self.mismatch,
             "note": self.note,
+            "row_hash": self.row_hash,
         }
 
 
@@ -100,12 +104,19 @@ def trace(
     find_tool: Callable[[str], Tool | None],
     render: Callable[[Tool, Mapping[str, Any]], Any],
     event_id: str,
+    version: Callable[[str], Tool | None] | None = None,
 ) -> Trace:
     """From one event to its contract, checking the recorded upstream requests against it.
 
     `payload(sha256)` reads a payload from the Ledger; `render(tool, args)` renders the upstream
-    contract (secrets as names). Secrets are bound to stand-in values and named again, as the door
+    contract (secrets as names). The contract is the one the call ran under: the door records the
+    version of the row on its call event (`row=HASH` on its url) and `version(hash)` reads that
+    version back; a call that recorded none (or a version no longer kept) is compared with today's
+    row, and the note says so. Secrets are bound to stand-in values and named again, as the door
     does, so the comparison is byte for byte except `Content-Length` (a real secret's length differs).
+
+    An action filed under a tool with no dispatch call (a request recorded by the proxy, or written
+    into the Ledger by anyone, that names the tool) is flagged: no runner made it.
     """
     event = event_row(engine, event_id)
     if event is None:
@@ -117,11 +128,17 @@ def trace(
     base = Trace(_plain({k: v for k, v in event.items()}), listed, tool_name, None)
     if tool_name is None:
         return _with(base, note="the event names no tool")
-    tool = find_tool(tool_name)
+    if not calls:
+        return _unmade(base, action, tool_name)
+    row_hash = _recorded_version(calls[0])
+    ran = version(row_hash) if version is not None and row_hash else None
+    tool = ran or find_tool(tool_name)
     if tool is None:
         return _with(base, note=f"the tool {tool_name!r} is not in the Directory")
-    if not calls:
-        return _with(base, contract=tool.upstream, note="the action has no recorded dispatch call")
+    if ran is not None:
+        base = _with(base, row_hash=row_hash)
+    elif row_hash:
+        base = _with(base, note=f"the row's version {row_hash} is not kept: compared with today's row")
     call = json.loads(payload(calls[0]["payload_sha256"]))
     args = call.get("args", {}) if isinstance(call, dict) else {}
     recorded = [r for r in action if r["kind"] == DISPATCH_UPSTREAM_REQUEST]
@@ -140,16 +157,39 @@ def trace(
         checks.append(
             Check(r["event_id"], False, "", bytes(r["head"]).decode("utf-8", "replace"), "not made by it")
         )
-    note = (
+    missing = (
         ""
         if len(recorded) >= len(wanted)
         else f"{len(wanted) - len(recorded)} request(s) of the contract missing"
     )
+    note = "; ".join(n for n in (base.note, missing) if n)
     return _with(base, call=call, contract=named, checks=checks, note=note)
 
 
 def _with(base: Trace, **changes: Any) -> Trace:
     return Trace(**{**base.__dict__, **changes})
+
+
+def _recorded_version(call: Mapping[str, Any]) -> str | None:
+    """The row version a call event's url names (`flightlog:dispatch/DOOR/TOOL?...&row=HASH`)."""
+    query = str(call.get("url") or "").partition("?")[2]
+    return next((v for k, _, v in (p.partition("=") for p in query.split("&")) if k == "row" and v), None)
+
+
+def _unmade(base: Trace, action: list[dict[str, Any]], tool: str) -> Trace:
+    """An action filed under a tool that no dispatch made: each of its events flagged."""
+    checks = [
+        Check(
+            r["event_id"],
+            False,
+            "",
+            bytes(r["head"] or b"").decode("utf-8", "replace"),
+            f"filed under the tool {tool!r}, but no dispatch of the door made it",
+        )
+        for r in action
+        if r["tool"] == tool
+    ]
+    return _with(base, checks=checks, note="the action has no recorded dispatch call: no runner made it")
 
 
 def _expected(named: Any) -> list[tuple[bytes, bytes]]:

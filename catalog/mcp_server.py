@@ -19,11 +19,14 @@ from catalog.agent_api import MCP_READ_CAP, AgentApi
 from catalog.agent_tools import ToolSpec, check_arguments, tools
 from catalog.directory import Directory
 from catalog.errors import CatalogError
+from catalog.gate import Row
+from catalog.targets import rows_of_request
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
 
 MANIFEST_URI: Final = "flightlog://manifest"
+CHANGES: Final = frozenset({"write", "delete", "transact", "restore"})
 INSTRUCTIONS: Final = (
     "flightlog's Directory lists every capability as a row holding its runnable call. Read the manifest "
     "(or search it), then get every id you need in one call."
@@ -32,15 +35,24 @@ INSTRUCTIONS: Final = (
 
 Dispatch = Callable[[dict[str, Any], str | None], tuple[bool, str]]
 """Runs one canonical call (with an optional scoped token): (ok, the JSON reply as text)."""
+Authorize = Callable[[str, tuple[Row, ...]], None]
+"""Asks the gate whether the session may do a verb (`read`, `write`) on some rows; raises a
+`CatalogError` (the gate's refusal, filed by whoever wired it) when not."""
 
 
 def build_server(
-    directory: Directory, *, database_tools: bool = False, dispatch: Dispatch | None = None
+    directory: Directory,
+    *,
+    database_tools: bool = False,
+    dispatch: Dispatch | None = None,
+    authorize: Authorize | None,
 ) -> MCPServer:
     """An `MCPServer` serving the agent API over `directory` (reads capped at 15,000 characters).
 
     With `dispatch`, the `call` tool runs Directory rows through it (the proxy's door, wired by the
-    command line: the catalog itself never imports the addons).
+    command line: the catalog itself never imports the addons). `authorize` is the gate every verb
+    asks first (its write verbs for the rows they change); None only where the transport already
+    judged each request before it reached the server (the proxy's `/api/mcp`).
     """
     from mcp.server import MCPServer
     from mcp.server.mcpserver.tools.base import Tool
@@ -52,8 +64,13 @@ def build_server(
     def guarded(verb: Any) -> Any:
         @functools.wraps(verb)
         def run(**kwargs: Any) -> CallToolResult:
+            given = {k: v for k, v in kwargs.items() if v is not None}
             try:
-                text, failed = str(verb(**{k: v for k, v in kwargs.items() if v is not None})), False
+                if authorize is not None:
+                    changes = verb.__name__ in CHANGES
+                    rows = rows_of_request(directory, verb.__name__, _arguments(given)) if changes else ()
+                    authorize("write" if changes else "read", rows)
+                text, failed = str(verb(**given)), False
             except CatalogError as e:
                 text, failed = str(e), True
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=failed)
@@ -155,9 +172,16 @@ def build_server(
         mime_type="text/tab-separated-values",
     )
     def manifest_resource() -> str:
+        if authorize is not None:
+            authorize("read", ())
         return api.whole_manifest()  # whole: a client preloads it on purpose (the tool pages)
 
     return server
+
+
+def _arguments(given: dict[str, Any]) -> dict[str, Any]:
+    """The agent API's arguments as the Directory's HTTP bodies name them (`expectedRevision`)."""
+    return {("expected_revision" if k == "expectedRevision" else k): v for k, v in given.items()}
 
 
 def _version() -> str:
@@ -170,6 +194,12 @@ def _version() -> str:
         return "0+unknown"
 
 
-def serve(directory: Directory, *, database_tools: bool = False, dispatch: Dispatch | None = None) -> None:
-    """Serve over stdio until the client closes the stream."""
-    build_server(directory, database_tools=database_tools, dispatch=dispatch).run()
+def serve(
+    directory: Directory,
+    *,
+    database_tools: bool = False,
+    dispatch: Dispatch | None = None,
+    authorize: Authorize,
+) -> None:
+    """Serve over stdio until the client closes the stream, every verb judged by `authorize`."""
+    build_server(directory, database_tools=database_tools, dispatch=dispatch, authorize=authorize).run()

@@ -59,7 +59,7 @@ class RefusedHosts:
         encoded, the decoded text)."""
         if self.pattern is None:
             return None
-        for label, variant in _decodings(text):
+        for label, variant in decodings(text):
             lowered = variant.lower()
             for match in self.pattern.finditer(lowered):
                 if _starts_a_host(lowered, match):
@@ -168,7 +168,7 @@ def _starts_a_host(text: str, match: re.Match[str]) -> bool:
     return not (before.isalnum() or before in "_-" or (before == "." and not allowed_dot))
 
 
-def _decodings(text: str) -> Iterator[tuple[str, str]]:
+def decodings(text: str) -> Iterator[tuple[str, str]]:
     """The text as written, JSON-unescaped, percent-decoded up to three times, and (up to
     `SHELL_MAX` characters) with shell quoting removed up to three levels deep (`ol''d.example`)."""
     seen: set[str] = set()

@@ -18,8 +18,8 @@ Wire form (`encode`/`decode`): `flt_` + base64url without padding of
 compact form (`uses<=3`). A token with three limits is about 130 characters: it fits in a link.
 
 The identifier (16 base64url characters, 96 random bits) is shared by a token and everything
-attenuated from it: it names the authority lent, and use counting (`uses <= N`) counts the Ledger's
-dispatch calls made under that identifier (see `catalog.join.token_uses`).
+attenuated from it: it names the authority lent, and its uses (`uses <= N`) are spent under that
+identifier in the Ledger's database (`storage.token_uses`, judged by `catalog.gate`).
 
 The root key is 32 random bytes in `FLIGHTLOG_HOME/token.key`, created on first use with mode 0600.
 """

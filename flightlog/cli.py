@@ -29,6 +29,7 @@ COMMANDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("run", "proxy:run", PASS_THROUGH),
     ("env", "proxy:env", {}),
     ("mcp-record", "mcp_record:mcp_record", PASS_THROUGH),
+    ("approve", "egress:approve", {}),
     ("find", "agent_api:find", {}),
     ("get", "agent_api:get", {}),
     ("manifest", "agent_api:manifest", {}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from addons.errors import AddonError
 from catalog.errors import CatalogError
+from egress.errors import EgressError
 from flightlog.errors import CommandError
 from formats.errors import FormatError
 from recording.errors import RecordingError
@@ -13,4 +14,13 @@ from tui.errors import TuiError
 
 def known_errors() -> tuple[type[Exception], ...]:
     """Every package's base error (each errors module is cheap to import: no library behind it)."""
-    return (CommandError, StorageError, CatalogError, RecordingError, AddonError, TuiError, FormatError)
+    return (
+        CommandError,
+        StorageError,
+        CatalogError,
+        RecordingError,
+        EgressError,
+        AddonError,
+        TuiError,
+        FormatError,
+    )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Final
 
 from addons.ai_listeners import AI_APIS
-from addons.proxy_env import ProxyState, read_state
+from addons.proxy_env import STATE_FILE, ProxyState, read_state
 from flightlog.errors import CommandError
 
 PROVIDER_MODES: Final = tuple(f"reverse:{api.url}@0" for api in AI_APIS)
@@ -44,7 +44,11 @@ def spawn(
 
 
 def wait_for_state(
-    home: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0, log: Path | None = None
+    home: Path,
+    proc: subprocess.Popen[bytes],
+    timeout: float = 30.0,
+    log: Path | None = None,
+    name: str = STATE_FILE,
 ) -> ProxyState:
     """The child's published state once it listens; one clear error (its last log line) if it exits."""
     deadline = time.monotonic() + timeout
@@ -53,7 +57,7 @@ def wait_for_state(
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log else []
             said = f": {tail[0]}" if tail else " before listening"
             raise CommandError(f"the proxy exited with code {proc.returncode}{said}")
-        state = read_state(home)
+        state = read_state(home, name)
         if state is not None and state.pid == proc.pid:
             return state
         time.sleep(0.05)

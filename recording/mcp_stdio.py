@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 from formats.jsonrpc import StdioLines
 from recording.events import Processing
 from recording.identity import EMPTY, Identity
-from recording.records import StdioRecord
+from recording.mcp_stdio_gate import ClientOut, LineGate, Refused, client_pump, refusal_record, server_pump
+from recording.records import RefusalRecord, StdioRecord
 from recording.writer_process import WriterProcess, WriterSpec
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class RecordOptions:
     """The recording session's id (default: a fresh random one); event ids derive from it."""
     max_message: int = MAX_MESSAGE
     drain_wait: float = DRAIN_WAIT
+    gate: LineGate | None = None
+    """Asked about each `tools/call` the client sends (`recording.mcp_stdio_gate`); None: a byte pump."""
 
 
 def _write_all(fd: int, data: bytes, written: int = 0) -> None:
@@ -175,6 +178,7 @@ class Recording:
         self.server = shlex.join(opts.command)
         self.stdin, self.stdout = stdin, stdout
         self.inbox: deque[tuple[str, float, bytes]] = deque()
+        self.refusals: deque[RefusalRecord] = deque()
         self.lines = {"client": StdioLines(opts.max_message), "server": StdioLines(opts.max_message)}
         self.ends = _Ends()
         self.writer: WriterProcess | None = None
@@ -218,6 +222,8 @@ class Recording:
             self.last_at[origin] = at
             for index, data, size in self.lines[origin].feed(chunk):
                 self._record(origin, index, data, size, at)
+        while self.refusals and self.writer is not None:  # after the call's line, taken above
+            self.writer.put(self.refusals.popleft())
         return taken
 
     async def run(self) -> int:
@@ -246,14 +252,7 @@ class Recording:
                 loop.add_signal_handler(sig, self._forward, sig)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         to_server, from_server = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        up = threading.Thread(
-            target=_pump, args=(self.stdin, to_server, "client", self.inbox, self._client_ended), daemon=True
-        )
-        down = threading.Thread(
-            target=_pump,
-            args=(from_server, self.stdout, "server", self.inbox, self._server_ended),
-            daemon=True,
-        )
+        up, down = self._pumps(to_server, from_server)
         up.start()
         down.start()
         # The server and the relay run before the writer process is up: the client never waits for
@@ -275,6 +274,31 @@ class Recording:
         self._edge("end", code, self._end_note(code))
         await self._finish()
         return code
+
+    def _pumps(self, to_server: int, from_server: int) -> tuple[threading.Thread, threading.Thread]:
+        """The relay's two threads: byte pumps, or with a gate, line-aware ones (`mcp_stdio_gate`)."""
+        if self.opts.gate is None:
+            up_args: tuple[object, ...] = (self.stdin, to_server, "client", self.inbox, self._client_ended)
+            down_args: tuple[object, ...] = (
+                from_server,
+                self.stdout,
+                "server",
+                self.inbox,
+                self._server_ended,
+            )
+            return threading.Thread(target=_pump, args=up_args, daemon=True), threading.Thread(
+                target=_pump, args=down_args, daemon=True
+            )
+        out = ClientOut(self.stdout)
+        refused = self._refused
+        up_args = (self.stdin, to_server, self.inbox, self._client_ended, self.opts.gate, out, refused)
+        down_args = (from_server, out, self.inbox, self._server_ended)
+        return threading.Thread(target=client_pump, args=up_args, daemon=True), threading.Thread(
+            target=server_pump, args=down_args, daemon=True
+        )
+
+    def _refused(self, said: Refused) -> None:
+        self.refusals.append(refusal_record(said, self.session, self.server, self.opts.identity))
 
     async def _start_writer(self) -> None:
         assert self.writer is not None

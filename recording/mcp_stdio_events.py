@@ -33,6 +33,8 @@ from storage.events import Event, PayloadState
 START: str = kinds.MCP_START
 EXIT: str = kinds.MCP_EXIT
 SIDE = {"client": "c", "server": "s"}
+STDIO_HOST = "stdio"
+"""The `host` of every event of a stdio session."""
 MEMORY = 20_000
 """Calls remembered at most (oldest forgotten first): an answer to a forgotten call is `mcp.result`."""
 
@@ -95,7 +97,7 @@ def stdio_event(
         "seq": seq,
         "at": ev.when(rec.at),
         "url": url,
-        "host": "stdio",
+        "host": STDIO_HOST,
         "agent": who.agent,
         "session": who.session,
         "task": who.task,

@@ -124,7 +124,31 @@ class StdioRecord:
         return len(self.data) == self.size
 
 
-Record = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord | AttemptRecord
+@dataclass(frozen=True, slots=True)
+class RefusalRecord:
+    """A call the egress policy refused (`egress`): the rule and the limit that refused it, and the
+    answer the caller got instead (`body`). With `attempt`, the call has no event of its own (a CONNECT,
+    a raw connection, a DNS question), so the writer adds one opening the action."""
+
+    exchange: Exchange
+    at: float
+    rule: str
+    limit: str
+    status: int | None = None
+    tool: str | None = None
+    body: bytes = b""
+    attempt: bool = False
+
+
+Record = (
+    RequestRecord
+    | ResponseRecord
+    | StreamChunk
+    | WebSocketRecord
+    | StdioRecord
+    | RefusalRecord
+    | AttemptRecord
+)
 
 
 def chunks_lost(rec: ResponseRecord) -> ResponseRecord:
@@ -150,7 +174,7 @@ def size_of(item: Record) -> int:
 # tuples of bytes, strings and numbers pickle in C (0.7 us). Every field is listed: a new field must be
 # added to both functions, and tests/capture/test_units.py round-trips each record type.
 
-_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO, _ATTEMPT = 0, 1, 2, 3, 4, 5
+_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO, _REFUSAL, _ATTEMPT = 0, 1, 2, 3, 4, 5, 6
 
 
 def _exchange_wire(ex: Exchange) -> tuple[Any, ...]:
@@ -203,6 +227,19 @@ def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
                 item.size, item.code, item.note)  # fmt: skip
     if isinstance(item, AttemptRecord):
         return (_ATTEMPT, _exchange_wire(item.exchange), item.at, item.error)
+    if isinstance(item, RefusalRecord):
+        wire = _exchange_wire(item.exchange)
+        return (
+            _REFUSAL,
+            wire,
+            item.at,
+            item.rule,
+            item.limit,
+            item.status,
+            item.tool,
+            item.body,
+            item.attempt,
+        )
     if isinstance(item, RequestRecord):
         return (
             _REQUEST,
@@ -258,4 +295,7 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
     if kind == _ATTEMPT:
         _, ex, at, error = wire
         return AttemptRecord(_exchange(ex), at, error)
+    if kind == _REFUSAL:
+        _, ex, at, rule, limit, status, tool, body, attempt = wire
+        return RefusalRecord(_exchange(ex), at, rule, limit, status, tool, body, attempt)
     raise ValueError(f"not a wire record: kind {kind!r}")

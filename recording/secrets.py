@@ -1,6 +1,9 @@
 """The secrets flightlog is configured with: NAME=value lines from a file and named environment variables.
 
-The values are what the Redactor replaces by `[NAME]` before anything reaches the Ledger.
+The values are what the Redactor replaces by `[NAME]` before anything reaches the Ledger. The same
+file names, per secret, the hosts the dispatch door may send it to (`NAME.hosts=host,host`, read by
+`load_secret_hosts`; see `catalog.secret_hosts` for the patterns and the defaults): those lines are
+not secrets, and a file without them reads as before.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ MIN_LENGTH = 4
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+_HOSTS_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.hosts\s*=\s*(.*?)\s*$")
+_HOST_PATTERN = re.compile(r"^(\*|local|(\*\.)?[a-z0-9.-]+(:\d{1,5})?|\[[0-9a-f:.]+\](:\d{1,5})?)$")
 _DOUBLE_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "$": "$", "`": "`"}
 
 
@@ -55,7 +60,7 @@ def parse_secrets(text: str, source: str = "secrets") -> dict[str, str]:
     secrets: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+        if not stripped or stripped.startswith("#") or _HOSTS_LINE.match(line):
             continue
         match = _LINE.match(line)
         value = _unquote(match.group(2)) if match else None
@@ -63,6 +68,38 @@ def parse_secrets(text: str, source: str = "secrets") -> dict[str, str]:
             raise SecretsError(f"{source}: line {number} is not NAME=value")
         secrets[match.group(1)] = value
     return secrets
+
+
+def parse_secret_hosts(text: str, source: str = "secrets") -> dict[str, tuple[str, ...]]:
+    """`NAME.hosts=pattern[,pattern...]` lines: the hosts each named secret may be sent to."""
+    hosts: dict[str, tuple[str, ...]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _HOSTS_LINE.match(line)
+        if match is None:
+            continue
+        value = _unquote(match.group(2))
+        patterns = tuple(p.strip().lower() for p in (value or "").split("#")[0].split(",") if p.strip())
+        bad = [p for p in patterns if not _HOST_PATTERN.match(p)]
+        if value is None or not patterns or bad:
+            raise SecretsError(
+                f"{source}: line {number}: {match.group(1)}.hosts takes hosts like api.example.com,"
+                f" api.example.com:8443, *.example.com, local or * (got {(bad or [match.group(2)])[0]!r})"
+            )
+        hosts[match.group(1)] = patterns
+    return hosts
+
+
+def load_secret_hosts(file: Path | None) -> dict[str, tuple[str, ...]]:
+    """The `NAME.hosts` lines of the secrets file (none when there is no file)."""
+    if file is None:
+        return {}
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as e:
+        raise SecretsError(f"cannot read secrets file {file}: {e}") from e
+    return parse_secret_hosts(text, source=str(file))
 
 
 def check_secrets(secrets: Mapping[str, str], source: str = "secrets") -> None:

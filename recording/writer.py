@@ -19,12 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 from recording import events as ev
-from recording import mcp_live, mcp_messages, mcp_stdio_events, refusals
+from recording import mcp_live, mcp_messages, mcp_stdio_events, refusal_events, refusals
 from recording.acks import FrameAcks
 from recording.os_names import name_os_thread
 from recording.outage import Outage
 from recording.records import (
     AttemptRecord,
+    Record,
+    RefusalRecord,
     RequestRecord,
     ResponseRecord,
     StdioRecord,
@@ -42,7 +44,7 @@ from storage.ledger import Ledger
 
 log = logging.getLogger("flightlog.capture")
 
-Item = RequestRecord | ResponseRecord | StreamChunk | WebSocketRecord | StdioRecord | AttemptRecord
+Item = Record
 
 
 _STOP = object()
@@ -308,6 +310,8 @@ class Writer:
             self._add(event, frames)
         elif isinstance(item, AttemptRecord):
             self._add(ev.attempt_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
+        elif isinstance(item, RefusalRecord):
+            refusal_events.add_to(self._add, frames, proc, item, self.collector, self._next_seq)
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor

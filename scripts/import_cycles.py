@@ -23,7 +23,7 @@ from pathlib import Path
 
 import grimp
 
-PACKAGES = ("formats", "storage", "catalog", "recording", "addons", "tui", "flightlog")
+PACKAGES = ("formats", "storage", "catalog", "recording", "egress", "addons", "tui", "flightlog")
 
 
 def import_graph(*packages: str) -> grimp.ImportGraph:

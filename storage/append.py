@@ -305,6 +305,7 @@ def write_batch(
     *,
     staged: bool,
     leaves: Sequence[bytes] | None = None,
+    key: bytes | None = None,
 ) -> AppendResult:
     """Inside the caller's transaction: write everything of one batch and account for it.
 
@@ -316,6 +317,7 @@ def write_batch(
     write lock is one for the whole database, and every millisecond of CPU spent holding it is one
     the other writers wait. `staged` asks first which events are stored and offers only the others
     (a collector catching up after a start; see `_insert_events_sqlite`, `_insert_events_pg`).
+    `key` is the collector's chain key (`storage.chain_keys`): its batches' digests are keyed.
     """
     now = datetime.now(UTC)
     chain.lock(conn, batch.collector)
@@ -348,7 +350,14 @@ def write_batch(
         conflicts=tuple(conflicts),
     )
     link = chain.link(
-        conn, batch.collector, batch.position, result.batch_id, sqlite_time(now), fresh, leaves=fresh_leaves
+        conn,
+        batch.collector,
+        batch.position,
+        result.batch_id,
+        sqlite_time(now),
+        fresh,
+        leaves=fresh_leaves,
+        key=key,
     )
     _record_batch(conn, batch, result, raw_bytes, sum(b.stored_size for b in blobs), now, link)
     return result

@@ -262,7 +262,7 @@ class _Reader(TimeWords):
             raise QuestionError(f"'{low}' needs what to count by: {', '.join(GROUP_BYS)}")
         self.i += 1
         t = target.lower()
-        t = "status" if t == "statuses" else t
+        t = "status" if t == "statuses" else "rule" if t in ("limit", "limits") else t
         name = t if t in GROUP_BYS else t.removesuffix("s") if t.removesuffix("s") in GROUP_BYS else None
         if name is None:
             raise QuestionError(f"cannot count by {target!r}; by one of: {', '.join(GROUP_BYS)}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from storage.kinds import DISPATCH_REFUSED
+from storage.kinds import REFUSED as REFUSED_KINDS_NAME
 
 FIELDS: Final = ("kind", "tool", "session", "task", "turn", "agent", "model", "host", "status", "method")
 FIELD_ALIASES: Final = {"url": "url", "path": "url", "direction": "direction", "user": "agent"}
@@ -26,8 +26,9 @@ FILLER: Final = frozenset(
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
 REFUSED: Final = frozenset({"refused", "refusals", "refusal", "denied", "blocked", "rejected"})
-REFUSED_KIND: Final = DISPATCH_REFUSED
-"""The kind of event the dispatch door writes when a limit refuses a call."""
+REFUSED_KIND: Final = REFUSED_KINDS_NAME
+"""The filter kind naming every refusal: the door's (`dispatch.refused`) and the egress policy's
+(`policy.refused`)."""
 STATUS_WORDS: Final = {
     "unauthorized": "401",
     "unauthorised": "401",
@@ -73,6 +74,8 @@ GROUP_NOUNS: Final = {
     "tasks": "task",
     "turns": "turn",
     "statuses": "status",
+    "rules": "rule",
+    "limits": "rule",
 }
 """What "which tools" and "tools used" count by."""
 USED: Final = frozenset({"used", "called", "seen", "hit", "involved"})

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,11 +33,13 @@ from typing import Any, Final
 from sqlalchemy import Boolean, DateTime, LargeBinary
 from sqlalchemy.engine import Connection
 
+from storage import chain_seal
 from storage.rows import COLUMNS
 from storage.schema import EventRow
 from storage.sqlite_setup import sqlite_time
 
 VERSION: Final = "flightlog-chain/1"
+KEYED_VERSION: Final = chain_seal.VERSION
 LEAF_HEX: Final = 16
 """Hex digits of each leaf kept in `event_leaves`: enough to name the event whose row changed (the
 digest itself covers the full leaves)."""
@@ -138,15 +141,27 @@ def stored_leaf(values: Sequence[Any], columns: Sequence[str]) -> bytes | None:
 
 
 def header(
-    collector: str, index: int, position: int, batch: str, committed: str, columns: Sequence[str], n: int
+    collector: str,
+    index: int,
+    position: int,
+    batch: str,
+    committed: str,
+    columns: Sequence[str],
+    n: int,
+    *,
+    keyed: bool = False,
 ) -> bytes:
-    """The batch's own facts that its digest binds."""
-    return _encode([VERSION, collector, index, position, batch, committed, list(columns), n]).encode("ascii")
+    """The batch's own facts that its digest binds (a keyed batch's name the keyed version)."""
+    version = KEYED_VERSION if keyed else VERSION
+    return _encode([version, collector, index, position, batch, committed, list(columns), n]).encode("ascii")
 
 
-def digest(previous: str, head: bytes, leaves: Sequence[bytes]) -> str:
-    """One SHA-256 per batch over the previous digest, the header and the concatenated leaves."""
-    h = hashlib.sha256(previous.encode("ascii") + b"\n" + head + b"\n")
+def digest(previous: str, head: bytes, leaves: Sequence[bytes], key: bytes | None = None) -> str:
+    """One digest per batch over the previous digest, the header and the concatenated leaves: an
+    HMAC-SHA256 under the collector's key (`storage.chain_keys`), or a plain SHA-256 for the
+    batches written before keyed chains."""
+    h = hmac.new(key, digestmod=hashlib.sha256) if key is not None else hashlib.sha256()
+    h.update(previous.encode("ascii") + b"\n" + head + b"\n")
     h.update(b"".join(leaves))
     return h.hexdigest()
 
@@ -234,22 +249,23 @@ def lock(conn: Connection, collector: str) -> None:
         query(conn, "SELECT pg_advisory_xact_lock(%s)", (_lock_key(collector),))
 
 
-def chain_head(conn: Connection, collector: str, batch: str = "") -> tuple[int, str] | None:
-    """The collector's newest (index, digest), or (0, genesis) before its first chained batch;
-    None when `batch` is already stored (a re-delivery). One query, after `lock`."""
+def chain_head(conn: Connection, collector: str, batch: str = "") -> tuple[int, str, str | None] | None:
+    """The collector's newest (index, digest, registered key id), or (0, genesis, ...) before its
+    first chained batch; None when `batch` is already stored (a re-delivery). One query, after `lock`."""
     m = _mark(conn)
     sql = (
-        f"SELECT (SELECT count(*) FROM batches WHERE batch_id = {m}), h.chain_index, h.digest"
+        f"SELECT (SELECT count(*) FROM batches WHERE batch_id = {m}), h.chain_index, h.digest,"
+        f" (SELECT key_id FROM chain_keys WHERE collector = {m})"
         " FROM (SELECT 1 AS one) AS one LEFT JOIN (SELECT chain_index, digest FROM batches"
         f" WHERE collector = {m} AND chain_index IS NOT NULL ORDER BY chain_index DESC LIMIT 1) AS h"
         " ON 1 = 1"
     )
-    known, index, digest = query(conn, sql, (batch, collector))[0]
+    known, index, digest, registered = query(conn, sql, (batch, collector, collector))[0]
     if known:
         return None
     if index is None:
-        return 0, genesis(collector, legacy_batches(conn, collector))
-    return int(index), str(digest)
+        return 0, genesis(collector, legacy_batches(conn, collector)), registered
+    return int(index), str(digest), registered
 
 
 def link(
@@ -261,20 +277,26 @@ def link(
     rows: Sequence[Sequence[Any]],
     *,
     leaves: Sequence[bytes] | None = None,
+    key: bytes | None = None,
 ) -> Link | None:
     """Chain a batch whose newly inserted rows (sorted by event_id) are `rows`; None when this very
     batch was committed before (a re-delivery adds no row and no link). The caller holds `lock`;
-    `leaves` are the rows' `written_leaves` when it already hashed them (while the rows were sent)."""
+    `leaves` are the rows' `written_leaves` when it already hashed them (while the rows were sent).
+    With the collector's `key` the digest is keyed, and a collector's first keyed batch registers it
+    (`storage.chain_seal`); a collector registered before cannot write without its key."""
     head_now = chain_head(conn, collector, batch)
     if head_now is None:
         return None
-    index, previous = head_now
+    index, previous, registered = head_now
+    chain_seal.check_key(collector, registered, key)
+    if key is not None and registered is None:
+        chain_seal.register(conn, collector, key, index + 1, committed)
     if leaves is None:
         leaves = written_leaves(rows)
-    head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows))
+    head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows), keyed=key is not None)
     return Link(
         index=index + 1,
-        digest=digest(previous, head, leaves),
+        digest=digest(previous, head, leaves, key),
         event_ids=json.dumps([r[0] for r in rows], ensure_ascii=False),
         event_leaves=b"".join([leaf[: LEAF_HEX // 2] for leaf in leaves]).hex(),
         event_columns=",".join(COLUMNS),

@@ -16,13 +16,13 @@ Memory stays bounded: one batch's rows at a time; the events outside the chain a
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from storage import chain
+from storage import chain, chain_seal
 
 MAX_NAMED = 1000
 """Events outside the chain named one per line; beyond that, one line counts the rest."""
@@ -51,6 +51,8 @@ class ChainReport:
     chained_events: int = 0
     legacy_events: int = 0
     """Events recorded before the chain existed, covered by count only."""
+    unkeyed: list[tuple[str, int]] = field(default_factory=list)
+    """(collector, its last unkeyed batch): batches #1 to it were written before keyed chains."""
 
     @property
     def ok(self) -> bool:
@@ -100,10 +102,15 @@ def _decode(ids: Any, leaves: Any, columns: Any) -> tuple[list[str], list[str], 
 
 
 def _check_batch(
-    conn: Connection, where: str, row: tuple[Any, ...], previous: str | None, report: ChainReport
+    conn: Connection,
+    where: str,
+    row: tuple[Any, ...],
+    previous: str | None,
+    report: ChainReport,
+    keying: Keying,
 ) -> None:
     """One batch: its events still there and unchanged, and its digest re-derived from them (unless
-    the batch before it is gone: `previous` None)."""
+    the batch before it is gone: `previous` None; or it is keyed and its key is not held)."""
     batch, collector, position, committed, index, stored, ids, leaves, columns = row
     decoded = _decode(ids, leaves, columns)
     if decoded is None:
@@ -132,7 +139,8 @@ def _check_batch(
             found_problem = True
             continue
         computed.append(leaf)
-    if found_problem or previous is None:
+    keyed = keying.keyed(int(index))
+    if found_problem or previous is None or (keyed and keying.key is None):
         return
     try:
         head = chain.header(
@@ -143,17 +151,30 @@ def _check_batch(
             chain.time_text(committed),
             cols,
             len(names),
+            keyed=keyed,
         )
     except (TypeError, ValueError):
         head = b""
-    if chain.digest(previous, head, computed) != stored:
+    if chain.digest(previous, head, computed, keying.key if keyed else None) != stored:
         report.problems.append(
             f"forged: {where}: its batch row or its order does not match its digest"
             " (chained to the one before)"
         )
 
 
-def _collector(conn: Connection, collector: str, report: ChainReport) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Keying:
+    """How a collector's batches are keyed: from `first_index` on (None: never), under `key` (None:
+    not held, or its registration does not verify: those digests cannot be checked)."""
+
+    first_index: int | None = None
+    key: bytes | None = None
+
+    def keyed(self, index: int) -> bool:
+        return self.first_index is not None and index >= self.first_index
+
+
+def _collector(conn: Connection, collector: str, report: ChainReport, keying: Keying) -> list[str]:
     """Walk one collector's chain; give back its stored digests in order (for anchor checks)."""
     previous: str | None = chain.genesis(collector, chain.legacy_batches(conn, collector))
     expected = 1
@@ -168,7 +189,7 @@ def _collector(conn: Connection, collector: str, report: ChainReport) -> list[st
         for gone in range(expected, index):
             report.problems.append(f"missing: batch #{gone} of {collector} was removed")
             previous = None  # the link before is unknown; the gap itself is the finding
-        _check_batch(conn, where, row, previous, report)
+        _check_batch(conn, where, row, previous, report, keying)
         report.batches += 1
         previous = str(row[5])
         expected = index + 1
@@ -176,6 +197,9 @@ def _collector(conn: Connection, collector: str, report: ChainReport) -> list[st
         last = Head(collector, index, previous)
     if last is not None:
         report.heads.append(last)
+        below = last.index if keying.first_index is None else min(last.index, keying.first_index - 1)
+        if below > 0:
+            report.unkeyed.append((collector, below))
     return digests
 
 
@@ -214,22 +238,31 @@ def _outside(conn: Connection, report: ChainReport) -> None:
 
 
 def verify_chain(
-    conn: Connection, anchors: Sequence[str] = (), progress: Callable[[int], None] | None = None
+    conn: Connection,
+    anchors: Sequence[str] = (),
+    progress: Callable[[int], None] | None = None,
+    keys: Mapping[str, bytes] | None = None,
 ) -> ChainReport:
-    """Re-derive every chain; each `anchors` digest (a head printed earlier) must still be in one."""
+    """Re-derive every chain with the collectors' `keys` (`storage.chain_keys`); each `anchors` digest
+    (a head printed earlier) must still be in one. A keyed collector whose key is not held is refused."""
     report = ChainReport()
+    keys = keys or {}
     collectors = [
         r[0]
         for r in conn.exec_driver_sql(
             "SELECT DISTINCT collector FROM batches WHERE chain_index IS NOT NULL ORDER BY collector"
         )
     ]
+    keyings = _registrations(conn, collectors, keys, report)
     known: set[str] = set()
     for collector in collectors:
-        known.update(_collector(conn, collector, report))
+        known.update(_collector(conn, collector, report, keyings.get(collector, Keying())))
         if progress:
             progress(report.batches)
     _outside(conn, report)
+    _claimed_twice(conn, report)
+    _payloads_gone(conn, report)
+    _positions(conn, report)
     for anchor in anchors:
         if anchor.strip().lower() not in known:
             report.problems.append(
@@ -237,3 +270,81 @@ def verify_chain(
                 " (batches were removed or rewritten since it was printed)"
             )
     return report
+
+
+def _registrations(
+    conn: Connection, collectors: Sequence[str], keys: Mapping[str, bytes], report: ChainReport
+) -> dict[str, Keying]:
+    """Each registered collector's keying, its registration checked with the key held; the seal of
+    what no key covers compared with the Ledger now (see `storage.chain_seal`)."""
+    registered = chain_seal.registrations(conn)
+    keyings: dict[str, Keying] = {}
+    for collector, reg in sorted(registered.items()):
+        key = keys.get(collector)
+        if key is None:
+            report.problems.append(
+                f"refused: collector {collector}: its chain is keyed and this verify holds no key for it"
+                " (FLIGHTLOG_HOME/chain-keys of the machine that wrote it)"
+            )
+        elif not reg.verifies(key):
+            report.problems.append(
+                f"forged: collector {collector}'s key registration does not verify with its key"
+                " (its key, where its keyed part begins or its seal was changed)"
+            )
+            key = None
+        keyings[collector] = Keying(reg.first_index, key)
+    for collector in collectors:
+        if collector not in registered and collector in keys:
+            report.problems.append(
+                f"forged: collector {collector}'s key registration is gone (its key is held here)"
+            )
+    if registered:
+        now = chain_seal.seal_now(conn)
+        lines = {line for reg in registered.values() for line in chain_seal.seal_changes(reg.seal, now)}
+        report.problems.extend(sorted(lines))
+    return keyings
+
+
+def _claimed_twice(conn: Connection, report: ChainReport) -> None:
+    """An event named by more than one batch of the chain (a leaf covers exactly one event, once)."""
+    if conn.dialect.name == "sqlite":
+        members = (
+            "SELECT j.value AS id FROM batches b, json_each(b.event_ids) j WHERE b.event_ids IS NOT NULL"
+        )
+    else:
+        members = (
+            "SELECT jsonb_array_elements_text(b.event_ids::jsonb) AS id FROM batches b"
+            " WHERE b.event_ids IS NOT NULL"
+        )
+    sql = f"SELECT id, count(*) FROM ({members}) m GROUP BY id HAVING count(*) > 1 ORDER BY id"
+    for name, times in conn.exec_driver_sql(f"{sql} LIMIT {MAX_NAMED}"):
+        report.problems.append(
+            f"forged: event {name} is claimed by {times} batches (a leaf covers one event once)"
+        )
+
+
+def _payloads_gone(conn: Connection, report: ChainReport) -> None:
+    """An event that says it holds its payload (`complete`, `partial`) whose blob row is gone."""
+    sql = (
+        "SELECT e.event_id, e.payload_sha256 FROM events e WHERE e.payload_sha256 IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = e.payload_sha256)"
+        f" ORDER BY e.event_id LIMIT {MAX_NAMED}"
+    )
+    for name, sha in conn.exec_driver_sql(sql):
+        report.problems.append(f"deleted: the payload of event {name} (blob {sha[:16]}) is gone")
+
+
+def _positions(conn: Connection, report: ChainReport) -> None:
+    """A collector's delivered position is its newest batch's (positions only move forward with
+    the batch rows they account for): another value was written past flightlog."""
+    sql = (
+        "SELECT p.collector, p.position,"
+        " (SELECT MAX(b.position) FROM batches b WHERE b.collector = p.collector)"
+        " FROM positions p ORDER BY p.collector"
+    )
+    for collector, position, last in conn.exec_driver_sql(sql):
+        if last is None or int(position) != int(last):
+            report.problems.append(
+                f"forged: collector {collector}'s delivered position ({position}) is not its newest"
+                f" batch's ({last})"
+            )

@@ -34,6 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from storage.events import StoredEvent
 from storage.kinds import (
+    CONNECTION_ATTEMPT,
     DISPATCH_CALL,
     DISPATCH_DRY_RUN,
     DISPATCH_REFUSED,
@@ -47,8 +48,9 @@ from storage.kinds import (
 from storage.queries import EVENTS, Cursor, Filter, QueryError, _bind_time, _conditions
 from storage.rows import from_mapping
 
-OPENING_KINDS: Final = (HTTP_REQUEST, DISPATCH_CALL, DISPATCH_DRY_RUN)
-"""Kinds that open an exchange (the first event of an action)."""
+OPENING_KINDS: Final = (HTTP_REQUEST, DISPATCH_CALL, DISPATCH_DRY_RUN, CONNECTION_ATTEMPT)
+"""Kinds that open an exchange (the first event of an action); a `connection.attempt` opens the
+action of a refused CONNECT, raw connection or DNS question, whose `policy.refused` is its error."""
 ANSWER_KINDS: Final = (HTTP_RESPONSE, DISPATCH_REPLY, DISPATCH_REFUSED)
 """Kinds that answer it: their status, size and time are the exchange's."""
 ANSWER_FIELDS: Final = ("status", "model", "kind", "direction")

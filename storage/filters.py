@@ -16,10 +16,13 @@ from typing import Any, Final, Literal
 
 from storage.errors import StorageError
 
-GroupBy = Literal["hour", "session", "turn", "kind", "agent", "model", "tool", "task", "host", "status"]
+GroupBy = Literal[
+    "hour", "session", "turn", "kind", "agent", "model", "tool", "task", "host", "status", "rule"
+]
 GROUP_BYS: Final[tuple[str, ...]] = (
-    "hour", "session", "turn", "kind", "agent", "model", "tool", "task", "host", "status",
+    "hour", "session", "turn", "kind", "agent", "model", "tool", "task", "host", "status", "rule",
 )  # fmt: skip
+"""`rule` is not a column: a refusal's rule or limit, its `error` up to the first colon (`RULE: why`)."""
 SORTS: Final[tuple[str, ...]] = ("newest", "oldest", "slowest", "fastest", "costliest", "largest")
 """How a page of events is ordered; only `newest` pages on with a cursor (the others are a top N)."""
 STATUS_CLASSES: Final[tuple[str, ...]] = ("errors", "ok", "1xx", "2xx", "3xx", "4xx", "5xx")
@@ -37,6 +40,7 @@ class QueryError(StorageError):
 class Filter:
     """Which events a question is about; every field left `None` (or empty) matches everything.
 
+    `kind` `refused` names every kind that records a refusal (`storage.kinds.REFUSED_KINDS`).
     `status` is a code ("404"), a class ("4xx") or a name ("errors": status >= 400 or an error was
     recorded; "ok": a status below 400 and no error). `url` words must all appear in the URL
     (case-insensitive). `since` is inclusive and `until` exclusive, both UTC.

@@ -21,6 +21,12 @@ The dispatch door's kinds (one dispatch is one action; `addons.door.dispatch_rec
 event holds): `dispatch.call`, `dispatch.dry_run`, `dispatch.upstream.request`,
 `dispatch.upstream.response`, `dispatch.reply` and `dispatch.refused`.
 
+The egress policy's kinds (`egress`, `recording.refusal_events`): `policy.refused`, a call the policy
+refused: the rule and the limit in `error` (`RULE: LIMIT`), the answer the caller got instead as
+payload, joined to the call's action (its `http.request`, its `mcp.tools/call`); and
+`connection.attempt`, what opens the action of a refused call that has no event of its own (a
+CONNECT, a raw TCP or UDP connection, a DNS question from a sealed command).
+
 MCP messages (one event per JSON-RPC message, read by `formats.jsonrpc`; their kind is `mcp_kind`):
 `mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen), from a stdio session
 (`flightlog mcp-record`, `recording.mcp_stdio_events`) or from an exchange through the proxy
@@ -51,6 +57,13 @@ DISPATCH_UPSTREAM_RESPONSE: Final = "dispatch.upstream.response"
 DISPATCH_REPLY: Final = "dispatch.reply"
 DISPATCH_REFUSED: Final = "dispatch.refused"
 
+POLICY_REFUSED: Final = "policy.refused"
+CONNECTION_ATTEMPT: Final = "connection.attempt"
+REFUSED_KINDS: Final = (DISPATCH_REFUSED, POLICY_REFUSED)
+"""Every kind that records a refusal: the door's and the egress policy's."""
+REFUSED: Final = "refused"
+"""A filter's `kind` naming every refusal kind at once (no event is of this kind itself)."""
+
 MCP_PREFIX: Final = "mcp."
 MCP_TOOL_CALL: Final = "mcp.tools/call"
 MCP_TOOL_RESULT: Final = "mcp.tools/call.result"
@@ -61,9 +74,10 @@ MCP_INVALID: Final = "mcp.invalid"
 MCP_UNKNOWN_RESULT: Final = "mcp.result"
 MCP_RESULT_SUFFIX: Final = ".result"
 
-ATTEMPT_ROLE: Final = "attempt"
 REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"
+REFUSED_ROLE: Final = "refused"
+ATTEMPT_ROLE: Final = "attempt"
 
 
 def event_id(flow_id: str, role: str) -> str:

@@ -9,6 +9,7 @@ NOTHING, a deterministic batch id), so after a lost connection the same batch is
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import sqlite3
@@ -26,6 +27,7 @@ from sqlalchemy.exc import DBAPIError
 from storage import chain, codec
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
+from storage.chain_keys import ChainKeys, Keys
 from storage.checkpoints import Checkpointer, backstop
 from storage.engine import WRITE, make_engine
 from storage.errors import (
@@ -37,6 +39,7 @@ from storage.errors import (
     from_library,
 )
 from storage.events import INLINE_MAX, AppendResult, Batch, Event, PayloadRef, StoredEvent
+from storage.locations import flightlog_home
 from storage.migrate import migrate
 from storage.rows import Address, from_mapping, payload_address, to_row, validate
 from storage.schema import BlobRow, EventRow
@@ -78,6 +81,7 @@ class Prepared(NamedTuple):
     raw_bytes: int
     leaves: list[bytes] | None
     """SQLite: the rows' chain leaves, hashed before the write lock is taken."""
+    key: bytes | None  # the collector's chain key (`storage.chain_keys`), made on its first batch
 
 
 def _raced(e: BaseException) -> bool:
@@ -102,8 +106,11 @@ def _retryable(e: StorageError) -> bool:
 class Ledger:
     """An open Ledger: its engine, its blob store, and the verbs that use them."""
 
-    def __init__(self, engine: Engine, url: str, blobs: BlobStore, retry_seconds: float = 30.0) -> None:
+    def __init__(
+        self, engine: Engine, url: str, blobs: BlobStore, retry_seconds: float = 30.0, keys: Keys = None
+    ) -> None:
         self.engine = engine
+        self.keys = keys  # the collectors' chain keys (`storage.chain_keys`); None: unkeyed chains
         self.url = url
         self.blobs = blobs
         self.retry_seconds = retry_seconds
@@ -135,7 +142,8 @@ class Ledger:
         leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
-        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves)
+        key = self.keys.key_for(batch.collector) if self.keys is not None else None
+        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves, key)
         try:
             result = self._retry(lambda: self._append_once(ready))
         except BaseException:
@@ -207,9 +215,8 @@ class Ledger:
             if self._checkpoints is not None:
                 backstop(conn.connection.info, conn.connection.driver_connection)
             with conn.execution_options(**WRITE).begin():
-                result = write_batch(
-                    conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, leaves=ready.leaves
-                )
+                write = functools.partial(write_batch, staged=staged, leaves=ready.leaves, key=ready.key)
+                result = write(conn, ready.batch, ready.rows, blobs, ready.raw_bytes)
         if self._checkpoints is not None:
             self._checkpoints.committed(result.new)
         return result
@@ -220,7 +227,9 @@ class Ledger:
         None: PostgreSQL hashes them while the server inserts the rows.)"""
         with self.engine.connect() as conn, conn.begin():
             blobs = self._blobs(conn, ready)
-            return write_batch(conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged)
+            return write_batch(
+                conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, key=ready.key
+            )
 
     def _blobs(self, conn: Connection, ready: Prepared) -> list[BlobRecord]:
         """The blob rows a batch adds: its new payloads packed, and its spooled refs not yet stored."""
@@ -360,11 +369,13 @@ class Ledger:
         self.engine.dispose()
 
 
-def open_ledger(url: str, blobs_url: str | None = None, *, retry_seconds: float = 30.0) -> Ledger:
+def open_ledger(
+    url: str, blobs_url: str | None = None, *, retry_seconds: float = 30.0, keys: Keys = None
+) -> Ledger:
     """Open (creating or migrating) the Ledger at `url`, with its blob store at `blobs_url`.
 
     Without `blobs_url`, a SQLite ledger keeps its blobs in a `blobs` folder beside the database
-    file; a PostgreSQL ledger needs one named.
+    file; a PostgreSQL ledger needs one named. Chains are keyed with `keys` (default: FLIGHTLOG_HOME's).
     """
     engine = make_engine(url)
     if blobs_url is None:
@@ -377,4 +388,5 @@ def open_ledger(url: str, blobs_url: str | None = None, *, retry_seconds: float 
     except DBAPIError as e:
         engine.dispose()
         raise translate(e, url) from e
-    return Ledger(engine, url, open_blob_store(blobs_url), retry_seconds=retry_seconds)
+    keys = keys if keys is not None else ChainKeys(flightlog_home())
+    return Ledger(engine, url, open_blob_store(blobs_url), retry_seconds=retry_seconds, keys=keys)

@@ -14,7 +14,6 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.kinds import DISPATCH_CALL, DISPATCH_REFUSED
 from storage.queries import QueryError
 
 ROW_COLUMNS: Final = (
@@ -67,22 +66,6 @@ def rows_of_task(engine: Engine, task: str, limit: int) -> list[dict[str, Any]]:
         f"SELECT {ROW_COLUMNS} FROM events WHERE task = :task ORDER BY at, action_id, seq, event_id LIMIT :n"
     )
     return _rows(engine, sql, task=task, n=limit)
-
-
-def like_literal(value: str) -> str:
-    """`value` matched literally inside a LIKE pattern escaped with `!` (`_` and `%` are wildcards)."""
-    return value.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-
-
-def unrefused_calls(engine: Engine, url_like: str) -> int:
-    """The door's `dispatch.call` events whose url matches `url_like` (a LIKE pattern escaped with
-    `!`) and whose action has no `dispatch.refused`: the calls a token was used for."""
-    sql = (
-        "SELECT count(*) AS n FROM events c WHERE c.kind = :call AND c.url LIKE :url ESCAPE '!'"
-        " AND NOT EXISTS (SELECT 1 FROM events r WHERE r.action_id = c.action_id AND r.kind = :refused)"
-    )
-    found = _rows(engine, sql, call=DISPATCH_CALL, refused=DISPATCH_REFUSED, url=url_like)
-    return int(found[0]["n"] or 0) if found else 0
 
 
 def event_ids_of_actions(

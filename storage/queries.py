@@ -17,8 +17,10 @@ from sqlalchemy import (
     ColumnElement,
     Table,
     and_,
+    case,
     func,
     literal_column,
+    null,
     or_,
     select,
     true,
@@ -40,7 +42,14 @@ from storage.filters import (
     iso,
     parse_time,
 )
-from storage.kinds import DISPATCH_REFUSED, DISPATCH_REPLY, DISPATCH_UPSTREAM_RESPONSE, HTTP_RESPONSE
+from storage.kinds import (
+    DISPATCH_REFUSED,
+    DISPATCH_REPLY,
+    DISPATCH_UPSTREAM_RESPONSE,
+    HTTP_RESPONSE,
+    REFUSED,
+    REFUSED_KINDS,
+)
 from storage.rows import from_mapping
 from storage.schema import EventRow
 
@@ -60,7 +69,7 @@ def _conditions(t: Table, flt: Filter) -> list[ColumnElement[bool]]:
     for name in ("kind", "direction", "tool", "session", "task", "turn", "agent", "model"):
         value = getattr(flt, name)
         if value is not None:
-            out.append(c[name] == value)
+            out.append(c.kind.in_(REFUSED_KINDS) if name == "kind" and value == REFUSED else c[name] == value)
     if flt.host is not None:
         out.append(func.lower(c.host) == flt.host.lower())
     if flt.method is not None:
@@ -194,6 +203,25 @@ def bucket(engine: Engine, t: Table) -> ColumnElement[Any]:
     return func.substr(t.c.at, literal_column("1"), literal_column("13"))
 
 
+def rule_of(engine: Engine, t: Table) -> ColumnElement[Any]:
+    """The rule (or limit) a refusal names: its `error` up to the first colon (`RULE: why`, as the
+    door and the egress policy write it); NULL for any other event."""
+    if engine.dialect.name == "postgresql":
+        prefix: ColumnElement[Any] = func.split_part(t.c.error, literal_column("':'"), 1)
+    else:
+        prefix = func.substr(t.c.error, 1, func.instr(t.c.error, literal_column("':'")) - 1)
+    return case((t.c.kind.in_(REFUSED_KINDS), prefix), else_=null())
+
+
+def group_key(engine: Engine, t: Table, by: str) -> ColumnElement[Any]:
+    """What a count by `by` groups on: a column, the hour bucket, or a refusal's rule."""
+    if by == "hour":
+        return bucket(engine, t)
+    if by == "rule":
+        return rule_of(engine, t)
+    return t.c[by]
+
+
 def hour_key(value: Any) -> str | None:
     if value is None:
         return None
@@ -212,7 +240,7 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
         raise QueryError(f"cannot count by {by!r}; by one of: {', '.join(GROUP_BYS)}")
     t = EVENTS
     source, took = timed(engine, t, flt)
-    key = bucket(engine, t) if by == "hour" else t.c[by]
+    key = group_key(engine, t, by)
     label = key.label("key")
     stmt = (
         select(

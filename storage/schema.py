@@ -1,4 +1,5 @@
-"""The Ledger's tables, defined once with SQLModel: `events`, `blobs`, `batches`, `positions`.
+"""The Ledger's tables, defined once with SQLModel: `events`, `blobs`, `batches`, `positions`, and
+the scoped tokens' `token_uses`.
 
 These classes are the schema's single definition; migrations (storage/migrations) create exactly
 this, and a test compares the migrated database with this metadata. The hot insert path does not go
@@ -189,6 +190,37 @@ class PositionRow(SQLModel, table=True):
     collector: str = Field(sa_column=Column(Text, primary_key=True))
     position: int = Field(sa_column=Column(BigInteger, nullable=False))
     updated_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class TokenUseRow(SQLModel, table=True):
+    """One use of a scoped token (bookkeeping, not an event): the key (token, use) is unique, so two
+    proxies racing for a token's last use insert one row between them. Append-only."""
+
+    __tablename__ = "token_uses"
+
+    token: str = Field(sa_column=Column(Text, primary_key=True))
+    """The token's identifier (shared by everything attenuated from it)."""
+    use: int = Field(sa_column=Column(Integer, primary_key=True))
+    """1, 2, ... per token, never above the token's `uses` limit."""
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    verb: str = Field(sa_column=Column(Text, nullable=False))
+    door: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class ChainKeyRow(SQLModel, table=True):
+    """A collector's key registration (storage/chain_seal.py): which key its chain's digests are
+    keyed with (by id, never the key), where its keyed part begins, and the seal of what no key
+    covers; MACed with the key. Written with the collector's first keyed batch. Append-only."""
+
+    __tablename__ = "chain_keys"
+
+    collector: str = Field(sa_column=Column(Text, primary_key=True))
+    key_id: str = Field(sa_column=Column(Text, nullable=False))
+    first_index: int = Field(sa_column=Column(BigInteger, nullable=False))
+    seal: str = Field(sa_column=Column(Text, nullable=False))
+    mac: str = Field(sa_column=Column(Text, nullable=False))
+    registered_at: str = Field(sa_column=Column(Text, nullable=False))
+    """The registering batch's commit time, as the chain's canonical text (UTC)."""
 
 
 metadata: MetaData = SQLModel.metadata

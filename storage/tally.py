@@ -25,7 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from storage.events import StoredEvent
 from storage.filters import GROUP_BYS, Filter, QueryError, iso
 from storage.kinds import CAPTURE_OVERFLOW
-from storage.queries import ANSWER_KINDS, EVENTS, bucket, duration_ms, hour_key, timed, utc, where
+from storage.queries import ANSWER_KINDS, EVENTS, duration_ms, group_key, hour_key, timed, utc, where
 from storage.schema import BatchRow, PositionRow
 
 TALLY_KEYS_MAX: Final = 3
@@ -43,7 +43,7 @@ def tally(engine: Engine, flt: Filter, by: Sequence[str]) -> list[dict[str, Any]
             raise QueryError(f"cannot count by {k!r}; by one of: {', '.join(GROUP_BYS)}")
     t = EVENTS
     source, took = timed(engine, t, flt)
-    columns = [(bucket(engine, t) if k == "hour" else t.c[k]).label(f"k_{k}") for k in keys]
+    columns = [group_key(engine, t, k).label(f"k_{k}") for k in keys]
     stmt = (
         select(
             *columns,

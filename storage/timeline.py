@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.queries import EVENTS, GROUP_BYS, Filter, QueryError, bucket, hour_key, where
+from storage.queries import EVENTS, GROUP_BYS, Filter, QueryError, bucket, group_key, hour_key, where
 
 MAX_HOURS: Final = 24 * 14
 """At most the last two weeks of hours that have events."""
@@ -55,9 +55,10 @@ def timeline(engine: Engine, flt: Filter, by: str) -> Timeline:
         raise QueryError(f"cannot draw over time by {by!r}; by one of: {', '.join(GROUP_BYS[1:])}")
     t = EVENTS
     hour = bucket(engine, t)
+    grouped = group_key(engine, t, by)
     stmt = (
         select(
-            t.c[by].label("key"),
+            grouped.label("key"),
             hour.label("hour"),
             func.count().label("events"),
             func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
@@ -65,7 +66,7 @@ def timeline(engine: Engine, flt: Filter, by: str) -> Timeline:
             func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
         )
         .where(where(t, flt))
-        .group_by(t.c[by], hour)
+        .group_by(grouped, hour)
     )
     try:
         with engine.connect() as conn:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
@@ -72,14 +72,17 @@ def verify(
     progress: Progress | None = None,
     seed: int | None = None,
     anchors: Sequence[str] = (),
+    keys: Mapping[str, bytes] | None = None,
 ) -> VerifyReport:
-    """Check every chain (against `anchors`, heads printed earlier), `sample_pct` percent of the
-    payloads (all by default) and the store's orphans."""
+    """Check every chain (against `anchors`, heads printed earlier) with the chain keys the Ledger
+    was opened with (`storage.chain_keys`), `sample_pct` percent of the payloads (all by default)
+    and the store's orphans. `keys` replaces the keys held (a verifier elsewhere holding others)."""
     if not 0 < sample_pct <= 100:
         raise StorageError(f"--sample must be in (0, 100], got {sample_pct}")
     fraction = sample_pct / 100.0
     report = VerifyReport()
-    report.chain = ledger._read(lambda conn: verify_chain(conn, anchors))
+    held = keys if keys is not None else ledger.keys.held() if ledger.keys is not None else {}
+    report.chain = ledger._read(lambda conn: verify_chain(conn, anchors, keys=held))
     with ledger.engine.connect() as conn:
         total = int(conn.execute(select(func.count()).select_from(BLOBS)).scalar_one())
         referenced = {r[0] for r in conn.execute(select(EVENTS.c.payload_sha256).distinct())}

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
+from egress.asks import AskBook
 from formats.terminal_text import shown
 from storage.ask import ask
 from storage.errors import StorageError
 from storage.queries import Filter
+from tui.asks import AsksScreen
 from tui.counts import CountsScreen
 from tui.detail import DetailScreen
 from tui.dialogs import HelpScreen
@@ -40,6 +43,7 @@ class BrowseApp(App[None]):
     TITLE = "flightlog"
     SUB_TITLE = "the Ledger"
     CSS_PATH = "browse.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("A", "asks", "Held", show=False)]
 
     def __init__(
         self,
@@ -50,9 +54,12 @@ class BrowseApp(App[None]):
         follow_seconds: float | None = 1.0,
         now: Callable[[], datetime] | None = None,
         view: View = "exchanges",
+        asks: AskBook | None = None,
     ) -> None:
         super().__init__()
         self.source = source
+        self.asks = asks
+        """The held requests of an egress policy's `ask` rules (`A`), when the browser may answer them."""
         self.filter = flt or Filter()
         self.follow_seconds = follow_seconds
         self.following = bool(follow_seconds)
@@ -141,6 +148,12 @@ class BrowseApp(App[None]):
     def action_counts(self) -> None:
         self.push_screen(CountsScreen(self.filter))
 
+    def action_asks(self) -> None:
+        if self.asks is None:
+            self.notify("no asks folder is connected to this browser", severity="warning")
+        elif not isinstance(self.screen, AsksScreen):
+            self.push_screen(AsksScreen(self.asks))
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -162,6 +175,7 @@ class BrowseApp(App[None]):
         yield SystemCommand("Clear the filter", "Show every event again", main.action_clear_filter)
         yield SystemCommand("Refresh", "Read the newest rows again", main.reload)
         yield SystemCommand("Exchanges or events", "Switch the list", self.action_switch_view)
+        yield SystemCommand("Held requests", "Approve or refuse what an ask rule holds", self.action_asks)
         yield SystemCommand("Keys", "Every key of the browser", self.action_help)
 
     def _errors(self) -> None:

@@ -36,6 +36,7 @@ HELP: Final = (
     ("m", "bodies as readable / text / hex"),
     ("escape", "back"),
     ("Everywhere", ""),
+    ("A", "requests an egress `ask` rule holds: y approves the selected one, n refuses it"),
     ("?", "this help"),
     ("ctrl+p", "command palette"),
     ("q", "back, or quit from a list"),

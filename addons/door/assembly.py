@@ -12,15 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from addons.door.dispatch import Dispatcher
-from addons.door.http_face import Door
+from addons.door.dispatch_record import door_collector
+from addons.door.gatekeeper import Gatekeeper
+from addons.door.http_face import Door, record_refusal
 from addons.door.live_config import LiveConfig
 from addons.door.proxy_settings import ProxySettings
+from addons.door.routes import Headers, Query
 from addons.readback.ledger_routes import api_token
 from catalog.contracts import render_upstream
 from catalog.directory import Directory, open_directory
 from catalog.errors import UnknownRow
+from catalog.targets import located_in
 from catalog.tokens import root_key
 from catalog.tool import Tool
+from storage.chain_keys import ChainKeys
 from storage.ledger import Ledger, open_ledger
 
 
@@ -37,6 +42,19 @@ def find_in(directory: Directory) -> Callable[[str], Tool | None]:
     return find
 
 
+def gatekeeper(dispatcher: Dispatcher) -> Gatekeeper:
+    """The gate's shell for the proxy's routes, over the door's root key and Ledger; refusals are
+    filed by the door (`Dispatcher.file_refusal`)."""
+
+    def record(
+        door: str, method: str, path: str, query: Query, headers: Headers, refusal: tuple[str, str]
+    ) -> None:
+        record_refusal(dispatcher, door, method, path, query, headers, refusal)
+
+    own = dispatcher.secrets.get("FLIGHTLOG_LEDGER_TOKEN", "")
+    return Gatekeeper(dispatcher.root_key, dispatcher.book, own, record)
+
+
 def own_secrets(home: Path) -> dict[str, str]:
     """The secrets flightlog itself holds: the bearer token of its Ledger routes, so the starter
     rows (`Authorization: Bearer [FLIGHTLOG_LEDGER_TOKEN]`) can be called by a caller who may read
@@ -46,9 +64,12 @@ def own_secrets(home: Path) -> dict[str, str]:
 
 def open_rows(ledger_url: str, folder: Path | None, *, network: bool) -> Directory:
     """The Directory in the Ledger's database (the folder's space, or the native one). `network`:
-    served to a network door, so its commits never touch a row that runs a command here."""
+    served to a network door for long, so its commits never touch a row that runs a command here,
+    and it follows its folder (an edit is seen at the next call: `Directory.follow`)."""
     directory = open_directory(ledger_url, folder.expanduser() if folder else None)
     directory.network = network
+    if network:
+        directory.follow()
     return directory
 
 
@@ -75,6 +96,9 @@ def open_dispatcher(
         local_commands=local_commands,
         live=live,
         directory=directory,
+        locate=located_in(directory),
+        secret_hosts=live.secret_hosts,
+        collector=door_collector(home),
     )
     dispatcher.local_dispatch = Door(dispatcher, render_upstream, directory).handle
     return dispatcher
@@ -85,7 +109,7 @@ def proxy_door(settings: ProxySettings, directory: Directory | None = None) -> D
     rows = directory or open_rows(settings.ledger_url, settings.directory, network=True)
     dispatcher = open_dispatcher(
         settings.home,
-        open_ledger(settings.ledger_url, settings.blobs_url),
+        open_ledger(settings.ledger_url, settings.blobs_url, keys=ChainKeys(settings.home)),
         rows,
         settings.secrets_file,
         settings.secret_env,

@@ -11,23 +11,19 @@ the routes refuse on each, whatever token comes along:
 - a body that is not `application/json` on a request that changes or runs anything: `text/plain`,
   forms and multipart are what a page can send without a preflight.
 
-What a route needs beyond that (`ROUTE_RIGHTS`): reading the Ledger needs the right `ledger`,
-changing the Directory `write`, running a call `call` (the door checks that itself, so each refusal
-is recorded). `rights_for(contract)` says which rights a row's rendered contract would spend when
-the door calls flightlog's own routes for a caller: the caller must hold them (no confused deputy).
+What a request needs beyond that is the gate's to judge (`catalog.gate`, over the verb and rows
+each route declares: `addons.door.declarations`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 from addons.door.routes import HOST
 
 ALLOWED_ORIGINS: Final = frozenset({f"http://{HOST}", f"https://{HOST}"})
-WRITES: Final = ("write", "delete", "transact", "restore")
-JOINS: Final = ("uses", "trace", "task", "token")
 OWN_SECRET: Final = "FLIGHTLOG_LEDGER_TOKEN"
 """flightlog's own credential: a contract that spends it reads the Ledger."""
 
@@ -63,22 +59,6 @@ def browser_refusal(method: str, headers: Mapping[str, str], body: bytes) -> tup
     return None
 
 
-def route_right(method: str, path: str) -> str | None:
-    """The right a local route needs (None: open to any non-browser-shaped client).
-
-    `/api/dispatch` itself is not listed: the door checks its token, recording each refusal.
-    """
-    if path.startswith("/api/ledger/") or path.rstrip("/") == "/api/ledger":
-        return "ledger"
-    for prefix in ("/api/dispatch/", "/api/join/"):
-        if path.startswith(prefix) and path[len(prefix) :].partition("/")[0] in JOINS:
-            return "ledger"
-    if path.startswith("/api/directory/"):
-        verb = path.removeprefix("/api/directory/").strip("/").partition("/")[0]
-        return "write" if verb in WRITES or method.upper() not in ("GET", "HEAD") else None
-    return None
-
-
 def bearer(headers: Mapping[str, str], query: Mapping[str, list[str]] | None = None) -> str | None:
     """The bearer token a request carries: `Authorization: Bearer X`, else `?token=X`."""
     auth = _header(headers, "authorization") or ""
@@ -87,28 +67,3 @@ def bearer(headers: Mapping[str, str], query: Mapping[str, list[str]] | None = N
         return given.strip()
     values = (query or {}).get("token") or []
     return values[-1] if values and values[-1] else None
-
-
-def rights_for(contract: Any) -> frozenset[str]:
-    """The rights a rendered contract spends when the door runs it: calls to flightlog's own routes
-    need the right those routes need, and spending flightlog's own Ledger token needs `ledger`."""
-    needed: set[str] = set()
-    parts = contract if isinstance(contract, list) else [contract]
-    for part in parts:
-        if not isinstance(part, Mapping):
-            continue
-        if f"[{OWN_SECRET}]" in repr(part):
-            needed.add("ledger")
-        server = part.get("server")
-        url = str(part.get("url") or (server.get("url") if isinstance(server, Mapping) else "") or "")
-        split = urlsplit(url)
-        if (split.hostname or "").lower() != HOST:
-            continue
-        path = split.path or "/"
-        if path.rstrip("/") in ("/api/dispatch", "/api/graphql"):
-            needed.add("call")
-        elif path.startswith("/api/mcp"):
-            needed.update(("call", "write"))
-        elif right := route_right(str(part.get("method", "GET")), path):
-            needed.add(right)
-    return frozenset(needed)

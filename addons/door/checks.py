@@ -1,22 +1,26 @@
 """The door's checks as plain functions: each raises `Refused` naming the limit that refuses a call.
 
 `STATUS` maps a limit to the HTTP status the door answers with. The order the dispatcher runs them
-in is the order a refusal is explained in: the call's shape, the token, commands on this machine,
-the arguments and contract, the rights the contract spends.
+in is the order a refusal is explained in: the token (the gate, `catalog.gate`), the call's shape,
+the row (the gate again, with the row), commands on this machine, the arguments and contract, the
+secrets' hosts, what the contract asks of flightlog's own routes (the gate, for each of them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
-from addons.door.authority import rights_for
+from addons.door.authority import OWN_SECRET
+from addons.door.routes import HOST, Declared, RouteError, Routes
 from catalog import caveats, refused, tokens
 from catalog.authority import tool_runs_locally
 from catalog.contracts import render_upstream, validate_args
 from catalog.errors import ArgumentError, CatalogError, RefusedHost
 from catalog.tool import Tool
+from catalog.wire import build, mcp_requests
 
 STATUS = {
     "call": 400,
@@ -28,6 +32,7 @@ STATUS = {
     "secret": 403,
     "refused_host": 403,
     "cli": 403,
+    "secret_host": 403,
     "contract": 501,
     "ledger": 503,
     "local_command": 403,
@@ -75,16 +80,33 @@ def check_local(tool: Tool, door: str, limits: caveats.Limits | None, local_comm
         )
 
 
-def check_rights(named: Any, limits: caveats.Limits | None) -> None:
-    """No confused deputy: the caller holds every right the contract spends in flightlog's name."""
-    if limits is None:
-        return
-    missing = sorted(r for r in rights_for(named) if not limits.grants_right(r))
-    if missing:
-        raise Refused(
-            "grants",
-            f"this tool calls flightlog's own routes, which need a token granting {', '.join(missing)}",
-        )
+def inner_asks(named: Any, routes: Routes) -> list[Declared]:
+    """What a rendered contract asks of flightlog's own routes when the door runs it (no confused
+    deputy: the caller's token must be admitted for each, as if it had asked itself): each part sent
+    to flightlog.local, declared by the route that will answer it, and reading the Ledger for a
+    contract that spends flightlog's own Ledger token."""
+    asks: list[Declared] = []
+    for part in named if isinstance(named, list) else [named]:
+        if not isinstance(part, Mapping):
+            continue
+        if f"[{OWN_SECRET}]" in repr(part):
+            asks.append(Declared("ledger"))
+        requests = mcp_requests(part) if str(part.get("method", "")).upper() == "MCP" else [part]
+        for request in requests:
+            url = urlsplit(str(request.get("url") or ""))
+            if (url.hostname or "").lower() != HOST:
+                continue
+            route = routes.match(url.path or "/")
+            if route is None:
+                continue
+            method = str(request.get("method", "GET")).upper()
+            try:
+                body = build(request).content
+                query = parse_qs(url.query, keep_blank_values=True)
+                asks.append(route.declared(method, url.path, query, {}, body))
+            except (RouteError, CatalogError) as e:
+                raise Refused("contract", f"the contract's call to {url.path} cannot be judged: {e}") from e
+    return asks
 
 
 def prepare(tool: Tool, args: dict[str, Any], refused_hosts: refused.RefusedHosts | Sequence[str]) -> Any:
@@ -111,25 +133,6 @@ def prepare(tool: Tool, args: dict[str, Any], refused_hosts: refused.RefusedHost
         if method == "MCP" and "url" not in (part.get("server") or {}):
             raise Refused("contract", "the door runs MCP over HTTP only (this server is a command)")
     return named
-
-
-def verify_token(
-    text: str | None, door: str, root_key: bytes, open_mode: bool
-) -> tuple[caveats.Limits | None, str | None]:
-    """The limits and identifier of a call's token (verified, no database). No token: refused at a
-    network door unless the proxy runs open; the operator's own door (cli) may go without."""
-    if not text:
-        if door in NETWORK_DOORS and not open_mode:
-            raise Refused("token", "this door needs a scoped token (Authorization: Bearer flt_...)")
-        return None, None
-    try:
-        token = tokens.decode(text)
-    except tokens.TokenError as e:
-        raise Refused("token", str(e)) from e
-    try:
-        return tokens.verify(token, root_key), token.identifier
-    except tokens.TokenRefused as e:
-        raise Refused(e.limit, str(e)) from e
 
 
 def operator_token(root_key: bytes, at: datetime, seconds: float) -> str:

@@ -2,31 +2,23 @@
 
 `Dispatcher.dispatch({"tool": NAME, "args": {...}}, door=..., token=..., dry_run=...)`:
 
-1. reads the call and verifies its bearer token (no database needed). At a network door (`http`,
-   `mcp`) a call without a valid token is refused (limit `token`) unless the proxy runs in its
-   explicit open mode; the operator's own `flightlog call` (door `cli`) may go without one;
-2. finds the row, checks the token's limits (uses counted in the Ledger), validates the arguments
-   against the row's schema (the refusal names the bad argument);
-3. renders the upstream contract with the arguments (secrets still `[NAME]`), refuses a refused host
-   anywhere in it (URL, headers, nested bodies, shell commands, relay URLs, encoded or not), refuses a
-   command unless the row opted in with `cli: true`, binds the secrets (an unbound name refuses);
-   at a network door a row that runs a command or code here is refused unless the proxy was started
-   with local commands enabled and the token names the tool (limit `local_command`), and a contract
-   that calls flightlog's own routes needs the rights those routes need (`grants`: the door never
-   lends its own Ledger token to a caller who could not read the Ledger);
-4. makes the upstream call (HTTP, MCP over HTTP, CLI with a timeout) directly, not through the proxy,
-   and records the call, each upstream request and answer, and the reply as events of one action
-   (see `addons.door.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
+1. asks the gate (`catalog.gate`) about the token for a call through this door, before anything it
+   names is looked at; a caller without one passes only at the operator's door (`cli`) or in the
+   proxy's explicit open mode;
+2. finds the row and asks the gate again with it (tools, bundles, folders, contract);
+3. at a network door refuses a row that runs a command here unless local commands are on and the
+   token names the tool; validates the arguments; renders the contract (secrets still `[NAME]`),
+   refusing a refused host anywhere in it and a command that did not opt in; binds the secrets (an
+   unbound name refuses) and refuses one its hosts do not allow (`catalog.secret_hosts`); asks the
+   gate for what the contract asks of flightlog's own routes, for the caller (no confused deputy);
+4. spends a use (atomically in the Ledger's database), makes the upstream call (`addons.door.reach`)
+   and records the call, each upstream exchange and the reply as one action
+   (`addons.door.dispatch_record`); the recorded request holds `[NAME]` where a secret went.
 
-Every refusal is itself recorded: the call and a `dispatch.refused` event whose `error` starts with
-the limit that refused it. A dry run goes through every check and answers with the exact request that
-would be sent (secrets as names); nothing is sent and it is never counted as a use.
-
-No mitmproxy object is involved: `addons.door.http_face` adapts HTTP requests to this, and `flightlog call`
-uses it in-process; `addons.door.assembly` is the one place either is built.
-
-`uses <= N` is exact within one process (the count and the call's first event are made under one
-lock); two proxies sharing one Ledger could, at the same instant, each allow the last use once.
+Every refusal is recorded too: the call and a `dispatch.refused` whose `error` starts with the limit.
+A dry run passes every check and answers the exact request (secrets as names); it spends no use.
+No mitmproxy object is involved: `addons.door.http_face` adapts HTTP requests to this, `flightlog
+call` and `flightlog mcp` use it in-process; `addons.door.assembly` is the one place it is built.
 """
 
 from __future__ import annotations
@@ -34,12 +26,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
-
-import httpx
 
 from addons.door import dispatch_record as rec
 from addons.door.checks import (
@@ -47,19 +36,21 @@ from addons.door.checks import (
     STATUS,
     Refused,
     check_local,
-    check_rights,
+    inner_asks,
     operator_token,
     prepare,
     read_call,
-    verify_token,
 )
+from addons.door.gatekeeper import Lent, call_head
 from addons.door.live_config import LiveConfig
-from addons.door.local_transport import local_mounts
-from addons.door.upstream import Outcome, call_cli, call_http, call_mcp
-from catalog import caveats, join, refused
-from catalog.authority import contract_hash
+from addons.door.reach import Reach
+from addons.door.routes import Declared
+from catalog import refused
 from catalog.contracts import bind_secrets
 from catalog.errors import CatalogError, UnboundSecret
+from catalog.gate import Admitted, Ask, GateRefused, admit, spend_use
+from catalog.secret_hosts import SecretHostRefused, SecretHosts
+from catalog.targets import Located, placed
 from catalog.tool import Tool
 from catalog.wire import body_bytes
 from recording.identity import EMPTY, Identity
@@ -67,6 +58,7 @@ from recording.redact import Redactor
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
+from storage.token_uses import TokenUses
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +83,8 @@ class Dispatcher:
     secrets: Mapping[str, str]
     root_key: bytes
     refused_hosts: refused.RefusedHosts | Sequence[str] = ()
+    secret_hosts: SecretHosts = field(default_factory=lambda: SecretHosts({}))
+    """Where each secret may be sent (`catalog.secret_hosts`); re-read with the secrets file."""
     open_mode: bool = False
     local_commands: bool = False
     live: LiveConfig | None = None
@@ -98,15 +92,18 @@ class Dispatcher:
     """The Directory rows come from, served to the door's own calls to flightlog.local."""
     local_dispatch: Any = None
     """The door's HTTP face, answering its own calls to flightlog.local/api/dispatch."""
+    locate: Callable[[str], Located | None] | None = None
+    """Where a tool row lives and which version was found (else `find_tool`, placed by its name)."""
+    collector: str = rec.COLLECTOR  # its batches' chain: one per FLIGHTLOG_HOME (`door_collector`)
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
-    _uses_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _http: httpx.Client | None = field(default=None, repr=False)
     _lent: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
         self._redactors()
+        self.book = TokenUses(self.ledger.engine)
+        self._way: Reach | None = None
 
     def _redactors(self) -> None:
         self._names = Redactor(self.secrets, redact_auth_headers=False)
@@ -120,6 +117,7 @@ class Dispatcher:
         if changed:
             self.refused_hosts, self.secrets = hosts, secrets
             self._redactors()
+        self.secret_hosts = self.live.secret_hosts
 
     # -- the one entry point -----------------------------------------------------------------
 
@@ -148,79 +146,111 @@ class Dispatcher:
             action_id, tool_name, at, identity.task, identity.session, identity.turn, identity.agent
         )
         token_id: str | None = None
+        row_hash: str | None = None
         call_bytes = self._redact_all(body_bytes(call))[0]
+        ask = Ask("call", door, at, (), identity.agent, identity.task, trusted=self._trusted(door))
         try:
             if refusal is not None:
                 raise Refused(refusal[0], refusal[1], status=403)
-            limits, token_id = verify_token(token, door, self.root_key, self.open_mode)
-            if limits is not None:
-                filing = filing.refiled(
-                    limits.filed_task or identity.task, limits.filed_agent or identity.agent
-                )
+            admitted = self._admit(token, ask)  # the token, before anything it names is looked at
+            token_id = admitted.identifier
+            filing = filing.refiled(admitted.task or identity.task, admitted.agent or identity.agent)
             name, args = read_call(call)
+            found = self._find(name)
+            row_hash = found.hash
+            ask = replace(ask, rows=(found.row,))
+            self._admit(token, ask)  # the row: tools, bundles, folders, contract
+            check_local(found.tool, door, admitted.limits, self.local_commands)
+            named = prepare(found.tool, args, self.refused_hosts)
+            bound = self._bind(named)  # unbound secrets, then secrets off their hosts
+            for inner in inner_asks(named, self._reach().routes):
+                self._admit(token, replace(ask, verb=inner.verb, rows=inner.rows), inner=inner)
+            call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run, row_hash)
+            if dry_run:
+                return self._dry_run(filing, call_event, named, bound)
+            self._spend(admitted, ask)
             try:
-                tool = self.find_tool(name)
-            except CatalogError as e:
-                raise Refused("tool", f"the row {name!r} cannot be read: {e}") from e
-            if tool is None:
-                raise Refused("tool", f"no tool named {name!r} in the Directory")
-            with self._uses_lock if limits is not None and limits.uses is not None else nullcontext():
-                if limits is not None:
-                    self._check_limits(limits, tool, door, identity, at, token_id)
-                check_local(tool, door, limits, self.local_commands)
-                named = prepare(tool, args, self.refused_hosts)
-                check_rights(named, limits)
-                bound = self._bind(named)
-                call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run)
-                if dry_run:
-                    return self._dry_run(filing, call_event, named, bound)
-                try:
-                    self._append(call_event)
-                except StorageError as e:
-                    raise Refused(
-                        "ledger", f"the Ledger cannot record this call, so it is not made: {e}"
-                    ) from e
+                self._append(call_event)
+            except StorageError as e:
+                raise Refused("ledger", f"the Ledger cannot record this call, so it is not made: {e}") from e
         except Refused as r:
-            return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r)
-        # the caller's own authority, for the door's calls to its own routes: its token, or for the
-        # operator's own door (cli, no token) a short-lived token of the operator's full authority
-        self._lent.token = token or (
-            None if door in NETWORK_DOORS else operator_token(self.root_key, at, self.upstream_timeout + 5)
+            return self._refuse(filing, door, token_id, head, call_bytes, dry_run, r, row_hash)
+        # the caller's own authority, for the door's calls to its own routes: its token and identity,
+        # or for the operator's own door (cli, no token) a short-lived token of the operator's authority
+        self._lent.caller = Lent(
+            token
+            or (
+                None
+                if door in NETWORK_DOORS
+                else operator_token(self.root_key, at, self.upstream_timeout + 5)
+            ),
+            identity,
+            door,
+            trusted=not token and self._trusted(door),
         )
         try:
-            return self._execute(filing, tool, bound)
+            return self._execute(filing, found.tool, bound)
         finally:
-            self._lent.token = None
+            self._lent.caller = None
 
     # -- checks ---------------------------------------------------------------------------------
 
-    def _check_limits(
-        self, limits: caveats.Limits, tool: Tool, door: str, who: Identity, at: datetime, token_id: str | None
-    ) -> None:
-        uses = join.token_uses(self.ledger.engine, token_id) if limits.uses is not None and token_id else None
-        context = caveats.CallContext(
-            tool=tool.name,
-            bundle=tool.bundle,
-            door=door,
-            at=at,
-            agent=who.agent,
-            contract=contract_hash(tool),
-        )
-        refusal = caveats.check(limits, context, uses_so_far=uses)
-        if refusal is not None:
-            status = 403 if refusal.limit == "contract" else None
-            raise Refused(refusal.limit, refusal.message, status=status)
+    def _trusted(self, door: str) -> bool:
+        """A caller without a token is the operator at the cli door, anyone in open mode."""
+        return door not in NETWORK_DOORS or self.open_mode
+
+    def _admit(self, token: str | None, ask: Ask, inner: Declared | None = None) -> Admitted:
+        """The gate, judging without spending (a use is spent once every check passed)."""
+        try:
+            return admit(token, ask, self.root_key, self.book, spend=False)
+        except GateRefused as e:
+            where = f" (the contract calls flightlog.local to {inner.verb})" if inner is not None else ""
+            status = STATUS.get(e.limit, 403) if e.limit in ("token", "signature", "caveat") else 403
+            raise Refused(e.limit, f"{e}{where}", status=status) from e
+
+    def _spend(self, admitted: Admitted, ask: Ask) -> None:
+        try:
+            spend_use(admitted, ask, self.book)
+        except GateRefused as e:
+            raise Refused(e.limit, str(e), status=403) from e
+        except StorageError as e:
+            raise Refused(
+                "ledger", f"the Ledger cannot count this token's uses, so the call is not made: {e}"
+            ) from e
+
+    def _find(self, name: str) -> Located:
+        try:
+            found = self.locate(name) if self.locate is not None else None
+            if found is None and self.locate is None:
+                tool = self.find_tool(name)
+                found = placed(tool) if tool is not None else None
+        except CatalogError as e:
+            raise Refused("tool", f"the row {name!r} cannot be read: {e}") from e
+        if found is None:
+            raise Refused("tool", f"no tool named {name!r} in the Directory")
+        return found
 
     def _bind(self, named: Any) -> Any:
         try:
-            return bind_secrets(named, self.secrets)
+            bound = bind_secrets(named, self.secrets)
+            self.secret_hosts.check(named)
         except UnboundSecret as e:
             raise Refused("secret", str(e), secret=e.name) from e
+        except SecretHostRefused as e:
+            raise Refused("secret_host", str(e), status=403, secret=e.name, host=e.host) from e
+        return bound
 
     # -- outcomes -------------------------------------------------------------------------------
 
     def _call_event(
-        self, filing: rec.Filing, door: str, token_id: str | None, head: bytes, body: bytes, dry_run: bool
+        self,
+        filing: rec.Filing,
+        door: str,
+        token_id: str | None,
+        head: bytes,
+        body: bytes,
+        dry_run: bool,
+        row_hash: str | None = None,
     ) -> Event:
         head, names = self._redact_all_head(head)
         return filing.event(
@@ -229,7 +259,7 @@ class Dispatcher:
             "in",
             0,
             method="CALL",
-            url=rec.door_url(door, filing.tool or "", token_id),
+            url=rec.door_url(door, filing.tool or "", token_id, row_hash),
             head=head,
             payload=body,
             redacted=names,
@@ -244,12 +274,13 @@ class Dispatcher:
         call: bytes,
         dry_run: bool,
         r: Refused,
+        row_hash: str | None = None,
     ) -> DispatchResult:
         status = r.status or STATUS.get(r.limit, 403)
         refusal = {"limit": r.limit, "message": str(r), **r.detail}
         reply = {"ok": False, "refused": refusal, "action_id": filing.action_id}
         events = (
-            self._call_event(filing, door, token_id, head, call, dry_run),
+            self._call_event(filing, door, token_id, head, call, dry_run, row_hash),
             filing.event(
                 "refused",
                 rec.REFUSED,
@@ -284,7 +315,7 @@ class Dispatcher:
         return DispatchResult(200, reply, filing.action_id)
 
     def _execute(self, filing: rec.Filing, tool: Tool, bound: Any) -> DispatchResult:
-        outcome = self._run(bound)
+        outcome = self._reach().run(bound)
         events: list[Event] = []
         for i, exchange in enumerate(outcome.exchanges):
             events += rec.exchange_events(filing, i, *rec.as_recorded(exchange, self._names, self._all))
@@ -304,69 +335,56 @@ class Dispatcher:
             reply["ledger"] = f"the call was made but could not be recorded: {e}"
         return DispatchResult(status, reply, filing.action_id)
 
-    def _run(self, bound: Any) -> Outcome:
-        parts = bound if isinstance(bound, list) else [bound]
-        exchanges: list[Any] = []
-        outcome: Outcome | None = None
-        client = self._client()
-        for part in parts:
-            method = str(part.get("method", "")).upper()
-            if method == "MCP":
-                outcome = call_mcp(client, part)
-            elif method == "CLI":
-                outcome = call_cli(part, self.cli_timeout)
-            else:
-                outcome = call_http(client, part)
-            exchanges += outcome.exchanges
-            if not outcome.ok:
-                break
-        assert outcome is not None
-        return Outcome(tuple(exchanges), outcome.ok, outcome.result, outcome.status, outcome.error)
-
-    def _client(self) -> httpx.Client:
-        """One httpx client for the door's life (thread-safe; its TLS context costs ~25 ms to make).
-
-        `trust_env=False`: the door calls upstreams directly, never through a proxy named in the
-        environment, so generic capture never sees (and never stores twice) the door's own calls.
-        flightlog's own routes (`flightlog.local`) are answered in-process by the same registry.
-        """
+    def _reach(self) -> Reach:
+        """flightlog.local and the upstreams as the door reaches them (built once)."""
         with self._client_lock:
-            if self._http is None:
-                self._http = httpx.Client(
-                    trust_env=False,
-                    timeout=self.upstream_timeout,
-                    follow_redirects=False,
-                    mounts=local_mounts(
-                        self.ledger,
-                        self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", ""),
-                        self.directory,
-                        self._own_dispatch if self.local_dispatch is not None else None,
+            if self._way is None:
+                own = self.secrets.get("FLIGHTLOG_LEDGER_TOKEN", "")
+                dispatch = self._own_dispatch if self.local_dispatch is not None else None
+                gate = (
+                    self.root_key,
+                    self.book,
+                    lambda door, method, path, query, headers, refusal: self.file_refusal(
+                        door, call_head(method, path, query, headers), refusal, self._caller().identity
                     ),
                 )
-            return self._http
+                timeouts = (self.upstream_timeout, self.cli_timeout)
+                self._way = Reach(self.ledger, own, self.directory, dispatch, gate, self._caller, timeouts)
+            return self._way
+
+    def _caller(self) -> Lent:
+        caller: Lent | None = getattr(self._lent, "caller", None)
+        return caller if caller is not None else Lent(None, EMPTY, "http")
 
     def _own_dispatch(
         self, method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str], body: bytes
     ) -> tuple[int, Mapping[str, str], bytes]:
         """The door reached through flightlog.local (the DISPATCH row): the inner call carries the
         outer caller's own token (never more authority than the caller brought) and is checked again."""
-        token = getattr(self._lent, "token", None)
+        token = self._caller().token
         if token and not any(k.lower() == "authorization" for k in headers):
             headers = {**headers, "authorization": f"Bearer {token}"}
         result: tuple[int, Mapping[str, str], bytes] = self.local_dispatch(method, path, query, headers, body)
         return result
 
+    def file_refusal(
+        self, door: str, head: bytes, refusal: tuple[str, str], identity: Identity = EMPTY
+    ) -> None:
+        """A refusal of one of flightlog's own routes, filed as the door files its own (a call event
+        with the request's head and a `dispatch.refused` naming the limit)."""
+        self.dispatch(None, door=door, refusal=refusal, head=head, identity=identity)
+
     def close(self) -> None:
         """Close the door's HTTP client (the Ledger belongs to whoever opened it)."""
         with self._client_lock:
-            if self._http is not None:
-                self._http.close()
-                self._http = None
+            way, self._way = self._way, None
+        if way is not None:
+            way.close()
 
     # -- recording ------------------------------------------------------------------------------
 
     def _append(self, *events: Event) -> None:
-        self.ledger.append(Batch(rec.COLLECTOR, rec.position(), tuple(events)))
+        self.ledger.append(Batch(self.collector, rec.position(), tuple(events)))
 
     def _redact_all(self, data: bytes) -> tuple[bytes, tuple[str, ...]]:
         out, names = self._all.redact_body(data, None)

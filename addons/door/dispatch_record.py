@@ -17,19 +17,22 @@ in, the reply when it was made. So a door call has a duration (reply minus call)
 upstream exchange. Times are the action's start (`Filing.at`, the clock the limits were checked
 with) plus the monotonic time since, so they never run backwards within an action.
 
-The token a call was made with is kept on its call event's `url`, which is the canonical door
-locator `flightlog:dispatch/DOOR/TOOL?token=IDENTIFIER` (no token: no query). The token itself is a
-credential and is never recorded; its identifier names it. Use counting (`catalog.join.token_uses`)
-counts the `dispatch.call` events carrying an identifier whose action has no `dispatch.refused`.
+The token a call was made with and the version of the row it ran are kept on its call event's
+`url`, the canonical door locator `flightlog:dispatch/DOOR/TOOL?token=IDENTIFIER&row=HASH` (either
+left out when unknown). The token itself is a credential and is never recorded; its identifier
+names it. Its uses are rows of `token_uses` (`storage.token_uses`); `trace` reads the row's version
+by its hash (`catalog.join`), so a call is compared with the contract it ran under.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -49,14 +52,22 @@ REFUSED: Final = kinds.DISPATCH_REFUSED
 COLLECTOR: Final = "dispatch"
 
 
+def door_collector(home: Path) -> str:
+    """The collector the door's batches are chained under from one FLIGHTLOG_HOME: `dispatch@` and a
+    digest of the home, so doors of several machines writing one Ledger each chain under their own
+    key (`storage.chain_keys`); the events themselves say `dispatch`."""
+    return f"{COLLECTOR}@{hashlib.sha256(str(home.expanduser().resolve()).encode()).hexdigest()[:8]}"
+
+
 def new_action_id() -> str:
     """A fresh action id for one dispatch ("d" and a time-ordered id: `action_ids.new_action_id`)."""
     return action_ids.new_action_id("d")
 
 
-def door_url(door: str, tool: str, token_id: str | None) -> str:
+def door_url(door: str, tool: str, token_id: str | None, row: str | None = None) -> str:
     """The call event's canonical locator (see the module docstring)."""
-    return f"flightlog:dispatch/{door}/{tool}" + (f"?token={token_id}" if token_id else "")
+    query = "&".join(f"{k}={v}" for k, v in (("token", token_id), ("row", row)) if v)
+    return f"flightlog:dispatch/{door}/{tool}" + (f"?{query}" if query else "")
 
 
 def position() -> int:

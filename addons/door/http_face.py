@@ -37,10 +37,12 @@ from urllib.parse import unquote
 
 from addons.door.authority import bearer, browser_refusal
 from addons.door.dispatch import Dispatcher
+from addons.door.gatekeeper import call_head
 from catalog import join, tokens
 from catalog.directory import Directory
 from catalog.errors import CatalogError
 from catalog.graphql_call import GraphQLRefused, read_call
+from catalog.targets import version_in
 from catalog.tool import Tool
 from recording.identity import from_headers, from_proxy_authorization
 from storage.errors import StorageError
@@ -74,14 +76,6 @@ def sse(reply: bytes) -> bytes:
     return b"event: reply\ndata: " + reply + b"\n\n"
 
 
-def call_head(method: str, path: str, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> bytes:
-    """The call as it came in, for the Ledger: start line and header fields (the token hidden)."""
-    pairs = [f"{k}={v}" for k, values in query.items() for v in values if k != "token"]
-    target = path + ("?" + "&".join(pairs) if pairs else "")
-    lines = [f"{method} {target} HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()]
-    return "\r\n".join(lines).encode("utf-8", "replace")
-
-
 def record_refusal(
     dispatcher: Dispatcher,
     door: str,
@@ -95,7 +89,7 @@ def record_refusal(
     event with the request's head, credentials redacted, and a `dispatch.refused` naming the limit),
     so every attempt a route refused can be found afterwards. A failure to record changes nothing."""
     try:
-        dispatcher.dispatch(None, door=door, refusal=refusal, head=call_head(method, path, query, headers))
+        dispatcher.file_refusal(door, call_head(method, path, query, headers), refusal)
     except Exception:  # the answer is the refusal either way; the Ledger's own errors are logged there
         return
 
@@ -229,13 +223,13 @@ class Door:
         if what == "task":
             return _json(200, {"task": arg, "events": join.task_events(engine, arg)})
         if what == "trace":
-            found = join.trace(
-                engine, self.dispatcher.ledger.payload, self.dispatcher.find_tool, self.render, arg
-            )
+            version = version_in(self.directory) if self.directory is not None else None
+            ledger = self.dispatcher.ledger
+            found = join.trace(engine, ledger.payload, self.dispatcher.find_tool, self.render, arg, version)
             return _json(200, found.as_dict())
         if what == "token":
             token = tokens.decode(arg)
             return _json(
-                200, {"identifier": token.identifier, "uses": join.token_uses(engine, token.identifier)}
+                200, {"identifier": token.identifier, "uses": self.dispatcher.book.used(token.identifier)}
             )
         return _error(404, f"no join {what!r} (uses, trace, task)")

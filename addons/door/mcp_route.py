@@ -6,11 +6,12 @@ The SDK's Starlette app is stateless and answers in JSON; it runs on an event lo
 daemon thread, started on first use (the SDK's import costs ~0.7 s the proxy does not pay at start).
 Each request is one ASGI call handed to that loop; its answer is collected whole.
 
-Host and Origin are checked here (`addons.door.authority`) and again by the SDK: only
-`flightlog.local` and no browser origin other than its own, so a page a proxied browser opens
-cannot drive the Directory. Every request needs a scoped token (`Authorization: Bearer flt_...`):
-the write verbs one granting `write`; the `call` tool runs with the header's token unless the call
-names its own, through the door, which refuses and records what the token does not allow.
+Every request passes the gate first (`addons.door.gatekeeper`, declared in
+`addons.door.declarations`): Host and Origin (and again by the SDK: only `flightlog.local`, no
+browser origin but its own), then the write verbs need a token the gate admits for `write` on the
+rows they change; reading the Directory needs none, as on its HTTP routes. The `call` tool is run
+by the door here (not by the SDK), with the call's own token or the request's and the identity the
+request claims; the door refuses and files what the token does not allow.
 """
 
 from __future__ import annotations
@@ -22,11 +23,15 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from addons.door.authority import WRITES, bearer, browser_refusal
-from addons.door.routes import HOST, Answer, Handler, Headers, Query, json_answer, lazy_route
+from addons.door.authority import bearer
+from addons.door.declarations import mcp_message
+from addons.door.declarations import mcp_route as declared_mcp_route
+from addons.door.gatekeeper import call_head, identity_of
+from addons.door.routes import HOST, Answer, Handler, Headers, Query, Route, json_answer, lazy_route
 
 if TYPE_CHECKING:
     from addons.door.http_face import Door
+    from catalog.directory import Directory
 
 PATH = "/api/mcp"
 TIMEOUT = 120.0
@@ -107,19 +112,25 @@ class _Server:
         return status, out_headers, b"".join(chunks)
 
 
-def mcp_route(door: Callable[[], Door]) -> Handler:
+def mcp_route(door: Callable[[], Door]) -> Route:
     """`/api/mcp` over the Directory the proxy serves; `door()` gives the proxy's one door."""
 
     def build() -> Handler:
         server = _Server(_app(door))
-        return lambda method, path, query, headers, body: _guarded(
+        return lambda method, path, query, headers, body: _handle(
             server.call, door, method, path, query, headers, body
         )
 
-    return lazy_route(build)
+    return declared_mcp_route(lazy_route(build), lambda: _directory(door))
 
 
-def _guarded(
+def _directory(door: Callable[[], Door]) -> Directory:
+    directory = door().directory
+    assert directory is not None, "the proxy's door always carries its Directory"
+    return directory
+
+
+def _handle(
     call: Handler,
     door: Callable[[], Door],
     method: str,
@@ -128,58 +139,51 @@ def _guarded(
     headers: Headers,
     body: bytes,
 ) -> Answer:
-    """The token checks in front of the SDK (see the module docstring)."""
-    # deferred: the catalog's join brings SQLAlchemy, which the proxy loads on the first request
-    from catalog import join
-    from catalog.authority import right_refusal
-
-    refusal = browser_refusal(method, headers, body)
-    if refusal is not None:
-        return _recorded(door, method, path, query, headers, 403, refusal)
-    token = bearer(headers, query)
+    """One request the gate let through (see the module docstring): the `call` tool is answered by
+    the door here, with the request's token and identity; everything else by the SDK."""
     try:
         message = json.loads(body) if body else None
     except ValueError:
         return _refused(400, "call", "an MCP request body is one JSON-RPC message")
     if isinstance(message, list):
         return _refused(400, "call", "JSON-RPC batches are not accepted; send one message per request")
-    params = message.get("params") if isinstance(message, dict) else None
-    is_call = isinstance(message, dict) and message.get("method") == "tools/call"
-    tool = params.get("name") if isinstance(params, dict) and is_call else None
-    dispatcher = door().dispatcher
-    if tool == "call" and isinstance(params, dict):
-        arguments = params.get("arguments")
-        if isinstance(arguments, dict) and token and not arguments.get("token"):
-            params["arguments"] = {**arguments, "token": token}
-            body = json.dumps(message).encode()
-        return call(method, path, query, headers, body)  # the door refuses and records
-    right = "write" if tool in WRITES else None
-
-    def uses(identifier: str) -> int:
-        return join.token_uses(dispatcher.ledger.engine, identifier)
-
-    refusal = right_refusal(token, dispatcher.root_key, right, uses)
-    if refusal is not None:
-        status = 401 if refusal[0] in ("token", "signature") else 403
-        return _recorded(door, method, path, query, headers, status, refusal)
-    return call(method, path, query, headers, body)
+    tool, arguments = mcp_message(body)
+    if tool != "call":
+        return call(method, path, query, headers, body)
+    assert isinstance(message, dict)
+    return _call_tool(door, message, arguments, headers)
 
 
-def _recorded(
-    door: Callable[[], Door],
-    method: str,
-    path: str,
-    query: Query,
-    headers: Headers,
-    status: int,
-    refusal: tuple[str, str],
-) -> Answer:
-    """The refusal, filed in the Ledger like the door's own (door `mcp`)."""
-    # deferred: the door brings httpx and the catalog, loaded on the first request
-    from addons.door.http_face import record_refusal
+def _call_tool(door: Callable[[], Door], message: dict[str, Any], arguments: Any, headers: Headers) -> Answer:
+    """`tools/call` of `call`: checked against its schema, run through the door (door `mcp`) with the
+    call's own token or the request's, filed under the identity the request claims."""
+    # deferred: the door (httpx) and the catalog load on the first request
+    from catalog.agent_tools import CALL_TOOL, check_arguments
+    from catalog.errors import CatalogError
 
-    record_refusal(door().dispatcher, "mcp", method, path, query, headers, refusal)
-    return _refused(status, *refusal)
+    try:
+        checked = check_arguments(CALL_TOOL, arguments if isinstance(arguments, dict) else {})
+    except CatalogError as e:
+        return _result(message, str(e), failed=True)
+    token = checked.get("token") or bearer(headers, {})
+    call = {"tool": checked["tool"], "args": checked.get("args") or {}}
+    head = call_head("POST", PATH, {}, headers)
+    result = door().dispatcher.dispatch(
+        call, door="mcp", token=token, identity=identity_of(headers), head=head
+    )
+    return _result(message, json.dumps(result.reply, ensure_ascii=False), failed=not result.reply.get("ok"))
+
+
+def _result(message: dict[str, Any], text: str, *, failed: bool) -> Answer:
+    """The JSON-RPC answer of a tool call: one text block, `isError` when it failed."""
+    result = {"content": [{"type": "text", "text": text}], "isError": failed}
+    return (
+        200,
+        {"content-type": "application/json"},
+        json.dumps(
+            {"jsonrpc": "2.0", "id": message.get("id"), "result": result}, ensure_ascii=False
+        ).encode(),
+    )
 
 
 def _refused(status: int, limit: str, message: str) -> Answer:
@@ -201,7 +205,7 @@ def _app(door: Callable[[], Door]) -> Any:
 
     directory = door().directory
     assert directory is not None, "the proxy's door always carries its Directory"
-    server = build_server(directory, dispatch=dispatch)
+    server = build_server(directory, dispatch=dispatch, authorize=None)  # the route judged each request
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[HOST, f"{HOST}:*"],

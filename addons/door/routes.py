@@ -1,10 +1,15 @@
-"""The route table of `flightlog.local`: path prefixes and the plain handlers that answer them.
+"""The route table of `flightlog.local`: each route, what it asks of the gate, and its handler.
 
 A handler is `handle(method, path, query, headers, body) -> (status, headers, body)` (`query` maps
 each name to its values); it blocks, so the proxy runs it off the event loop. Handlers that open a
 database or load an SDK are built on their first request (`lazy_route`), never at start-up. The
 mitmproxy addon that answers these routes is `addons.local_routes`; `local_transport` answers them
-without a network.
+without a network; both go through `addons.door.gatekeeper`.
+
+A `Route` cannot be made without saying what its requests ask (deny by default): the door it is
+reached through, the gate's verbs it may ask (`catalog.gate.VERBS`, checked when the route is
+made) and `declare`, which reads one request into a `Declared` verb and the rows it acts on. A
+declaration naming a verb the route did not list is refused at request time (`RouteError`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,12 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from addons.errors import AddonError
+
+if TYPE_CHECKING:
+    from catalog.gate import Row
 
 HOST = "flightlog.local"
 
@@ -23,27 +33,76 @@ Answer = tuple[int, Mapping[str, str], bytes]
 Handler = Callable[[str, str, Query, Headers, bytes], Answer]
 
 
+class RouteError(AddonError):
+    """A route made without a verb and a target, or declaring a verb it did not list."""
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """What one request asks the gate: a verb and the rows it acts on. `handler_judges`: the handler
+    asks the gate itself (the dispatch door, which files every call and refusal as an action)."""
+
+    verb: str
+    rows: tuple[Row, ...] = ()
+    handler_judges: bool = False
+
+
+Declare = Callable[[str, str, Query, Headers, bytes], Declared]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A path prefix, the door it is, the verbs its requests may ask, how one declares, its handler."""
+
+    prefix: str
+    door: str
+    verbs: frozenset[str]
+    declare: Declare
+    handler: Handler
+
+    def __post_init__(self) -> None:
+        from catalog.caveats import DOORS  # deferred: the catalog loads on the first request
+        from catalog.gate import VERBS
+
+        if not self.verbs or not self.verbs <= set(VERBS):
+            raise RouteError(f"route {self.prefix}: declare its verbs among {', '.join(VERBS)}")
+        if self.door not in DOORS or not callable(self.declare) or not callable(self.handler):
+            raise RouteError(f"route {self.prefix}: a door of {', '.join(DOORS)}, a declare and a handler")
+
+    def declared(self, method: str, path: str, query: Query, headers: Headers, body: bytes) -> Declared:
+        """The request's declaration, checked against the verbs the route listed."""
+        found = self.declare(method, path, query, headers, body)
+        if found.verb not in self.verbs:
+            raise RouteError(f"route {self.prefix} declared {found.verb!r}, not one of its verbs")
+        return found
+
+
 def json_answer(status: int, payload: object) -> Answer:
     return status, {"Content-Type": "application/json"}, json.dumps(payload).encode() + b"\n"
 
 
 @dataclass
 class Routes:
-    """Path prefixes and their handlers; the longest matching prefix wins."""
+    """Routes by path prefix; the longest matching prefix wins."""
 
-    handlers: dict[str, Handler] = field(default_factory=dict)
+    routes: dict[str, Route] = field(default_factory=dict)
 
-    def add(self, prefix: str, handler: Handler) -> None:
-        """Register a handler function directly."""
-        self.handlers[prefix] = handler
+    def add(self, route: Route) -> None:
+        """Register a route (only a `Route`: its verbs and declaration come with it)."""
+        if not isinstance(route, Route):
+            raise RouteError(f"not a Route: {route!r} (a route declares its door, verbs and target)")
+        self.routes[route.prefix] = route
 
-    def answer(self, method: str, path: str, query: Query, headers: Headers, body: bytes) -> Answer:
-        """The answer of the route matching `path`, or 404 naming the routes there are."""
-        prefixes = sorted(self.handlers, key=len, reverse=True)
-        for prefix in prefixes:
+    def match(self, path: str) -> Route | None:
+        """The route for `path`, or None."""
+        for prefix in sorted(self.routes, key=len, reverse=True):
             if path.startswith(prefix) or path == prefix.rstrip("/"):
-                return self.handlers[prefix](method, path, query, headers, body)
-        return json_answer(404, {"error": f"no flightlog route for {path}", "routes": prefixes})
+                return self.routes[prefix]
+        return None
+
+    def missing(self, path: str) -> Answer:
+        """404 naming the routes there are."""
+        return json_answer(404, {"error": f"no flightlog route for {path}", "routes": sorted(self.routes)})
 
 
 def lazy_route(build: Callable[[], Handler]) -> Handler:

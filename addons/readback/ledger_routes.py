@@ -5,8 +5,8 @@ imports nothing of mitmproxy, so it is tested with plain values. `ledger_handler
 the five-argument form bound to one Ledger and the token kept in `home`: `addons.local_routes`
 registers it for `/api/ledger/` over the Ledger the proxy records to (never recorded itself).
 
-Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token, or
-in the proxy a scoped token granting `ledger`):
+Routes (every one needs `Authorization: Bearer TOKEN`, the token kept in FLIGHTLOG_HOME/api-token; in
+the proxy, the gate judges the request first and a scoped token it admits for `ledger` reads too):
 
     GET  /api/ledger/row/EVENT_ID      one event whole (JSON; the exact head also as head_base64)
     GET  /api/ledger/action/ACTION_ID  every event of one request
@@ -298,9 +298,12 @@ def handle(
 Handler = Callable[[str, str, Mapping[str, Any], Mapping[str, str], bytes], Response]
 
 
-def ledger_handler(
-    ledger: LedgerReader, home: Path, also: Callable[[Mapping[str, str]], bool] | None = None
-) -> Handler:
-    """`handle` bound to a Ledger and the token kept in `home`: what `addons.local_routes` registers.
-    `also(headers)` may accept other credentials (a scoped token granting `ledger`)."""
-    return functools.partial(handle, ledger=ledger, token=api_token(home), also=also)
+def ledger_handler(ledger: LedgerReader, home: Path) -> Handler:
+    """`handle` bound to a Ledger and the token kept in `home` (only that token is accepted)."""
+    return functools.partial(handle, ledger=ledger, token=api_token(home))
+
+
+def judged_handler(ledger: LedgerReader) -> Handler:
+    """`handle` bound to a Ledger, for a route the gate judged first (`addons.door.gatekeeper`): what
+    `addons.local_routes` registers, so a scoped token the gate admitted is not asked for again."""
+    return functools.partial(handle, ledger=ledger, token="", also=lambda _headers: True)

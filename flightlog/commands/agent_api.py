@@ -8,7 +8,6 @@ from the starter rows on first use.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -128,9 +127,11 @@ def mcp(
     database_tools: Annotated[
         bool, typer.Option("--database-tools", help="Also serve transact, history and restore.")
     ] = False,
+    agent: Annotated[str | None, typer.Option("--agent", help="The agent this session acts for.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="The task its calls are filed under.")] = None,
     directory: DirectoryOpt = None,
 ) -> None:
-    """Serve the Directory's agent API over MCP stdio."""
+    """Serve the Directory's agent API over MCP stdio (every verb judged with the session's token)."""
     import importlib
     import threading
 
@@ -144,9 +145,11 @@ def mcp(
     preload.start()
     d = open_from_settings(directory, prescanned=scanned)
     d.network = True  # a network door: its writes never touch a row that runs a command here
+    d.follow()  # and a long-lived one: a folder edit is seen at the next verb
     preload.join()
+    door = StdioDoor(directory, agent, task)
     try:
-        serve(d, database_tools=database_tools, dispatch=mcp_dispatch(directory))
+        serve(d, database_tools=database_tools, dispatch=door.dispatch, authorize=door.authorize)
     finally:
         d.close()
 
@@ -162,28 +165,70 @@ def _prescan(directory: Path | None, *, split: bool = False) -> Prescanned | Non
     return prescan(folder.expanduser(), split=split)
 
 
-def mcp_dispatch(directory: Path | None) -> Callable[[dict[str, Any], str | None], tuple[bool, str]]:
-    """The MCP `call` tool's runner: flightlog's door (door "mcp"), built on the first call so the
-    server starts without loading it. A call that names no token runs with FLIGHTLOG_TOKEN (what a
-    client configuration or `flightlog run` sets), else with a token minted from the operator's
-    policy in FLIGHTLOG_HOME (`catalog.policy`): never more than that policy grants."""
-    import os
-    import threading
+class StdioDoor:
+    """`flightlog mcp`'s door (door `mcp`), built on the first verb so the server starts without it.
 
-    lock = threading.Lock()
-    built: list[Any] = []
+    The session acts with FLIGHTLOG_TOKEN (what a client configuration or `flightlog run` sets),
+    else with a token minted from the operator's policy in FLIGHTLOG_HOME (`catalog.policy`): never
+    more than that policy grants. Every verb asks the gate with it (`authorize`), for the agent and
+    task the command was started with; a `call` naming its own token runs with that one instead.
+    Refusals are filed in the Ledger like the proxy's."""
 
-    def dispatch(call: dict[str, Any], token: str | None) -> tuple[bool, str]:
-        # deferred: the policy reads the Directory (SQLAlchemy), loaded on the first call only
+    def __init__(
+        self, directory: Path | None, agent: str | None, task: str | None, token: str | None = None
+    ) -> None:
+        import threading
+
+        self.directory = directory
+        self.agent, self.task, self.token = agent, task, token
+        self._lock = threading.Lock()
+        self._built: tuple[Any, str] | None = None
+
+    def _door(self) -> tuple[Any, str]:
+        import os
+        from datetime import UTC, datetime
+
+        # deferred: the policy reads the Directory (SQLAlchemy), loaded on the first verb only
+        from catalog import tokens
         from catalog.policy import mint_policy_token
 
-        with lock:
-            if not built:
+        with self._lock:
+            if self._built is None:
                 settings = load_settings()
-                door = open_dispatcher(settings, directory, None, None, network=True)
-                lent = os.environ.get("FLIGHTLOG_TOKEN") or mint_policy_token(settings.home, door.directory)
-                built.extend((door, lent))
-        result = built[0].dispatch(call, door="mcp", token=token or built[1])
+                door = open_dispatcher(settings, self.directory, None, None, network=True)
+                self._built = door, self.token or os.environ.get("FLIGHTLOG_TOKEN") or ""
+            door, lent = self._built
+            minted = not (self.token or os.environ.get("FLIGHTLOG_TOKEN"))
+            expires = tokens.decode(lent).limits().expires if lent else None
+            if minted and (not lent or (expires is not None and expires <= datetime.now(UTC))):
+                # the policy's token, minted again when it lapses: a session outlives its 24 h
+                lent = mint_policy_token(load_settings().home, door.directory)
+                self._built = door, lent
+            return door, lent
+
+    def _identity(self) -> Any:
+        from recording.identity import Identity
+
+        return Identity(agent=self.agent, task=self.task)
+
+    def dispatch(self, call: dict[str, Any], token: str | None) -> tuple[bool, str]:
+        """The `call` tool: one canonical call through the door."""
+        door, lent = self._door()
+        result = door.dispatch(call, door="mcp", token=token or lent, identity=self._identity())
         return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
 
-    return dispatch
+    def authorize(self, verb: str, rows: tuple[Any, ...]) -> None:
+        """The gate for one verb of the session (a use spent when it spends); a refusal is filed
+        and raised as the verb's error."""
+        from datetime import UTC, datetime
+
+        from catalog.gate import Ask, GateRefused, admit
+
+        door, lent = self._door()
+        who = self._identity()
+        ask = Ask(verb, "mcp", datetime.now(UTC), rows, who.agent, who.task)
+        try:
+            admit(lent, ask, door.root_key, door.book)
+        except GateRefused as e:
+            door.file_refusal("mcp", f"MCP {verb}".encode(), (e.limit, str(e)), who)
+            raise GateRefused(e.limit, f"refused by {e.limit}: {e}") from e

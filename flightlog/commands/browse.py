@@ -134,6 +134,7 @@ def browse(
 ) -> None:
     """Browse the Ledger in the terminal: newest first, following new events."""
     # deferred: Textual loads slowly; other commands start without it
+    from egress.asks import AskBook
     from tui.app import BrowseApp
     from tui.source import LedgerSource
 
@@ -148,6 +149,7 @@ def browse(
             exporter=exporter(ledger, Path.cwd()),
             mcp_reader=mcp_reader(ledger),
         )
-        BrowseApp(source, question=" ".join(words or []), follow_seconds=follow or None).run()
+        question = " ".join(words or [])
+        BrowseApp(source, question=question, follow_seconds=follow or None, asks=AskBook(settings.home)).run()
     finally:
         ledger.close()

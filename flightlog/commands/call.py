@@ -37,17 +37,27 @@ def call(
     token: Annotated[
         str | None, typer.Option("--token", envvar="FLIGHTLOG_TOKEN", help="A scoped token to call with.")
     ] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="The agent the call is made for.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="The task the call is filed under.")] = None,
     directory: DirectoryOpt = None,
     ledger: LedgerOpt = None,
     secrets: SecretsOpt = None,
 ) -> None:
-    """Call a Directory row with one canonical call (recorded in the Ledger); prints the JSON reply."""
+    """Call a Directory row with one canonical call (recorded in the Ledger); prints the JSON reply.
+
+    Without --token it is the operator's own call; with one, the token's limits hold (a `for`
+    token needs --agent naming its agent)."""
+    from recording.identity import Identity  # deferred: see TYPE_CHECKING above
+
     try:
         parsed = json.loads(args)
     except ValueError as e:
         raise CommandError(f"--args is not JSON: {e}") from e
     door = open_dispatcher(load_settings(), directory, ledger, secrets)
-    result = door.dispatch({"tool": tool, "args": parsed}, door="cli", token=token, dry_run=dry_run)
+    who = Identity(agent=agent, task=task)
+    result = door.dispatch(
+        {"tool": tool, "args": parsed}, door="cli", token=token, dry_run=dry_run, identity=who
+    )
     typer.echo(json_text(result.reply, sort_keys=False))
     if refused := result.reply.get("refused"):
         typer.echo(shown(f"flightlog: call refused by {refused['limit']}: {refused['message']}"), err=True)

@@ -67,6 +67,7 @@ def trace(
     from addons.door.assembly import find_in
     from catalog import join
     from catalog.contracts import render_upstream
+    from catalog.targets import version_in
 
     settings = load_settings()
     opened = settings.open_ledger(ledger)
@@ -75,11 +76,15 @@ def trace(
         _trace_mcp(opened, stored[0].to_json(), directory, ledger, as_json)
         return
     rows = open_from_settings(directory, ledger)
-    found = join.trace(opened.engine, opened.payload, find_in(rows), render_upstream, event_id)
+    found = join.trace(
+        opened.engine, opened.payload, find_in(rows), render_upstream, event_id, version_in(rows)
+    )
     if as_json:
         typer.echo(json_text(found.as_dict(), sort_keys=False))
     else:
         typer.echo(shown(f"{event_id}: action {found.event['action_id']}, tool {found.tool or '-'}"))
+        if found.row_hash:
+            typer.echo(shown(f"  compared with the row as the call ran it (version {found.row_hash})"))
         for c in found.checks:
             said = "matches the contract" if c.matches else "MISMATCH: " + c.differs
             typer.echo(shown(f"  {c.event_id}: {said}"))

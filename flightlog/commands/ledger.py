@@ -34,7 +34,7 @@ ByOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--by",
-        help="hour, session, turn, kind, agent, model, tool, task, host or status (repeatable: by each"
+        help="hour, session, turn, kind, agent, model, tool, task, host, status or rule (repeatable: by each"
         " combination).",
     ),
 ]
@@ -148,6 +148,7 @@ def verify(
                 "batches": chain.batches,
                 "events": chain.chained_events,
                 "legacy_events": chain.legacy_events,
+                "unkeyed": [{"collector": c, "batches": n} for c, n in chain.unkeyed],
                 "problems": chain.problems,
                 "heads": [
                     {"collector": h.collector, "index": h.index, "digest": h.digest} for h in chain.heads
@@ -161,6 +162,11 @@ def verify(
         typer.echo(f"checked {chain.batches} chained batches ({chain.chained_events} events{legacy})")
         for line in chain.problems:
             typer.echo(line)
+        for collector, last in chain.unkeyed:
+            typer.echo(
+                f"unkeyed: {collector} batches #1-#{last} were written before keyed chains"
+                " (whoever held the database could have rewritten them; --head proves they were not)"
+            )
         for label, shas in (
             ("corrupted", report.corrupted),
             ("missing", report.missing),

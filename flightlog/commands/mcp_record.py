@@ -8,13 +8,18 @@ but the server's own bytes is ever written there; flightlog's own lines go to st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flightlog.commands.options import BlobsOpt, LedgerOpt, SecretEnvOpt
+from flightlog.commands.sealing import PolicyOpt, policy_path
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
+from recording.identity import Identity
+
+if TYPE_CHECKING:
+    from recording.mcp_stdio_gate import LineGate
 
 
 def mcp_record(
@@ -30,14 +35,16 @@ def mcp_record(
     drain_wait: Annotated[
         float, typer.Option(help="Seconds to wait at the end for the Ledger to commit (it goes on after).")
     ] = 1.5,
+    policy: PolicyOpt = None,
 ) -> None:
     """Run a stdio MCP server, relaying its bytes unchanged and recording every message.
 
-    flightlog mcp-record [--agent A] -- COMMAND ARGS... ; the exit code is the server's.
+    flightlog mcp-record [--agent A] -- COMMAND ARGS... ; the exit code is the server's. With an
+    egress policy (--policy, or FLIGHTLOG_HOME/egress.toml), a `tools/call` it refuses is answered
+    with a JSON-RPC error and never reaches the server.
     """
     # deferred: the recording pipeline (and its redaction tables) loads only for this command
     from recording.events import Processing
-    from recording.identity import Identity
     from recording.mcp_stdio import RecordOptions, record
     from recording.redact import Redactor
     from recording.secrets import load_secrets
@@ -48,14 +55,17 @@ def mcp_record(
     if not command:
         raise CommandError("mcp-record needs the server's command: flightlog mcp-record -- COMMAND ...")
     settings = load_settings()
+    who = Identity(agent=agent, session=session, task=task, turn=turn)
+    gate = _gate(policy_path(policy), settings.home, who)
     found = load_secrets(Path(secrets).expanduser() if secrets else None, list(secret_env or ()))
     opts = RecordOptions(
         command=command,
         ledger_url=ledger or settings.ledger_url,
         blobs_url=blobs or settings.blobs_url,
         processing=Processing(redactor=Redactor(found)),
-        identity=Identity(agent=agent, session=session, task=task, turn=turn),
+        identity=who,
         drain_wait=drain_wait,
+        gate=gate,
     )
     try:
         code = record(opts)
@@ -64,3 +74,17 @@ def mcp_record(
     except PermissionError as e:
         raise CommandError(f"cannot run {command[0]}: permission denied") from e
     raise typer.Exit(code)
+
+
+def _gate(policy: str, home: Path, who: Identity) -> LineGate | None:
+    """The egress policy's gate for this session, or None when there is no policy (a byte pump)."""
+    from egress.asks import AskBook
+    from egress.gate import Gate
+    from egress.live import LivePolicy
+    from egress.policy_file import FILE_NAME
+    from egress.stdio import stdio_gate
+
+    live = LivePolicy(Path(policy) if policy else home / FILE_NAME, home)
+    if live.policy.empty and not policy:
+        return None
+    return stdio_gate(Gate(live, AskBook(home)), who)

@@ -19,6 +19,7 @@ from addons.proxy_env import Listener, export_lines, proxy_env, read_state
 from flightlog import ports, proxy_process
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
+from flightlog.commands.sealing import PolicyOpt, SealedOpt, StateFileOpt, policy_path, run_sealed
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
@@ -31,13 +32,14 @@ if TYPE_CHECKING:
 TOKEN_ENV = "FLIGHTLOG_TOKEN"
 """The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
 DEFAULT_LISTEN = "127.0.0.1:8080"
+MODES = ("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard", "tun")
 
 
 def proxy_modes(modes: list[str] | None) -> tuple[str, ...]:
     """The forward listener plus any reverse ones (`--mode` adds; `regular...` replaces the default)."""
     given = [m for m in modes or [] if m]
     for mode in given:
-        if not mode.startswith(("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard")):
+        if not mode.startswith(MODES):
             raise CommandError(f"--mode {mode!r}: use regular or reverse:URL[@PORT]")
     if any(m.startswith("regular") for m in given):
         return tuple(given)
@@ -180,6 +182,8 @@ def proxy(
             "(only with a token naming the tool).",
         ),
     ] = False,
+    policy: PolicyOpt = None,
+    state_file: StateFileOpt = "proxy.json",
     workers: Annotated[
         int | None,
         typer.Option(
@@ -226,6 +230,8 @@ def proxy(
         open_mode=open_mode,
         local_commands=allow_local_commands,
         extra=parse_sets(set_) + upstream_ca_sets(upstream_ca),
+        policy=policy_path(policy),
+        state_file=state_file,
     )
     if count == 1:
         run_proxy(config)
@@ -278,6 +284,8 @@ def run(
     secret_env: SecretEnvOpt = None,
     set_: SetOpt = None,
     upstream_ca: UpstreamCaOpt = None,
+    policy: PolicyOpt = None,
+    sealed: SealedOpt = False,
     replaying: Given = NONE_GIVEN,
 ) -> None:
     """Run COMMAND through the recording proxy: flightlog run [proxy options] -- COMMAND ...
@@ -291,6 +299,7 @@ def run(
     (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
     SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
     variables (nothing goes live; a miss makes the exit code 3 if COMMAND's was 0).
+    With --sealed, COMMAND's only way out is a proxy started for it (`flightlog.sealed`).
     """
     command = list(ctx.args)
     if command and command[0] == "--":
@@ -302,6 +311,9 @@ def run(
     if replay is not None:
         raise typer.Exit(run_with_replay(command, replay, replaying, who, lent_token(task)))
     options = proxy_options(mode, secrets, secret_env, set_, upstream_ca, no_ai_listeners, ai_upstream)
+    options += ["--policy", policy_path(policy)] if policy is not None else []
+    if sealed:
+        raise typer.Exit(run_sealed(command, options, who, settings.home, lent_token(task)))
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is not None and options:

@@ -27,7 +27,13 @@ ExpiresOpt = Annotated[
 ]
 TaskOpt = Annotated[str | None, typer.Option("--task", help="File every call under this task.")]
 BundlesOpt = Annotated[list[str] | None, typer.Option("--bundle", help="Allow rows of this bundle.")]
-ForOpt = Annotated[str | None, typer.Option("--for", help="The agent the token is lent to.")]
+ForOpt = Annotated[
+    str | None, typer.Option("--for", help="The agent the token is lent to (requests must name it).")
+]
+FoldersOpt = Annotated[
+    list[str] | None,
+    typer.Option("--folder", help="Allow only rows inside this Directory folder, e.g. tool/public."),
+]
 CaveatOpt = Annotated[list[str] | None, typer.Option("--caveat", help="A caveat as text, e.g. 'uses <= 3'.")]
 GrantOpt = Annotated[
     list[str] | None,
@@ -47,6 +53,7 @@ with_limits = spread_options(
         "task": TaskOpt,
         "bundle": BundlesOpt,
         "agent": ForOpt,
+        "folder": FoldersOpt,
         "caveat": CaveatOpt,
     },
 )
@@ -77,6 +84,7 @@ def caveats_from(
     task: str | None = None,
     bundle: list[str] | None = None,
     agent: str | None = None,
+    folder: list[str] | None = None,
     caveat: list[str] | None = None,
 ) -> list[str]:
     """The caveats the options ask for, in a fixed order."""
@@ -95,6 +103,8 @@ def caveats_from(
         out.append(f"bundles = {','.join(bundle)}")
     if agent:
         out.append(f"for = {agent}")
+    if folder:
+        out.append(f"folders = {','.join(folder)}")
     return out + list(caveat or [])
 
 

@@ -113,9 +113,10 @@ async def _fault_mid_fallback(ledger_url: str, blobs: str, fault: str) -> int:
     return seen
 
 
-def _check(ledger_url: str, blobs: str, home: Path) -> None:
+def _check(ledger_url: str, blobs: str) -> None:
     """Each good record exactly once, the refused one filed once, no batch position used twice by the
-    collector, and `flightlog ledger verify` passes with every event chained."""
+    collector, and `flightlog ledger verify` passes with every event chained (run where the writer
+    ran: its FLIGHTLOG_HOME holds the collector's chain key)."""
     ledger = open_ledger(ledger_url, blobs)
     with ledger.engine.connect() as c:
         rows = c.execute(text("SELECT action_id, kind FROM events")).all()
@@ -136,7 +137,6 @@ def _check(ledger_url: str, blobs: str, home: Path) -> None:
         **os.environ,
         "FLIGHTLOG_LEDGER": ledger_url,
         "FLIGHTLOG_BLOBS": blobs,
-        "FLIGHTLOG_HOME": str(home),
     }
     done = subprocess.run(
         [sys.executable, "-m", "flightlog", "ledger", "verify", "--json"],
@@ -160,7 +160,7 @@ def test_writer_killed_mid_one_by_one_loses_nothing_doubles_nothing_and_verifies
     _refusing(ledger_url, blobs)
     seen = asyncio.run(_fault_mid_fallback(ledger_url, blobs, "kill"))
     assert 20 <= seen < RECORDS, f"killed in the one-by-one fallback ({seen} single batches)"
-    _check(ledger_url, blobs, tmp_path / "home")
+    _check(ledger_url, blobs)
 
 
 def test_an_outage_mid_one_by_one_is_retried_from_the_same_positions(
@@ -176,4 +176,4 @@ def test_an_outage_mid_one_by_one_is_retried_from_the_same_positions(
     assert 20 <= seen < RECORDS, f"the outage began in the one-by-one fallback ({seen} single batches)"
     said = capfd.readouterr().err  # the writer child's log lines
     assert said.count("ledger unavailable (DiskFull") == 1 and "ledger is back" in said, said[-2000:]
-    _check(pg_url, blobs, tmp_path / "home")
+    _check(pg_url, blobs)

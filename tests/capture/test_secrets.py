@@ -77,3 +77,29 @@ def test_missing_file_and_unset_variable_are_errors(tmp_path: Path) -> None:
 def test_no_sources_means_no_secrets() -> None:
     """Without a file or names there is nothing to redact (auth headers are still handled elsewhere)."""
     assert load_secrets(None) == {}
+
+
+def test_hosts_lines_bind_secrets_and_old_files_read_as_before(tmp_path: Path) -> None:
+    """`NAME.hosts=...` lines name where a secret may go and are not secrets themselves; a file
+    without them reads exactly as before (its secrets then go to their defaults: the known
+    providers' hosts, else nowhere until named); a malformed hosts line is one clear error."""
+    from catalog.secret_hosts import SecretHosts
+    from recording.secrets import load_secret_hosts, parse_secret_hosts, parse_secrets
+
+    old = "OPENAI_API_KEY=sk-proj-abc123\nMY_KEY=my-value-1\n"
+    path = _write(tmp_path, old + "MY_KEY.hosts = api.my.example:8443, *.my.example\n")
+    assert (
+        load_secrets(path)
+        == parse_secrets(old)
+        == {"OPENAI_API_KEY": "sk-proj-abc123", "MY_KEY": "my-value-1"}
+    )
+    hosts = SecretHosts(load_secret_hosts(path))
+    assert hosts.of("MY_KEY") == ("api.my.example:8443", "*.my.example")
+    assert hosts.of("OPENAI_API_KEY") == ("api.openai.com",)
+    assert SecretHosts(parse_secret_hosts(old)).of("MY_KEY") == ()
+    assert hosts.of("FLIGHTLOG_LEDGER_TOKEN") == ("flightlog.local",)
+    assert SecretHosts({"FLIGHTLOG_LEDGER_TOKEN": ("*",)}).of("FLIGHTLOG_LEDGER_TOKEN") == (
+        "flightlog.local",
+    )
+    with pytest.raises(SecretsError, match=r"line 2: MY_KEY\.hosts"):
+        parse_secret_hosts("MY_KEY=x1234\nMY_KEY.hosts=http://evil/ path\n")

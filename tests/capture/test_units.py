@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from addons.door.routes import Routes
+from addons.door.routes import Declared, Route, Routes
 from addons.proxy_env import Listener, proxy_env
 from addons.sync_paths import matches
 from addons.wire.streaming import should_tee
@@ -40,16 +40,20 @@ def test_sync_path_globs_match_paths_without_query() -> None:
 
 
 def test_local_routes_registry() -> None:
-    """Longest prefix wins; unknown paths answer 404."""
+    """Longest prefix wins; unknown paths match nothing (and answer 404 naming the routes)."""
     routes = Routes()
-    routes.add("/api/", lambda m, p, q, h, b: (200, {"X": "1"}, b"api"))
-    routes.add("/api/ledger/", lambda m, p, q, h, b: (200, {}, f"{m} {p} {q}".encode()))
-    assert (
-        routes.answer("GET", "/api/ledger/row/1", {"a": "b"}, {}, b"")[2]
-        == b"GET /api/ledger/row/1 {'a': 'b'}"
-    )
-    assert routes.answer("GET", "/api/other", {}, {}, b"")[2] == b"api"
-    assert routes.answer("GET", "/nothing", {}, {}, b"")[0] == 404
+
+    def route(prefix: str) -> Route:
+        return Route(
+            prefix, "http", frozenset({"read"}), lambda *_: Declared("read"), lambda *_: (200, {}, b"")
+        )
+
+    routes.add(route("/api/"))
+    routes.add(route("/api/ledger/"))
+    assert routes.match("/api/ledger/row/1") is routes.routes["/api/ledger/"]
+    assert routes.match("/api/other") is routes.routes["/api/"]
+    assert routes.match("/nothing") is None
+    assert routes.missing("/nothing")[0] == 404
 
 
 def test_proxy_env_sets_every_variable_clients_read() -> None:

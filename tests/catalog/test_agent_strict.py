@@ -19,7 +19,7 @@ from tests.catalog.conftest import make_folder, row
 
 def session(directory: Directory, script: Any) -> Any:
     async def main() -> Any:
-        async with Client(build_server(directory, database_tools=True)) as client:
+        async with Client(build_server(directory, database_tools=True, authorize=None)) as client:
             return await script(client)
 
     return anyio.run(main)

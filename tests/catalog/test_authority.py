@@ -13,13 +13,16 @@ from catalog.authority import (
     LocalCommandRefused,
     contract_hash,
     frontmatter_runs_locally,
-    right_refusal,
     text_runs_locally,
 )
 from catalog.contracts import forms
 from catalog.directory import open_directory
+from catalog.gate import Ask, GateRefused, admit
 from catalog.policy import Policy, PolicyError, load_policy, parse_policy, policy_caveats
+from catalog.targets import placed
 from catalog.tool import Tool
+from storage.ledger import open_ledger
+from storage.token_uses import TokenUses
 
 ROOT = b"k" * 32
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -105,38 +108,50 @@ def test_grants_and_contract_caveats_only_narrow() -> None:
         tokens.attenuate(tokens.mint(ROOT, ["grants = call"]), ["grants = call,write"])
 
 
-def test_a_rewritten_row_refuses_a_token_bound_to_its_old_contract() -> None:
-    """The door's check names the limit `contract` when the row's hash moved."""
+def test_a_rewritten_row_refuses_a_token_bound_to_its_old_contract(tmp_path: Path) -> None:
+    """The gate names the limit `contract` when the row's hash moved."""
     old = tool("weather", {"method": "GET", "url": "https://w.example/v1"})
     new = tool("weather", {"method": "GET", "url": "https://w.example/v2"})
     assert contract_hash(old) != contract_hash(new)
-    limits = tokens.mint(ROOT, [f"contract = weather:{contract_hash(old)}"]).limits()
+    token = tokens.mint(ROOT, [f"contract = weather:{contract_hash(old)}"]).encode()
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "b").as_uri())
+    book = TokenUses(ledger.engine)
 
-    def context(t: Tool) -> caveats.CallContext:
-        return caveats.CallContext("weather", "tool", "http", NOW, contract=contract_hash(t))
+    def ask(t: Tool) -> Ask:
+        return Ask("call", "http", NOW, (placed(t).row,))
 
-    assert caveats.check(limits, context(old)) is None
-    refusal = caveats.check(limits, context(new))
-    assert refusal is not None and refusal.limit == "contract"
+    assert admit(token, ask(old), ROOT, book).identifier
+    with pytest.raises(GateRefused, match="rewritten") as refused:
+        admit(token, ask(new), ROOT, book)
+    assert refused.value.limit == "contract"
+    ledger.close()
 
 
-def test_right_refusal_names_the_limit() -> None:
-    """No token, a bad one, a forged one, one without the right, an expired or spent one: each named."""
+def test_the_gate_names_the_limit(tmp_path: Path) -> None:
+    """No token, a bad one, a forged one, one without the right, an expired or spent one: each named;
+    a verb needing no right passes without a token."""
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "b").as_uri())
+    book = TokenUses(ledger.engine)
+    read_ledger = Ask("ledger", "http", NOW)
 
-    def uses(_: str) -> int:
-        return 1
+    def limit(token: str | None, ask: Ask = read_ledger) -> str | None:
+        try:
+            admit(token, ask, ROOT, book)
+        except GateRefused as e:
+            return e.limit
+        return None
 
     good = tokens.mint(ROOT, ["grants = ledger"]).encode()
-    forged = tokens.mint(b"x" * 32, ["grants = ledger"]).encode()
-    assert right_refusal(good, ROOT, "ledger", uses) is None
-    assert right_refusal(None, ROOT, "ledger", uses)[0] == "token"  # type: ignore[index]
-    assert right_refusal("hello", ROOT, "ledger", uses)[0] == "token"  # type: ignore[index]
-    assert right_refusal(forged, ROOT, "ledger", uses)[0] == "signature"  # type: ignore[index]
-    assert right_refusal(good, ROOT, "write", uses)[0] == "grants"  # type: ignore[index]
-    spent = tokens.mint(ROOT, ["uses <= 1"]).encode()
-    assert right_refusal(spent, ROOT, "ledger", uses)[0] == "uses"  # type: ignore[index]
-    gone = tokens.mint(ROOT, ["expires < 2020-01-01T00:00:00Z"]).encode()
-    assert right_refusal(gone, ROOT, None, uses)[0] == "expires"  # type: ignore[index]
+    assert limit(good) is None
+    assert limit(None) == "token" and limit("hello") == "token"
+    assert limit(tokens.mint(b"x" * 32, ["grants = ledger"]).encode()) == "signature"
+    assert limit(good, Ask("write", "http", NOW)) == "grants"
+    spent = tokens.mint(ROOT, ["uses <= 0"]).encode()
+    assert limit(spent) == "uses"
+    assert limit(tokens.mint(ROOT, ["expires < 2020-01-01T00:00:00Z"]).encode()) == "expires"
+    assert limit(None, Ask("read", "http", NOW)) is None
+    assert limit(None, Ask("call", "cli", NOW, trusted=True)) is None
+    ledger.close()
 
 
 def test_the_default_policy_lends_remote_rows_only(tmp_path: Path) -> None:

@@ -15,8 +15,10 @@ from mcp.client.stdio import stdio_client
 from tests.catalog.conftest import make_folder, row
 
 
-def session(folder: Path, home: Path, *extra: str) -> StdioServerParameters:
+def session(folder: Path, home: Path, *extra: str, token: str | None = None) -> StdioServerParameters:
     env = {**os.environ, "FLIGHTLOG_HOME": str(home), "FLIGHTLOG_DIRECTORY": str(folder)}
+    if token is not None:
+        env["FLIGHTLOG_TOKEN"] = token
     return StdioServerParameters(command=sys.executable, args=["-m", "flightlog", "mcp", *extra], env=env)
 
 
@@ -63,7 +65,8 @@ def test_database_tools_are_opt_in(tmp_path: Path, home: Path) -> None:
 
 
 def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home: Path) -> None:
-    """Calls answer one text block; a refusal is an isError result with the retry hash; reads are capped."""
+    """Calls answer one text block; a refusal is an isError result with the retry hash; reads are
+    capped. The session writes with the token it was lent (FLIGHTLOG_TOKEN granting `write`)."""
     folder = make_folder(tmp_path / "d")
     make_folder(folder, {"article/long.md": row("Long", "long", "w" * 20_000)}, aliases=None)
 
@@ -85,7 +88,7 @@ def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home:
         out["snapshot"] = await s.call_tool("snapshot", {})
         return out
 
-    out = run(session(folder, home), script)
+    out = run(session(folder, home, token=mint(home, "grants = call,write")), script)
     assert out["search"].content[0].text.splitlines()[6].startswith("get_weather\t")
     assert out["get"].content[0].text.startswith("@@ get_weather\n---\n")
     assert out["get"].content[0].text.endswith("@@ missing\nnope")
@@ -103,6 +106,44 @@ def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home:
     assert out["snapshot"].content[0].text.startswith("snapshot ")
     total = len(row("Long", "long", "w" * 20_000))
     assert out["long"].content[0].text.splitlines()[0] == f"@@ long [0..15000 of {total}]"  # the MCP cap
+
+
+def test_a_session_writes_only_what_its_token_grants(tmp_path: Path, home: Path) -> None:
+    """Without FLIGHTLOG_TOKEN the session holds the policy's token (by default: `call` only): a write
+    is an isError result naming `grants` and nothing is written; a token for the bundle `inbox`
+    writes there and nowhere else (`bundles`); every refusal is filed in the Ledger."""
+    folder = make_folder(tmp_path / "d")
+
+    async def script(s: ClientSession) -> list[Any]:
+        made = row("I", "i")
+        return [
+            await s.call_tool("write", {"bundle": "inbox", "path": "i.md", "content": made}),
+            await s.call_tool("write", {"bundle": "tool", "path": "i.md", "content": made}),
+        ]
+
+    policy = run(session(folder, home), script)
+    assert [r.is_error for r in policy] == [True, True]
+    assert all(r.content[0].text.startswith("refused by grants:") for r in policy), policy
+    inbox = run(session(folder, home, token=mint(home, "grants = write", "bundles = inbox")), script)
+    assert [r.is_error for r in inbox] == [False, True]
+    assert inbox[1].content[0].text.startswith("refused by bundles:")
+    assert (folder / "inbox" / "i.md").exists() and not (folder / "tool" / "i.md").exists()
+
+    from storage.ledger import open_ledger
+
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    with ledger.engine.connect() as conn:
+        errors = [
+            r[0] for r in conn.exec_driver_sql("SELECT error FROM events WHERE kind = 'dispatch.refused'")
+        ]
+    ledger.close()
+    assert sorted(e.partition(":")[0] for e in errors) == ["bundles", "grants", "grants"]
+
+
+def mint(home: Path, *caveats: str) -> str:
+    from catalog import tokens
+
+    return tokens.mint(tokens.root_key(home), list(caveats)).encode()
 
 
 def test_call_runs_a_row_through_the_door_and_records_it(home: Path) -> None:
@@ -128,3 +169,22 @@ def test_call_runs_a_row_through_the_door_and_records_it(home: Path) -> None:
     events = ledger.action(reply["action_id"])
     assert {e.kind for e in events} >= {"dispatch.call", "dispatch.reply"}
     assert all(e.tool == "DIRECTORY_SNAPSHOT" for e in events)
+
+
+def test_a_session_outlives_its_policy_token(tmp_path: Path, home: Path, monkeypatch: Any) -> None:
+    """`flightlog mcp` without FLIGHTLOG_TOKEN acts with a token minted from the policy; when that
+    token lapses the session mints another instead of refusing every verb with `expires`."""
+    import time
+
+    from flightlog.commands.agent_api import StdioDoor
+
+    monkeypatch.delenv("FLIGHTLOG_TOKEN", raising=False)
+    monkeypatch.setenv("FLIGHTLOG_DIRECTORY", str(make_folder(tmp_path / "d")))
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "policy.toml").write_text('expires = "1s"\n')
+    door = StdioDoor(None, None, None)
+    first = door._door()[1]
+    door.authorize("read", ())
+    time.sleep(1.2)
+    door.authorize("read", ())  # refused by `expires` before the token was minted again
+    assert door._door()[1] != first

@@ -13,12 +13,17 @@ import pytest
 
 from addons.door.dispatch import Dispatcher
 from catalog import tokens
+from catalog.secret_hosts import SecretHosts
 from catalog.tool import Tool
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.upstreams import Received, raw_upstream
 
 SECRET = "sk-canary-7f3a9c1e5b"
 SECRETS = {"WEATHER_KEY": SECRET}
+SECRET_HOSTS = SecretHosts({"WEATHER_KEY": ("127.0.0.1",)})
+"""The weather key goes to the local upstreams (127.0.0.1, any port) and nowhere else."""
+HOSTS_LINE = "WEATHER_KEY.hosts=127.0.0.1\n"
+"""The same binding, as a secrets file's line."""
 ROOT = b"r" * 32
 REFUSED = ("old.example",)
 
@@ -174,6 +179,7 @@ def make_dispatcher(upstream: tuple[str, Received]) -> Factory:
     def make(ledger: Ledger, **extra: Any) -> Dispatcher:
         table = rows(upstream[0])
         extra.setdefault("local_commands", True)
+        extra.setdefault("secret_hosts", SECRET_HOSTS)
         return TokenedDispatcher(table.get, ledger, SECRETS, ROOT, REFUSED, **extra)
 
     return make

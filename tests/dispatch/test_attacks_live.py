@@ -25,7 +25,7 @@ from catalog import tokens
 from catalog.authority import contract_hash
 from catalog.directory import open_directory, starter_folder
 from catalog.tool import Tool
-from tests.dispatch.conftest import SECRET, weather
+from tests.dispatch.conftest import HOSTS_LINE, SECRET, weather
 from tests.dispatch.upstreams import raw_upstream
 from tests.support.proxy import LiveProxy, live_proxy
 
@@ -54,7 +54,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     home, folder, marker = tmp / "home", tmp / "dir", tmp / "pwned.txt"
     (folder / "tool").mkdir(parents=True)
     home.mkdir()
-    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n")  # read by default, no --secrets
+    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n" + HOSTS_LINE)  # read by default, no --secrets
     with raw_upstream() as (base, received):
         (folder / "tool" / "weather.md").write_text(weather(base).to_document())
         (folder / "tool" / "local_touch.md").write_text(shell_row("local_touch", marker))

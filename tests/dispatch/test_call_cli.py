@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from catalog import tokens
-from tests.dispatch.conftest import SECRET, flightlog, weather
+from tests.dispatch.conftest import HOSTS_LINE, SECRET, flightlog, weather
 from tests.dispatch.upstreams import Received, raw_upstream
 from tests.support.terminal import obeyable
 
@@ -19,7 +19,7 @@ def cli_world(tmp_path: Path) -> Iterator[tuple[dict[str, str], Received]]:
     """FLIGHTLOG_* variables for a home with secrets.env, a Directory folder, and a raw upstream."""
     home = tmp_path / "home"
     home.mkdir()
-    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n")
+    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n" + HOSTS_LINE)
     with raw_upstream() as (base, received):
         (tmp_path / "dir" / "tool").mkdir(parents=True)
         (tmp_path / "dir" / "tool" / "weather.md").write_text(weather(base).to_document())

@@ -14,7 +14,9 @@ import pytest
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, RejectConnection, Request, TextMessage
 
-from addons.door.authority import rights_for
+from addons.door.checks import inner_asks
+from addons.door.declarations import graphql_route
+from addons.door.routes import Routes
 from addons.door.websocket_face import TICKET_HEADER, WebSocketDoor
 from catalog.graphql_call import request_body
 from tests.dispatch.test_attacks_live import (
@@ -33,8 +35,12 @@ __all__ = ["world"]
 
 
 def test_graphql_needs_the_call_right_like_the_door() -> None:
-    """A row whose contract calls the GraphQL door spends the `call` right (no confused deputy)."""
-    assert rights_for({"method": "POST", "url": "http://flightlog.local/api/graphql"}) == {"call"}
+    """A row whose contract calls the GraphQL door asks the gate for `call` with the caller's token
+    (no confused deputy): the route declares it, and the inner door judges it."""
+    routes = Routes()
+    routes.add(graphql_route(lambda *_: (200, {}, b"")))
+    asked = inner_asks({"method": "POST", "url": "http://flightlog.local/api/graphql", "body": {}}, routes)
+    assert [(a.verb, a.handler_judges) for a in asked] == [("call", True)]
 
 
 # ---- the WebSocket's end, without the proxy ---------------------------------------------------------

@@ -323,8 +323,11 @@ def test_uses_hold_under_concurrent_calls(ledger: Ledger, make_dispatcher: Facto
     token = mint("uses <= 3")
     door = make_dispatcher(ledger)
     with ThreadPoolExecutor(8) as pool:
-        statuses = list(pool.map(lambda _: door.dispatch(CALL, token=token).status, range(8)))
-    assert sorted(statuses) == [200] * 3 + [403] * 5
+        results = list(pool.map(lambda _: door.dispatch(CALL, token=token), range(8)))
+    seen = sorted(
+        (r.status, (r.reply.get("refused") or {}).get("limit", r.reply.get("error"))) for r in results
+    )
+    assert seen == [(200, None)] * 3 + [(403, "uses")] * 5, seen
 
 
 def test_trace_of_an_mcp_call_matches_its_contract(ledger: Ledger, make_dispatcher: Factory) -> None:

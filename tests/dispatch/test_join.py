@@ -9,6 +9,8 @@ import pytest
 
 from catalog import join, tokens
 from catalog.contracts import render_upstream
+from catalog.targets import Located
+from catalog.tool import Tool
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.conftest import ROOT, Factory, rows
@@ -102,8 +104,56 @@ def test_token_uses_on_postgres(pg_url: str, tmp_path: object, make_dispatcher: 
 
 
 def test_token_uses_match_the_identifier_literally(ledger: Ledger, make_dispatcher: Factory) -> None:
-    """`_` in an identifier is not a LIKE wildcard: a look-alike identifier's calls are not counted."""
+    """`_` in an identifier is not a wildcard: a look-alike identifier's uses are not counted."""
     door = make_dispatcher(ledger)
-    assert door.dispatch(CALL, token=tokens.mint(ROOT, [], identifier="abXcd").encode()).status == 200
+    token = tokens.mint(ROOT, ["uses <= 5"], identifier="abXcd").encode()
+    assert door.dispatch(CALL, token=token).status == 200
     assert join.token_uses(ledger.engine, "ab_cd") == 0
     assert join.token_uses(ledger.engine, "abXcd") == 1
+
+
+def test_a_request_filed_under_a_tool_that_no_dispatch_made_is_flagged(
+    ledger: Ledger, upstream: tuple[str, Received]
+) -> None:
+    """An exchange recorded by the proxy (or written by anyone) naming the tool, with no dispatch call
+    in its action, is a mismatch: no runner made it (it used to pass with a note only)."""
+    at = datetime.now(UTC)
+    common = {"action_id": "captured1", "at": at, "tool": "weather", "collector": "proxy"}
+    request = Event(
+        event_id="captured1:request",
+        kind="http.request",
+        direction="out",
+        seq=0,
+        method="POST",
+        head=b"POST /v1/weather?q=Bern HTTP/1.1\r\nHost: evil.example",
+        **common,  # type: ignore[arg-type]
+    )
+    ledger.append(Batch("proxy", 1, (request,)))
+    found = trace(ledger, upstream[0], "captured1:request")
+    assert found.mismatch and found.checks[0].event_id == "captured1:request"
+    assert "no dispatch" in found.checks[0].differs and "no runner made it" in found.note
+
+
+def test_trace_reads_the_row_as_the_call_ran_it(
+    ledger: Ledger, make_dispatcher: Factory, upstream: tuple[str, Received]
+) -> None:
+    """A call made under one version of the row and traced after the row moved matches the version
+    it ran under (`version(hash)`), and says which; without the version it is compared with today's."""
+    base = upstream[0]
+    before = rows(base)["weather"]
+    door = make_dispatcher(ledger)
+    door.locate = lambda name: Located(before, "tool", "weather.md", "v1hash") if name == "weather" else None
+    result = door.dispatch(CALL)
+    request = next(
+        e.event_id for e in ledger.action(result.action_id) if e.kind == "dispatch.upstream.request"
+    )
+    moved = dict(before.upstream)  # type: ignore[arg-type]
+    moved["url"] = str(moved["url"]).replace("/v1/", "/v2/")
+    today = Tool.from_frontmatter({**before.frontmatter(), "upstream": moved})
+    versions = {"v1hash": before}
+    found = join.trace(
+        ledger.engine, ledger.payload, {"weather": today}.get, render_upstream, request, versions.get
+    )
+    assert not found.mismatch and found.row_hash == "v1hash"
+    unversioned = join.trace(ledger.engine, ledger.payload, {"weather": today}.get, render_upstream, request)
+    assert unversioned.mismatch, "today's row is not the one the call ran"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from addons.door.assembly import open_dispatcher, open_rows
 from storage.ledger import open_ledger
-from tests.dispatch.conftest import weather
+from tests.dispatch.conftest import HOSTS_LINE, weather
 from tests.dispatch.upstreams import raw_upstream
 
 CALL = {"tool": "weather", "args": {"city": "Bern"}}
@@ -27,7 +27,7 @@ def test_refused_hosts_and_secrets_are_taken_up_when_their_files_change(tmp_path
     (folder / "tool").mkdir(parents=True)
     home.mkdir()
     secrets = home / "secrets.env"
-    secrets.write_text("WEATHER_KEY=first-secret\n")
+    secrets.write_text("WEATHER_KEY=first-secret\n" + HOSTS_LINE)
     with raw_upstream() as (base, received):
         (folder / "tool" / "weather.md").write_text(weather(base).to_document())
         url = f"sqlite:///{tmp_path / 'l.db'}"
@@ -36,7 +36,7 @@ def test_refused_hosts_and_secrets_are_taken_up_when_their_files_change(tmp_path
         )
         assert door.dispatch(CALL, door="cli", token=None).status == 200
         assert b"first-secret" in received.requests[-1][0]
-        bump(secrets, "WEATHER_KEY=second-secret\n")
+        bump(secrets, "WEATHER_KEY=second-secret\n" + HOSTS_LINE)
         assert door.dispatch(CALL, door="cli").status == 200
         assert b"second-secret" in received.requests[-1][0]
         bump(secrets, "this is not NAME=value\n")

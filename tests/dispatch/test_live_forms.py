@@ -26,7 +26,7 @@ import pytest
 
 from catalog import tokens
 from catalog.contracts import ALWAYS_FORMS, FORM_NAMES, canonical_json
-from tests.dispatch.conftest import SECRET, flightlog
+from tests.dispatch.conftest import HOSTS_LINE, SECRET, flightlog
 from tests.dispatch.form_runners import ARGS, BIN, RUNNERS, TOOL, World
 from tests.dispatch.model_stand_in import stand_in
 from tests.dispatch.test_live_proxy import write_directory
@@ -62,7 +62,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, Rec
     tmp = tmp_path_factory.mktemp("forms")
     home = tmp / "home"
     home.mkdir()
-    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n")
+    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n" + HOSTS_LINE)
     node = _npm_undici(tmp / "node")
     with raw_upstream() as (base, received), stand_in() as models:
         write_directory(tmp / "dir", base)

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 
 from catalog import tokens
 from catalog.contracts import forms
-from tests.dispatch.conftest import SECRET, flightlog, rows, weather
+from tests.dispatch.conftest import HOSTS_LINE, SECRET, flightlog, rows, weather
 from tests.dispatch.upstreams import Received, raw_upstream
 from tests.support.proxy import LiveProxy, live_proxy
 
@@ -42,7 +42,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveProxy,
     tmp = tmp_path_factory.mktemp("live")
     home = tmp / "home"
     home.mkdir()
-    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n")
+    (home / "secrets.env").write_text(f"WEATHER_KEY={SECRET}\n" + HOSTS_LINE)
     (home / "refused_hosts.txt").write_text("old.example\n")
     with raw_upstream() as (base, received):
         write_directory(tmp / "dir", base)

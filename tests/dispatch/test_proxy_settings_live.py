@@ -23,7 +23,7 @@ import pytest
 
 from addons.door.proxy_settings import resolve
 from catalog import tokens
-from tests.dispatch.conftest import weather
+from tests.dispatch.conftest import HOSTS_LINE, weather
 from tests.support.proxy import live_proxy
 
 pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
@@ -105,13 +105,13 @@ def test_mitmdump_and_flightlog_proxy_dispatch_from_the_directory_option(
     results = []
     home = tmp_path / "home-mitmdump"
     home.mkdir()
-    (home / "secrets.env").write_text("WEATHER_KEY=k-123456\n")
+    (home / "secrets.env").write_text("WEATHER_KEY=k-123456\n" + HOSTS_LINE)
     token = tokens.mint(tokens.root_key(home), ["tools = weather"]).encode()
     with mitmdump(home, options) as proxy:
         results.append(search_and_dispatch(proxy, token))
     home = tmp_path / "home-flightlog"
     home.mkdir()
-    (home / "secrets.env").write_text("WEATHER_KEY=k-123456\n")
+    (home / "secrets.env").write_text("WEATHER_KEY=k-123456\n" + HOSTS_LINE)
     token = tokens.mint(tokens.root_key(home), ["tools = weather"]).encode()
     env = {"FLIGHTLOG_DIRECTORY": ""}
     with live_proxy(home, url, env=env, args=options) as running:
@@ -148,7 +148,7 @@ def test_proxy_and_call_read_the_same_secrets_by_default(tmp_path: Path, folder:
     secret = "sk-default-secrets-9d8c7b"
     home = tmp_path / "home"
     home.mkdir()
-    (home / "secrets.env").write_text(f"WEATHER_KEY={secret}\n")
+    (home / "secrets.env").write_text(f"WEATHER_KEY={secret}\n" + HOSTS_LINE)
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     env = {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": url, "FLIGHTLOG_BLOBS": (tmp_path / "b").as_uri()}
     with raw_upstream() as (base, received):

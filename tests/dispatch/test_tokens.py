@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from catalog import caveats, tokens
-from catalog.caveats import CallContext, CaveatError, check, fold, parse
+from catalog import tokens
+from catalog.caveats import CaveatError, parse
+from catalog.gate import Ask, GateRefused, Row, admit
 from catalog.tokens import TokenError, TokenRefused
+from storage.ledger import open_ledger
+from storage.token_uses import TokenUses
 
 KEY = b"k" * 32
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
-def call(tool: str = "weather", door: str = "http", agent: str | None = None) -> CallContext:
-    return CallContext(tool=tool, bundle="tool", door=door, at=NOW, agent=agent)
+def call(tool: str = "weather", door: str = "http", agent: str | None = "alice") -> Ask:
+    row = Row("tool", f"{tool}.md", frozenset({tool}), ((tool, "0" * 16),))
+    return Ask("call", door, NOW, (row,), agent)
 
 
 def test_mint_verify_round_trip_through_text() -> None:
@@ -102,7 +107,7 @@ def test_unknown_caveat_is_refused_never_ignored() -> None:
         tokens.mint(KEY, ["colour = blue"])
 
 
-def test_attenuated_token_verifies_without_root_key_and_cannot_widen() -> None:
+def test_attenuated_token_verifies_without_root_key_and_cannot_widen(book: TokenUses) -> None:
     """A holder narrows a token without the root key; adding a wider caveat leaves the parent's limit."""
     parent = tokens.mint(KEY, ["tools = weather", "uses <= 3"])
     child = tokens.attenuate(parent, ["doors = cli"])
@@ -115,9 +120,8 @@ def test_attenuated_token_verifies_without_root_key_and_cannot_widen() -> None:
     forced = tokens.attenuate(parent, ["tools = weather,search", "uses <= 10"], strict=False)
     wide = tokens.verify(forced, KEY)
     assert wide.tools == {"weather"} and wide.uses == 3
-    assert check(wide, call("search")) == caveats.Refusal(
-        "tools", "the token does not allow the tool 'search'"
-    )
+    with pytest.raises(GateRefused, match="the token does not allow the tool 'search'"):
+        admit(forced.encode(), call("search"), KEY, book)
     assert forced.identifier == parent.identifier
 
 
@@ -130,6 +134,14 @@ def test_dropping_an_attenuation_is_refused() -> None:
         tokens.verify(cut, KEY)
 
 
+@pytest.fixture
+def book(tmp_path: Path) -> Iterator[TokenUses]:
+    """The Ledger's use book, on a real SQLite Ledger."""
+    ledger = open_ledger(f"sqlite:///{tmp_path / 'l.db'}", (tmp_path / "b").as_uri())
+    yield TokenUses(ledger.engine)
+    ledger.close()
+
+
 @pytest.mark.parametrize(
     ("caveat", "the_call", "limit"),
     [
@@ -138,27 +150,31 @@ def test_dropping_an_attenuation_is_refused() -> None:
         ("expires < 2026-11-30T11:59:59Z", call(), "expires"),
         ("bundles = flow", call(), "bundles"),
         ("for = alice", call(agent="bob"), "for"),
+        ("folders = tool/public", call(), "folders"),
     ],
 )
-def test_each_limit_refuses_by_name(caveat: str, the_call: CallContext, limit: str) -> None:
+def test_each_limit_refuses_by_name(caveat: str, the_call: Ask, limit: str, book: TokenUses) -> None:
     """Each caveat refuses a call outside it, and the refusal names that limit."""
-    refusal = check(fold([parse(caveat)]), the_call)
-    assert refusal is not None and refusal.limit == limit
+    with pytest.raises(GateRefused) as refused:
+        admit(tokens.mint(KEY, [caveat]).encode(), the_call, KEY, book)
+    assert refused.value.limit == limit
 
 
-def test_uses_limit_counts_what_the_ledger_says() -> None:
-    """`uses <= N` allows N calls: refused when the Ledger already counts N."""
-    limits = fold([parse("uses <= 2")])
-    assert check(limits, call(), uses_so_far=1) is None
-    refusal = check(limits, call(), uses_so_far=2)
-    assert refusal is not None and refusal.limit == "uses"
+def test_uses_limit_counts_what_the_ledger_says(book: TokenUses) -> None:
+    """`uses <= 2` allows 2 calls: the third is refused, the Ledger counting 2."""
+    token = tokens.mint(KEY, ["uses <= 2"])
+    for _ in range(2):
+        assert admit(token.encode(), call(), KEY, book).use is not None
+    with pytest.raises(GateRefused, match="spent") as refused:
+        admit(token.encode(), call(), KEY, book)
+    assert refused.value.limit == "uses" and book.used(token.identifier) == 2
 
 
-def test_contradictory_task_caveats_allow_nothing() -> None:
+def test_contradictory_task_caveats_allow_nothing(book: TokenUses) -> None:
     """Two different task bindings intersect to nothing: every call is refused by 'task'."""
-    limits = fold([parse("task = A"), parse("task = B")])
-    refusal = check(limits, call())
-    assert refusal is not None and refusal.limit == "task"
+    with pytest.raises(GateRefused) as refused:
+        admit(tokens.mint(KEY, ["task = A", "task = B"]).encode(), call(), KEY, book)
+    assert refused.value.limit == "task"
 
 
 @pytest.mark.parametrize(

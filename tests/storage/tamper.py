@@ -16,7 +16,9 @@ from pathlib import Path
 import psycopg
 from sqlalchemy.engine import make_url
 
-PROBLEM_PREFIXES = ("forged:", "deleted:", "inserted:", "missing:", "truncated:")
+from storage.ledger import Ledger
+
+PROBLEM_PREFIXES = ("forged:", "deleted:", "inserted:", "missing:", "truncated:", "refused:")
 
 
 def sqlite3_cli(db: Path, sql: str) -> subprocess.CompletedProcess[str]:
@@ -52,9 +54,16 @@ class Tamperer:
             pg_superuser(self.url, sql)
 
 
-def verify_cli(url: str, blobs: str, *args: str) -> tuple[int, list[str], str]:
-    """`flightlog ledger verify` as a user runs it: exit code, its problem lines, all of stdout."""
+def held(ledger: Ledger) -> dict[str, bytes]:
+    """The chain keys the Ledger was written with (the test's FLIGHTLOG_HOME)."""
+    return ledger.keys.held() if ledger.keys is not None else {}
+
+
+def verify_cli(url: str, blobs: str, *args: str, home: str | None = None) -> tuple[int, list[str], str]:
+    """`flightlog ledger verify` as a user runs it, on the machine that wrote the Ledger (its
+    FLIGHTLOG_HOME holds the chain keys; `home` names another): exit code, problem lines, stdout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
+    env["FLIGHTLOG_HOME"] = home or os.environ["FLIGHTLOG_HOME"]
     done = subprocess.run(
         [sys.executable, "-m", "flightlog", "ledger", "verify", "--ledger", url, "--blobs", blobs, *args],
         capture_output=True,

@@ -19,7 +19,7 @@ from storage.rows import COLUMNS, to_row
 from storage.schema import EventRow, metadata
 from tests.storage.factory import event
 
-LEDGER_TABLES = {"events", "blobs", "batches", "positions"}
+LEDGER_TABLES = {"events", "blobs", "batches", "positions", "token_uses", "chain_keys"}
 
 
 def test_a_blank_database_is_created_at_the_newest_revision(ledger_url: str, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from storage.ledger import Ledger, open_ledger
 from storage.migrate import migrate
 from storage.rows import COLUMNS
 from tests.storage.factory import batch, event, legacy_append
-from tests.storage.tamper import Tamperer, heads, verify_cli
+from tests.storage.tamper import Tamperer, heads, held, verify_cli
 
 PER_BATCH = 3
 COLS = ", ".join(COLUMNS)
@@ -46,7 +46,7 @@ def ledger(ledger_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def problems(ledger: Ledger, anchors: tuple[str, ...] = ()) -> list[str]:
     with ledger.engine.connect() as conn:
-        return verify_chain(conn, anchors).problems
+        return verify_chain(conn, anchors, keys=held(ledger)).problems
 
 
 def replace_sql(tamper: Tamperer) -> str:
@@ -181,7 +181,8 @@ def test_a_removed_tail_is_found_against_a_printed_head(ledger_url: str, tmp_pat
     assert late != early and f"head test #5 {late}" in out
     Tamperer(ledger_url).run(
         "DELETE FROM events WHERE event_id IN ('ev-000009', 'ev-000010', 'ev-000011', 'ev-000012',"
-        " 'ev-000013', 'ev-000014'); DELETE FROM batches WHERE collector = 'test' AND chain_index > 3",
+        " 'ev-000013', 'ev-000014'); DELETE FROM batches WHERE collector = 'test' AND chain_index > 3;"
+        " UPDATE positions SET position = 3 WHERE collector = 'test'",
         drop=("events_no_delete", "batches_no_delete"),
     )
     assert verify_cli(ledger_url, blobs)[:2] == (0, [])
@@ -204,15 +205,18 @@ def test_batches_from_before_the_chain_are_counted_and_sealed(ledger_url: str, t
     opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
     opened.append(batch([event(i) for i in range(2, 5)], position=2))
     with opened.engine.connect() as conn:
-        report = verify_chain(conn)
+        report = verify_chain(conn, keys=held(opened))
     assert (report.problems, report.legacy_events, report.chained_events) == ([], 2, 3)
     tamper = Tamperer(ledger_url)
     tamper.run("UPDATE batches SET position = 7 WHERE chain_index IS NULL", drop=("batches_no_update",))
     tamper.run(f"INSERT INTO events ({COLS}) {copy_of('ev-000001', event_id="'ev-slipped'")}")
     assert problems(opened) == [
+        "inserted: a batch row from before the chain was added, removed or rewritten after keyed"
+        " chains began (then 1 rows, now 1)",
         "forged: batch #1 of test: its batch row or its order does not match its digest"
         " (chained to the one before)",
         "inserted: 1 events outside the chain beyond the 2 recorded before it began",
+        "forged: collector test's delivered position (2) is not its newest batch's (7)",
     ]
     opened.close()
 
@@ -244,14 +248,15 @@ def test_every_column_reads_back_to_the_digest_it_was_written_with(ledger_url: s
     )
     opened.append(batch([full, event(1, payload=None, cost_usd=0.1 + 0.2), event(2, payload=b"")]))
     with opened.engine.connect() as conn:
-        report = verify_chain(conn)
+        report = verify_chain(conn, keys=held(opened))
     assert (report.problems, report.chained_events) == ([], 3)
     opened.close()
 
 
-def rechain(ledger: Ledger, tamper: Tamperer, start: int) -> None:
+def rechain(ledger: Ledger, tamper: Tamperer, start: int, key: bytes | None = None) -> None:
     """What an attacker who knows the algorithm does after editing a row: recompute the leaves and
-    digests of batch `start` and every later one, so each link checks out again."""
+    digests of batch `start` and every later one, so each link checks out again, with the
+    collector's chain `key` when the attacker holds it too (else plain digests, all it can make)."""
     from storage import chain
 
     with ledger.engine.connect() as conn:
@@ -270,9 +275,16 @@ def rechain(ledger: Ledger, tamper: Tamperer, start: int) -> None:
                 by_id = {r[0]: tuple(r[1:]) for r in found}
                 leaves = [chain.stored_leaf(by_id[n], cols) for n in names]
                 head = chain.header(
-                    collector, index, position, batch_id, chain.time_text(committed), cols, len(names)
+                    collector,
+                    index,
+                    position,
+                    batch_id,
+                    chain.time_text(committed),
+                    cols,
+                    len(names),
+                    keyed=key is not None,
                 )
-                digest = chain.digest(previous, head, leaves)  # type: ignore[arg-type]
+                digest = chain.digest(previous, head, leaves, key)  # type: ignore[arg-type]
                 prefixes = "".join(leaf[:8].hex() for leaf in leaves)  # type: ignore[index]
                 tamper.run(
                     f"UPDATE batches SET digest = '{digest}', event_leaves = '{prefixes}'"
@@ -282,16 +294,29 @@ def rechain(ledger: Ledger, tamper: Tamperer, start: int) -> None:
             previous = digest
 
 
-def test_a_chain_rewritten_after_a_forgery_is_found_against_a_kept_head(
-    ledger: Ledger, ledger_url: str
-) -> None:
-    """A superuser edits a row and recomputes every digest from there on: each link checks out
-    (verify alone cannot tell), but the head printed before is no longer in the chain."""
-    with ledger.engine.connect() as conn:
-        kept = verify_chain(conn).heads[0].digest
+def test_a_chain_rewritten_without_the_key_is_found_by_verify_alone(ledger: Ledger, ledger_url: str) -> None:
+    """A superuser edits a row and recomputes every digest from there on, as the chain's algorithm
+    says but without the collector's key: every digest it recomputed is refused (the issue: such a
+    chain verified "ok" before its digests were keyed)."""
     tamper = Tamperer(ledger_url)
     tamper.run("UPDATE events SET status = 201 WHERE event_id = 'ev-000005'", drop=("events_no_update",))
     rechain(ledger, tamper, start=2)
+    assert problems(ledger) == [
+        f"forged: batch #{i} of test: its batch row or its order does not match its digest"
+        " (chained to the one before)"
+        for i in range(2, 7)
+    ]
+
+
+def test_a_chain_rewritten_with_the_key_is_found_against_a_kept_head(ledger: Ledger, ledger_url: str) -> None:
+    """An attacker holding the database and the collector's key rewrites a row and recomputes every
+    digest from there on: each link checks out (verify alone cannot tell, as README says), but the
+    head printed before is no longer in the chain."""
+    with ledger.engine.connect() as conn:
+        kept = verify_chain(conn, keys=held(ledger)).heads[0].digest
+    tamper = Tamperer(ledger_url)
+    tamper.run("UPDATE events SET status = 201 WHERE event_id = 'ev-000005'", drop=("events_no_update",))
+    rechain(ledger, tamper, start=2, key=held(ledger)["test"])
     assert problems(ledger) == []
     assert problems(ledger, (kept,)) == [
         f"truncated: head {kept} is no longer in any chain"

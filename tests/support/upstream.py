@@ -272,8 +272,8 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for localhost / 127.0.0.1 and its key (PEM files)."""
+def self_signed(directory: Path, addresses: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """A certificate for localhost / 127.0.0.1 (and `addresses`) and its key (PEM files)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -292,7 +292,10 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
         .not_valid_after(now + datetime.timedelta(days=30))
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                [
+                    x509.DNSName("localhost"),
+                    *(x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", *addresses)),
+                ]
             ),
             critical=False,
         )
@@ -310,15 +313,15 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 
 
 @contextmanager
-def upstream(tls_dir: Path | None = None, port: int = 0) -> Iterator[Upstream]:
-    """An upstream on a free loopback port (or `port`, to come back where a recording expects it);
-    HTTPS with a self-signed cert when `tls_dir` is given."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), BaseHTTPRequestHandler)
+def upstream(tls_dir: Path | None = None, port: int = 0, host: str = "127.0.0.1") -> Iterator[Upstream]:
+    """An upstream on a free loopback port (or `port`, to come back where a recording expects it;
+    `host`, to be reached from elsewhere); HTTPS with a self-signed cert when `tls_dir` is given."""
+    server = ThreadingHTTPServer((host, port), BaseHTTPRequestHandler)
     server.daemon_threads = True
     up = Upstream(server, "https" if tls_dir else "http")
     server.RequestHandlerClass = _handler(up)
     if tls_dir is not None:
-        cert, key = self_signed(tls_dir)
+        cert, key = self_signed(tls_dir, (host,) if host != "127.0.0.1" else ())
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         server.socket = context.wrap_socket(server.socket, server_side=True)

@@ -5,8 +5,8 @@ payload's when the client left before the end; the payload is what the upstream 
 `client_left_ms`: when the client left while its answer was still due, milliseconds after its
 request started. Null where unknown (every event recorded before this revision).
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,337 @@
+"""The egress policy addon: every call an agent sends is judged before it goes upstream.
+
+A thin mitmproxy shell over `egress` (the rules engine, tested without a proxy). It judges exactly
+what capture records (flows capture skips, the proxy's own routes and a hop between our own
+listeners, are not judged twice), on every listener: forward, requests inside CONNECT tunnels,
+reverse and model API listeners, a sealed command's TUN. Where:
+
+- a request, in the `request` hook before capture's (`Egress.bodies`), when its body is read and
+  before anything is forwarded (capture hands stream-looking requests to its relay there); an MCP
+  `tools/call` in the body is judged by tool name and arguments;
+- a request whose body is streamed through unread (over the size limit), in `requestheaders`:
+  mitmproxy cannot answer a request it streams, so a refused one has its connection closed;
+- a CONNECT, when the policy can decide by host and caller alone (`Policy.judge_host`), before the
+  tunnel opens; otherwise the tunnel opens and each request in it is judged;
+- in a sealed command's TUN (`flightlog run --sealed`): a DNS question by its name; a connection
+  that is not HTTP (raw TCP, UDP other than DNS) is refused: nothing else can be carried and judged.
+
+A refused call gets a clear answer at once (`egress.answers`: a 403 naming the rule, a JSON-RPC
+error for a `tools/call`) and a `policy.refused` event names the rule and limit, in the call's
+action beside what capture records of it (`recording.refusal_events`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from addons.egress_connections import EgressConnections, from_tun
+from egress.answers import HEADER, http_body, jsonrpc_body
+from egress.asks import AskBook
+from egress.budgets import BudgetBook
+from egress.errors import PolicyFileError
+from egress.gate import Gate
+from egress.live import RETIRED_FILE, LivePolicy
+from egress.mcp_calls import tool_calls
+from egress.patterns import normalize_host
+from egress.policy_file import FILE_NAME
+from egress.rules import Call, Decision
+from recording import identity as ident
+from recording.action_ids import action_id
+from recording.capture_setup import default_urls
+from recording.records import Exchange, RefusalRecord
+from storage.locations import flightlog_home
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from mitmproxy import http
+    from mitmproxy.addonmanager import Loader
+
+    from addons.capture import Capture
+
+log = logging.getLogger("flightlog.egress")
+
+META_EXCHANGE = "flightlog.exchange"
+"""Capture's record of a flow's exchange (`addons.capture`): present exactly when it records the flow."""
+META_JUDGED = "flightlog.egress.judged"
+META_MODEL = "flightlog.egress.model"
+JSON_TYPES = ("application/json", "application/json-rpc")
+Rpc = tuple[list[Any], bool]
+"""The JSON-RPC ids of a body's calls (to answer each) and whether it was a batch."""
+
+
+class Egress:
+    """Holds the gate; its hooks run after capture's, but for `request` (see `bodies`)."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+        self.gate: Gate | None = None
+        self.tun_identity = ident.EMPTY
+        self.bodies = EgressBodies(self)
+        self.connections = EgressConnections(self)
+        """Its hooks for what is not HTTP (a sealed command's DNS and raw connections)."""
+        self._watch: asyncio.Task[None] | None = None
+        self.looks_itself = True
+        """Looks at its policy file once a second itself; False in a worker, whose supervisor looks
+        for every worker and nudges it (`look_at_files`), as for capture's files."""
+
+    # -- options -----------------------------------------------------------------------------------
+
+    def load(self, loader: Loader) -> None:
+        loader.add_option(
+            "flightlog_policy",
+            str,
+            "",
+            f"Egress policy file (default: FLIGHTLOG_HOME/{FILE_NAME}; none there: no policy).",
+        )
+        loader.add_option(
+            "flightlog_tun_identity",
+            str,
+            "",
+            "Identity (agent=A;session=S;task=T) filed on calls from a TUN listener (a sealed command).",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        from mitmproxy import ctx, exceptions
+
+        opts = ctx.options
+        if "flightlog_tun_identity" in updated:
+            self.tun_identity = ident.parse_user(opts.flightlog_tun_identity)
+        if self.gate is not None and not updated & {"flightlog_policy", "flightlog_ledger"}:
+            return
+        home = flightlog_home()
+        path = Path(opts.flightlog_policy).expanduser() if opts.flightlog_policy else home / FILE_NAME
+        if opts.flightlog_policy and not path.is_file():
+            raise exceptions.OptionsError(f"egress policy file not found: {path}")
+        try:
+            live = LivePolicy(path, home)
+        except PolicyFileError as e:
+            raise exceptions.OptionsError(str(e)) from e
+        ledger = opts.flightlog_ledger or default_urls()[0]
+        if self.gate is not None and self.gate.budgets is not None:
+            self.gate.budgets.close()
+        self.gate = Gate(live, AskBook(home), BudgetBook(ledger))
+
+    async def running(self) -> None:
+        if self.gate is not None:
+            if self.looks_itself:
+                self._watch = asyncio.create_task(self.gate.live.run())
+            policy = self.gate.live.policy
+            if not policy.empty:
+                log.info(
+                    "flightlog: egress policy %s: %d rules, %d budgets, %d rates, default %s",
+                    policy.source,
+                    len(policy.rules),
+                    len(policy.budgets),
+                    len(policy.rates),
+                    policy.default,
+                )
+
+    def look_at_files(self) -> None:
+        """A watched file changed (a worker's supervisor saw it): capture looks at its own (secrets,
+        prices), then the policy is re-read if one of its files moved."""
+        self.capture.look_at_files()
+        if self.gate is not None:
+            self.gate.live.look()
+
+    def done(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+        if self.gate is not None and self.gate.budgets is not None:
+            self.gate.budgets.close()
+
+    # -- tunnels ---------------------------------------------------------------------------------
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """Refuse a tunnel before it opens when its host (and caller) decide (`Policy.judge_host`)."""
+        gate = self.gate
+        if gate is None or gate.idle:
+            return
+        request = flow.request
+        who = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
+        call = Call("connect", normalize_host(request.host), request.port, "CONNECT", "", *_who(who))
+        decision = gate.live.policy.judge_host(call)
+        if decision is None or decision.action != "deny":
+            return
+        url = f"{request.host}:{request.port}"
+        exchange = Exchange(action_id(flow.id, flow.timestamp_created), "out", "CONNECT", url, call.host, who)
+        body = http_body(decision, call)
+        flow.response = _response(403, body)
+        self.record_refusal(exchange, decision, 403, None, body, attempt=True)
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """A sealed command's request is filed under its identity (where the request names none
+        itself); a request whose body capture streams through unread is judged now (no body to read)."""
+        exchange = flow.metadata.get(META_EXCHANGE)
+        if exchange is None:
+            return None
+        if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
+            exchange = replace(exchange, identity=exchange.identity.over(self.tun_identity))
+            flow.metadata[META_EXCHANGE] = exchange
+        if not flow.request.stream or self.gate is None or self.gate.idle:
+            return None
+        flow.metadata[META_JUDGED] = True
+        return self._judge(flow, exchange, [_call(flow, exchange)], None)
+
+    def judge_request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """The `request` hook (run before capture's): judge the call, or each `tools/call` in it."""
+        gate = self.gate
+        if gate is None or gate.idle or flow.response is not None or flow.metadata.get(META_JUDGED):
+            return None
+        exchange = flow.metadata.get(META_EXCHANGE)
+        if exchange is None:
+            return None
+        call = _call(flow, exchange)
+        found = None
+        if gate.live.policy.reads_mcp and call.method == "POST":
+            ctype = flow.request.headers.get("content-type", "")
+            if not ctype or ctype.split(";", 1)[0].strip().lower() in JSON_TYPES:
+                found = tool_calls(flow.request.raw_content)
+        if not found:
+            return self._judge(flow, exchange, [call], None)
+        body = flow.request.raw_content or b""
+        rpc = ([c.id for c in found if c.id is not None], body.lstrip()[:1] == b"[")
+        calls = [replace(call, tool=c.name, arguments=c.arguments) for c in found]
+        return self._judge(flow, exchange, calls, rpc)
+
+    def _judge(
+        self, flow: http.HTTPFlow, exchange: Exchange, calls: list[Call], rpc: Rpc | None
+    ) -> Awaitable[None] | None:
+        """Judge `calls` in turn (the `tools/call`s of one body); the first refusal answers the request."""
+        assert self.gate is not None
+        for i, call in enumerate(calls):
+            if call.model_call and self.gate.live.policy.budgets:
+                flow.metadata[META_MODEL] = exchange.flow_id
+            decision, waits = self.gate.first(call)
+            if waits:
+                return self._judge_later(flow, exchange, calls[i:], decision, rpc)
+            if decision.refused:
+                self._refuse(flow, exchange, call, decision, rpc)
+                return None
+        return None
+
+    async def _judge_later(
+        self, flow: http.HTTPFlow, exchange: Exchange, calls: list[Call], decision: Decision, rpc: Rpc | None
+    ) -> None:
+        """The first of `calls` waits (a budget, an operator); the rest are judged after it."""
+        assert self.gate is not None
+        decision = await self.gate.finish(calls[0], decision)
+        if decision.refused:
+            self._refuse(flow, exchange, calls[0], decision, rpc)
+            return
+        rest = self._judge(flow, exchange, calls[1:], rpc)
+        if rest is not None:
+            await rest
+
+    def _refuse(
+        self,
+        flow: http.HTTPFlow,
+        exchange: Exchange,
+        call: Call,
+        decision: Decision,
+        rpc: Rpc | None,
+    ) -> None:
+        if flow.request.stream:  # streamed through unread: mitmproxy cannot answer it; close it
+            decision = Decision(
+                decision.action,
+                decision.rule,
+                decision.limit + " (its body, over the size limit, was being streamed: connection closed)",
+                details=decision.details,
+            )
+            flow.kill()
+            self.record_refusal(exchange, decision, None, call.tool, b"")
+            return
+        if rpc is not None and call.tool is not None:
+            ids, batch = rpc
+            body = jsonrpc_body(ids, decision, call, batch)
+            status = 200 if ids else 202
+            flow.response = _response(status, body if ids else b"")
+        else:
+            status, body = 403, http_body(decision, call)
+            flow.response = _response(403, body)
+        flow.response.headers[HEADER] = decision.rule
+        self.record_refusal(exchange, decision, status, call.tool, body)
+
+    def record_refusal(
+        self,
+        exchange: Exchange,
+        decision: Decision,
+        status: int | None,
+        tool: str | None,
+        body: bytes,
+        attempt: bool = False,
+    ) -> None:
+        log.info(
+            "flightlog: refused %s %s: rule %s: %s",
+            exchange.method,
+            exchange.url,
+            decision.rule,
+            decision.limit,
+        )
+        record = RefusalRecord(
+            exchange, time.time(), decision.rule, decision.limit, status, tool, body, attempt
+        )
+        self.capture.put(record)
+
+    # -- answers -----------------------------------------------------------------------------------
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._answered(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._answered(flow)
+
+    def _answered(self, flow: http.HTTPFlow) -> None:
+        """A model call under a budget ended: its usage reaches the Ledger soon (`egress.budgets`)."""
+        model_action = flow.metadata.pop(META_MODEL, None)
+        if model_action is not None and self.gate is not None and self.gate.budgets is not None:
+            self.gate.budgets.answered(model_action)
+
+
+class EgressBodies:
+    """`Egress`'s `request` hook, placed before capture's: judged with the body read, and before
+    capture may hand a stream-looking request to its relay."""
+
+    def __init__(self, egress: Egress) -> None:
+        self.egress = egress
+
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return self.egress.judge_request(flow)
+
+
+def _who(who: ident.Identity) -> tuple[str | None, str | None, str | None]:
+    return who.agent, who.session, who.task
+
+
+def _call(flow: http.HTTPFlow, exchange: Exchange) -> Call:
+    request = flow.request
+    return Call(
+        "http",
+        normalize_host(request.host),
+        request.port,
+        request.method,
+        request.path,
+        *_who(exchange.identity),
+    )
+
+
+def _response(status: int, body: bytes) -> http.Response:
+    from mitmproxy import http
+
+    headers = {"Content-Type": "application/json"} if body else {}
+    return http.Response.make(status, body, headers)
+
+
+def watched_files(opts: Any) -> list[Path]:
+    """The files a change of which changes the policy: the policy file (named, or the default one,
+    which may appear later) and the retired-hosts list (what a worker asks its supervisor to watch)."""
+    home = flightlog_home()
+    policy = Path(opts.flightlog_policy).expanduser() if opts.flightlog_policy else home / FILE_NAME
+    return [policy, home / RETIRED_FILE]

@@ -1,0 +1,15 @@
+"""Errors of the egress policy. Each message is one line an operator can act on."""
+
+from __future__ import annotations
+
+
+class EgressError(Exception):
+    """Base of every error the egress policy raises."""
+
+
+class PolicyFileError(EgressError):
+    """The policy file cannot be read, or says something that is not a policy (the line names where)."""
+
+
+class AskError(EgressError):
+    """An approval that cannot be given: no such pending request, or it was already answered."""

@@ -1,0 +1,243 @@
+"""`flightlog run --sealed -- COMMAND`: the command's only way out is flightlog.
+
+The command runs in a network namespace of its own (Linux). Its default route, IPv4 and IPv6, is a
+TUN device whose other end is mitmproxy's TUN mode in a proxy started for this command: every TCP
+connection and UDP datagram the command sends, whatever the client (Node's `fetch`, `node:http`,
+`curl --noproxy '*'`, a raw socket), ends in the proxy, which records HTTP (and TLS it can open with
+its CA) and judges it by the egress policy; DNS is answered there; anything else is refused and
+recorded as such (`addons.egress_policy`). Proxy-aware clients use the proxy variables as under a plain
+`run`: the proxy's ports are listening sockets inside the namespace, relayed to the proxy
+(`flightlog.port_relay`). The command cannot read FLIGHTLOG_HOME (hidden under an empty tmpfs): the
+policy, the approvals, the keys and the Ledger stay the operator's.
+
+How (the device is made where mitmproxy can make it, then handed over): the proxy creates the TUN
+device `fltPID` in our namespace; the helper `flightlog.sealed_child` leaves for new namespaces,
+listens on the proxy's ports there and hands the sockets over; we move the device into its
+namespace (`ip link set DEV netns PID`); it addresses the device, routes through it and becomes the
+command.
+
+It needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN where the proxy runs): mitmproxy's TUN mode creates
+its device in the proxy's own namespace and cannot take one made elsewhere (a user namespace can
+make a TUN device only in a network namespace it owns, which the proxy, whose upstream connections
+need the host's network, is not in). Where sealing is impossible, one line says why and nothing runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
+
+from flightlog import port_relay, proxy_process
+from flightlog.errors import CommandError
+from flightlog.sealed_child import GATEWAY_V4, PLAN_VARIABLE
+
+if TYPE_CHECKING:
+    from addons.proxy_env import ProxyState
+
+TUN_DEVICE: Final = "/dev/net/tun"
+Way = Literal["tun", "userns"]
+WITHOUT_TUN: Final = (
+    "run --sealed: not root, so no TUN device: the command's only way out is the proxy's ports; a "
+    "client that ignores the proxy variables cannot connect, and its attempt is not recorded"
+)
+HANDSHAKE_TIMEOUT: Final = 15.0
+_CAP_NET_ADMIN: Final = 12
+_CAP_SYS_ADMIN: Final = 21
+
+
+def how() -> tuple[Way | None, str]:
+    """How this process can seal a command (`tun`, `userns`), or (None, why it cannot)."""
+    if not sys.platform.startswith("linux"):
+        return None, "sealing needs Linux network namespaces"
+    if shutil.which("ip") is None:
+        return None, "the 'ip' command (iproute2) is needed and is not on PATH"
+    if _has_capabilities(_CAP_NET_ADMIN, _CAP_SYS_ADMIN):
+        if os.path.exists(TUN_DEVICE):
+            return "tun", ""
+        return None, f"there is no {TUN_DEVICE} (load the tun module, or give the container the device)"
+    if _user_namespaces():
+        return "userns", ""
+    return None, (
+        "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) for a TUN device, or, without root, user "
+        "namespaces, which this kernel does not allow (sysctl user.max_user_namespaces, "
+        "kernel.unprivileged_userns_clone, or an AppArmor or seccomp profile)"
+    )
+
+
+def why_not() -> str | None:
+    """Why this process cannot seal with a TUN device (None: it can)."""
+    way, reason = how()
+    if way == "tun":
+        return None
+    return reason or (
+        "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN): mitmproxy's TUN mode makes its device in the "
+        "proxy's own network namespace, which a user namespace cannot lend"
+    )
+
+
+def _user_namespaces() -> bool:
+    """Whether this process may make a user namespace (tried: sysctls, AppArmor and seccomp all say)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return False
+    done = subprocess.run([unshare, "--user", "--net", "true"], capture_output=True)
+    return done.returncode == 0
+
+
+def _has_capabilities(*caps: int) -> bool:
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        return os.geteuid() == 0
+    for line in text.splitlines():
+        if line.startswith("CapEff:"):
+            effective = int(line.split()[1], 16)
+            return all(effective >> cap & 1 for cap in caps)
+    return os.geteuid() == 0
+
+
+def loopback_resolver(resolv_conf: Path = Path("/etc/resolv.conf")) -> bool:
+    """Whether the host resolves names through a loopback address, which a new namespace lacks."""
+    try:
+        lines = resolv_conf.read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "nameserver":
+            with contextlib.suppress(ValueError):
+                if ipaddress.ip_address(parts[1].split("%")[0]).is_loopback:
+                    return True
+    return False
+
+
+def seal(
+    command: Sequence[str],
+    options: Sequence[str],
+    identity: str,
+    home: Path,
+    child_env: Mapping[str, str],
+    build_env: Callable[[ProxyState, Path], Mapping[str, str]],
+) -> int:
+    """Run `command` sealed; its exit code (128+N when killed by signal N). `build_env(state, ca)`
+    gives the variables for a proxy state and a CA file (those of a plain `run`)."""
+    way, reason = how()
+    if way is None:
+        raise CommandError(f"run --sealed: cannot seal here: {reason}")
+    if shutil.which(command[0], path=child_env.get("PATH")) is None and not os.path.exists(command[0]):
+        raise CommandError(f"command not found: {command[0]}")
+    device = f"flt{os.getpid()}"[:15] if way == "tun" else None
+    state_name = f"sealed-{os.getpid()}.json"
+    args = [*options, "--state-file", state_name]
+    if device is not None:
+        args += ["--mode", f"tun:{device}"] + (
+            ["--set", f"flightlog_tun_identity={identity}"] if identity else []
+        )
+    else:
+        print(f"flightlog {WITHOUT_TUN}", file=sys.stderr)
+    proxy = proxy_process.spawn(proxy_process.child_env(), options=args)
+    scratch = Path(tempfile.mkdtemp(prefix="flightlog-sealed-"))
+    try:
+        state = proxy_process.wait_for_state(home, proxy, name=state_name)
+        ca = scratch / "ca.pem"  # FLIGHTLOG_HOME is hidden inside: the CA travels beside it
+        shutil.copyfile(state.ca, ca)
+        os.chmod(scratch, 0o755)
+        ca.chmod(0o644)
+        env = {**child_env, **build_env(state, ca)}
+        listeners = [x for x in state.listeners if x.mode.startswith(("regular", "reverse"))]
+        ports = [x.port for x in listeners]
+        plan = {
+            "command": list(command),
+            "ports": ports,
+            "tun": device,
+            "userns": None if device else [os.getuid(), os.getgid()],
+            "hide": [str(home)],
+            "nameserver": GATEWAY_V4 if device and loopback_resolver() else None,
+        }
+        return asyncio.run(_run(plan, env, [("127.0.0.1", p) for p in ports]))
+    finally:
+        proxy_process.stop(proxy)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def _run(plan: dict[str, object], env: Mapping[str, str], targets: list[tuple[str, int]]) -> int:
+    ours, theirs = socket.socketpair()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "flightlog.sealed_child",
+        str(theirs.fileno()),
+        pass_fds=[theirs.fileno()],
+        env={**env, PLAN_VARIABLE: json.dumps(plan)},
+    )
+    theirs.close()
+    loop = asyncio.get_running_loop()
+    relays: list[port_relay.PortRelay] = []
+    try:
+        fds = await _handshake(ours, proc, str(plan["tun"] or ""))
+        for fd, target in zip(fds, targets, strict=True):
+            relays.append(port_relay.PortRelay(socket.socket(fileno=fd), target))
+            await relays[-1].start()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, _forward, proc, sig)
+        code = await proc.wait()
+    finally:
+        ours.close()
+        for relay in relays:
+            await relay.close()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return 128 - code if code < 0 else code
+
+
+async def _handshake(link: socket.socket, proc: asyncio.subprocess.Process, device: str) -> list[int]:
+    """The helper's listening sockets, once the TUN device is in its namespace and routed."""
+    link.settimeout(HANDSHAKE_TIMEOUT)
+
+    def talk() -> list[int]:
+        message, fds, _, _ = socket.recv_fds(link, 1024, 16)
+        if message != b"listening":
+            raise CommandError(f"run --sealed: {_said(message, proc)}")
+        if device:  # without a TUN device (not root): nothing to move, the namespace has no route
+            moved = subprocess.run(
+                ["ip", "link", "set", device, "netns", str(proc.pid)], capture_output=True, text=True
+            )
+            if moved.returncode:
+                raise CommandError(
+                    f"run --sealed: cannot move {device} into the namespace: {moved.stderr.strip()}"
+                )
+        link.sendall(b"moved")
+        answer = link.recv(1024)
+        if answer != b"ready":
+            raise CommandError(f"run --sealed: {_said(answer, proc)}")
+        return fds
+
+    try:
+        return await asyncio.to_thread(talk)
+    except TimeoutError as e:
+        raise CommandError(f"run --sealed: the namespace was not ready within {HANDSHAKE_TIMEOUT:g} s") from e
+
+
+def _said(message: bytes, proc: asyncio.subprocess.Process) -> str:
+    text = message.decode(errors="replace").strip()
+    if text.startswith("error: "):
+        return f"cannot seal: {text[len('error: ') :]}"
+    return f"the sealing helper stopped ({text or 'no answer'})"
+
+
+def _forward(proc: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(sig)

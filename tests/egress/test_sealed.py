@@ -1,0 +1,193 @@
+"""`flightlog run --sealed`: real programs that ignore the proxy variables, inside the namespace.
+
+Node 20's `fetch` (TLS) and `node:http`, `curl --noproxy '*'`, a raw socket speaking HTTP by hand:
+each is caught by the TUN and recorded under the run's identity. curl through the proxy variables
+is recorded once. A raw socket speaking anything else, and UDP other than DNS, are refused
+(closed, nothing forwarded) and recorded as refusals. DNS answers inside as outside, but a name the
+policy refuses outright is refused (REFUSED) and recorded. FLIGHTLOG_HOME is empty inside.
+Where this process cannot seal (not root), the command must not run at all: one line says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flightlog.sealed import why_not
+from storage.ledger import Ledger, open_ledger
+from tests.egress import sealed_probe
+from tests.support.upstream import Upstream, upstream
+
+PROBE = Path(sealed_probe.__file__)
+POLICY = """
+[[rule]]
+name = "no-blocked-path"
+action = "deny"
+paths = ["/blocked*"]
+
+[[rule]]
+name = "no-denied-host"
+action = "deny"
+hosts = ["denied.example"]
+"""
+
+
+def host_address() -> str:
+    """This machine's first global IPv4 address: what a sealed command reaches through the TUN (its
+    own 127.0.0.1 is the namespace's loopback)."""
+    out = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True
+    )
+    for line in out.stdout.splitlines():
+        return line.split()[3].split("/")[0]
+    raise AssertionError("the machine has no global IPv4 address for a sealed command to reach")
+
+
+def sealed(
+    home: Path, ledger_url: str, *args: str, launcher: list[str] | None = None, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    base |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, **({"PATH": path} if path else {})}
+    command = [*(launcher or []), sys.executable, "-m", "flightlog", "run", "--sealed", *args]
+    return subprocess.run(command, env=base, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture
+def upstreams(tmp_path: Path) -> Iterator[tuple[str, Upstream, Upstream]]:
+    address = host_address()
+    with upstream(host=address) as plain, upstream(tmp_path, host=address) as tls:
+        yield address, plain, tls
+
+
+DROPPED = [shutil.which("setpriv") or "setpriv", "--bounding-set", "-net_admin,-sys_admin", "--"]
+"""Root without the capabilities a TUN device needs: sealing as a user who is not root would."""
+
+
+def test_where_it_cannot_seal_nothing_runs(tmp_path: Path) -> None:
+    """Neither root nor user namespaces (here: the capabilities dropped and no `unshare` to make a
+    user namespace with): one line says why and the command never runs. A command that does not
+    exist is refused before anything starts."""
+    marker = tmp_path / "ran"
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ip").symlink_to(shutil.which("ip") or "/usr/sbin/ip")
+    done = sealed(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", "--", "/usr/bin/touch", str(marker),
+                  launcher=DROPPED, path=str(tools))  # fmt: skip
+    assert done.returncode == 1 and not marker.exists(), done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("flightlog: run --sealed: cannot seal here: it needs root (CAP_NET_ADMIN")
+    assert "or, without root, user namespaces" in line
+    done = sealed(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}", "--", "no-such-command-here")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == "flightlog: command not found: no-such-command-here"
+
+
+def test_without_root_only_the_proxys_ports_lead_out(
+    tmp_path: Path, upstreams: tuple[str, Upstream, Upstream]
+) -> None:
+    """Not root (capabilities dropped), user namespaces allowed: the command runs in a user and
+    network namespace whose only way out is the proxy's ports, said in one line first. A client
+    using the proxy variables is recorded; one that ignores them cannot connect at all (nothing
+    reaches the upstream); FLIGHTLOG_HOME is hidden as with a TUN device."""
+    address, plain, _ = upstreams
+    probe = (
+        f"curl -s -o /dev/null -w '%{{http_code}}' http://{address}:{plain.port}/fixed?c=proxied; echo;"
+        f"curl -s -m 5 --noproxy '*' http://{address}:{plain.port}/fixed?c=direct; echo direct=$?;"
+        'ls -A "$FLIGHTLOG_HOME" | wc -l'
+    )
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    done = sealed(
+        tmp_path / "home", ledger_url, "--agent", "nonroot", "--", "sh", "-c", probe, launcher=DROPPED
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["200", "direct=7", "0"]
+    assert "not root, so no TUN device: the command's only way out is the proxy's ports" in done.stderr
+    assert [p for _, p, _, _ in plain.received] == ["/fixed?c=proxied"]
+    ledger = open_ledger(ledger_url, (tmp_path / "home" / "blobs").as_uri())
+    try:
+        with ledger.engine.connect() as c:
+            from sqlalchemy import text
+
+            rows = c.execute(text("SELECT kind, url, agent FROM events WHERE kind = 'http.request'")).all()
+    finally:
+        ledger.close()
+    assert [(r.url.rsplit("?", 1)[1], r.agent) for r in rows] == [("c=proxied", "nonroot")]
+
+
+@pytest.mark.skipif(why_not() is not None, reason="sealing needs root here; the refusal is tested above")
+def test_every_way_out_is_recorded_or_refused_and_recorded(
+    tmp_path: Path, upstreams: tuple[str, Upstream, Upstream]
+) -> None:
+    """Run the probe sealed and compare what each client got with what the Ledger holds."""
+    address, plain, tls = upstreams
+    policy = tmp_path / "egress.toml"
+    policy.write_text(POLICY)
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    home = tmp_path / "home"
+    names = ["pypi.org", "denied.example"]
+    done = sealed(
+        home, ledger_url, "--agent", "sealy", "--session", "s-sealed", "--policy", str(policy),
+        "--upstream-ca", str(tmp_path / "upstream-cert.pem"),
+        "--", sys.executable, str(PROBE), address, str(plain.port), str(tls.port), *names,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = {}
+    for line in done.stdout.splitlines():
+        item = json.loads(line)
+        found.setdefault(item.pop("probe"), []).append(item)
+    assert found["home"] == [{"entries": []}]  # FLIGHTLOG_HOME is hidden from the command
+    for probe in ("node-fetch", "node-http", "curl-noproxy", "curl-proxy"):
+        (result,) = found[probe]
+        assert (result["code"], result["out"]) == (0, "200"), (probe, result)
+    (denied,) = found["curl-denied"]
+    assert json.loads(denied["out"])["error"]["rule"] == "no-blocked-path"
+    assert found["raw-http"] == [{"status": "200"}]
+    assert found["raw-other"] == [{"got": ""}]  # closed: nothing came back, nothing went out
+    assert found["udp"] == [{"got": None}]
+    dns = {d["name"]: d for d in found["dns"]}
+    assert dns["denied.example"]["rcode"] == 5  # REFUSED
+    outside = sealed_probe.dns("pypi.org")
+    assert (dns["pypi.org"]["rcode"], dns["pypi.org"]["addresses"]) == outside  # as outside, even a failure
+
+    seen = [p for _, p, _, _ in [*plain.received, *tls.received]]
+    assert sorted(p.split("c=")[1] for p in seen if "c=" in p) == sorted(
+        ["node-fetch", "node-http", "curl-noproxy", "curl-proxy", "raw-http"]
+    )
+    assert not [p for p in seen if p.startswith("/blocked")]
+    assert not [h for _, _, h, b in plain.received if b"SSH-2.0" in h + b]
+
+    ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
+    try:
+        _check_ledger(ledger)
+    finally:
+        ledger.close()
+
+
+def _check_ledger(ledger: Ledger) -> None:
+    with ledger.engine.connect() as c:
+        from sqlalchemy import text
+
+        rows = c.execute(
+            text("SELECT kind, method, url, agent, session, error FROM events ORDER BY seq")
+        ).all()
+    requests = [r for r in rows if r.kind == "http.request"]
+    for client in ("node-fetch", "node-http", "curl-noproxy", "curl-proxy", "raw-http", "curl-denied"):
+        (mine,) = [r for r in requests if r.url.endswith(f"c={client}")]
+        assert (mine.agent, mine.session) == ("sealy", "s-sealed"), mine
+    rules = sorted(r.error.split(":")[0] for r in rows if r.kind == "policy.refused")
+    assert rules == ["no-blocked-path", "no-denied-host", "protocol", "protocol"]
+    protocols = sorted(
+        r.method for r in rows if r.kind == "policy.refused" and r.error.startswith("protocol:")
+    )
+    assert protocols == ["TCP", "UDP"]
+    assert all(r.agent == "sealy" for r in rows if r.kind in ("policy.refused", "connection.attempt"))
+    attempts = sorted(r.method for r in rows if r.kind == "connection.attempt")
+    assert attempts == ["DNS", "TCP", "UDP"]

@@ -1,0 +1,80 @@
+"""A coding agent under `flightlog run --sealed`: Claude Code (npm `@anthropic-ai/claude-code`,
+pinned) against a local fake Anthropic server, with a policy that allows its API and denies the
+public API host it also tries. It does its work; its model call is recorded with model and tokens
+under the run's agent; every attempt at the denied host is refused and recorded naming the rule."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from flightlog.sealed import why_not
+from storage.ledger import open_ledger
+from tests.capture.test_node_clients import _npm_install
+from tests.egress.test_sealed import host_address
+from tests.support.upstream import upstream
+
+CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
+
+
+@pytest.fixture(scope="module")
+def claude(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `claude` command, installed with npm into the test session's temporary folder."""
+    modules = _npm_install(tmp_path_factory.mktemp("npm-claude-code"), CLAUDE_CODE)
+    return modules / ".bin" / "claude"
+
+
+@pytest.mark.skipif(why_not() is not None, reason="sealing needs root here (test_sealed tests the refusal)")
+def test_claude_code_sealed_works_through_its_api_and_is_refused_elsewhere(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Claude Code answers its prompt through the fake API; the Ledger holds that call (model,
+    tokens, agent) and the refusals of its attempts at api.anthropic.com, naming the rule."""
+    address = host_address()
+    with upstream(host=address) as api:
+        policy = tmp_path / "egress.toml"
+        policy.write_text(
+            'default = "deny"\n'
+            f'[[rule]]\nname = "its-api"\naction = "allow"\nhosts = ["{address}:{api.port}"]\n'
+            '[[rule]]\nname = "no-public-api"\naction = "deny"\nhosts = ["api.anthropic.com"]\n'
+        )
+        home, ledger_url = tmp_path / "home", f"sqlite:///{tmp_path / 'ledger.db'}"
+        user_home = tmp_path / "user"
+        user_home.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        env |= {
+            "FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(user_home),
+            "ANTHROPIC_API_KEY": "sk-ant-test-key",
+        }  # fmt: skip
+        command = [
+            sys.executable, "-m", "flightlog", "run", "--sealed", "--agent", "claude-code",
+            "--policy", str(policy), "--ai-upstream", f"anthropic=http://{address}:{api.port}",
+            "--", str(claude), "-p", "say hi", "--output-format", "json",
+        ]  # fmt: skip
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["result"] == "Hello!" and answer["is_error"] is False
+    assert [p for m, p, _, _ in api.received if m == "POST" and p.startswith("/v1/messages")]
+
+    ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
+    try:
+        with ledger.engine.connect() as c:
+            rows = c.execute(
+                text("SELECT kind, host, url, agent, model, tokens_in, tokens_out, error FROM events")
+            ).all()
+    finally:
+        ledger.close()
+    (call,) = [r for r in rows if r.kind == "http.response" and "/v1/messages" in r.url]
+    assert (call.agent, call.host, call.tokens_in, call.tokens_out) == ("claude-code", address, 9, 4)
+    assert call.model
+    refusals = [r for r in rows if r.kind == "policy.refused"]
+    assert refusals, rows
+    assert {(r.host, r.agent) for r in refusals} == {("api.anthropic.com", "claude-code")}
+    assert all(r.error.startswith("no-public-api: deny hosts=api.anthropic.com") for r in refusals)
