@@ -61,8 +61,8 @@ class Attempts:
     def http_connect_error(self, flow: http.HTTPFlow) -> None:
         """A CONNECT mitmproxy answered itself with an error: the request and the failure."""
         request = flow.request
-        if self._ignored(request.host):
-            return
+        if self._ignored(request.host) or not flow.server_conn.error:
+            return  # no upstream connection failed: the proxy answered it (an egress refusal, recorded)
         self._served.add(flow.client_conn)
         url, host = pretty_target(request)
         who = self._identity_of(flow.client_conn)
@@ -76,9 +76,7 @@ class Attempts:
             identity=who,
         )
         server = flow.server_conn
-        why = server.error or (flow.error.msg if flow.error else None)
-        if why is None and flow.response is not None:
-            why = f"The proxy answered the CONNECT {flow.response.status_code}"
+        why = server.error
         where = f"{server.address[0]}:{server.address[1]}" if server.address else host
         self._sink(RequestRecord(exchange, request.timestamp_start, request_head(request), b""))
         self._sink(
