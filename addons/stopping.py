@@ -1,9 +1,9 @@
 """Stopping without losing an answer: no answer goes out once its record could not be kept.
 
 mitmproxy's `done` hooks run while it still listens and still serves the connections it has; the
-writer, told to stop there, drops what is put after (it can no longer promise to write it). Under
-load that was 4-8 answered exchanges lost per SIGTERM with 2 workers (answered through the drain,
-recorded nowhere, counted nowhere). So a stop runs in this order:
+writer, told to stop there, drops what is put after (it can no longer promise to write it): under
+load, exchanges answered through the drain were recorded nowhere and counted nowhere. So a stop
+runs in this order:
 
 1. the listeners close (no new connection; with `--workers` the kernel hands new ones to the others);
 2. the proxy is `closing`: a request that arrives now on a kept-alive connection is refused before
