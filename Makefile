@@ -6,6 +6,7 @@ PYTHON ?= $(shell command -v python3.12 || command -v python3.13 || command -v p
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 PACKAGES := formats storage catalog recording egress addons tui flightlog
 HOST ?= 127.0.0.1
 PORT ?= 8080
@@ -13,21 +14,28 @@ PREFIX ?= $(HOME)/.local
 
 .PHONY: run install test lint typecheck imports pytest bench venv clean
 
-$(STAMP): pyproject.toml
+# Two stamps: `make run` installs only what running needs (flightlog and its dependencies, with pip's
+# progress shown: the first install downloads about 60 packages); `make test` adds the dev extra on top.
+$(RUN_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
 		{ echo "flightlog needs Python >= 3.12 (found $$($(PYTHON) --version)); set PYTHON=..."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	@echo "flightlog: installing what running needs into $(VENV) (first run, or pyproject.toml changed)"
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
+	@echo "flightlog: installing the test and lint tools (the dev extra) into $(VENV)"
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/flightlog proxy --listen $(HOST):$(PORT)
 
 # `flightlog` on PATH: a link in $(PREFIX)/bin to this checkout's .venv (re-run after moving it).
-install: $(STAMP)
+install: $(RUN_STAMP)
 	mkdir -p $(PREFIX)/bin
 	ln -sf $(CURDIR)/$(BIN)/flightlog $(PREFIX)/bin/flightlog
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "add $(PREFIX)/bin to PATH to run flightlog";; esac
