@@ -105,32 +105,12 @@ def configure(dbapi_conn: Any) -> None:
     cur.close()
 
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-SECONDS_KEPT: Final = 4096
-"""Seconds whose text `sqlite_time` keeps (under 100 bytes each; emptied when full)."""
-_seconds: dict[int, str] = {}
-"""`YYYY-MM-DD HH:MM:SS` of the seconds recently written, by their whole seconds since the epoch."""
-
-
 def sqlite_time(at: datetime) -> str:
     """SQLAlchemy's own SQLite datetime text, `YYYY-MM-DD HH:MM:SS.ffffff`, of `at` in UTC (a naive
-    `at` is taken as UTC), so ORM and raw reads agree; also the chain's canonical time.
-
-    Every event row a SQLite writer inserts has its time written by this: an aware datetime's
-    `isoformat` costs ~1.1 us (its offset is asked for and formatted, then cut off again). The
-    events of a batch share their seconds, so the seconds' text is kept and only the microseconds
-    are formatted: ~0.6 us (bench.ledger's event rows +1.3%, 6 interleaved rounds).
-    """
-    if at.tzinfo is not UTC:
-        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    since = at - _EPOCH
-    second = since.days * 86400 + since.seconds
-    text = _seconds.get(second)
-    if text is None:
-        if len(_seconds) >= SECONDS_KEPT:
-            _seconds.clear()
-        text = _seconds[second] = at.isoformat(" ", "seconds")[:19]
-    return f"{text}.{at.microsecond:06d}"
+    `at` is taken as UTC), so ORM and raw reads agree; also the chain's canonical time."""
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at.isoformat(" ", "microseconds")
 
 
 def open_file(path: Path | str) -> sqlite3.Connection:
