@@ -161,19 +161,6 @@ def _fresh(rows: Sequence[tuple[Any, ...]], known: set[str]) -> list[tuple[Any, 
     return fresh
 
 
-TRIGGER_OFF_MIN: Final = 16
-"""Rows from which the SQLite insert switches the refuse-a-known-id trigger off for its statement.
-An INSERT trigger on this many-indexed table costs SQLite ~20 us a row (measured: 13 -> 33 ms per
-1,000), but switching it off and on again expires every statement the connection has prepared: the
-next commit compiles its five small statements again (measured at one request a commit: ~330 ->
-~145 us of CPU for them when the trigger stays on). Below ~10 rows keeping the trigger is cheaper."""
-
-
-def trigger_off(rows: int) -> bool:
-    """Whether inserting `rows` new events is worth switching the insert trigger off (`TRIGGER_OFF_MIN`)."""
-    return rows >= TRIGGER_OFF_MIN
-
-
 def _insert_events_sqlite(
     conn: Connection, rows: Sequence[tuple[Any, ...]], staged: bool
 ) -> list[tuple[Any, ...]]:
@@ -183,15 +170,13 @@ def _insert_events_sqlite(
     this same write transaction are offered, so the refuse-a-known-id trigger cannot fire. Else
     every row is offered without the lookup (in the steady state none is stored: a query a batch
     spared inside the write lock), and a stored one makes the insert fail, on the
-    trigger or, with the trigger off, the primary key: the caller runs the batch again `staged`.
-    For a batch of `TRIGGER_OFF_MIN` rows or more the trigger is off for this one statement (on
-    this connection only; every other connection and statement keeps it)."""
+    primary key: the caller runs the batch again `staged`. The refuse-a-known-id trigger is off
+    for this one statement (on this connection only; every other connection and statement keeps
+    it): this plain INSERT cannot replace a row, and the trigger's cost a row halved the event rows'
+    ingest (bench.ledger)."""
     known = _known(conn, "events", "event_id", [r[0] for r in rows]) if staged else set()
     fresh = _fresh(rows, known)
     with chain.DriverCursor(conn) as cursor:
-        if not trigger_off(len(fresh)):
-            cursor.executemany(SQLITE_INSERT, fresh)
-            return fresh
         raw = cursor.connection
         raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, False)
         try:
