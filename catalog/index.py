@@ -214,10 +214,6 @@ def recompile_section(
         section.names[i], section.normals[i] = row[NAME], row[NORM]
         section.manifest_bytes += _line_bytes(row, bundle)
         analysed.append((i, own, every))
-    in_place = n == len(remap) and all(i == j for j, i in enumerate(remap) if i >= 0)
-    spliced = _spliced(previous, fresh, analysed) if in_place else None
-    if spliced is not None:
-        return _pack(bundle, section, *spliced), warnings
     name_words = _remapped(previous.name_words, remap)
     text_words = _remapped(previous.text_words, remap)
     touched: set[str] = set()
@@ -230,24 +226,6 @@ def recompile_section(
             if w in postings:
                 postings[w].sort()
     return _pack(bundle, section, *_packed(name_words, text_words)), warnings
-
-
-def _spliced(
-    previous: SectionIndex, fresh: Sequence[int], analysed: Sequence[tuple[int, Iterable[str], Iterable[str]]]
-) -> tuple[bytes, bytes] | None:
-    """The packed name and text postings of a section whose `fresh` rows were edited in place (every
-    other row keeps its number), spliced from `previous`'s (`Postings.patched`); None when they
-    cannot be (the caller remaps every list)."""
-    name_added: dict[str, list[int]] = {}
-    text_added: dict[str, list[int]] = {}
-    for i, own, every in analysed:
-        _post(i, own, name_added)
-        _post(i, every, text_added)
-    name = previous.name_words.patched(fresh, name_added)
-    if name is None:
-        return None
-    text = previous.text_words.patched(fresh, text_added)
-    return None if text is None else (name, text)
 
 
 @dataclass(slots=True)
