@@ -48,7 +48,6 @@ from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
 from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
 from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, recompile_section
-from catalog.prescan import Prescanned
 
 if TYPE_CHECKING:
     from catalog.folder_watch import Follower
@@ -387,31 +386,15 @@ class Directory:
         *,
         message: str = "sync from folder",
         remember: bool = True,
-        prescanned: Prescanned | None = None,
     ) -> int:
         """Commit what changed in `folder` since it was last synced; returns the changes committed.
 
-        `prescanned` gives the folder's stat tags from a scan already under way (`catalog.prescan`):
-        when they equal the stored ones nothing changed and the folder is not scanned again; else
-        only the bundles whose tag moved are scanned again (the others were checked just now)."""
+        One scan stats every file; only the bundles whose stat tag moved are read."""
         known = self._guard(self._store.folder_tags) if remember else {}
-        tags = None
-        if remember and prescanned is not None:
-            self.refresh()  # the stored index loads while the child scans (reloaded below if stale)
-            tags = prescanned()
-            if tags == known:
-                return 0
-        moved: set[str] | None = None  # the bundles to scan: all, unless the child's tags say which
-        unmoved: dict[str, str] = {}  # the child's tags of the others, checked just now
-        if tags is not None:
-            moved = {b for b in set(tags) | set(known) if tags.get(b) != known.get(b)}
-            unmoved = {b: t for b, t in tags.items() if b not in moved}
         started = time.time_ns()
-        scanned = scan(folder, moved)
+        scanned = scan(folder)
         dirty = sorted(
-            b
-            for b in (set(scanned) | set(known) if moved is None else moved)
-            if b not in scanned or scanned[b].stat_tag != known.get(b)
+            b for b in set(scanned) | set(known) if b not in scanned or scanned[b].stat_tag != known.get(b)
         )
         keys = [listing.key(b) for b in dirty]
         kept = self._guard(lambda: self._store.index_data(keys)) if remember and dirty else {}
@@ -441,7 +424,7 @@ class Directory:
         if changes:
             changeset.commit(self._store, changes, None, message)
         if remember and dirty:
-            fresh = {**unmoved, **{b: f.stat_tag for b, f in scanned.items()}}
+            fresh = {b: f.stat_tag for b, f in scanned.items()}
             self._guard(lambda: self._store.save_folder_tags(fresh))
             for bundle, now in read.items():
                 with contextlib.suppress(DocumentStoreError):  # derived data: the next sync reads all
@@ -467,7 +450,6 @@ def open_directory(
     ledger_url: str,
     folder: Path | str | None = None,
     *,
-    prescanned: Prescanned | None = None,
     cores: int = 1,
 ) -> Directory:
     """Open the Directory in the Ledger's database: the folder's space, or the native one.
@@ -485,7 +467,7 @@ def open_directory(
     directory = Directory(store, folder=path, owns_engine=True, cores=cores)
     try:
         if path is not None:
-            directory.sync(path, prescanned=prescanned)
+            directory.sync(path)
         elif store.head() == 0:
             try:
                 directory.sync(starter_folder(), message="starter directory", remember=False)
