@@ -17,7 +17,8 @@ from mcp.client.stdio import stdio_client
 
 from catalog.directory import open_directory
 from catalog.folder import scan
-from catalog.index import Index, SectionIndex, compile_section
+from catalog.index import Index, SectionIndex
+from catalog.section_compile import compile_section
 from storage.documents import open_document_store
 from storage.documents.reads import open_sqlite_reads, sqlite_file
 from tests.catalog.conftest import cli, make_folder, row
