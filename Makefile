@@ -35,6 +35,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/python scripts/timing_figures.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

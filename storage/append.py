@@ -59,10 +59,9 @@ PG_STAGE: Final = (
 COPY_FORMAT: Final = "BINARY"
 """The COPY's format. The server buffers a COPY's rows and inserts them (heap and indexes) in groups
 of 1,000 rows or 64 KiB of input lines, but binary input has no lines: a batch of up to 1,000 rows
-is inserted only once its COPY has ended, while the client waits (measured: ~1.7 ms of the server's
-~11 ms per 1,000 rows done while the client streamed). Text format lets the server insert as rows
-arrive (0.90x the wall time per batch, paired over 5 rounds) but costs ~3 us more client CPU a row
-and the server no less: more CPU in all, which a machine busy proxying has less of than time to wait."""
+is inserted only once its COPY has ended, while the client waits. Text format lets the server insert
+as rows arrive (a little less wall time per batch) but costs more client CPU a row and the server no
+less: more CPU in all, which a machine busy proxying has less of than time to wait (bench.ledger)."""
 PG_MOVE: Final = (
     f"INSERT INTO events ({_COLS}) SELECT {_COLS} FROM events_incoming ORDER BY event_id"
     " ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
@@ -74,8 +73,8 @@ def _hasher() -> ThreadPoolExecutor:
 
     The server inserts a COPY's rows only once it has ended (`COPY_FORMAT`), and the client then
     waits on its socket with the interpreter lock released: the leaves' JSON and SHA-256 (about a
-    third of the client's CPU a row) are hashed in that wait instead of before or after it
-    (measured: 1.24-1.28x the events a second, batches of the two codes alternated in one Ledger).
+    third of the client's CPU a row) are hashed in that wait instead of before or after it, which
+    raises the events a second a PostgreSQL Ledger takes by about a quarter (bench.ledger).
     One thread a process, made on first use, never at import; a forked child makes its own (the
     parent's thread does not exist there, and work queued for it would never run).
     """
@@ -84,9 +83,8 @@ def _hasher() -> ThreadPoolExecutor:
 
 HASH_APART_MIN: Final = 16
 """Rows from which a PostgreSQL batch's leaves are hashed on `_hasher`'s thread. Handing work to a
-thread and back costs ~120 us of CPU (measured, 2 rows: 22 us hashed inline, 144 us through the
-thread), more than the hashing it overlaps with the server's insert below ~12 rows: the small
-batches of an agent's pace hash inline."""
+thread and back costs more CPU than hashing a few rows inline, more than the hashing it overlaps
+with the server's insert for a small batch: the small batches of an agent's pace hash inline."""
 
 
 def hash_apart(rows: int) -> bool:

@@ -174,8 +174,8 @@ class Ledger:
 
     def _append_sqlite(self, ready: Prepared, *, staged: bool) -> AppendResult:
         """Which blobs are stored is read, and the new ones compressed, before BEGIN IMMEDIATE takes
-        the database's one write lock; on the same pooled connection as the write (a checkout and
-        its return cost ~50 us of CPU, ~8% of a one-request commit's)."""
+        the database's one write lock; on the same pooled connection as the write (a second checkout
+        and its return would cost a share of a one-request commit's CPU)."""
         with self.engine.connect() as conn:
             blobs = self._blobs(conn, ready)
             if self._checkpoints is not None:
