@@ -2,9 +2,8 @@
 
 Measured with `python -m bench.capture`: a writer thread inside the proxy process (hashing,
 compressing, redacting, SQLite or COPY) took the GIL from mitmproxy's event loop for a quarter of
-its time, and throughput fell by a third or more against plain mitmdump, where the hooks alone cost
-under a tenth. So the thread runs in a child process (`recording.writer_child`) and the proxy
-keeps only what must stay:
+its time, and throughput fell by a third or more against plain mitmdump (the hooks alone, a tenth).
+So the thread runs in a child process (`recording.writer_child`); the proxy keeps what must stay:
 
 - `put()` (on the event loop) appends the record to a list; every few milliseconds the list is
   pickled into one frame and written to the child's stdin by a `PipeWriter`, which never blocks and
