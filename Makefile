@@ -43,6 +43,7 @@ install: $(RUN_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/python scripts/timing_figures.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

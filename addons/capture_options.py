@@ -28,12 +28,11 @@ def commit_ms(workers: int, cores: int) -> int:
     writer's CPU is spare and a commit comes every `COMMIT_MS`. Once they outnumber the cores, the
     writers' CPU is taken from the proxies, and a commit every `SHARED_COMMIT_MS` carries twice the
     events: the Ledger cost of one writer fed by every worker (its batches are as large), with each
-    worker keeping a writer of its own. Measured with 2 workers on 2 cores (bench.workers, nginx,
-    two runs of 5 interleaved rounds): writer CPU per request 10-19% less on SQLite (0.30 -> 0.27,
-    0.36 -> 0.29 ms) and 14-21% on PostgreSQL (0.21 -> 0.18, 0.33 -> 0.26 ms), the same requests a
-    second or up to 1.11x (this machine's noise is as large), answer->commit p99 80 -> 145 ms (goal
-    250 ms). One process fed by every worker would save only its own fixed cost besides: ~10-15 ms
-    of CPU a second while records come (its looks at the pipe, `pipe_reader`), about 1% a request.
+    worker keeping a writer of its own. Measured with 2 workers on 2 cores (bench.workers): writer
+    CPU per request 10-19% less on SQLite and 14-21% on PostgreSQL, the same requests a second
+    within this machine's noise, the answer->commit p99 still within its goal. One process fed by
+    every worker would save only its own fixed cost besides (its looks at the pipe, `pipe_reader`),
+    about 1% a request.
     """
     return SHARED_COMMIT_MS if 2 * workers > cores else COMMIT_MS
 

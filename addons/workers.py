@@ -16,10 +16,11 @@ wakes once a second, however many workers it has.
 SIGINT/SIGTERM on it stops every worker (SIGTERM) and waits while each drains its writer.
 
 A worker that fails to start stops them all: the first one's reason is the one error line. A
-worker that dies later is restarted (one line saying so; after a quick death, again after 0.5 s,
-doubling to 30 s): the others keep serving the shared ports meanwhile, and what the dead worker had
-handed to its writer process is still drained by that process. Restarting keeps the proxy up for
-every other connection, where stopping all would turn one crash into an outage.
+worker that dies later is restarted (one line saying so; after a quick death, again after
+`RESTART_DELAY`, doubling to `RESTART_MAX`): the others keep serving the shared ports meanwhile,
+and what the dead worker had handed to its writer process is still drained by that process.
+Restarting keeps the proxy up for every other connection, where stopping all would turn one crash
+into an outage.
 """
 
 from __future__ import annotations
@@ -111,8 +112,8 @@ def spawn(config: ProxyConfig, index: int) -> Worker:
     one share with the caller's shell, load generator and upstream, while each worker's writer,
     already in a session of its own, waited on the run queue behind them. On this 2-core machine
     with both cores busy (bench.workers, 2 workers, SQLite), the writers were runnable but not
-    running in 22% of samples and the answer->commit p99 was 0.13-3.2 s; with one session per
-    worker it was 0.08 s in each of 3 runs. Ctrl-C in a terminal reaches the supervisor only, which
+    running in a fifth of samples and the answer->commit p99 was many times what it is with one
+    session per worker. Ctrl-C in a terminal reaches the supervisor only, which
     stops the workers itself; a supervisor that dies ends their line, which stops them too."""
     ours, theirs = socket.socketpair()
     try:

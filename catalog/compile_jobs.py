@@ -2,8 +2,8 @@
 
 Compiling a section is pure CPU (parse every document, cut it into words) and one section never
 reads another, so a first open of a large folder, where every section is compiled, can spread them
-over forked children: each compiles its share and hands back the compiled data through a pipe. A
-25,000-row folder's five sections took ~2.8 s of a ~7.7 s first `flightlog find` on one core.
+over forked children: each compiles its share and hands back the compiled data through a pipe.
+Compiling took over a third of a 25,000-row folder's first `flightlog find` on one core.
 
 Forking is only done where it is safe and pays: a process with no other thread, Python's or a
 library's (`catalog.forked`; the MCP server and the HTTP door have threads and compile in turn),
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Final
 
 from catalog.forked import in_child, single_threaded
-from catalog.index import compile_section
+from catalog.section_compile import compile_section
 
 FORK_MIN: Final = 2000
-"""Documents from which the sections are compiled in children (a fork and a child's start cost
-~20-40 ms: below this they do not pay)."""
+"""Documents from which the sections are compiled in children (a fork and a child's start have
+their cost: below this they do not pay)."""
 
 Job = tuple[str, Sequence[tuple[str, str, str]]]
 """A section to compile: its bundle and its `(path, hash, text)` documents."""

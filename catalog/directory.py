@@ -32,23 +32,19 @@ space is seeded from the starter Directory on first open.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from catalog import changes as changeset
-from catalog import file_listing as listing
-from catalog.aliases import ALIASES_PATH, Aliases, alias_problems, read_aliases, resolve_aliases
-from catalog.compile_jobs import Job, compile_all
+from catalog.aliases import Aliases, resolve_aliases
 from catalog.document import Document, parse
 from catalog.errors import BadFolder, StoreFailed, UnknownRow
-from catalog.folder import ROOT_BUNDLE, export, place, read_text, scan, stat_tags
-from catalog.index import INDEX_FORMAT, Index, Row, SectionIndex, recompile_section
-from catalog.prescan import Prescanned
+from catalog.folder import export, place, stat_tags
+from catalog.folder_sync import sync_folder
+from catalog.index import Index, Row
+from catalog.index_load import guarded, load_index
 
 if TYPE_CHECKING:
     from catalog.folder_watch import Follower
@@ -59,14 +55,10 @@ from storage.documents import (
     DocumentStoreError,
     Revision,
     open_document_store,
-    section_tag,
-    sha256_text,
 )
 from storage.documents import snapshot_digest as _digest
 
 NATIVE_SPACE: Final = "native"
-_CHECKED: Final = b"aliases checked\n"
-"""The stored marker of the last alias check (its problems follow as JSON), under the root bundle."""
 TOOL_BUNDLE: Final = "tool"
 
 __all__ = ["Committed", "Directory", "Hit", "Revision", "Row", "Snapshot", "open_directory", "starter_folder"]
@@ -94,17 +86,9 @@ class Committed:
     warnings: tuple[str, ...]
 
 
-def _compiled(bundle: str, kept: tuple[str, bytes] | None) -> SectionIndex | None:
-    """A stored compile of `bundle` in this format, whatever version of the section it was made
-    from: the base `recompile_section` patches (None when there is none, or in an older format)."""
-    if kept is None or not kept[0].endswith(f":{INDEX_FORMAT}"):
-        return None
-    return SectionIndex(bundle, kept[0], kept[1])
-
-
 def starter_folder() -> Path:
     """The starter Directory shipped with flightlog: tool rows for its own routes."""
-    from importlib import resources  # here: with tempfile and random, ~4 ms of every find's imports
+    from importlib import resources  # here: it imports tempfile and random, which a find never needs
 
     return Path(str(resources.files("catalog") / "starter"))
 
@@ -157,81 +141,19 @@ class Directory:
             self._load(head)
 
     def _load(self, head: int) -> None:
-        tags = self._guard(self._store.sections)
-        sections: list[SectionIndex] = []
-        rebuilt: list[str] = []
-        warnings: list[str] = []
-        wanted = {b: f"{t}:{INDEX_FORMAT}" for b, t in tags.items() if b != ROOT_BUNDLE}
-        missing = [
-            b for b, t in wanted.items() if (old := self._index.sections.get(b)) is None or old.tag != t
-        ]
-        if ROOT_BUNDLE in tags:
-            missing.append(ROOT_BUNDLE)  # the marker of the last alias check
-        stored = self._guard(lambda: self._store.index_data(missing)) if missing else {}
-        fresh: list[Job] = []  # sections with no earlier compile: compiled together (compile_jobs)
-        for bundle, tag in sorted(wanted.items()):
-            old = self._index.sections.get(bundle)
-            if old is not None and old.tag == tag:
-                sections.append(old)
-                continue
-            kept = stored.get(bundle)
-            if kept is not None and kept[0] == tag:
-                sections.append(SectionIndex(bundle, tag, kept[1]))
-                continue
-            base = old if old is not None else _compiled(bundle, kept)
-            if base is None:
-                fresh.append((bundle, self._guard(lambda b=bundle: self._store.bundle_documents(b))))
-                continue
-            entries = [(p, h) for (_, p), h in self._guard(lambda b=bundle: self._store.tree(b)).items()]
-            data, notes = recompile_section(bundle, entries, self._texts, base)
-            sections.append(self._keep(bundle, entries, data))
-            warnings.extend(notes)
-            rebuilt.append(bundle)
-        done, _ = compile_all(fresh, self.cores)
-        for bundle, documents in fresh:
-            data, notes = done[bundle]
-            sections.append(self._keep(bundle, [(p, h) for p, h, _ in documents], data))
-            warnings.extend(notes)
-            rebuilt.append(bundle)
-        rebuilt.sort()
-        index = Index(sections)
-        aliases: Aliases = {}
-        problems: list[str] = []
-        if ROOT_BUNDLE in tags:
-            texts = self._guard(lambda: self._store.bundle_documents(ROOT_BUNDLE))
-            aliases, problems = next((read_aliases(t) for p, _, t in texts if p == ALIASES_PATH), ({}, []))
-            checked = _digest(tags.items())
-            kept = stored.get(ROOT_BUNDLE, ("", b""))
-            if kept[0] == checked and kept[1].startswith(_CHECKED):
-                problems = json.loads(kept[1].removeprefix(_CHECKED))
-            else:
-                problems += alias_problems(aliases, index)
-                with contextlib.suppress(DocumentStoreError):
-                    self._store.save_index(ROOT_BUNDLE, checked, _CHECKED + json.dumps(problems).encode())
-        resolver = Resolver(index, lambda: resolve_aliases(aliases, index))
-        self._index, self._aliases, self._resolver, self._tags = index, aliases, resolver, tags
-        self._head, self.rebuilt, self.warnings = head, tuple(rebuilt), tuple(warnings)
-        self.alias_problems = tuple(problems)
-
-    def _keep(self, bundle: str, entries: Sequence[tuple[str, str]], data: bytes) -> SectionIndex:
-        """A section compiled from `entries`, filed under the tag of those entries.
-
-        The tag is derived from what was read, not taken from the tags read before: a commit in
-        between would otherwise file the newer documents' index under the older tag, served
-        again should that content ever come back (a restore)."""
-        tag = f"{section_tag(entries)}:{INDEX_FORMAT}"
-        with contextlib.suppress(DocumentStoreError):  # derived data: the next load rebuilds it
-            self._store.save_index(bundle, tag, data)
-        return SectionIndex(bundle, tag, data)
+        tags = guarded(self._store.sections)
+        loaded = load_index(self._store, tags, self._index, self.cores)
+        index, aliases = loaded.index, loaded.aliases
+        self._resolver = Resolver(index, lambda: resolve_aliases(aliases, index))
+        self._index, self._aliases, self._tags = index, aliases, tags
+        self._head, self.rebuilt, self.warnings = head, loaded.rebuilt, loaded.warnings
+        self.alias_problems = loaded.problems
 
     def _texts(self, hashes: Sequence[str]) -> dict[str, str]:
-        return self._guard(lambda: self._store.contents(hashes))
+        return guarded(lambda: self._store.contents(hashes))
 
     def _guard(self, call: Any) -> Any:
-        try:
-            return call()
-        except DocumentStoreError as e:
-            raise StoreFailed(str(e)) from e
+        return guarded(call)
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -387,67 +309,13 @@ class Directory:
         *,
         message: str = "sync from folder",
         remember: bool = True,
-        prescanned: Prescanned | None = None,
     ) -> int:
         """Commit what changed in `folder` since it was last synced; returns the changes committed.
 
-        `prescanned` gives the folder's stat tags from a scan already under way (`catalog.prescan`):
-        when they equal the stored ones nothing changed and the folder is not scanned again; else
-        only the bundles whose tag moved are scanned again (the others were checked just now)."""
-        known = self._guard(self._store.folder_tags) if remember else {}
-        tags = None
-        if remember and prescanned is not None:
-            self.refresh()  # the stored index loads while the child scans (reloaded below if stale)
-            tags = prescanned()
-            if tags == known:
-                return 0
-        moved: set[str] | None = None  # the bundles to scan: all, unless the child's tags say which
-        unmoved: dict[str, str] = {}  # the child's tags of the others, checked just now
-        if tags is not None:
-            moved = {b for b in set(tags) | set(known) if tags.get(b) != known.get(b)}
-            unmoved = {b: t for b, t in tags.items() if b not in moved}
-        started = time.time_ns()
-        scanned = scan(folder, moved)
-        dirty = sorted(
-            b
-            for b in (set(scanned) | set(known) if moved is None else moved)
-            if b not in scanned or scanned[b].stat_tag != known.get(b)
-        )
-        keys = [listing.key(b) for b in dirty]
-        kept = self._guard(lambda: self._store.index_data(keys)) if remember and dirty else {}
-        changes: list[Change] = []
-        read: dict[str, listing.Listing] = {}
-        for bundle in dirty:
-            current = {p: h for (_, p), h in self._guard(lambda b=bundle: self._store.tree(b)).items()}
-            found = scanned.get(bundle)
-            if found is None:  # the whole bundle folder is gone
-                changes.extend(Change(bundle, p, None, check=False) for p in current)
-                continue
-            files = found.files
-            listed = listing.unpack(kept[key][1]) if (key := listing.key(bundle)) in kept else {}
-            now = read[bundle] = {}
-            for path, full in files.items():
-                stat = found.stats[path]
-                sha = listing.unchanged(listed, path, stat, current.get(path))
-                if sha is None:  # new, changed, or not known to be unchanged: read it
-                    text = read_text(full)
-                    if text is None:  # gone since the scan: removed (its tag moves at the next open)
-                        continue
-                    sha = sha256_text(text)
-                    if current.get(path) != sha:
-                        changes.append(Change(bundle, path, text, check=False))
-                now[path] = listing.entry(stat, sha, started)
-            changes.extend(Change(bundle, p, None, check=False) for p in current if p not in now)
-        if changes:
-            changeset.commit(self._store, changes, None, message)
-        if remember and dirty:
-            fresh = {**unmoved, **{b: f.stat_tag for b, f in scanned.items()}}
-            self._guard(lambda: self._store.save_folder_tags(fresh))
-            for bundle, now in read.items():
-                with contextlib.suppress(DocumentStoreError):  # derived data: the next sync reads all
-                    self._store.save_index(listing.key(bundle), "files", listing.pack(now))
+        One scan stats every file; only the bundles whose stat tag moved are read."""
+        count = sync_folder(self._store, folder, message=message, remember=remember)
         self.refresh()
-        return len(changes)
+        return count
 
     def export(self, folder: Path) -> int:
         """Write the Directory's current documents into `folder`; returns how many."""
@@ -467,7 +335,6 @@ def open_directory(
     ledger_url: str,
     folder: Path | str | None = None,
     *,
-    prescanned: Prescanned | None = None,
     cores: int = 1,
 ) -> Directory:
     """Open the Directory in the Ledger's database: the folder's space, or the native one.
@@ -485,7 +352,7 @@ def open_directory(
     directory = Directory(store, folder=path, owns_engine=True, cores=cores)
     try:
         if path is not None:
-            directory.sync(path, prescanned=prescanned)
+            directory.sync(path)
         elif store.head() == 0:
             try:
                 directory.sync(starter_folder(), message="starter directory", remember=False)

@@ -55,7 +55,7 @@ class Document:
 
 @cache
 def _loader() -> Any:
-    """libyaml's safe loader (~10x faster), else the pure one: both read the same documents."""
+    """libyaml's safe loader (many times faster), else the pure one: both read the same documents."""
     import yaml
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)

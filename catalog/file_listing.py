@@ -2,7 +2,7 @@
 sync reads only the files whose stat changed since.
 
 A bundle whose stat tag changed used to be read whole: every file opened, hashed and compared with
-the tree, ~150-300 ms for the 8,500 files of one section when one row was edited. The listing is
+the tree, thousands of files read when one row of a large section was edited. The listing is
 derived data, kept beside the sections' compiled indexes (`DocumentStore.save_index`) under the
 bundle's name and a "/", which no bundle name holds (`catalog.folder.check_target`); lost,
 unreadable or from an older sync, it only costs the reads it would have saved.

@@ -23,9 +23,7 @@ from catalog.errors import BadFolder, BadPath
 ROOT_BUNDLE: Final = ""
 """The store's bundle for files at the folder's root (only `aliases.toml`)."""
 ALIASES_PATH: Final = "aliases.toml"
-"""Where the alias table lives: the root of the Directory folder (bundle "" in the store). Defined
-here, not in `catalog.aliases`, so the folder check a forked child runs (`catalog.prescan`) imports
-neither the alias table's reader nor the index."""
+"""Where the alias table lives: the root of the Directory folder (bundle "" in the store)."""
 _BUNDLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SEGMENT = re.compile(r"^[^/\\\x00]+$")
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -43,8 +41,8 @@ def unsafe_path(path: str) -> bool:
 class BundleFiles:
     """One bundle subfolder: its stat tag, its documents by path, and each one's (size, mtime_ns).
 
-    An open whose tags all equal the stored ones uses the tags alone, so the two tables (~11 ms at
-    25,000 files) are built only when a changed bundle asks for them."""
+    An open whose tags all equal the stored ones uses the tags alone, so the two tables are built
+    only when a changed bundle asks for them."""
 
     def __init__(self, stat_tag: str, found: list[tuple[str, str, int, int]]) -> None:
         self.stat_tag = stat_tag
@@ -82,31 +80,14 @@ def check_target(bundle: str, path: str) -> None:
         )
 
 
-PARTS: Final = 2
-"""A bundle's stat tag is one hash over `PARTS` parts, part k over every `PARTS`-th document from
-the k-th in path order: two processes can each stat one part (`catalog.prescan`: the stats are
-most of a check) and the parts still make the tag one process makes of them all."""
-
-
 def scan(folder: Path, bundles: Collection[str] | None = None) -> dict[str, BundleFiles]:
     """Every bundle of `folder` with its stat tag and files (root `aliases.toml` as bundle ""), or
     only those of `bundles` that are there."""
     out: dict[str, BundleFiles] = {}
     for bundle, listed in _bundles(folder, bundles):
         stated = _stated(listed)
-        tag = combine([_part_tag(stated[k::PARTS]) for k in range(PARTS)])
-        out[bundle] = BundleFiles(tag, [f for f in stated if f is not None])
+        out[bundle] = BundleFiles(_stat_tag(stated), [f for f in stated if f is not None])
     return out
-
-
-def part_tags(folder: Path, part: int) -> dict[str, str]:
-    """Part `part` of every bundle's stat tag (`PARTS`, `combine`): only its documents are stat'ed."""
-    return {bundle: _part_tag(_stated(listed[part::PARTS])) for bundle, listed in _bundles(folder, None)}
-
-
-def combine(parts: Sequence[str]) -> str:
-    """A bundle's stat tag from its `PARTS` part tags, in order."""
-    return hashlib.sha256("".join(parts).encode()).hexdigest()
 
 
 def _bundles(folder: Path, bundles: Collection[str] | None) -> Iterator[tuple[str, list[tuple[str, str]]]]:
@@ -155,9 +136,7 @@ def _documents(root: Path) -> list[tuple[str, str]]:
     except UnicodeEncodeError as e:  # a name the file system holds as bytes that are not UTF-8
         bad = next(full for rel, full in found if not _utf8(rel))
         raise BadFolder(f"{bad!a} is not a UTF-8 file name: rename it (a row's path is text)") from e
-    # `isprintable` is False for every character `_UNSAFE` names (~2 ms at 25,000 names, the
-    # pattern alone 4 more): the pattern runs only on a name that fails it.
-    if not joined.isprintable() and unsafe_path(joined):
+    if unsafe_path(joined):
         bad = next(full for rel, full in found if unsafe_path(rel))
         raise BadFolder(
             f"{bad!a} holds a tab, a line break or another control character: rename it"
@@ -196,8 +175,8 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _part_tag(files: Stated) -> str:
-    """One part of a stat tag: one hash over the (path, size, mtime_ns) of its files, in path order."""
+def _stat_tag(files: Stated) -> str:
+    """A bundle's stat tag: one hash over the (path, size, mtime_ns) of its files, in path order."""
     listing = "".join([f"{f[0]}\0{f[2]}\0{f[3]}\n" for f in files if f is not None])
     return hashlib.sha256(listing.encode()).hexdigest()
 

@@ -1,6 +1,5 @@
-"""One call run in a forked child while the parent goes on: the folder check `flightlog mcp` overlaps
-with its imports (`catalog.prescan`), the sections a first open compiles on other cores
-(`catalog.compile_jobs`).
+"""One call run in a forked child while the parent goes on: the sections a first open compiles on
+other cores (`catalog.compile_jobs`).
 
 A fork copies only the calling thread, so a lock another thread held stays held in the child for
 good: nothing is forked unless the process runs one thread (`single_threaded`). The child runs its

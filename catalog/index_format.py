@@ -18,8 +18,7 @@ import json
 import struct
 import sys
 from array import array
-from bisect import bisect_left, bisect_right, insort
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate, chain
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
@@ -179,69 +178,3 @@ class Postings(Mapping[str, Sequence[int]]):
 
     def __len__(self) -> int:
         return len(self._at)
-
-    def patched(self, gone: Collection[int], added: Mapping[str, Sequence[int]]) -> bytes | None:
-        """`pack_postings` of these postings with the rows `gone` taken out of every word and each
-        word's `added` rows put in, every other row keeping its number (a section whose documents
-        were only edited in place); None where that needs the wide form (the caller packs whole).
-
-        The words a gone row held are found by searching the stored array's bytes, each changed
-        list is patched by bisection, and the unchanged words' counts and rows are copied in runs:
-        one row edited in a section of 8,500 no longer remaps and re-encodes its ~535,000 postings
-        one by one (that section's recompile 153-213 -> 89-93 ms; this splice 4-7 ms)."""
-        flat, width, starts = self._flat, self._flat.itemsize, self._starts
-        if flat.typecode != "H" or sys.byteorder != "little":  # pragma: no cover - big-endian
-            return None
-        raw = flat.tobytes()
-        drop = sorted(set(gone))
-
-        def kept(k: int) -> array[int]:  # a copy of the word's rows, the gone ones taken out
-            rows = flat[starts[k] : starts[k + 1]]
-            for row in drop:  # each list is sorted: a few bisects and moves, no loop over its rows
-                i = bisect_left(rows, row)
-                if i < len(rows) and rows[i] == row:
-                    del rows[i]
-            return rows
-
-        rows_of: dict[str, array[int]] = {}
-        for row in drop:
-            pattern = row.to_bytes(width, "little")
-            at = raw.find(pattern)
-            while at >= 0:
-                if at % width == 0:  # not two halves of neighbouring numbers
-                    k = bisect_right(starts, at // width) - 1
-                    if self._words[k] not in rows_of:
-                        rows_of[self._words[k]] = kept(k)
-                at = raw.find(pattern, at + 1)
-        try:
-            for word, rows in added.items():
-                base = rows_of.get(word)
-                if base is None:
-                    had = self._at.get(word)
-                    base = rows_of[word] = array("H") if had is None else kept(had)
-                for row in rows:
-                    insort(base, row)
-        except OverflowError:  # a row number past the narrow form's
-            return None
-        words: list[str] = []
-        counts = array("H")
-        pieces: list[bytes] = []
-        last = 0
-        for word in sorted(rows_of):
-            at_word = self._at.get(word)
-            stop = at_word if at_word is not None else bisect_left(self._words, word, last)
-            words += self._words[last:stop]  # the unchanged words before it, as they were
-            counts += self._counts[last:stop]
-            pieces.append(raw[starts[last] * width : starts[stop] * width])
-            kept_rows = rows_of[word]
-            if kept_rows:  # a word no row holds any more is dropped, as a fresh compile has it not
-                if len(kept_rows) > 0xFFFF:
-                    return None
-                words.append(word)
-                counts.append(len(kept_rows))
-                pieces.append(kept_rows.tobytes())
-            last = stop + 1 if at_word is not None else stop
-        words += self._words[last:]
-        counts += self._counts[last:]
-        pieces.append(raw[starts[last] * width :])
-        return _postings_frame(words, counts, b"".join(pieces))

@@ -13,7 +13,7 @@ and the manifest tool's advice uses that estimate of the full manifest (no token
 Measured with a real tokenizer (o200k_base, `python -m bench.directory` with bpe-openai installed) on
 the generated 25,000-row Directory: the full manifest is 3,748,327 B, 923,424 tokens (bytes/4 says
 937,082, within 1.5%); names-only is 655,583 B, 188,666 tokens (bytes/4 says 163,896: ids cut into
-more tokens than prose). So names-only is 5.7x smaller in bytes but 4.9x in tokens.
+more tokens than prose). So names-only saves a little less in tokens than in bytes.
 """
 
 from __future__ import annotations

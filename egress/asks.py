@@ -1,7 +1,7 @@
 """`ask`: a request held until an operator approves or refuses it, refused when nobody answers in time.
 
 The queue is a folder, `FLIGHTLOG_HOME/asks/` (FLIGHTLOG_HOME is the operator's, mode 0700): the
-proxy writes `ID.json` describing the held request and looks for `ID.answer` every 100 ms;
+proxy writes `ID.json` describing the held request and looks for `ID.answer` every `POLL` seconds;
 `flightlog approve ID` (or the terminal browser) writes the answer by rename, so it appears whole.
 No port is opened for approvals: whoever may answer is whoever may write FLIGHTLOG_HOME, the
 operator. Each held request has its own id, so an approval lets exactly that request through; the

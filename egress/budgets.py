@@ -2,7 +2,8 @@
 
 Before a model call in a budget's scope is forwarded, the gate sums the usage columns of the
 caller's events for the budget's period (`storage.usage_totals`) and refuses the call once the sum
-reached a cap. The Ledger is written off the proxy's path (the writer commits every 50-100 ms), so
+reached a cap. The Ledger is written off the proxy's path (the writer commits every commit interval,
+`addons.capture_options.COMMIT_MS`), so
 the answers this proxy has already passed on may not be stored yet: each is remembered when it ends
 (`answered`), and a check first waits until they are (`settle`, at most `WAIT_MAX`).
 
@@ -11,7 +12,7 @@ began is counted; the only usage a check cannot see is that of calls still runni
 while under the cap, their answer not finished). A loop that makes one call at a time therefore
 stops at the first call after the one that reached the cap: it overshoots by at most that one call.
 N calls at once may overshoot by N; with `--workers N`, a call another worker answered within its
-last commit interval (50-100 ms) may be missed as well.
+last commit interval may be missed as well.
 """
 
 from __future__ import annotations

@@ -103,9 +103,8 @@ def message_at(payload: bytes, head: bytes, n: int) -> bytes:
 
 
 def _mcp_headed(lowered_head: bytes) -> bool:
-    """Whether a head (lower-cased) carries one of MCP's own headers (every exchange's head is
-    asked: the one search for their common start answers most of them)."""
-    return b"\nmcp-" in lowered_head and any(h in lowered_head for h in MCP_HEADERS)
+    """Whether a head (lower-cased) carries one of MCP's own headers."""
+    return any(h in lowered_head for h in MCP_HEADERS)
 
 
 def _looks_mcp(lowered_head: bytes, body: bytes) -> bool:
@@ -163,12 +162,7 @@ def derived(
     if event.payload_state not in ("complete", "partial"):
         if request and _mcp_headed(lowered):  # a GET stream's request
             memo.keep(memo.flows, event.action_id, _flow_of(event))
-        elif (
-            request
-            and event.method == "GET"
-            and b"text/event-stream" in lowered  # what the pattern needs, found without it first
-            and _ACCEPT_HEADER.search(event.head)
-        ):
+        elif request and event.method == "GET" and _ACCEPT_HEADER.search(event.head):
             memo.keep(memo.candidates, event.action_id, _flow_of(event))
         return []
     raw = read()

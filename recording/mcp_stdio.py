@@ -4,8 +4,8 @@ Two threads relay, one per direction, with blocking `read`/`write` on the raw fi
 nothing else in between: the client's stdin goes to the server's stdin and the server's stdout to our
 stdout unchanged (stderr is the server's own, inherited). Each chunk read is also appended to an
 in-memory inbox as it is read, so a request precedes its result (O(1), no wake-up); the event loop
-takes the inbox every 50 ms, splits it into lines (MCP's stdio framing, `formats.jsonrpc.StdioLines`)
-and hands them to the same `WriterProcess` the proxy uses, in one frame per 50 ms, so the Ledger's
+takes the inbox every `TICK`, splits it into lines (MCP's stdio framing, `formats.jsonrpc.StdioLines`)
+and hands them to the same `WriterProcess` the proxy uses, one frame per `SEND_EVERY`, so the Ledger's
 speed or absence never reaches the relay and the wrapper's own work stays small beside the session's.
 Lines become events in the writer process (`recording.mcp_stdio_events`).
 
@@ -56,7 +56,7 @@ log = logging.getLogger("flightlog.capture")
 MAX_MESSAGE = 8 * 1024 * 1024
 READ_SIZE = 65536
 TICK = 0.05
-"""How often the loop takes the inbox (lines wait there, never the relay): one wake-up per 50 ms
+"""How often the loop takes the inbox (lines wait there, never the relay): one wake-up a tick
 however many lines arrive, so the wrapper's own work stays off the cores the session needs."""
 BATCH_EVERY = 0.25
 """The writer process commits a batch this often: a session's lines are few and small, and each
@@ -70,7 +70,7 @@ DRAIN_WAIT = 1.5
 """The wrapper waits this long for the writer to commit at the end; the writer process (its own
 session) keeps draining after that, so a client that kills the wrapper soon after loses nothing."""
 SWITCH_INTERVAL = 0.0005
-"""A relay thread woken by a read waits at most this long for the GIL (Python's default is 5 ms)."""
+"""A relay thread woken by a read waits at most this long for the GIL (a tenth of Python's default)."""
 WRITER_NICE = 10
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 BROKEN = select.POLLERR | select.POLLNVAL

@@ -2,28 +2,26 @@
 waited on otherwise.
 
 The proxy writes each answer's records into the pipe before the answer goes out (`WriterProcess.
-answered`), so it writes far more often than every 5 ms. A write that finds a reader asleep on the
-pipe wakes it, and the waking is paid by the writer: measured on the 2-core bench machine, ~20 us of
-the proxy's CPU per write against ~2 us into a pipe nobody waits on. So while records keep coming,
+answered`), so it writes far more often than the looks below. A write that finds a reader asleep on
+the pipe wakes it, and the waking is paid by the writer: a write into a pipe someone waits on costs
+the proxy several times the CPU of one into a pipe nobody waits on. So while records keep coming,
 this side does not wait on the pipe: it reads what is there, and when nothing is, sleeps and looks
-again (the records are safe in the kernel meanwhile; the writer batches for 50 ms anyway). Once
+again (the records are safe in the kernel meanwhile; the writer batches for longer anyway). Once
 the looks find nothing it waits on the pipe again (below), so an idle writer costs no wake-ups.
 
-A look is not free either: on this machine each sleep and wake-up costs the writer ~75 us of CPU,
-so looking every 3 ms took ~25 ms of CPU a second whenever records came at all, one request a second
-as much as a thousand. The interval between looks therefore follows what the looks find
-(`next_interval`): it grows while little arrives between two looks, up to `POLL_MAX`, and shrinks
-to `POLL` as soon as a look finds a sizeable share of the pipe, so the pipe never fills while the
-reader sleeps (a full pipe would hold answers back in the proxy).
+A look is not free either: each sleep and wake-up costs the writer CPU, so looking at the shortest
+interval cost as much whenever records came at all, one request a second as much as a thousand. The
+interval between looks therefore follows what the looks find (`next_interval`): it grows while
+little arrives between two looks, up to `POLL_MAX`, and shrinks to `POLL` as soon as a look finds a
+sizeable share of the pipe, so the pipe never fills while the reader sleeps (a full pipe would hold
+answers back in the proxy).
 
 Looking only pays while writes come faster than the looks: at an agent's pace (a request or two a
 second, each a request and an answer frame) the looks between two requests found nothing, and cost
-the writer ~5-6 ms of CPU a second, more than its commits. So the reader waits on the pipe whenever a
-look at the longest interval finds nothing (fewer writes than one per `POLL_MAX`), and looks again
-only once the writes that wake it come closer together than `POLL_GAP` on average (`should_look`).
-Between the two the mode stays, so a rate near the break-even does not flip it at every write.
-Measured, request and answer frames 1 ms apart: the reader's CPU a second 6.4 -> 0.9 ms at 5 pairs
-a second, 5.7 -> 2.2 ms at 20, unchanged from 50 (it looks there as before).
+the writer more CPU than its commits. So the reader waits on the pipe whenever a look at the longest
+interval finds nothing (fewer writes than one per `POLL_MAX`), and looks again only once the writes
+that wake it come closer together than `POLL_GAP` on average (`should_look`). Between the two the
+mode stays, so a rate near the break-even does not flip it at every write.
 """
 
 from __future__ import annotations
@@ -38,15 +36,15 @@ from collections import deque
 from collections.abc import Sequence
 
 POLL = 0.003
-"""The shortest interval between looks: a 1 MiB pipe holds ~10 ms of 100 KiB answers at 1,000 a
-second, and such answers' frames are taken in a few looks."""
+"""The shortest interval between looks: a 1 MiB pipe holds a few of these intervals' worth of 100 KiB
+answers at 1,000 a second, and such answers' frames are taken in a few looks."""
 POLL_MAX = 0.025
 """The longest interval between looks while records come: what it adds to the answer->commit delay."""
 POLL_GAP = 0.015
 """Mean seconds between the last `WAKES` wake-ups below which a waiting reader starts looking again.
-A wake-up costs the writer ~75 us whether a look or a write made it, and a write into a pipe someone
-waits on costs the proxy ~18 us more: looking every `POLL_MAX` (~3 ms of CPU a second) pays from ~32
-writes a second. Waiting stops at ~66 a second, looking at ~40 (`POLL_MAX`): the mode holds between."""
+A wake-up costs the writer the same whether a look or a write made it, and a write into a pipe someone
+waits on costs the proxy more: looking every `POLL_MAX` pays from a few dozen writes a second.
+Waiting stops above this rate, looking below the looks' own rate (`POLL_MAX`): the mode holds between."""
 WAKES = 4
 """Wake-ups whose spacing `should_look` averages (a request and its answer come as two close writes)."""
 DEFAULT_CAPACITY = 64 * 1024

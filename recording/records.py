@@ -170,8 +170,8 @@ def size_of(item: Record) -> int:
 
 
 # -- the wire to the writer process -----------------------------------------------------------------
-# Pickling these dataclasses goes through Python-level reduce calls (measured 4 us a record); plain
-# tuples of bytes, strings and numbers pickle in C (0.7 us). Every field is listed: a new field must be
+# Pickling these dataclasses goes through Python-level reduce calls, several times slower than plain
+# tuples of bytes, strings and numbers, which pickle in C. Every field is listed: a new field must be
 # added to both functions, and tests/capture/test_units.py round-trips each record type.
 
 _REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO, _REFUSAL, _ATTEMPT = 0, 1, 2, 3, 4, 5, 6

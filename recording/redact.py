@@ -55,8 +55,8 @@ _AUTH_LINE = re.compile(
     rb"\r\n(?:" + b"|".join(re.escape(h.encode()) for h in sorted(AUTH_HEADERS)) + rb"):", re.IGNORECASE
 )
 """A header line `_HEADER` would read as one of AUTH_HEADERS (its name, then the colon at once): a
-head without one needs no line-by-line look (measured: 7-14 us of a head's redaction, the writer's
-largest single cost per request after the database)."""
+head without one needs no line-by-line look (that look was the writer's largest single cost per
+request after the database, bench.writer)."""
 
 
 class Redactor:

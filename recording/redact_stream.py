@@ -15,8 +15,8 @@ from recording.secret_search import SecretSearch
 HOLD_MAX = 8 * 1024 * 1024
 EXPANSION = 100
 """A body is decoded for the secret search up to this many times the bytes received, or `READ_CAP`
-(64 MiB), whichever is larger: real content compresses 3-20x; a 1.6 KB brotli bomb that decodes to
-1 GiB stops at 64 MiB, so the writer's work is bounded by what a client sends."""
+(64 MiB), whichever is larger: real content compresses far less than that; a 1.6 KB brotli bomb
+that decodes to 1 GiB stops at 64 MiB, so the writer's work is bounded by what a client sends."""
 
 
 def decode_cap(received: int) -> int:

@@ -249,7 +249,7 @@ class Writer:
         """How long a writer with nothing pending may wait for an item: for ever (None) unless a
         count of drops waits to be written, which is tried now or at the Ledger's next retry.
         Everything else that needs the writer comes through the queue (an item, a nudge, the stop),
-        so a proxy left on wakes it only for traffic (it looked every 0.5 s: 2 wake-ups a second)."""
+        so a proxy left on wakes it only for traffic (it used to look twice a second for nothing)."""
         return None if self.stats.dropped <= self._reported_dropped else self.outage.until_retry()
 
     def _next_seq(self) -> int:

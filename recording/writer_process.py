@@ -2,8 +2,8 @@
 
 Measured with `python -m bench.capture`: a writer thread inside the proxy process (hashing,
 compressing, redacting, SQLite or COPY) took the GIL from mitmproxy's event loop for a quarter of
-its time, and throughput fell to 0.6-0.7x plain mitmdump; hooks alone cost under 0.1x. So the
-thread runs in a child process (`recording.writer_child`) and the proxy keeps only what must stay:
+its time, and throughput fell by a third or more against plain mitmdump (the hooks alone, a tenth).
+So the thread runs in a child process (`recording.writer_child`); the proxy keeps what must stay:
 
 - `put()` (on the event loop) appends the record to a list; every few milliseconds the list is
   pickled into one frame and written to the child's stdin by a `PipeWriter`, which never blocks and
@@ -72,7 +72,7 @@ STEADY = 30.0
 """A writer that ran this long before dying was killed, not broken: it is restarted at once again."""
 SEND_DELAY = 0.005
 """Records gather this long before one frame carries them all: one pickle and one write syscall per
-few milliseconds instead of one per loop iteration (the writer batches for 50 ms anyway)."""
+few milliseconds instead of one per loop iteration (the writer batches for longer anyway)."""
 CHILD_MODULE = "recording.writer_child"
 READY_TIMEOUT = 15.0
 """A child still importing after this long (a cold disk) is waited for by records, not by the start."""
@@ -106,7 +106,7 @@ def restart_delay(quick_deaths: int) -> float:
     """Seconds before starting a writer again, after `quick_deaths` deaths each within `STEADY` of its
     start. The first is restarted at once: while no writer runs, answers go out before their records
     reach a pipe. A child that keeps dying at once (a broken install) is retried ever more slowly:
-    0.5 s, doubling to `RESTART_MAX`."""
+    `RESTART_DELAY`, doubling to `RESTART_MAX`."""
     return min(RESTART_DELAY * 2 ** (quick_deaths - 1), RESTART_MAX) if quick_deaths else 0.0
 
 
@@ -313,8 +313,8 @@ class WriterProcess:
         outlives this process (the writer drains it after a `kill -9` of the proxy), so an answer is
         not lost once the records put before it are in it. None when they are; else a future to
         await: every answer of one loop iteration shares it, and one frame written by `call_soon`
-        resolves it (measured: one frame per answer, written in the hook, cost ~0.02-0.04 ms more CPU
-        per request at 1 KiB, the shared one ~0.01). When the pipe is full it resolves as the pipe
+        resolves it (one frame per answer, written in the hook, cost the proxy more CPU a request
+        than the shared one, bench.capture). When the pipe is full it resolves as the pipe
         takes the frame, or when `HOLD_BYTES` / `HOLD_SECONDS` release the answer unprotected."""
         if not self._batch and self.dropped == self._reported_dropped:
             return self._hold([exchange])

@@ -59,10 +59,9 @@ PG_STAGE: Final = (
 COPY_FORMAT: Final = "BINARY"
 """The COPY's format. The server buffers a COPY's rows and inserts them (heap and indexes) in groups
 of 1,000 rows or 64 KiB of input lines, but binary input has no lines: a batch of up to 1,000 rows
-is inserted only once its COPY has ended, while the client waits (measured: ~1.7 ms of the server's
-~11 ms per 1,000 rows done while the client streamed). Text format lets the server insert as rows
-arrive (0.90x the wall time per batch, paired over 5 rounds) but costs ~3 us more client CPU a row
-and the server no less: more CPU in all, which a machine busy proxying has less of than time to wait."""
+is inserted only once its COPY has ended, while the client waits. Text format lets the server insert
+as rows arrive (a little less wall time per batch) but costs more client CPU a row and the server no
+less: more CPU in all, which a machine busy proxying has less of than time to wait (bench.ledger)."""
 PG_MOVE: Final = (
     f"INSERT INTO events ({_COLS}) SELECT {_COLS} FROM events_incoming ORDER BY event_id"
     " ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
@@ -74,8 +73,8 @@ def _hasher() -> ThreadPoolExecutor:
 
     The server inserts a COPY's rows only once it has ended (`COPY_FORMAT`), and the client then
     waits on its socket with the interpreter lock released: the leaves' JSON and SHA-256 (about a
-    third of the client's CPU a row) are hashed in that wait instead of before or after it
-    (measured: 1.24-1.28x the events a second, batches of the two codes alternated in one Ledger).
+    third of the client's CPU a row) are hashed in that wait instead of before or after it, which
+    raises the events a second a PostgreSQL Ledger takes by about a quarter (bench.ledger).
     One thread a process, made on first use, never at import; a forked child makes its own (the
     parent's thread does not exist there, and work queued for it would never run).
     """
@@ -84,9 +83,8 @@ def _hasher() -> ThreadPoolExecutor:
 
 HASH_APART_MIN: Final = 16
 """Rows from which a PostgreSQL batch's leaves are hashed on `_hasher`'s thread. Handing work to a
-thread and back costs ~120 us of CPU (measured, 2 rows: 22 us hashed inline, 144 us through the
-thread), more than the hashing it overlaps with the server's insert below ~12 rows: the small
-batches of an agent's pace hash inline."""
+thread and back costs more CPU than hashing a few rows inline, more than the hashing it overlaps
+with the server's insert for a small batch: the small batches of an agent's pace hash inline."""
 
 
 def hash_apart(rows: int) -> bool:
@@ -161,19 +159,6 @@ def _fresh(rows: Sequence[tuple[Any, ...]], known: set[str]) -> list[tuple[Any, 
     return fresh
 
 
-TRIGGER_OFF_MIN: Final = 16
-"""Rows from which the SQLite insert switches the refuse-a-known-id trigger off for its statement.
-An INSERT trigger on this many-indexed table costs SQLite ~20 us a row (measured: 13 -> 33 ms per
-1,000), but switching it off and on again expires every statement the connection has prepared: the
-next commit compiles its five small statements again (measured at one request a commit: ~330 ->
-~145 us of CPU for them when the trigger stays on). Below ~10 rows keeping the trigger is cheaper."""
-
-
-def trigger_off(rows: int) -> bool:
-    """Whether inserting `rows` new events is worth switching the insert trigger off (`TRIGGER_OFF_MIN`)."""
-    return rows >= TRIGGER_OFF_MIN
-
-
 def _insert_events_sqlite(
     conn: Connection, rows: Sequence[tuple[Any, ...]], staged: bool
 ) -> list[tuple[Any, ...]]:
@@ -183,15 +168,13 @@ def _insert_events_sqlite(
     this same write transaction are offered, so the refuse-a-known-id trigger cannot fire. Else
     every row is offered without the lookup (in the steady state none is stored: a query a batch
     spared inside the write lock), and a stored one makes the insert fail, on the
-    trigger or, with the trigger off, the primary key: the caller runs the batch again `staged`.
-    For a batch of `TRIGGER_OFF_MIN` rows or more the trigger is off for this one statement (on
-    this connection only; every other connection and statement keeps it)."""
+    primary key: the caller runs the batch again `staged`. The refuse-a-known-id trigger is off
+    for this one statement (on this connection only; every other connection and statement keeps
+    it): this plain INSERT cannot replace a row, and the trigger's cost a row halved the event rows'
+    ingest (bench.ledger)."""
     known = _known(conn, "events", "event_id", [r[0] for r in rows]) if staged else set()
     fresh = _fresh(rows, known)
     with chain.DriverCursor(conn) as cursor:
-        if not trigger_off(len(fresh)):
-            cursor.executemany(SQLITE_INSERT, fresh)
-            return fresh
         raw = cursor.connection
         raw.setconfig(sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, False)
         try:

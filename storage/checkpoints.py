@@ -2,9 +2,8 @@
 
 SQLite checkpoints in the committing connection once the WAL holds `wal_autocheckpoint` pages
 (1,000 by default): the commit that crosses it copies every page written since the last one into
-the database file and syncs both files before it returns. Measured on bench.ledger's event rows
-(1,000-event batches, ~400 WAL pages each): every third commit took ~10 ms longer (29-30 ms
-against 18-20), and the overall rate was 38-40k events/s where the median batch's was 48-50k.
+the database file and syncs both files before it returns. On bench.ledger's event rows every third
+commit took half as long again, and the overall rate fell a fifth below the median batch's.
 
 A `Checkpointer` runs a PASSIVE checkpoint (it neither waits for nor blocks a reader or a writer)
 on a connection of its own, once the commits it was told of wrote about `PAGES` WAL frames (SQLite's

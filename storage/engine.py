@@ -65,8 +65,8 @@ PING_IDLE: Final = 1.0
 def ping_when_idle(engine: Engine, idle: float = PING_IDLE) -> None:
     """Ping a PostgreSQL connection at checkout only when it has been idle `idle` seconds or more.
 
-    SQLAlchemy's `pool_pre_ping` pings at every checkout: a round trip a commit, ~83 us of the
-    writer's CPU and ~160 us of wall time on this machine, for a connection used 50 ms before. A
+    SQLAlchemy's `pool_pre_ping` pings at every checkout: a round trip a commit, in the writer's CPU
+    and wall time, for a connection used one flush interval before. A
     server that went away within the last second is met by the first statement instead: it
     invalidates the connection (SQLAlchemy for its own statements, `storage.chain.query` for the
     writer's) and the Ledger retries the batch (it is idempotent), as it already must for a server

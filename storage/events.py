@@ -41,8 +41,8 @@ class Event:
     exactly when `payload_state` is `complete` or `partial`.
 
     Not `frozen` (nothing assigns to an event's fields all the same): a frozen dataclass's
-    `__init__` sets each of these 33 fields through `object.__setattr__`, 4.4 us an event against
-    0.8, and the writer makes two an exchange (measured: 6% of its CPU a request, bench.writer).
+    `__init__` sets each of these 33 fields through `object.__setattr__`, several times slower, and
+    the writer makes two an exchange (a measurable share of its CPU a request, bench.writer).
     """
 
     event_id: str

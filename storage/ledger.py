@@ -14,11 +14,10 @@ import io
 import logging
 import sqlite3
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
-from typing import IO, Final, NamedTuple, TypeVar
+from typing import IO, NamedTuple, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
@@ -58,15 +57,6 @@ def translate(e: BaseException, url: str) -> StorageError:
     if mapped is None:
         raise e
     return mapped
-
-
-STORED_KEPT: Final = 4096
-"""Addresses of blobs a Ledger saw committed that it keeps, so as not to ask the database again
-whether they are stored. Blobs are append-only (never deleted: migration 0001's triggers), so a
-payload once stored stays stored; an agent's traffic repeats its bodies (the tool list, the system
-prompt, the same small answer). It spares a query a batch (on PostgreSQL a round trip inside the
-transaction); the writer's CPU a request did not move measurably (bench.writer, 50-request
-batches: 0.098-0.101 against 0.099-0.106 ms on SQLite)."""
 
 
 class Prepared(NamedTuple):
@@ -117,8 +107,6 @@ class Ledger:
         self._caught_up: set[str] = set()
         """Collectors whose last batch here was wholly new, so their next batch's events are
         inserted without asking first which are stored (`_append_once`)."""
-        self._stored: OrderedDict[str, None] = OrderedDict()
-        """Blob addresses seen committed, oldest first, at most `STORED_KEPT` (`_present`)."""
         database = engine.url.database if engine.dialect.name == "sqlite" else None
         self._checkpoints = Checkpointer(database) if database and database != ":memory:" else None
         """SQLite: the WAL copied back on a thread, not in the commit filling it (`storage.checkpoints`)."""
@@ -144,29 +132,7 @@ class Ledger:
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
         key = self.keys.key_for(batch.collector) if self.keys is not None else None
         ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves, key)
-        try:
-            result = self._retry(lambda: self._append_once(ready))
-        except BaseException:
-            self._stored.clear()  # a Ledger replaced under this one (a foreign key refused): ask again
-            raise
-        self._remember([*unique, *refs])
-        return result
-
-    def _present(self, conn: Connection, shas: Sequence[str]) -> set[str]:
-        """Which of `shas` are stored: those seen committed (`STORED_KEPT`), and the rest asked."""
-        present = {s for s in shas if s in self._stored}
-        ask = [s for s in shas if s not in present]
-        if ask:
-            present |= known_blobs(conn, ask)
-        return present
-
-    def _remember(self, shas: Sequence[str]) -> None:
-        """Note blobs a committed batch referred to: every one of them is stored now."""
-        stored = self._stored
-        for sha in shas:
-            stored[sha] = None
-        while len(stored) > STORED_KEPT:
-            stored.popitem(last=False)
+        return self._retry(lambda: self._append_once(ready))
 
     def _address(self, events: Sequence[Event]) -> tuple[dict[int, Address], dict[str, bytes]]:
         """Hash each distinct payload once: id(bytes) -> address, and sha -> bytes."""
@@ -208,8 +174,8 @@ class Ledger:
 
     def _append_sqlite(self, ready: Prepared, *, staged: bool) -> AppendResult:
         """Which blobs are stored is read, and the new ones compressed, before BEGIN IMMEDIATE takes
-        the database's one write lock; on the same pooled connection as the write (a checkout and
-        its return cost ~50 us of CPU, ~8% of a one-request commit's)."""
+        the database's one write lock; on the same pooled connection as the write (a second checkout
+        and its return would cost a share of a one-request commit's CPU)."""
         with self.engine.connect() as conn:
             blobs = self._blobs(conn, ready)
             if self._checkpoints is not None:
@@ -234,7 +200,7 @@ class Ledger:
     def _blobs(self, conn: Connection, ready: Prepared) -> list[BlobRecord]:
         """The blob rows a batch adds: its new payloads packed, and its spooled refs not yet stored."""
         unique, refs = ready.unique, ready.refs
-        present = self._present(conn, [*unique, *refs]) if (unique or refs) else set()
+        present = known_blobs(conn, [*unique, *refs]) if (unique or refs) else set()
         blobs = self._pack([(s, d) for s, d in unique.items() if s not in present])
         blobs += [
             BlobRecord(r.sha256, r.size, r.stored_size, "store", None)

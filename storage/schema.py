@@ -46,7 +46,7 @@ PAYLOAD_CHECK = (
 """A row cannot claim a payload it does not have, nor carry an address for one it says it lacks.
 
 The checks are written with `=` and `OR`, not `IN (...)`: SQLite builds an `IN` list's table again for
-every row an `executemany` inserts (~3.4 us a row for the three lists; migration 0006)."""
+every row an `executemany` inserts (migration 0006)."""
 
 QUERY_INDEXES = ("action_id", "status")
 """Columns looked up by value (an action's events, errors)."""

@@ -5,12 +5,12 @@ path (`storage.documents.reads`, `storage.documents.writes`) hold their connecti
 the latter importing SQLAlchemy.
 
 The write lock is not waited for with SQLite's busy timeout: its handler sleeps in growing steps
-(1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, then 100 ms), so a writer that found the lock taken for
-60 ms woke up to 25 ms after it was free, and after 230 ms up to 100 ms late: with one writer per
-proxy worker, each writer's commits queued behind the other's that way (bench.workers, issue 14).
-`begin_immediate` asks again every 0.2-2 ms instead, up to `LOCK_WAIT`, and then gives SQLite's own
-SQLITE_BUSY error (the Ledger's `LedgerBusy`: an outage, retried). Behind a long holder (an import,
-a prune) it asks less often as the wait goes on, at most 4% late, so a wait costs little CPU.
+that reach a tenth of a second, so a writer woke up long after the lock was free: with one writer
+per proxy worker, each writer's commits queued behind the other's that way (bench.workers, issue
+14). `begin_immediate` asks again after a short, growing delay instead (`next_delay`), up to
+`LOCK_WAIT`, and then gives SQLite's own SQLITE_BUSY error (the Ledger's `LedgerBusy`: an outage,
+retried). Behind a long holder (an import, a prune) it asks less often as the wait goes on, at most
+4% late, so a wait costs little CPU.
 """
 
 from __future__ import annotations
@@ -30,24 +30,19 @@ BUSY_TIMEOUT_MS: Final = 30_000
 """SQLite's own busy timeout, for everything but taking the write lock (a reader in WAL mode
 rarely meets a lock: only while a connection recovers the WAL index)."""
 CACHE_KIB: Final = 2 * 1024
-"""SQLite's page cache per connection: about its default (2,000 KiB), said here so a change is
-measured against it. It was 32 MiB while events arrived with random ids (mitmproxy's UUID4 flow
-ids), each insert landing on a random page of the id indexes. With the proxy's time-ordered ids
-(recording.action_ids) a batch touches the last pages of each index, and the larger cache
-no longer paid: bench.writer on a Ledger already holding 600k events, 35 requests a batch, 0.099
-(2 MiB) against 0.107 ms of CPU a request (32 MiB), and 0.148 against 0.153 even with random ids
-(the OS's page cache serves a re-read page); bench.ledger's rows unchanged within their noise, and
-bench.browse's reads of a 1M-event Ledger within 1 ms of before (a filtered page 6.7-9.2 ms against
-7.1-9.9). What it cost was memory: the writer process grew by the whole cache under load (108
-against 73 MiB after ~50k requests; bench.capture's RSS after 100k requests 181 -> 155 MiB)."""
+"""SQLite's page cache per connection: about its default, said here so a change is measured
+against it. It was far larger while events arrived with random ids (mitmproxy's UUID4 flow ids),
+each insert landing on a random page of the id indexes. With the proxy's time-ordered ids
+(recording.action_ids) a batch touches the last pages of each index, and the larger cache no
+longer paid (bench.writer, bench.ledger, bench.browse: unchanged within their noise); what it cost
+was memory, the writer process growing by the whole cache under load (bench.capture's RSS)."""
 POLL_FIRST: Final = 0.0002
 POLL_MAX: Final = 0.002
 POLL_SHARE: Final = 0.04
-"""Once a wait has lasted `POLL_MAX / POLL_SHARE` (50 ms), the next try comes this share of the
-time already waited later, so a wait ends at most 4% late. Asking every 2 ms the whole time cost
-~30 ms of CPU a second behind a holder that kept the lock for seconds; past 0.6 s this asks 40
-times a second (~4 ms), and a whole 2 s wait costs 19-21 ms of CPU where it cost 55-69
-(`tests/storage/test_sqlite_lock.py`, measured on the 2-core bench machine)."""
+"""Once a wait has lasted `POLL_MAX / POLL_SHARE`, the next try comes this share of the time
+already waited later, so a wait ends at most 4% late. Asking every `POLL_MAX` the whole time cost
+CPU behind a holder that kept the lock for seconds; growing the delay with the wait keeps a long
+wait's CPU to a fraction of that (`tests/storage/test_sqlite_lock.py`)."""
 POLL_LONG: Final = 0.025
 """The longest wait between two tries."""
 _SQLITE_BUSY: Final = 5
@@ -105,32 +100,12 @@ def configure(dbapi_conn: Any) -> None:
     cur.close()
 
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-SECONDS_KEPT: Final = 4096
-"""Seconds whose text `sqlite_time` keeps (under 100 bytes each; emptied when full)."""
-_seconds: dict[int, str] = {}
-"""`YYYY-MM-DD HH:MM:SS` of the seconds recently written, by their whole seconds since the epoch."""
-
-
 def sqlite_time(at: datetime) -> str:
     """SQLAlchemy's own SQLite datetime text, `YYYY-MM-DD HH:MM:SS.ffffff`, of `at` in UTC (a naive
-    `at` is taken as UTC), so ORM and raw reads agree; also the chain's canonical time.
-
-    Every event row a SQLite writer inserts has its time written by this: an aware datetime's
-    `isoformat` costs ~1.1 us (its offset is asked for and formatted, then cut off again). The
-    events of a batch share their seconds, so the seconds' text is kept and only the microseconds
-    are formatted: ~0.6 us (bench.ledger's event rows +1.3%, 6 interleaved rounds).
-    """
-    if at.tzinfo is not UTC:
-        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    since = at - _EPOCH
-    second = since.days * 86400 + since.seconds
-    text = _seconds.get(second)
-    if text is None:
-        if len(_seconds) >= SECONDS_KEPT:
-            _seconds.clear()
-        text = _seconds[second] = at.isoformat(" ", "seconds")[:19]
-    return f"{text}.{at.microsecond:06d}"
+    `at` is taken as UTC), so ORM and raw reads agree; also the chain's canonical time."""
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at.isoformat(" ", "microseconds")
 
 
 def open_file(path: Path | str) -> sqlite3.Connection:

@@ -3,7 +3,7 @@
 The same `MCPServer` as `flightlog mcp` (catalog.mcp_server, the official SDK), its `call` tool
 running rows through the proxy's door (door "mcp"), so the `mcp_http` contract form runs as written.
 The SDK's Starlette app is stateless and answers in JSON; it runs on an event loop of its own in a
-daemon thread, started on first use (the SDK's import costs ~0.7 s the proxy does not pay at start).
+daemon thread, started on first use (the SDK's import is slow; the proxy does not pay it at start).
 Each request is one ASGI call handed to that loop; its answer is collected whole.
 
 Every request passes the gate first (`addons.door.gatekeeper`, declared in
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 PATH = "/api/mcp"
 TIMEOUT = 120.0
-"""A dispatched call can take a while (an upstream's own timeout is 30 s); past this, 504."""
+"""A dispatched call can take a while (an upstream has its own timeout, shorter); past this, 504."""
 
 
 class _Server:

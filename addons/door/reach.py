@@ -2,7 +2,7 @@
 timeout, and flightlog.local in-process (`addons.door.local_transport`), through the same declared
 routes and the same gate as the proxy's, judged with the caller's own token and identity (`Lent`).
 
-The client is made once for the door's life (thread-safe; its TLS context costs ~25 ms to make),
+The client is made once for the door's life (thread-safe; its TLS context is slow to make),
 with `trust_env=False`: the door calls upstreams directly, never through a proxy named in the
 environment, so generic capture never sees (and never stores twice) the door's own calls.
 """

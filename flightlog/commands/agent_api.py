@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -18,9 +18,6 @@ from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt, JsonOpt
 from flightlog.settings import load_settings
 from formats.terminal_text import json_text, shown, shown_lines
-
-if TYPE_CHECKING:
-    from catalog.prescan import Prescanned
 
 
 def find(
@@ -31,18 +28,10 @@ def find(
     directory: DirectoryOpt = None,
 ) -> None:
     """Rows matching WORDS, each with its score, layer and the words that matched."""
-    from flightlog.cores import usable_cores
-
-    # The folder check (a stat of every file, ~40% of an everyday find at 25,000 rows) runs in
-    # forked children while this process imports the resolver and loads the stored index, each
-    # child stat'ing half of the files: the parent waited ~110 ms for one child doing it all. At
-    # 25,000 rows on 2 cores, 12-15 interleaved rounds: 243 against 268 ms with one child (idle
-    # machine), 293 against 312 with the other core kept busy. One core only, it stays in-process.
-    scanned = _prescan(directory, split=True) if usable_cores() > 1 else None
     from catalog.resolver import no_match  # deferred: the index and aliases are slow to import
 
     query = " ".join(words)
-    d = open_from_settings(directory, prescanned=scanned)
+    d = open_from_settings(directory)
     try:
         hits = d.find(query, k=k, bundle=bundle)
     finally:
@@ -138,12 +127,10 @@ def mcp(
     # deferred: the MCP SDK loads slowly; other commands start without it
     from catalog.mcp_server import serve
 
-    # The SDK's import is the largest part of starting up: overlap it with opening the Directory,
-    # whose folder check (a stat of every file) runs in a forked child, forked before the thread.
-    scanned = _prescan(directory)
+    # The SDK's import is the largest part of starting up: overlap it with opening the Directory.
     preload = threading.Thread(target=importlib.import_module, args=("mcp.server",), daemon=True)
     preload.start()
-    d = open_from_settings(directory, prescanned=scanned)
+    d = open_from_settings(directory)
     d.network = True  # a network door: its writes never touch a row that runs a command here
     d.follow()  # and a long-lived one: a folder edit is seen at the next verb
     preload.join()
@@ -152,17 +139,6 @@ def mcp(
         serve(d, database_tools=database_tools, dispatch=door.dispatch, authorize=door.authorize)
     finally:
         d.close()
-
-
-def _prescan(directory: Path | None, *, split: bool = False) -> Prescanned | None:
-    """The folder check of the Directory about to be opened, started in a child (`catalog.prescan`);
-    None for the native Directory (no folder) or a folder that is not there (the open says why)."""
-    from catalog.prescan import prescan
-
-    folder = directory or load_settings().directory
-    if folder is None or not folder.expanduser().is_dir():
-        return None
-    return prescan(folder.expanduser(), split=split)
 
 
 class StdioDoor:

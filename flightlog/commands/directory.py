@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import Directory
     from catalog.importers import Document
-    from catalog.prescan import Prescanned
 
 directory_app = typer.Typer(help="Import and export the Directory.", no_args_is_help=True)
 import_app = typer.Typer(
@@ -35,11 +34,9 @@ directory_app.add_typer(import_app, name="import")
 MAX_CHANGES = 1000
 
 
-def open_from_settings(
-    folder: Path | None, ledger_url: str | None = None, *, prescanned: Prescanned | None = None
-) -> Directory:
+def open_from_settings(folder: Path | None, ledger_url: str | None = None) -> Directory:
     """The Directory named by `--directory`, FLIGHTLOG_DIRECTORY, or the native one (in `--ledger`'s
-    database, else the configured Ledger's). `prescanned`: see `catalog.prescan`."""
+    database, else the configured Ledger's)."""
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog.directory import open_directory
     from flightlog.cores import usable_cores
@@ -48,7 +45,6 @@ def open_from_settings(
     opened = open_directory(
         ledger_url or settings.ledger_url,
         folder or settings.directory,
-        prescanned=prescanned,
         cores=usable_cores(),  # a first open compiles its sections on them (catalog.compile_jobs)
     )
     problems = opened.alias_problems

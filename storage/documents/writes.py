@@ -9,8 +9,8 @@ is `IndeterminateCommit`, because nobody can say whether it landed.
 The statements are plain SQL on the driver's own connection, whichever engine: a SQLite Ledger
 already at the newest schema is written with the standard library alone (`storage.documents` hands
 over a `sqlite3` connection), so the first change a `flightlog find` or `flightlog mcp` makes to the
-Directory does not import SQLAlchemy for it (~190 ms of the ~700 ms a `find` took after one row was
-edited, bench.startup); PostgreSQL, and a SQLite file SQLAlchemy opened, lend their pool's.
+Directory does not import SQLAlchemy for it (a quarter of a `find` after one row was edited,
+bench.startup); PostgreSQL, and a SQLite file SQLAlchemy opened, lend their pool's.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ class DocumentWrites:
 
         A change names each document once (`commit` refuses two for one path), so deleting every
         replaced or removed entry first and inserting after is the same as doing it change by change.
-        One statement a change held SQLite's write lock for 2.8 s while a 25k-row folder was first
+        One statement a change held SQLite's write lock for seconds while a 25k-row folder was first
         imported, and every proxy recording into the same Ledger waited that long to commit."""
         m, space = self.m, self.space
         if gone:

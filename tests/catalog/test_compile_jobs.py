@@ -12,7 +12,7 @@ from pathlib import Path
 
 from catalog.compile_jobs import FORK_MIN, Job, can_fork, compile_all, shares
 from catalog.directory import open_directory
-from catalog.index import compile_section
+from catalog.section_compile import compile_section
 from storage.documents.reads import open_sqlite_reads
 from tests.catalog.conftest import make_folder, row
 
@@ -69,7 +69,7 @@ def test_a_single_threaded_process_compiles_in_children_and_gets_the_same_data()
 import hashlib, json
 from tests.catalog.test_compile_jobs import jobs
 from catalog.compile_jobs import compile_all
-from catalog.index import compile_section
+from catalog.section_compile import compile_section
 work = jobs(3, {FORK_MIN // 2})
 done, forked = compile_all(work, {cores})
 same = done == {{b: compile_section(b, d) for b, d in work}}
@@ -100,7 +100,7 @@ def test_a_child_that_dies_costs_time_not_sections() -> None:
 import json, os
 import catalog.compile_jobs as jobs_module
 from tests.catalog.test_compile_jobs import jobs
-from catalog.index import compile_section
+from catalog.section_compile import compile_section
 parent = os.getpid()
 real = jobs_module.compile_section
 def dying(bundle, documents):

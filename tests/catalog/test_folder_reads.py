@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import catalog.directory as directory_module
+import catalog.folder_sync as sync_module
 from catalog import file_listing
 from catalog.directory import open_directory
 from catalog.errors import BadFolder
@@ -24,13 +24,13 @@ HOUR_NS = 3600 * 10**9
 def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The file names the folder sync reads from now on."""
     seen: list[str] = []
-    real: Callable[[str], str | None] = directory_module.read_text
+    real: Callable[[str], str | None] = sync_module.read_text
 
     def counting(path: str) -> str | None:
         seen.append(Path(path).name)
         return real(path)
 
-    monkeypatch.setattr(directory_module, "read_text", counting)
+    monkeypatch.setattr(sync_module, "read_text", counting)
     yield seen
 
 
@@ -82,7 +82,7 @@ def test_a_file_removed_between_the_scan_and_its_read_is_a_removal_not_a_failure
     assert len(names(url, folder)) == 20
     (folder / "tool" / "t_005.md").write_text(row("ZEBRA_COUNT", "Stripes."), encoding="utf-8")
     (folder / "tool" / "t_900.md").write_text(row("OKAPI_COUNT", "Okapis."), encoding="utf-8")
-    real_scan = directory_module.scan
+    real_scan = sync_module.scan
 
     def scan_then_remove(where: Path, bundles: object = None) -> object:
         scanned = real_scan(where, bundles)  # type: ignore[arg-type]
@@ -90,11 +90,11 @@ def test_a_file_removed_between_the_scan_and_its_read_is_a_removal_not_a_failure
         (folder / "tool" / "t_900.md").unlink()
         return scanned
 
-    monkeypatch.setattr(directory_module, "scan", scan_then_remove)
+    monkeypatch.setattr(sync_module, "scan", scan_then_remove)
     listed = names(url, folder)
     assert "OKAPI_COUNT" not in listed and "ZEBRA_COUNT" not in listed and "TOOL_005" not in listed
     assert len(listed) == 19
-    monkeypatch.setattr(directory_module, "scan", real_scan)
+    monkeypatch.setattr(sync_module, "scan", real_scan)
     assert names(url, folder) == listed
 
 

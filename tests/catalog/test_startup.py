@@ -1,5 +1,5 @@
-"""Start-up shortcuts never serve stale rows: the stdlib SQLite reads, the skipped folder check
-(`catalog.prescan`) and the index decoded part by part answer exactly what a full open answers."""
+"""Start-up shortcuts never serve stale rows: the stdlib SQLite reads, the stored stat tags and the
+index decoded part by part answer exactly what a full open answers."""
 
 from __future__ import annotations
 
@@ -7,20 +7,18 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from catalog.directory import open_directory
 from catalog.folder import scan
-from catalog.index import Index, SectionIndex, compile_section
-from catalog.prescan import prescan
+from catalog.index import Index, SectionIndex
+from catalog.section_compile import compile_section
 from storage.documents import open_document_store
 from storage.documents.reads import open_sqlite_reads, sqlite_file
 from tests.catalog.conftest import cli, make_folder, row
@@ -34,8 +32,7 @@ def find_ids(home: Path, folder: Path, *words: str) -> list[str]:
 
 def test_find_sees_a_file_changed_added_and_removed_since_the_last_open(tmp_path: Path, home: Path) -> None:
     """An in-place edit (the folder's own mtime unchanged), a new file and a deleted file each show in
-    the next `flightlog find`, although the open before stored stat tags and an index, which find
-    loads while a forked child checks the folder (on a machine of more than one core)."""
+    the next `flightlog find`, although the open before stored stat tags and an index."""
     folder = make_folder(tmp_path / "d")
     assert find_ids(home, folder, "get", "weather")[0] == "get_weather"
     assert find_ids(home, folder, "zebra", "forecast") == []
@@ -49,8 +46,8 @@ def test_find_sees_a_file_changed_added_and_removed_since_the_last_open(tmp_path
 
 
 def test_mcp_search_sees_a_file_changed_since_the_last_open(tmp_path: Path, home: Path) -> None:
-    """`flightlog mcp` checks the folder in a forked child while the SDK loads; a file edited in place
-    after the last open is still what its search answers, not the stored index."""
+    """`flightlog mcp` checks the folder while the SDK loads; a file edited in place after the last
+    open is what its search answers, not the stored index."""
     folder = make_folder(tmp_path / "d")
     assert find_ids(home, folder, "get", "weather")[0] == "get_weather"
     (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Read the yak herd."), encoding="utf-8")
@@ -68,44 +65,11 @@ def test_mcp_search_sees_a_file_changed_since_the_last_open(tmp_path: Path, home
     assert "imsg_read" in found.content[0].text
 
 
-def _prescan_alone(folder: Path, split: bool = False) -> object:
-    """`prescan(folder, split=split)()` in a fresh single-threaded interpreter, as `flightlog mcp`
-    (one child) and `flightlog find` (split in two) run it (this test process has other threads by
-    now, and with those prescan rightly declines to fork)."""
-    code = "import json, sys; from pathlib import Path; from catalog.prescan import prescan; "
-    code += "print(json.dumps(prescan(Path(sys.argv[1]), split=sys.argv[2] == 'split')()))"
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(folder), "split" if split else "whole"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout)
-
-
-@pytest.mark.parametrize("split", [False, True])
-def test_prescan_gives_the_tags_a_scan_gives(tmp_path: Path, split: bool) -> None:
-    """The forked children's stat tags are the ones `scan` computes, whether one child stats every
-    file or two each stat half; after an edit (of either half) they differ; a missing folder
-    gives None (the parent's own scan then says what is wrong)."""
-    folder = make_folder(tmp_path / "d")
-    tags = {b: f.stat_tag for b, f in scan(folder).items()}
-    assert _prescan_alone(folder, split) == tags
-    names = sorted(p.name for p in (folder / "tool").glob("*.md"))
-    for name in names[:2]:  # one document of each half (every second one in path order)
-        (folder / "tool" / name).write_text(row("IMSG_READ", f"Edited {name}."), encoding="utf-8")
-        edited = _prescan_alone(folder, split)
-        assert isinstance(edited, dict) and edited["tool"] != tags["tool"], name
-        assert edited == {b: f.stat_tag for b, f in scan(folder).items()}
-        tags = edited
-    assert _prescan_alone(tmp_path / "missing", split) is None
-
-
-def test_the_halves_make_the_tag_and_a_file_gone_meanwhile_is_no_error(tmp_path: Path) -> None:
-    """Each half's tag covers every second document of a bundle in path order (nested folders and
-    the root `aliases.toml` too), and the halves make the tag `scan` gives. A document listed but
-    removed before its stat is left out, as a scan a moment later would not have found it, rather
-    than failing the open: the tag then differs and the sync reads the folder again."""
+def test_the_tag_moves_with_an_edit_and_a_file_gone_meanwhile_is_no_error(tmp_path: Path) -> None:
+    """A scan finds nested folders and the root `aliases.toml`; editing any one document moves its
+    bundle's stat tag and no other's. A document listed but removed before its stat is left out,
+    as a scan a moment later would not have found it, rather than failing the open: the tag then
+    differs and the sync reads the folder again."""
     from catalog import folder as folder_module
 
     folder = make_folder(tmp_path / "d")
@@ -113,74 +77,21 @@ def test_the_halves_make_the_tag_and_a_file_gone_meanwhile_is_no_error(tmp_path:
     (folder / "article" / "deep" / "er" / "note.md").write_text(row("NOTE", "Deep."), encoding="utf-8")
     (folder / "aliases.toml").write_text('"weather" = ["get_weather"]\n', encoding="utf-8")
     scanned = scan(folder)
-    halves = [folder_module.part_tags(folder, k) for k in range(folder_module.PARTS)]
-    assert set(halves[0]) == set(scanned) >= {"", "tool", "article"}
-    for bundle, found in scanned.items():
-        assert folder_module.combine([h[bundle] for h in halves]) == found.stat_tag
+    assert set(scanned) >= {"", "tool", "article"}
     assert "deep/er/note.md" in scanned["article"].files
+    tags = {b: f.stat_tag for b, f in scanned.items()}
+    for name in sorted(p.name for p in (folder / "tool").glob("*.md"))[:2]:
+        (folder / "tool" / name).write_text(row("IMSG_READ", f"Edited {name}."), encoding="utf-8")
+        now = {b: f.stat_tag for b, f in scan(folder).items()}
+        assert now["tool"] != tags["tool"] and {b: t for b, t in now.items() if b != "tool"} == {
+            b: t for b, t in tags.items() if b != "tool"
+        }, name
+        tags = now
     listed = dict(folder_module._bundles(folder, ["tool"]))["tool"]
     Path(listed[0][1]).unlink()
     stated = folder_module._stated(listed)
     assert stated[0] is None and all(f is not None for f in stated[1:])
     assert listed[0][0] not in scan(folder)["tool"].files
-
-
-def test_prescan_declines_to_fork_beside_another_thread(tmp_path: Path) -> None:
-    """With another thread alive the child could inherit a held lock: no fork, None (a full scan)."""
-    folder = make_folder(tmp_path / "d")
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    try:
-        assert prescan(folder)() is None
-    finally:
-        stop.set()
-        other.join()
-
-
-def test_a_stale_prescan_is_never_trusted(tmp_path: Path, home: Path) -> None:
-    """Tags that do not match the stored ones make the open scan and sync as always."""
-    folder = make_folder(tmp_path / "d")
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    open_directory(url, folder).close()
-    (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Read the yak herd."), encoding="utf-8")
-    d = open_directory(url, folder, prescanned=lambda: {"tool": "not what is stored"})
-    try:
-        assert d.find("yak herd")[0].row.id == "imsg_read"
-    finally:
-        d.close()
-
-
-def test_a_moved_prescan_tag_scans_only_that_bundle_again(
-    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The child's tags say which bundles changed: the open scans those again itself (an edit
-    there is committed) and keeps the child's tags for the rest, which it does not scan twice."""
-    import catalog.directory
-
-    folder = make_folder(tmp_path / "d")
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    open_directory(url, folder).close()
-    (folder / "tool" / "imsg_read.md").write_text(row("IMSG_READ", "Read the yak herd."), encoding="utf-8")
-    tags = {b: f.stat_tag for b, f in scan(folder).items()}
-    asked: list[object] = []
-
-    def spied(where: Path, bundles: Any = None) -> Any:
-        asked.append(None if bundles is None else sorted(bundles))
-        return scan(where, bundles)
-
-    monkeypatch.setattr(catalog.directory, "scan", spied)
-    d = open_directory(url, folder, prescanned=lambda: tags)
-    try:
-        assert d.find("yak herd")[0].row.id == "imsg_read"
-    finally:
-        d.close()
-    assert asked == [["tool"]]
-    store = open_document_store(url, f"folder:{folder.resolve()}")
-    try:
-        assert store.folder_tags() == tags  # every bundle's, the next open compares with
-    finally:
-        store.close()
 
 
 def test_reading_a_directory_never_imports_sqlalchemy(tmp_path: Path, home: Path) -> None:

@@ -21,9 +21,8 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from storage.append import HASH_APART_MIN, TRIGGER_OFF_MIN, hash_apart, trigger_off
+from storage.append import HASH_APART_MIN, hash_apart
 from storage.chain_verify import verify_chain
-from storage.errors import RecordRefused
 from storage.events import AppendResult, Event
 from storage.ledger import Ledger, open_ledger
 from storage.rows import COLUMNS, to_row
@@ -162,15 +161,14 @@ def test_the_chain_over_fast_rows_verifies_and_finds_a_forged_row(ledger: Ledger
     assert problems(ledger) == ["forged: event ev-000130 (batch #3 of test): its row is not the one recorded"]
 
 
-@pytest.mark.parametrize("size", [100, 6], ids=["trigger-off", "trigger-on"])
+@pytest.mark.parametrize("size", [100, 6], ids=["large", "small"])
 def test_a_redelivery_adds_no_row_and_no_link_and_an_overlap_only_its_new_rows(
     ledger: Ledger, size: int
 ) -> None:
     """The same batch twice: the second adds nothing and chains nothing; a batch half old, half new
-    inserts and chains only the new half, and the chain still verifies. Both sizes: SQLite inserts
-    a small batch with its refuse-a-known-id trigger on (`storage.append.TRIGGER_OFF_MIN`), so an
-    old id offered there would fail the whole batch instead of counting as a duplicate."""
-    assert trigger_off(size // 2) == (size == 100)
+    inserts and chains only the new half, and the chain still verifies, for a large batch and a
+    small one (an old id offered straight fails the insert on the primary key; the batch is then
+    run the careful way and the id counts as a duplicate)."""
     half = size // 2
     first = batch([mixed(i) for i in range(size)], position=1)
     assert ledger.append(first).new == size
@@ -189,16 +187,9 @@ def test_a_redelivery_adds_no_row_and_no_link_and_an_overlap_only_its_new_rows(
 def test_only_batches_worth_the_hand_off_hash_their_leaves_on_a_thread() -> None:
     """PostgreSQL: handing a batch's leaves to the hashing thread costs more CPU than hashing a few
     rows inline, so only a batch of `HASH_APART_MIN` new rows or more is handed over (both paths
-    chain and verify: the trigger-on/off re-delivery test runs 6- and 100-event batches)."""
+    chain and verify: the re-delivery test runs 6- and 100-event batches)."""
     assert not hash_apart(1) and not hash_apart(HASH_APART_MIN - 1)
     assert hash_apart(HASH_APART_MIN) and hash_apart(1000)
-
-
-def test_the_insert_trigger_is_switched_off_only_for_batches_worth_it() -> None:
-    """Switching SQLite's trigger off expires the connection's prepared statements: only a batch of
-    `TRIGGER_OFF_MIN` new rows or more pays that to save the trigger's cost a row."""
-    assert not trigger_off(0) and not trigger_off(2) and not trigger_off(TRIGGER_OFF_MIN - 1)
-    assert trigger_off(TRIGGER_OFF_MIN) and trigger_off(1000)
 
 
 def _waiting_backends(url: str) -> int:
@@ -304,48 +295,31 @@ def test_a_caught_up_collectors_batch_with_a_stored_id_is_run_again_the_careful_
     assert problems(ledger) == []
 
 
-def test_a_payload_seen_committed_is_not_looked_up_again(
-    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Blobs are never deleted, so a payload a committed batch stored (or found stored) is not
-    asked for again: the next batches that repeat it send no lookup for it, only for new ones."""
-    from storage import ledger as ledger_module
-
-    asked: list[list[str]] = []
-    real = ledger_module.known_blobs
-
-    def spy(conn: Any, shas: Any) -> set[str]:
-        asked.append(sorted(shas))
-        return real(conn, shas)
-
-    monkeypatch.setattr(ledger_module, "known_blobs", spy)
+def test_a_repeated_payload_is_stored_once_and_read_back_for_every_event(ledger: Ledger) -> None:
+    """Each batch asks the database which of its payloads are stored: a payload repeated across
+    batches is stored once, a new one beside it is stored, and every event reads its own bytes."""
     same = b'{"tools": ["the same list every time"]}'
     ledger.append(batch([event(0, payload=same)], position=1))
-    assert len(asked) == 1
     ledger.append(batch([event(1, payload=same), event(2, payload=same)], position=2))
-    assert len(asked) == 1, "a payload seen committed was asked for again"
     ledger.append(batch([event(3, payload=same), event(4, payload=b"new")], position=3))
-    assert len(asked) == 2 and len(asked[1]) == 1, "only the new payload is asked for"
     stored = list(ledger.events([f"ev-{i:06d}" for i in range(5)]))
     assert [ledger.payload(e.payload_sha256 or "") for e in stored] == [same] * 4 + [b"new"]
+    with ledger.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM blobs")).scalar_one() == 2
 
 
-def test_a_blob_gone_behind_the_ledgers_back_is_asked_for_again_after_one_refusal(
+def test_a_blob_gone_behind_the_ledgers_back_is_stored_anew_by_the_next_batch(
     ledger_url: str, tmp_path: Path
 ) -> None:
-    """A Ledger keeps the addresses of blobs it saw committed; if one disappears behind its back (a
-    database restored from an older copy, a row deleted past the triggers) the batch that refers
-    to it is refused once (its foreign key), the kept addresses are dropped, and the same batch
-    sent again stores the blob anew and commits."""
+    """If a blob disappears behind a Ledger's back (a database restored from an older copy, a row
+    deleted past the triggers), the next batch that refers to it finds it absent and stores it
+    anew: nothing kept in the process says it is still there."""
     ledger = open_ledger(ledger_url, (tmp_path / "blobs").as_uri(), retry_seconds=1)
     try:
         same = b'{"system": "the same prompt"}'
         ledger.append(batch([event(0, payload=same)], position=1))
         Tamperer(ledger_url).run("DELETE FROM blobs", drop=("blobs_no_delete",))
-        again = batch([event(1, payload=same)], position=2)
-        with pytest.raises(RecordRefused, match=r"(?i)foreign key"):
-            ledger.append(again)
-        assert ledger.append(again).new == 1
+        assert ledger.append(batch([event(1, payload=same)], position=2)).new == 1
         (stored,) = ledger.events(["ev-000001"])
         assert ledger.payload(stored.payload_sha256 or "") == same
     finally:

@@ -2,10 +2,9 @@
 
 SQLite builds a small ephemeral table for the right-hand list of `x IN ('a', 'b', 'c')` once per
 statement run, and a prepared `executemany` runs its INSERT once per row: the three `IN` lists of
-the events checks cost ~3.4 us of a row's ~14 us of insert, more than any two of its indexes
-(measured on 20,000 bench.ledger rows: 7.8 us/row for the table alone with the checks as they were,
-4.4 us with the same checks written out as `OR`s). The constraints accept and refuse exactly the
-same rows; only their text changes.
+the events checks cost about a quarter of a row's insert, more than any two of its indexes
+(bench.ledger's rows, the table alone, against the same checks written out as `OR`s). The
+constraints accept and refuse exactly the same rows; only their text changes.
 
 A CHECK constraint does not change how SQLite stores a row, so the stored CREATE TABLE text is
 rewritten in place (the procedure of SQLite's ALTER TABLE page, "making other kinds of table schema
