@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from storage.database import Database, database_of
-from storage.errors import StorageError, from_library
+from storage.errors import LedgerUnavailable, StorageError, from_library
 from storage.event_sql import Dialect
 from storage.filters import QueryError
 
@@ -64,6 +64,9 @@ class Reader:
             finally:
                 cur.close()
         except self._errors as e:
+            outage = from_library(e, self.where)
+            if isinstance(outage, LedgerUnavailable):  # the database went away: not the question's fault
+                raise outage from e
             raise QueryError(f"cannot {doing}: {e}".splitlines()[0]) from e
 
     def close(self) -> None:
@@ -76,7 +79,10 @@ def reading(source: Engine | Reader) -> Iterator[Reader]:
     if isinstance(source, Reader):
         yield source
         return
-    conn = source.raw_connection()
+    try:
+        conn = source.raw_connection()
+    except Exception as e:
+        raise (from_library(e, str(source.url)) or e) from e
     try:
         errors = (source.dialect.loaded_dbapi.Error,)
         yield Reader(
@@ -135,7 +141,7 @@ def _check_schema(reader: Reader, database: Database) -> None:
 
     try:
         found = reader.rows("SELECT version_num FROM alembic_version", doing="read the schema version")
-    except QueryError as e:
+    except (QueryError, LedgerUnavailable) as e:  # no such table (PostgreSQL's is said as a lost one)
         raise LedgerMissing(
             f"no Ledger at {database.where} (no flightlog schema there): {CREATE_HINT}"
         ) from e
