@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from storage.events import Event
 from storage.engine import make_engine
+from storage.events import Event
 from storage.ledger import open_ledger
 from storage.migrate import migrate
 from tests.storage.factory import T0, batch, event
