@@ -148,18 +148,24 @@ def test_the_answers_are_the_events_seeded(both: tuple[str, str], home: Path) ->
 # --- reads never create nor migrate ---------------------------------------------------------------
 
 MISSING: list[list[str]] = [
-    ["counts"],
-    ["counts", "--by", "model"],
-    ["tally", "--by", "agent"],
-    ["query"],
-    ["query", "errors today"],
-    ["row", "ev-000001"],
-    ["action", "act-000001"],
-    ["state"],
-    ["ask", "cost", "by", "model"],
-    ["blob", "0" * 64],
-    ["verify"],
+    ["ledger", "counts"],
+    ["ledger", "counts", "--by", "model"],
+    ["ledger", "tally", "--by", "agent"],
+    ["ledger", "query"],
+    ["ledger", "query", "errors today"],
+    ["ledger", "row", "ev-000001"],
+    ["ledger", "action", "act-000001"],
+    ["ledger", "state"],
+    ["ledger", "ask", "cost", "by", "model"],
+    ["ledger", "blob", "0" * 64],
+    ["ledger", "verify"],
+    ["uses", "some_tool"],
+    ["task", "some-task"],
+    ["trace", "ev-000001"],
+    ["export", "--format", "jsonl"],
+    ["browse"],
 ]
+"""Every command that only reads the Ledger."""
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -167,19 +173,19 @@ def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"" for p in sorted(root.rglob("*"))}
 
 
-@pytest.mark.parametrize("args", MISSING, ids=[" ".join(a[:2]) for a in MISSING])
+@pytest.mark.parametrize("args", MISSING, ids=[" ".join(a[:3]) for a in MISSING])
 def test_a_read_on_no_ledger_says_so_and_writes_nothing(tmp_path: Path, args: list[str]) -> None:
     """A read command where no Ledger is exits non-zero with one line naming the path and how one is
     made; the home stays empty, and a mistyped FLIGHTLOG_LEDGER makes neither a file nor its folders."""
     home = tmp_path / "home"
     home.mkdir()
-    run = flightlog(home, "ledger", *args)
+    run = flightlog(home, *args)
     assert run.returncode != 0 and not run.stdout
     assert run.stderr.count("\n") == 1, run.stderr
     assert str(home / "ledger.db") in run.stderr and "flightlog ledger migrate" in run.stderr
     assert tree(home) == {}
     typo = tmp_path / "ledgre" / "ledger.db"
-    run = flightlog(home, "ledger", *args, env={"FLIGHTLOG_LEDGER": f"sqlite:///{typo}"})
+    run = flightlog(home, *args, env={"FLIGHTLOG_LEDGER": f"sqlite:///{typo}"})
     assert run.returncode != 0 and str(typo) in run.stderr
     assert not typo.parent.exists() and tree(home) == {}
 
@@ -196,7 +202,7 @@ def test_a_read_on_an_empty_postgresql_schema_finds_no_ledger(pg_url: str, home:
     assert tables == (0,)
 
 
-@pytest.mark.parametrize("args", MISSING, ids=[" ".join(a[:2]) for a in MISSING])
+@pytest.mark.parametrize("args", MISSING, ids=[" ".join(a[:3]) for a in MISSING])
 def test_a_read_on_an_older_schema_says_to_migrate_and_leaves_it(tmp_path: Path, args: list[str]) -> None:
     """A Ledger of an older schema version is not migrated by a read: the command says it needs
     migrating and how, and the database still holds the older version."""
@@ -205,12 +211,12 @@ def test_a_read_on_an_older_schema_says_to_migrate_and_leaves_it(tmp_path: Path,
     engine = make_engine(f"sqlite:///{home / 'ledger.db'}")
     migrate(engine, "0009")
     engine.dispose()
-    run = flightlog(home, "ledger", *args)
+    run = flightlog(home, *args)
     assert run.returncode != 0 and "schema 0009" in run.stderr and "migrate" in run.stderr, run.stderr
     with sqlite3.connect(home / "ledger.db") as db:
         assert db.execute("SELECT version_num FROM alembic_version").fetchone() == ("0009",)
     assert flightlog(home, "ledger", "migrate").returncode == 0
-    assert flightlog(home, "ledger", *args).stderr.count("schema 0009") == 0
+    assert flightlog(home, "ledger", "counts").returncode == 0  # what migrate was for
 
 
 # --- what a read imports ------------------------------------------------------------------------------
