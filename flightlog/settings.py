@@ -17,6 +17,7 @@ from storage.locations import default_blobs_url, default_ledger_url, flightlog_h
 if TYPE_CHECKING:
     # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ledger import Ledger
+    from storage.reader import Reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,19 @@ class Settings:
 
         keys = ChainKeys(self.home)  # this home's chain keys: what it writes, what it verifies with
         return open_ledger(ledger_url or self.ledger_url, blobs_url or self.blobs_url, keys=keys)
+
+    def open_reader(self, ledger_url: str | None = None) -> Reader:
+        """The configured Ledger (or the one named by options) opened read-only: refused, with
+        nothing written, when there is none or its schema needs migrating (`storage.reader`)."""
+        from storage.reader import open_reader
+
+        return open_reader(ledger_url or self.ledger_url)
+
+    def open_existing_ledger(self, ledger_url: str | None = None, blobs_url: str | None = None) -> Ledger:
+        """`open_ledger` for a command that only reads but needs the whole Ledger (its payloads, its
+        chain): the same refusals as `open_reader` first, so it never creates or migrates one."""
+        self.open_reader(ledger_url).close()
+        return self.open_ledger(ledger_url, blobs_url)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

@@ -4,20 +4,23 @@ its view: a page of events (each answer with the milliseconds it took), one sum,
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from storage.ask import Question
-from storage.queries import Cursor, Filter, counts, event_json, groups_json, select_events, totals
+from storage.event_reads import counts, event_json, groups_json, select_events, totals
+from storage.filters import Cursor, Filter
+from storage.reader import Reader
 from storage.tally import durations
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
-def page(engine: Engine, flt: Filter, limit: int, before: Cursor | None = None) -> dict[str, Any]:
+
+def page(source: Engine | Reader, flt: Filter, limit: int, before: Cursor | None = None) -> dict[str, Any]:
     """A page of events newest first (or in the filter's order), each answer with `duration_ms`;
     `next` is the cursor of the page after (none for an ordered top N)."""
-    events = select_events(engine, flt, limit=limit, before=before)
-    took = durations(engine, events)
+    events = select_events(source, flt, limit=limit, before=before)
+    took = durations(source, events)
     rows = []
     for e in events:
         row = event_json(e)
@@ -29,14 +32,14 @@ def page(engine: Engine, flt: Filter, limit: int, before: Cursor | None = None) 
     return {"filter": flt.to_json(), "events": rows, "next": nxt}
 
 
-def answer(engine: Engine, question: Question, limit: int = 100) -> dict[str, Any]:
+def answer(source: Engine | Reader, question: Question, limit: int = 100) -> dict[str, Any]:
     """The question's JSON, then `groups`, `totals` or a page of `events` (at most its "top N")."""
     out = question.to_json()
     if question.view == "groups":
         assert question.group_by is not None
-        out["groups"] = groups_json(counts(engine, question.filter, question.group_by))
+        out["groups"] = groups_json(counts(source, question.filter, question.group_by))
     elif question.view == "totals":
-        out["totals"] = totals(engine, question.filter)
+        out["totals"] = totals(source, question.filter)
     else:
-        out.update(page(engine, question.filter, min(limit, question.limit or limit)))
+        out.update(page(source, question.filter, min(limit, question.limit or limit)))
     return out

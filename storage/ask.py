@@ -57,8 +57,8 @@ from storage.ask_words import (
     duration,
     tokens,
 )
+from storage.filters import GROUP_BYS, Filter, QueryError
 from storage.kinds import MCP_TOOL_CALL as MCP_CALL
-from storage.queries import GROUP_BYS, Filter, QueryError
 
 __all__ = ["Question", "QuestionError", "ask"]
 

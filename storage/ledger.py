@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from storage import chain, codec
+from storage import chain, codec, event_reads
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
 from storage.chain_keys import ChainKeys, Keys
@@ -256,10 +256,7 @@ class Ledger:
 
     def event(self, event_id: str) -> StoredEvent | None:
         """One event whole, or None."""
-        rows = self._read(
-            lambda c: c.execute(select(EVENTS).where(EVENTS.c.event_id == event_id)).mappings().all()
-        )
-        return from_mapping(rows[0]) if rows else None
+        return event_reads.event(self.engine, event_id)
 
     def events(self, event_ids: Sequence[str]) -> Iterator[StoredEvent]:
         """The events with these ids (those that exist), in the order asked."""
@@ -277,12 +274,7 @@ class Ledger:
 
     def action(self, action_id: str) -> list[StoredEvent]:
         """Every event of one action, in (at, seq, event_id) order."""
-        query = (
-            select(EVENTS)
-            .where(EVENTS.c.action_id == action_id)
-            .order_by(EVENTS.c.at, EVENTS.c.seq, EVENTS.c.event_id)
-        )
-        return [from_mapping(r) for r in self._read(lambda c: c.execute(query).mappings().all())]
+        return event_reads.action(self.engine, action_id)
 
     def payload(self, sha256: str) -> bytes:
         """A payload's exact bytes, re-hashed; `CorruptPayload`/`MissingPayload` otherwise."""

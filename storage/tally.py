@@ -1,39 +1,40 @@
 """Counted views beyond one key, how long answers took, and where each collector stands.
 
-    tally(engine, flt, by=["model", "host"])  -> events, tokens and cost summed per combination of keys
-    tally_answer(engine, flt, by)             -> the same with the filter, the keys and the sums: the
+    tally(source, flt, by=["model", "host"])  -> events, tokens and cost summed per combination of keys
+    tally_answer(source, flt, by)             -> the same with the filter, the keys and the sums: the
                                                  one answer of `GET /api/ledger/tally` and `ledger tally`
-    durations(engine, events)                 -> each answer event's milliseconds (its action's time)
-    collectors(engine)                        -> each collector's position, last commit, lag and drops
-    state_answer(engine)                      -> `{"collectors": ...}`: `/api/ledger/state`, `ledger state`
+    durations(source, events)                 -> each answer event's milliseconds (its action's time)
+    collectors(source)                        -> each collector's position, last commit, lag and drops
+    state_answer(source)                      -> `{"collectors": ...}`: `/api/ledger/state`, `ledger state`
 
-All three are reads over the Ledger's own tables (`events`, `batches`, `positions`) in SQLAlchemy Core,
-unchanged on SQLite and PostgreSQL. A duration is computed from what every ledger holds (an answer's
-`at` minus the first `at` of its action), the same number `queries.timed` filters and sorts on.
+All are reads over the Ledger's own tables (`events`, `batches`, `positions`) in SQL text
+(`storage.event_sql`) that a read command's `Reader` and an engine's lent connection run alike
+(`source`). A duration is computed from what every ledger holds (an answer's `at` minus the first
+`at` of its action), the same number `event_sql.timed` filters and sorts on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
-
+from storage import event_sql as sql
+from storage.event_reads import hour_key, utc
 from storage.events import StoredEvent
 from storage.filters import GROUP_BYS, Filter, QueryError, iso
 from storage.kinds import CAPTURE_OVERFLOW
-from storage.queries import ANSWER_KINDS, EVENTS, duration_ms, group_key, hour_key, timed, utc, where
-from storage.schema import BatchRow, PositionRow
+from storage.reader import Reader, reading
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 TALLY_KEYS_MAX: Final = 3
 OVERFLOW_KIND: Final = CAPTURE_OVERFLOW
 """The event the writer leaves when its queue was full; the number of items dropped is its `error`."""
 
 
-def tally(engine: Engine, flt: Filter, by: Sequence[str]) -> list[dict[str, Any]]:
+def tally(source: Engine | Reader, flt: Filter, by: Sequence[str]) -> list[dict[str, Any]]:
     """Events, tokens and cost summed per combination of 1 to 3 keys, largest first."""
     keys = list(dict.fromkeys(by))
     if not 1 <= len(keys) <= TALLY_KEYS_MAX:
@@ -41,42 +42,36 @@ def tally(engine: Engine, flt: Filter, by: Sequence[str]) -> list[dict[str, Any]
     for k in keys:
         if k not in GROUP_BYS:
             raise QueryError(f"cannot count by {k!r}; by one of: {', '.join(GROUP_BYS)}")
-    t = EVENTS
-    source, took = timed(engine, t, flt)
-    columns = [group_key(engine, t, k).label(f"k_{k}") for k in keys]
-    stmt = (
-        select(
-            *columns,
-            func.count().label("events"),
-            func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
-            func.coalesce(func.sum(t.c.tokens_out), 0).label("tokens_out"),
-            func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
+    with reading(source) as r:
+        params: list[Any] = []
+        source_sql, took = sql.timed(r.dialect, flt)
+        columns = ", ".join(f"{sql.group_key(r.dialect, k)} AS k_{k}" for k in keys)
+        places = ", ".join(str(i) for i in range(1, len(keys) + 1))
+        text = (
+            f"SELECT {columns}, {sql.SUMS} FROM {source_sql}"
+            f" WHERE {sql.where(r.dialect, flt, params, took)} GROUP BY {places}"
         )
-        .select_from(source)
-        .where(where(t, flt, took))
-        .group_by(*columns)
-    )
-    rows = _all(engine, stmt, "count events")
+        rows = r.rows(text, params, "count events")
     out = []
-    for r in rows:
-        key = {k: _key(k, getattr(r, f"k_{k}")) for k in keys}
+    for row in rows:
+        key = {k: _key(k, row[f"k_{k}"]) for k in keys}
         out.append(
             {
                 "key": key,
-                "events": int(r.events),
-                "tokens_in": int(r.tokens_in),
-                "tokens_out": int(r.tokens_out),
-                "cost_usd": round(float(r.cost_usd), 9),
+                "events": int(row["events"]),
+                "tokens_in": int(row["tokens_in"]),
+                "tokens_out": int(row["tokens_out"]),
+                "cost_usd": round(float(row["cost_usd"]), 9),
             }
         )
     return sorted(out, key=lambda g: (-g["events"], [str(v) for v in g["key"].values()]))
 
 
-def tally_answer(engine: Engine, flt: Filter, by: Sequence[str]) -> dict[str, Any]:
+def tally_answer(source: Engine | Reader, flt: Filter, by: Sequence[str]) -> dict[str, Any]:
     """The tally as the read route and the command line answer it: the filter, the keys, the groups,
     and their sums (so the route and `flightlog ledger tally --json` are the same object)."""
     keys = list(dict.fromkeys(by))
-    groups = tally(engine, flt, keys)
+    groups = tally(source, flt, keys)
     return {
         "filter": flt.to_json(),
         "by": keys,
@@ -88,9 +83,9 @@ def tally_answer(engine: Engine, flt: Filter, by: Sequence[str]) -> dict[str, An
     }
 
 
-def state_answer(engine: Engine) -> dict[str, Any]:
+def state_answer(source: Engine | Reader) -> dict[str, Any]:
     """Where each collector stands, as `/api/ledger/state` and `flightlog ledger state` answer it."""
-    return {"collectors": collectors(engine)}
+    return {"collectors": collectors(source)}
 
 
 def _key(name: str, value: Any) -> str | None:
@@ -99,17 +94,23 @@ def _key(name: str, value: Any) -> str | None:
     return hour_key(value) if name == "hour" else str(value)
 
 
-def durations(engine: Engine, events: Sequence[StoredEvent]) -> dict[str, int]:
+def durations(source: Engine | Reader, events: Sequence[StoredEvent]) -> dict[str, int]:
     """Milliseconds each answer event of `events` took (answer `at` minus its action's first `at`)."""
-    answers = [e for e in events if e.kind in ANSWER_KINDS]
+    answers = [e for e in events if e.kind in sql.ANSWER_KINDS]
     if not answers:
         return {}
-    t = EVENTS
     actions = sorted({e.action_id for e in answers})
-    stmt = select(t.c.action_id, func.min(t.c.at).label("started")).where(t.c.action_id.in_(actions))
-    started = {
-        r.action_id: utc(r.started) for r in _all(engine, stmt.group_by(t.c.action_id), "time answers")
-    }
+    started: dict[str, datetime] = {}
+    with reading(source) as r:
+        for i in range(0, len(actions), 500):
+            chunk = actions[i : i + 500]
+            text = (
+                "SELECT action_id, min(at) AS started FROM events"
+                f" WHERE action_id IN ({', '.join('?' * len(chunk))}) GROUP BY action_id"
+            )
+            started.update(
+                (row["action_id"], utc(row["started"])) for row in r.rows(text, chunk, "time answers")
+            )
     out = {}
     for e in answers:
         begin = started.get(e.action_id)
@@ -118,47 +119,43 @@ def durations(engine: Engine, events: Sequence[StoredEvent]) -> dict[str, int]:
     return out
 
 
-def collectors(engine: Engine, now: datetime | None = None) -> list[dict[str, Any]]:
+def collectors(source: Engine | Reader, now: datetime | None = None) -> list[dict[str, Any]]:
     """Each collector: its delivered position, last commit, seconds since (lag), batches and drops.
 
     Drops are what the writer could not queue, counted from its `capture.overflow` events.
     """
     now = now or datetime.now(UTC)
-    p, b, t = PositionRow.__table__, BatchRow.__table__, EVENTS  # type: ignore[attr-defined]
-    positions = _all(engine, select(p.c.collector, p.c.position, p.c.updated_at), "read positions")
-    batches = {
-        r.collector: r
-        for r in _all(
-            engine,
-            select(
-                b.c.collector,
-                func.count().label("batches"),
-                func.coalesce(func.sum(b.c.new), 0).label("new"),
-                func.coalesce(func.sum(b.c.duplicates), 0).label("duplicates"),
-                func.max(b.c.committed_at).label("last_commit"),
-            ).group_by(b.c.collector),
-            "read batches",
-        )
-    }
-    overflow = select(t.c.collector, t.c.error).where(t.c.kind == OVERFLOW_KIND)
-    drops: dict[str, int] = {}
-    for r in _all(engine, overflow, "read drops"):
-        drops[r.collector] = drops.get(r.collector, 0) + _count(r.error)
+    with reading(source) as r:
+        positions = r.rows("SELECT collector, position, updated_at FROM positions", (), "read positions")
+        batches = {
+            row["collector"]: row
+            for row in r.rows(
+                "SELECT collector, count(*) AS batches, coalesce(sum(new), 0) AS new,"
+                " coalesce(sum(duplicates), 0) AS duplicates, max(committed_at) AS last_commit"
+                " FROM batches GROUP BY collector",
+                (),
+                "read batches",
+            )
+        }
+        overflow = "SELECT collector, error FROM events WHERE kind = ?"
+        drops: dict[str, int] = {}
+        for row in r.rows(overflow, [OVERFLOW_KIND], "read drops"):
+            drops[row["collector"]] = drops.get(row["collector"], 0) + _count(row["error"])
     out = []
-    for r in sorted(positions, key=lambda r: r.collector):
-        batch = batches.get(r.collector)
-        last = utc(batch.last_commit) if batch is not None and batch.last_commit is not None else None
+    for p in sorted(positions, key=lambda p: p["collector"]):
+        batch = batches.get(p["collector"])
+        last = utc(batch["last_commit"]) if batch is not None and batch["last_commit"] is not None else None
         out.append(
             {
-                "collector": r.collector,
-                "position": int(r.position),
-                "updated_at": iso(utc(r.updated_at)),
-                "batches": int(batch.batches) if batch is not None else 0,
-                "events_new": int(batch.new) if batch is not None else 0,
-                "duplicates": int(batch.duplicates) if batch is not None else 0,
+                "collector": p["collector"],
+                "position": int(p["position"]),
+                "updated_at": iso(utc(p["updated_at"])),
+                "batches": int(batch["batches"]) if batch is not None else 0,
+                "events_new": int(batch["new"]) if batch is not None else 0,
+                "duplicates": int(batch["duplicates"]) if batch is not None else 0,
                 "last_commit": iso(last) if last is not None else None,
                 "lag_seconds": round((now - last).total_seconds(), 3) if last is not None else None,
-                "drops": drops.get(r.collector, 0),
+                "drops": drops.get(p["collector"], 0),
             }
         )
     return out
@@ -170,12 +167,4 @@ def _count(error: str | None) -> int:
     return int(digits[0]) if digits else 1
 
 
-def _all(engine: Engine, stmt: Any, doing: str) -> list[Any]:
-    try:
-        with engine.connect() as conn:
-            return list(conn.execute(stmt).all())
-    except SQLAlchemyError as e:
-        raise QueryError(f"cannot {doing}: {e}".splitlines()[0]) from e
-
-
-__all__ = ["collectors", "duration_ms", "durations", "state_answer", "tally", "tally_answer"]
+__all__ = ["collectors", "durations", "state_answer", "tally", "tally_answer"]

@@ -139,7 +139,7 @@ def browse(
     from tui.source import LedgerSource
 
     settings = load_settings()
-    ledger = settings.open_ledger(ledger_url, blobs_url)
+    ledger = settings.open_existing_ledger(ledger_url, blobs_url)
     try:
         lookup = directory_lookup(ledger_url or settings.ledger_url, settings.directory)
         source = LedgerSource(

@@ -46,7 +46,7 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
         flt = worded_filter(spec, f"{spec!r} is no Ledger file, URL or selection")
         url, blobs_url = ledger or settings.ledger_url, blobs or settings.blobs_url
         selection, worded = Selection(flt), True
-    opened = settings.open_ledger(url, blobs_url)
+    opened = settings.open_existing_ledger(url, blobs_url)
     try:
         actions = select_action_ids(opened.engine, selection)
         if not actions and worded:  # a gate that compares nothing passes whatever changed

@@ -57,7 +57,7 @@ def export(
     if (fmt == "otlp") != (endpoint is not None):
         raise CommandError("--endpoint URL goes with --format otlp (and only with it)")
 
-    opened = load_settings().open_ledger(ledger, blobs)
+    opened = load_settings().open_existing_ledger(ledger, blobs)
     with ExitStack() as stack:
         stack.callback(opened.close)
         selection = selection_from(words, action, filters)

@@ -34,7 +34,7 @@ def uses(
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
-    opened = load_settings().open_ledger(ledger)
+    opened = load_settings().open_existing_ledger(ledger)
     events = join.tool_uses(opened.engine, tool)
     row = mcp_row(tool, directory, ledger)
     if row is None:
@@ -53,7 +53,7 @@ def task(
     # deferred: the Directory (SQLAlchemy) loads slowly; other commands start without it
     from catalog import join
 
-    _events(join.task_events(load_settings().open_ledger(ledger).engine, name), as_json)
+    _events(join.task_events(load_settings().open_existing_ledger(ledger).engine, name), as_json)
 
 
 def trace(
@@ -70,7 +70,7 @@ def trace(
     from catalog.targets import version_in
 
     settings = load_settings()
-    opened = settings.open_ledger(ledger)
+    opened = settings.open_existing_ledger(ledger)
     stored = list(opened.events([event_id]))
     if stored and stored[0].kind in (MCP_TOOL_CALL, MCP_TOOL_RESULT):
         _trace_mcp(opened, stored[0].to_json(), directory, ledger, as_json)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from flightlog.commands.ledger_verify import verify
 from flightlog.commands.options import (
     NONE_GIVEN,
     BlobsOpt,
@@ -28,7 +30,11 @@ from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 from formats.terminal_text import json_text, shown
 
+if TYPE_CHECKING:
+    from storage.reader import Reader
+
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
+ledger_app.command()(verify)
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Events at most.")]
 ByOpt = Annotated[
     list[str] | None,
@@ -38,6 +44,15 @@ ByOpt = Annotated[
         " combination).",
     ),
 ]
+
+
+def _reading[T](ledger_url: str | None, read: Callable[[Reader], T]) -> T:
+    """`read` on the Ledger opened read-only (`storage.reader`: never created nor migrated here)."""
+    reader = load_settings().open_reader(ledger_url)
+    try:
+        return read(reader)
+    finally:
+        reader.close()
 
 
 def _print_event(event: dict[str, Any]) -> None:
@@ -65,7 +80,9 @@ def _print_event(event: dict[str, Any]) -> None:
 @ledger_app.command()
 def row(event_id: str, ledger: LedgerOpt = None, blobs: BlobsOpt = None, as_json: JsonOpt = False) -> None:
     """Print one event whole."""
-    found = load_settings().open_ledger(ledger, blobs).event(event_id)
+    from storage.event_reads import event
+
+    found = _reading(ledger, lambda r: event(r, event_id))
     if found is None:
         raise CommandError(f"no event {event_id!r} in the ledger")
     if as_json:
@@ -79,7 +96,9 @@ def action(
     action_id: str, ledger: LedgerOpt = None, blobs: BlobsOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Print every event of one action, in order."""
-    events = load_settings().open_ledger(ledger, blobs).action(action_id)
+    from storage.event_reads import action as action_events
+
+    events = _reading(ledger, lambda r: action_events(r, action_id))
     if not events:
         raise CommandError(f"no events for action {action_id!r}")
     if as_json:
@@ -95,95 +114,22 @@ def blob(sha256: str, ledger: LedgerOpt = None, blobs: BlobsOpt = None) -> None:
 
     Streamed: checked whole first, then written chunk by chunk, so any size fits in bounded memory."""
     out = sys.stdout.buffer
-    for chunk in load_settings().open_ledger(ledger, blobs).payload_chunks(sha256):
-        out.write(chunk)
-    out.flush()
+    opened = load_settings().open_existing_ledger(ledger, blobs)
+    try:
+        for chunk in opened.payload_chunks(sha256):
+            out.write(chunk)
+        out.flush()
+    finally:
+        opened.close()
 
 
 @ledger_app.command()
-def verify(
-    sample: Annotated[float, typer.Option(help="Percent of payloads to check (random sample).")] = 100.0,
-    head: Annotated[
-        list[str] | None,
-        typer.Option("--head", help="A head digest printed earlier: it must still be in the chain."),
-    ] = None,
-    ledger: LedgerOpt = None,
-    blobs: BlobsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Re-derive the batch chain (forged, deleted, inserted events; removed batches), re-hash stored
-    payloads (corrupted, missing, orphaned); print each collector's head digest to keep elsewhere."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    # deferred: SQLAlchemy loads slowly; other commands start without it
-    from storage.verify import verify as run_verify
-
-    for digest in head or ():
-        if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
-            raise CommandError(f"--head {digest!r} is not a head digest (64 hex digits, as verify prints it)")
-    opened = load_settings().open_ledger(ledger, blobs)
-    columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=True, disable=as_json or not sys.stderr.isatty()) as bar:
-        task = bar.add_task("verify", total=None)
-        report = run_verify(
-            opened,
-            sample,
-            lambda done, total: bar.update(task, completed=done, total=total),
-            anchors=head or (),
-        )
-    chain = report.chain
-    if as_json:
-        body = {
-            "ok": report.ok,
-            "checked": report.checked,
-            "bytes_checked": report.bytes_checked,
-            "corrupted": report.corrupted,
-            "missing": report.missing,
-            "orphaned": report.orphaned,
-            "unreferenced": report.unreferenced,
-            "lost": report.lost,
-            "dropped": report.dropped,
-            "chain": {
-                "ok": chain.ok,
-                "batches": chain.batches,
-                "events": chain.chained_events,
-                "legacy_events": chain.legacy_events,
-                "unkeyed": [{"collector": c, "batches": n} for c, n in chain.unkeyed],
-                "problems": chain.problems,
-                "heads": [
-                    {"collector": h.collector, "index": h.index, "digest": h.digest} for h in chain.heads
-                ],
-            },
-        }
-        typer.echo(json.dumps(body, indent=2))
-    else:
-        typer.echo(f"checked {report.checked} payloads ({report.bytes_checked} bytes)")
-        legacy = f", {chain.legacy_events} from before the chain counted" if chain.legacy_events else ""
-        typer.echo(f"checked {chain.batches} chained batches ({chain.chained_events} events{legacy})")
-        for line in chain.problems:
-            typer.echo(line)
-        for collector, last in chain.unkeyed:
-            typer.echo(
-                f"unkeyed: {collector} batches #1-#{last} were written before keyed chains"
-                " (whoever held the database could have rewritten them; --head proves they were not)"
-            )
-        for label, shas in (
-            ("corrupted", report.corrupted),
-            ("missing", report.missing),
-            ("orphaned", report.orphaned),
-        ):
-            for sha in shas:
-                typer.echo(f"{label}: {sha}")
-        if report.lost or report.dropped:
-            typer.echo(
-                f"not recorded: {report.lost} answered exchanges (capture.lost), "
-                f"{report.dropped} captured items dropped at a full queue (capture.overflow)"
-            )
-        for h in chain.heads:
-            typer.echo(f"head {h.collector} #{h.index} {h.digest}")
-        typer.echo("ok" if report.ok else "NOT OK")
-    if not report.ok:
-        raise typer.Exit(1)
+def migrate(ledger: LedgerOpt = None, blobs: BlobsOpt = None) -> None:
+    """Create the Ledger, or bring an older one's schema up to date (the read commands do neither;
+    `flightlog proxy` does both as it starts)."""
+    settings = load_settings()
+    settings.open_ledger(ledger, blobs).close()
+    typer.echo(f"ledger ready: {ledger or settings.ledger_url}")
 
 
 def _print_json(value: Any) -> None:
@@ -236,27 +182,22 @@ def counts_command(
 ) -> None:
     """Counted views by hour, session, turn, kind, agent, model, tool, task, host or status (totals
     without --by; several --by count each combination, as `tally` does)."""
-    # deferred: SQLAlchemy loads slowly; other commands start without it
-    from storage.queries import counts, totals
+    from storage.event_reads import counts, totals
 
     flt, question = filter_from_options(words, filters)
     keys = list(dict.fromkeys(by or ([question.group_by] if question and question.group_by else [])))
     if len(keys) > 1:
         _tally(flt, keys, ledger_url, blobs_url, as_json)
         return
-    ledger = load_settings().open_ledger(ledger_url, blobs_url)
-    try:
-        if not keys:
-            summary = {"filter": flt.to_json(), **totals(ledger.engine, flt)}
-            if as_json:
-                _print_json(summary)
-            else:
-                for key, value in summary.items():
-                    typer.echo(shown(f"{key:18} {value}"))
-            return
-        groups = counts(ledger.engine, flt, keys[0])
-    finally:
-        ledger.close()
+    if not keys:
+        summary = {"filter": flt.to_json(), **_reading(ledger_url, lambda r: totals(r, flt))}
+        if as_json:
+            _print_json(summary)
+        else:
+            for key, value in summary.items():
+                typer.echo(shown(f"{key:18} {value}"))
+        return
+    groups = _reading(ledger_url, lambda r: counts(r, flt, keys[0]))
     if as_json:
         _print_json({"filter": flt.to_json(), "by": keys[0], "groups": [g.to_json() for g in groups]})
         return
@@ -283,14 +224,9 @@ def tally_command(
 
 
 def _tally(flt: Any, keys: list[str], ledger_url: str | None, blobs_url: str | None, as_json: bool) -> None:
-    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.tally import tally_answer
 
-    ledger = load_settings().open_ledger(ledger_url, blobs_url)
-    try:
-        answer = tally_answer(ledger.engine, flt, keys)
-    finally:
-        ledger.close()
+    answer = _reading(ledger_url, lambda r: tally_answer(r, flt, keys))
     if as_json:
         _print_json(answer)
         return
@@ -309,14 +245,9 @@ def _tally(flt: Any, keys: list[str], ledger_url: str | None, blobs_url: str | N
 @ledger_app.command("state")
 def state_command(ledger_url: LedgerOpt = None, blobs_url: BlobsOpt = None, as_json: JsonOpt = False) -> None:
     """Where each collector stands: its position, last commit, lag, batches and drops."""
-    # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.tally import state_answer
 
-    ledger = load_settings().open_ledger(ledger_url, blobs_url)
-    try:
-        answer = state_answer(ledger.engine)
-    finally:
-        ledger.close()
+    answer = _reading(ledger_url, state_answer)
     if as_json:
         _print_json(answer)
         return
@@ -343,15 +274,10 @@ def query_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Events matching a filter or a question in plain words, newest first."""
-    # deferred: SQLAlchemy loads slowly; other commands start without it
-    from storage.queries import event_json, select_events
+    from storage.event_reads import event_json, select_events
 
     flt, question = filter_from_options(words, filters)
-    ledger = load_settings().open_ledger(ledger_url, blobs_url)
-    try:
-        events = select_events(ledger.engine, flt, limit=limit)
-    finally:
-        ledger.close()
+    events = _reading(ledger_url, lambda r: select_events(r, flt, limit=limit))
     if as_json:
         _print_json({"filter": flt.to_json(), "events": [event_json(e) for e in events]})
         return
@@ -369,22 +295,21 @@ def ask_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
-    # deferred: SQLAlchemy loads slowly; other commands start without them
     from storage.answer import answer
     from storage.ask import ask
-    from storage.queries import counts, select_events
+    from storage.event_reads import counts, select_events
 
     question = ask(" ".join(words))
-    ledger = load_settings().open_ledger(ledger_url, blobs_url)
+    reader = load_settings().open_reader(ledger_url)
     try:
-        reply = answer(ledger.engine, question, limit)
+        reply = answer(reader, question, limit)
         if not as_json and question.view == "groups":
             assert question.group_by is not None
-            groups = counts(ledger.engine, question.filter, question.group_by)
+            groups = counts(reader, question.filter, question.group_by)
         elif not as_json and question.view == "events":
-            events = select_events(ledger.engine, question.filter, limit=min(limit, question.limit or limit))
+            events = select_events(reader, question.filter, limit=min(limit, question.limit or limit))
     finally:
-        ledger.close()
+        reader.close()
     if as_json:
         _print_json(reply)
         return

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     # deferred: mitmproxy/httpx, SQLAlchemy load slowly; other commands start without them
     from addons.readback.recorded import Selection
     from storage.ask import Question
-    from storage.queries import Filter
+    from storage.filters import Filter
 
 LedgerOpt = Annotated[
     str | None,
@@ -124,7 +124,7 @@ def filter_from_options(words: list[str] | None, filters: Given) -> tuple[Filter
     """(Filter, Question or None) from plain words and filter options; a field given twice must agree."""
     # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ask import ask
-    from storage.queries import Filter
+    from storage.filters import Filter
 
     question = ask(" ".join(words)) if words else None
     data = {name: value for name, value in filters.items() if value not in (None, [], ())}
