@@ -1,0 +1,60 @@
+"""The Ledger's commits in order, for a reader that follows it as it grows (the live OTLP stream).
+
+Every batch a collector commits is a link of its chain (`storage.chain`): numbered 1, 2, ... per
+collector in commit order, with the ids of the events it inserted. A follower keeps, per collector,
+the last link it read, and asks for the links after it: nothing committed is skipped, whichever
+process (a proxy worker, the door, `mcp-record`) committed it, and nothing is read twice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from storage.queries import QueryError
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One committed batch: its collector, its place in the collector's chain, the events it added."""
+
+    collector: str
+    index: int
+    event_ids: tuple[str, ...]
+
+
+def chain_heads(engine: Engine) -> dict[str, int]:
+    """Each collector's last chain link (a follower starting now starts after these)."""
+    sql = "SELECT collector, MAX(chain_index) FROM batches WHERE chain_index IS NOT NULL GROUP BY collector"
+    try:
+        with engine.connect() as conn:
+            return {str(c): int(i) for c, i in conn.execute(text(sql))}
+    except SQLAlchemyError as e:
+        raise QueryError(f"cannot read the Ledger's commits: {e}".splitlines()[0]) from e
+
+
+def commits_after(engine: Engine, after: dict[str, int], limit: int = 500) -> list[Commit]:
+    """The commits past `after` (a collector not named: all of its commits), oldest first per
+    collector, at most `limit` of them."""
+    heads = chain_heads(engine)
+    due = [c for c, i in heads.items() if i > after.get(c, 0)]
+    if not due:
+        return []
+    sql = (
+        "SELECT collector, chain_index, event_ids FROM batches WHERE collector = :c AND chain_index > :i"
+        " ORDER BY chain_index LIMIT :n"
+    )
+    found: list[Commit] = []
+    try:
+        with engine.connect() as conn:
+            for collector in due:
+                rows = conn.execute(text(sql), {"c": collector, "i": after.get(collector, 0), "n": limit})
+                for c, index, ids in rows:
+                    found.append(Commit(str(c), int(index), tuple(json.loads(ids or "[]"))))
+    except (SQLAlchemyError, ValueError) as e:
+        raise QueryError(f"cannot read the Ledger's commits: {e}".splitlines()[0]) from e
+    return found
