@@ -64,7 +64,7 @@ def test_recorded_exchanges_reach_phoenix_as_genai_and_http_spans(home: Path, tm
         with phoenix(tmp_path / "phoenix") as base:
             done = subprocess.run([*command, "--endpoint", base], capture_output=True, text=True, env=env)
             assert done.returncode == 0, done.stderr
-            assert f"exported 2 exchanges as otlp spans to {base}" in done.stderr
+            assert f"exported 2 actions as 2 otlp spans to {base}" in done.stderr
             spans = _spans(base, 2)
     finally:
         ledger.close()

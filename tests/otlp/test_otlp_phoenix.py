@@ -1,0 +1,178 @@
+"""The live OTLP stream into a real Phoenix: `flightlog proxy --otlp-endpoint URL` with real SDK clients
+(OpenAI, Anthropic) calling the local fake model server in two sessions gives one trace per session,
+its model calls nested under the run's root, with token attributes; and the batch export of the same
+Ledger sends the very same span tree (same ids, same parents) to a receiver."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from addons.readback.export import export_otlp, plan
+from addons.readback.recorded import Selection
+from recording.identity import Identity
+from storage.ledger import open_ledger
+from tests.support.phoenix import phoenix
+from tests.support.proxy import LiveProxy, start_proxy
+from tests.support.upstream import upstream
+
+pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+
+Tree = set[tuple[str, str, str | None, str]]
+"""(trace id, span id, parent span id, name) of every span, ids in hex."""
+
+
+def _phoenix_spans(base: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Phoenix's spans once `count` have been ingested (it writes them asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        spans: list[dict[str, Any]] = httpx.get(
+            f"{base}/v1/projects/default/spans", params={"limit": 1000}, trust_env=False, timeout=10
+        ).json()["data"]
+        if len(spans) >= count or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.3)
+
+
+@contextmanager
+def receiver() -> Iterator[tuple[str, list[Any]]]:
+    """A plain OTLP/HTTP receiver decoding what it is sent: (base URL, the spans received)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    received: list[Any] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            request = ExportTraceServiceRequest.FromString(body)
+            received.extend(s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _calls(proxy: LiveProxy, base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session s1 (agent alpha): two OpenAI chat calls, one streamed; session s2 (agent beta): an
+    Anthropic streamed message. Real SDKs through the proxy, named as `flightlog run` names them."""
+    with monkeypatch.context() as env:
+        for name, value in proxy.client_env(Identity(agent="alpha", session="s1")).items():
+            env.setenv(name, value)
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0)
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "again"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Hello!"
+    with monkeypatch.context() as env:
+        for name, value in proxy.client_env(Identity(agent="beta", session="s2")).items():
+            env.setenv(name, value)
+        claude = anthropic.Anthropic(base_url=base, api_key="sk-ant-test", max_retries=0)
+        with claude.messages.stream(
+            model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        ) as message_stream:
+            assert message_stream.get_final_text() == "Hello!"
+
+
+def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each session is one trace in Phoenix: the root `invoke_agent AGENT` and its model calls under it
+    (`chat MODEL`, tokens, finish reasons, response id); the batch export of the same Ledger sends the
+    same tree, span for span."""
+    home = tmp_path / "home"
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with upstream() as up, phoenix(tmp_path / "phoenix") as base:
+        proxy = start_proxy(home, ledger_url, args=("--otlp-endpoint", base))
+        try:
+            _calls(proxy, up.base, monkeypatch)
+        finally:
+            log = proxy.stop()
+        assert "flightlog: streamed 5 otlp spans" in log, log
+        spans = _phoenix_spans(base, 5)
+    assert len(spans) == 5, spans
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for span in spans:
+        by_trace.setdefault(span["context"]["trace_id"], []).append(span)
+    assert len(by_trace) == 2
+    shapes = set()
+    for members in by_trace.values():
+        (root,) = [s for s in members if not s["parent_id"]]
+        children = [s for s in members if s["parent_id"]]
+        assert {s["parent_id"] for s in children} == {root["context"]["span_id"]}
+        assert root["attributes"]["gen_ai.operation.name"] == "invoke_agent"
+        shapes.add(
+            (root["name"], root["attributes"]["session.id"], tuple(sorted(s["name"] for s in children)))
+        )
+        for child in children:
+            attrs = child["attributes"]
+            assert attrs["gen_ai.operation.name"] == "chat"
+            assert attrs["gen_ai.usage.input_tokens"] > 0 and attrs["gen_ai.usage.output_tokens"] > 0
+            assert attrs["gen_ai.response.finish_reasons"] in (["stop"], ["end_turn"])
+            assert attrs["gen_ai.response.id"] in ("chatcmpl-test", "msg_test")
+            assert attrs["session.id"] == root["attributes"]["session.id"]
+    assert shapes == {
+        ("invoke_agent alpha", "s1", ("chat gpt-4o-mini", "chat gpt-4o-mini")),
+        ("invoke_agent beta", "s2", ("chat claude-haiku-4-5",)),
+    }
+    live: Tree = {
+        (s["context"]["trace_id"], s["context"]["span_id"], s["parent_id"] or None, s["name"]) for s in spans
+    }
+    ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
+    try:
+        with receiver() as (url, received):
+            assert export_otlp(ledger, plan(ledger, Selection(), "otlp"), url) == 5
+    finally:
+        ledger.close()
+    batch: Tree = {
+        (s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex() or None, s.name) for s in received
+    }
+    assert batch == live
+
+
+def test_a_receiver_that_is_down_costs_one_line_not_the_proxy(tmp_path: Path) -> None:
+    """Nothing listens at the endpoint: the proxy records and answers as ever, the stream says once
+    that spans wait, and at the end how many were not sent."""
+    home = tmp_path / "home"
+    with upstream() as up:
+        proxy = start_proxy(
+            home, f"sqlite:///{tmp_path / 'l.db'}", args=("--otlp-endpoint", "http://127.0.0.1:9")
+        )
+        try:
+            with httpx.Client(proxy=proxy.url, trust_env=False, timeout=10) as client:
+                for _ in range(3):
+                    answer = client.post(
+                        f"{up.base}/v1/chat/completions", json={"model": "m", "messages": []}, timeout=10
+                    )
+                    assert answer.status_code == 200
+                    time.sleep(0.6)  # a round of the stream between calls
+        finally:
+            log = proxy.stop()
+    assert (
+        log.count("OTLP spans wait: cannot reach the OTLP receiver at http://127.0.0.1:9/v1/traces") == 1
+    ), log
+    assert "flightlog: 3 otlp spans not sent" in log
