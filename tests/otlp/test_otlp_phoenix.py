@@ -5,9 +5,12 @@ Ledger sends the very same span tree (same ids, same parents) to a receiver."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,13 +35,23 @@ Tree = set[tuple[str, str, str | None, str]]
 """(trace id, span id, parent span id, name) of every span, ids in hex."""
 
 
-def _phoenix_spans(base: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
-    """Phoenix's spans once `count` have been ingested (it writes them asynchronously)."""
+@pytest.fixture(scope="module")
+def phoenix_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Phoenix for the module (it takes long to start): each test picks out its own spans."""
+    with phoenix(tmp_path_factory.mktemp("phoenix")) as base:
+        yield base
+
+
+def _phoenix_spans(
+    base: str, mine: Callable[[dict[str, Any]], bool], count: int, timeout: float = 30.0
+) -> list[dict[str, Any]]:
+    """This test's spans in Phoenix once `count` have been ingested (it writes them asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:
-        spans: list[dict[str, Any]] = httpx.get(
+        found: list[dict[str, Any]] = httpx.get(
             f"{base}/v1/projects/default/spans", params={"limit": 1000}, trust_env=False, timeout=10
         ).json()["data"]
+        spans = [s for s in found if mine(s)]
         if len(spans) >= count or time.monotonic() > deadline:
             return spans
         time.sleep(0.3)
@@ -99,21 +112,22 @@ def _calls(proxy: LiveProxy, base: str, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, phoenix_base: str
 ) -> None:
     """Each session is one trace in Phoenix: the root `invoke_agent AGENT` and its model calls under it
     (`chat MODEL`, tokens, finish reasons, response id); the batch export of the same Ledger sends the
     same tree, span for span."""
     home = tmp_path / "home"
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    with upstream() as up, phoenix(tmp_path / "phoenix") as base:
+    base = phoenix_base
+    with upstream() as up:
         proxy = start_proxy(home, ledger_url, args=("--otlp-endpoint", base))
         try:
             _calls(proxy, up.base, monkeypatch)
         finally:
             log = proxy.stop()
         assert "flightlog: streamed 5 otlp spans" in log, log
-        spans = _phoenix_spans(base, 5)
+        spans = _phoenix_spans(base, lambda s: s["attributes"].get("session.id") in ("s1", "s2"), 5)
     assert len(spans) == 5, spans
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for span in spans:
@@ -152,6 +166,51 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
         (s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex() or None, s.name) for s in received
     }
     assert batch == live
+
+
+def test_recorded_exchanges_reach_phoenix_as_genai_and_http_spans(
+    home: Path, tmp_path: Path, phoenix_base: str
+) -> None:
+    """`flightlog export --format otlp --endpoint URL`: an AI call becomes `chat MODEL` with gen_ai.*
+    model and token counts, a plain GET an HTTP span with its status; each span carries the action id
+    that leads back to its Ledger rows."""
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with upstream() as up:
+        proxy = start_proxy(home, ledger_url)
+        try:
+            with httpx.Client(proxy=proxy.url, trust_env=False, timeout=10) as client:
+                chat = client.post(
+                    f"{up.base}/v1/chat/completions",
+                    json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
+                )
+                plain = client.get(f"{up.base}/bytes/5")
+        finally:
+            proxy.stop()
+    assert chat.status_code == plain.status_code == 200
+    ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
+    try:
+        ids = plan(ledger, Selection(), "otlp")
+        assert len(ids) == 2
+        env = {**os.environ, "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": (home / "blobs").as_uri()}
+        command = [sys.executable, "-m", "flightlog", "export", "--format", "otlp", "--no-progress"]
+        base = phoenix_base
+        done = subprocess.run([*command, "--endpoint", base], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert f"exported 2 actions as 2 otlp spans to {base}" in done.stderr
+        spans = _phoenix_spans(base, lambda s: s["attributes"].get("flightlog.action_id") in ids, 2)
+    finally:
+        ledger.close()
+    by_name = {span["name"]: span for span in spans}
+    assert set(by_name) == {"chat gpt-4o-mini", "GET"}
+    ai = by_name["chat gpt-4o-mini"]["attributes"]
+    assert ai["gen_ai.request.model"] == "gpt-4o-mini"
+    assert ai["gen_ai.operation.name"] == "chat"
+    assert (ai["gen_ai.usage.input_tokens"], ai["gen_ai.usage.output_tokens"]) == (11, 7)
+    assert ai["http.response.status_code"] == 200
+    get = by_name["GET"]["attributes"]
+    assert get["url.full"].endswith("/bytes/5")
+    assert get["http.response.status_code"] == 200
+    assert {ai["flightlog.action_id"], get["flightlog.action_id"]} == set(ids)
 
 
 def test_a_receiver_that_is_down_costs_one_line_not_the_proxy(tmp_path: Path) -> None:
