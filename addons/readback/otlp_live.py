@@ -62,12 +62,14 @@ class Follower:
         self.client = httpx.Client(timeout=10, trust_env=False)
 
     def read(self) -> None:
-        """Every commit since the last round into the tree."""
+        """Every commit since the last round into the tree, in recorded order across collectors (a
+        tool call `mcp-record` committed must meet the model call that asked for it first)."""
         while commits := commits_after(self.ledger.engine, self.after):
+            ids = [event_id for commit in commits for event_id in commit.event_ids]
+            events = sorted(self.ledger.events(ids), key=lambda e: (e.at, e.seq, e.event_id))
+            self._keep(self.tree.add(events))
             for commit in commits:
-                events = sorted(self.ledger.events(commit.event_ids), key=lambda e: (e.at, e.seq, e.event_id))
-                self._keep(self.tree.add(events))
-                self.after[commit.collector] = commit.index
+                self.after[commit.collector] = max(commit.index, self.after.get(commit.collector, 0))
 
     def round(self) -> None:
         try:

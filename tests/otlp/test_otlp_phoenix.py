@@ -17,14 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import anyio
 import httpx
 import openai
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from addons.readback.export import export_otlp, plan
 from addons.readback.recorded import Selection
 from recording.identity import Identity
 from storage.ledger import open_ledger
+from tests.mcp.support import SDK_SERVER, recorded, session_events
 from tests.support.phoenix import phoenix
 from tests.support.proxy import LiveProxy, start_proxy
 from tests.support.upstream import upstream
@@ -86,14 +90,49 @@ def receiver() -> Iterator[tuple[str, list[Any]]]:
         server.server_close()
 
 
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+    },
+}
+
+
+async def _mcp_add(ledger_url: str, blobs_url: str) -> str:
+    """The MCP SDK client calls the SDK server's `add` through `flightlog mcp-record`, filed under
+    agent alpha's session s1: the tool the model asked for."""
+    options = ("--agent", "alpha", "--session", "s1", "--ledger", ledger_url, "--blobs", blobs_url)
+    command = recorded(SDK_SERVER, *options)
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    with anyio.fail_after(60):
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+            await session.initialize()
+            result = await session.call_tool("add", {"a": 2, "b": 3})
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
 def _calls(proxy: LiveProxy, base: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Session s1 (agent alpha): two OpenAI chat calls, one streamed; session s2 (agent beta): an
-    Anthropic streamed message. Real SDKs through the proxy, named as `flightlog run` names them."""
+    """Session s1 (agent alpha): a chat call offering the tool `add`, which the model asks for; the
+    MCP call of `add` (through `mcp-record`); the chat call with its result; a streamed chat call.
+    Session s2 (agent beta): an Anthropic streamed message. Real SDKs through the proxy, named as
+    `flightlog run` names them."""
     with monkeypatch.context() as env:
         for name, value in proxy.client_env(Identity(agent="alpha", session="s1")).items():
             env.setenv(name, value)
         client = openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0)
-        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        messages: list[Any] = [{"role": "user", "content": "add 2 and 3"}]
+        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[ADD])
+        assert first.choices[0].finish_reason == "tool_calls"
+        call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+        result = anyio.run(_mcp_add, proxy.ledger_url, proxy.blobs_url)
+        messages += [
+            first.choices[0].message.model_dump(),
+            {"role": "tool", "tool_call_id": call.id, "content": result},
+        ]
+        second = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[ADD])
+        assert second.choices[0].message.content == "The tool said: 5"
         stream = client.chat.completions.create(
             model="gpt-4o-mini",
             messages=[{"role": "user", "content": "again"}],
@@ -114,9 +153,9 @@ def _calls(proxy: LiveProxy, base: str, monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, phoenix_base: str
 ) -> None:
-    """Each session is one trace in Phoenix: the root `invoke_agent AGENT` and its model calls under it
-    (`chat MODEL`, tokens, finish reasons, response id); the batch export of the same Ledger sends the
-    same tree, span for span."""
+    """Each session is one trace in Phoenix: the root `invoke_agent AGENT`, its model calls under it
+    (`chat MODEL`, tokens, finish reasons, response id) and the MCP call of the tool a model call asked
+    for under that model call; the batch export of the same Ledger sends the same tree, span for span."""
     home = tmp_path / "home"
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     base = phoenix_base
@@ -124,11 +163,15 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
         proxy = start_proxy(home, ledger_url, args=("--otlp-endpoint", base))
         try:
             _calls(proxy, up.base, monkeypatch)
+            ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
+            session_events(ledger)  # mcp-record's writer has committed the session's end
+            ledger.close()
         finally:
             log = proxy.stop()
-        assert "flightlog: streamed 5 otlp spans" in log, log
-        spans = _phoenix_spans(base, lambda s: s["attributes"].get("session.id") in ("s1", "s2"), 5)
-    assert len(spans) == 5, spans
+        assert "flightlog: streamed 7 otlp spans" in log, log
+        spans = _phoenix_spans(base, lambda s: s["attributes"].get("session.id") in ("s1", "s2"), 7)
+    assert len(spans) == 7, spans
+    by_id = {s["context"]["span_id"]: s for s in spans}
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for span in spans:
         by_trace.setdefault(span["context"]["trace_id"], []).append(span)
@@ -136,22 +179,34 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
     shapes = set()
     for members in by_trace.values():
         (root,) = [s for s in members if not s["parent_id"]]
-        children = [s for s in members if s["parent_id"]]
-        assert {s["parent_id"] for s in children} == {root["context"]["span_id"]}
         assert root["attributes"]["gen_ai.operation.name"] == "invoke_agent"
-        shapes.add(
-            (root["name"], root["attributes"]["session.id"], tuple(sorted(s["name"] for s in children)))
-        )
-        for child in children:
+        tree = tuple(sorted((s["name"], by_id[s["parent_id"]]["name"]) for s in members if s["parent_id"]))
+        shapes.add((root["name"], root["attributes"]["session.id"], tree))
+        for child in members:
             attrs = child["attributes"]
-            assert attrs["gen_ai.operation.name"] == "chat"
-            assert attrs["gen_ai.usage.input_tokens"] > 0 and attrs["gen_ai.usage.output_tokens"] > 0
-            assert attrs["gen_ai.response.finish_reasons"] in (["stop"], ["end_turn"])
-            assert attrs["gen_ai.response.id"] in ("chatcmpl-test", "msg_test")
             assert attrs["session.id"] == root["attributes"]["session.id"]
+            if child["name"].startswith("chat "):
+                assert by_id[child["parent_id"]] is root
+                assert attrs["gen_ai.usage.input_tokens"] > 0 and attrs["gen_ai.usage.output_tokens"] > 0
+                assert attrs["gen_ai.response.finish_reasons"] in (["stop"], ["end_turn"], ["tool_calls"])
+                assert attrs["gen_ai.response.id"] in ("chatcmpl-test", "chatcmpl-tools", "msg_test")
+            elif child["name"] == "tools/call add":
+                assert attrs["gen_ai.tool.name"] == "add" and attrs["mcp.method.name"] == "tools/call"
+                assert by_id[child["parent_id"]]["attributes"]["gen_ai.response.finish_reasons"] == [
+                    "tool_calls"
+                ]
     assert shapes == {
-        ("invoke_agent alpha", "s1", ("chat gpt-4o-mini", "chat gpt-4o-mini")),
-        ("invoke_agent beta", "s2", ("chat claude-haiku-4-5",)),
+        (
+            "invoke_agent alpha",
+            "s1",
+            (
+                ("chat gpt-4o-mini", "invoke_agent alpha"),
+                ("chat gpt-4o-mini", "invoke_agent alpha"),
+                ("chat gpt-4o-mini", "invoke_agent alpha"),
+                ("tools/call add", "chat gpt-4o-mini"),
+            ),
+        ),
+        ("invoke_agent beta", "s2", (("chat claude-haiku-4-5", "invoke_agent beta"),)),
     }
     live: Tree = {
         (s["context"]["trace_id"], s["context"]["span_id"], s["parent_id"] or None, s["name"]) for s in spans
@@ -159,7 +214,7 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
     ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
     try:
         with receiver() as (url, received):
-            assert export_otlp(ledger, plan(ledger, Selection(), "otlp"), url) == 5
+            assert export_otlp(ledger, plan(ledger, Selection(), "otlp"), url) == 7
     finally:
         ledger.close()
     batch: Tree = {
