@@ -206,6 +206,8 @@ def proxy(
     from addons.readback.otlp_live import streaming
     from addons.workers import supervise
 
+    if otlp_content and otlp_endpoint is None:
+        raise CommandError("--otlp-content goes with --otlp-endpoint URL")
     cores = usable_cores()
     count = worker_count(workers, cores)
     settings = load_settings()
@@ -234,8 +236,6 @@ def proxy(
         policy=policy_path(policy),
         state_file=state_file,
     )
-    if otlp_content and otlp_endpoint is None:
-        raise CommandError("--otlp-content goes with --otlp-endpoint URL")
     with streaming(config.ledger_url, config.blobs_url, otlp_endpoint, otlp_content):
         run_proxy(config) if count == 1 else supervise(config, count)
 

@@ -41,3 +41,18 @@ def test_endpoint_and_format_go_together(sqlite_ledger: Ledger, tmp_path: Path) 
         )
         assert done.returncode == 1
         assert done.stderr.strip().endswith("--endpoint URL goes with --format otlp (and only with it)")
+
+
+def test_content_goes_with_otlp(sqlite_ledger: Ledger, tmp_path: Path) -> None:
+    """`export --content` without `--format otlp`, and `proxy --otlp-content` without an endpoint, are
+    one clear line and exit 1 (content is only ever a span event)."""
+    env = {**os.environ, "FLIGHTLOG_LEDGER": sqlite_ledger.url, "FLIGHTLOG_BLOBS": (tmp_path / "b").as_uri()}
+    for args, said in (
+        (["export", "--format", "har", "--content"], "--content goes with --format otlp"),
+        (["proxy", "--otlp-content"], "--otlp-content goes with --otlp-endpoint URL"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "flightlog", *args], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.strip().endswith(said)
