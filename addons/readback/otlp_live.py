@@ -166,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         follower = Follower(ledger, args.endpoint, content=args.content, quiet=args.quiet)
         follow(follower, sys.stdin.fileno())
+    except StorageError as e:
+        log.warning("flightlog: the OTLP stream stopped: %s", e)
+        return 1
     finally:
         ledger.close()
     print(f"flightlog: streamed {follower.sent} otlp spans to {follower.url}", file=sys.stderr)
