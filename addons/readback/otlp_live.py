@@ -7,6 +7,9 @@ a core's GIL with it; it sees every committed event whichever process wrote it (
 writer, the door, `mcp-record` on the same Ledger), and reads nothing twice. A run's root span is
 sent once the run is quiet for `QUIET` seconds, and at the end.
 
+The proxy starts capturing once the follower has read where the Ledger's commits stand (it says
+`ready`), so everything the proxy records is streamed, and nothing recorded before.
+
 A receiver that is down or refuses costs one line (and one when it is back): the spans wait, up
 to `KEPT`, and go with the next round; past that the oldest are dropped and counted. The follower
 stops when its standard input closes (the proxy closes it after its writers drained, or it died):
@@ -45,6 +48,10 @@ POLL: Final = 0.5
 QUIET: Final = 5.0
 KEPT: Final = 100_000
 """Spans held while the receiver is down."""
+READY: Final = "ready"
+READY_WAIT: Final = 60.0
+"""How long the proxy waits for the follower to fix its starting point (the Ledger's commits so far)
+before it starts capturing: what it records after that is all streamed."""
 
 
 class Follower:
@@ -135,7 +142,13 @@ def streaming(ledger: str, blobs: str, endpoint: str | None, content: bool = Fal
         yield
         return
     args = [sys.executable, "-m", "addons.readback.otlp_live", ledger, blobs, endpoint]
-    proc = subprocess.Popen([*args, *(["--content"] if content else [])], stdin=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*args, *(["--content"] if content else [])], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], READY_WAIT)
+    if ready:  # its starting point is fixed: capture may begin (or it exited, having said why)
+        proc.stdout.readline()
     try:
         yield
     finally:
@@ -165,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         follower = Follower(ledger, args.endpoint, content=args.content, quiet=args.quiet)
+        print(READY, flush=True)
         follow(follower, sys.stdin.fileno())
     except StorageError as e:
         log.warning("flightlog: the OTLP stream stopped: %s", e)
