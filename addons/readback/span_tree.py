@@ -172,7 +172,7 @@ class SpanTree:
             head = parse_head(closing.head) if closing is not None and closing.head else None
             kind = head.get("content-type") if head is not None else None
             answer = read_model_answer(api_of(opening.url), answer_body, kind)
-            request_body = self._bodies(opening)
+            request_body = self._bodies(opening) if self._content or not opening.model else b""
             asked_model = opening.model or request_model(request_body)
             if self._content:
                 content = Content(request_body, answer_body)
