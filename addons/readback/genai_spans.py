@@ -119,7 +119,8 @@ def run_of(event: StoredEvent) -> Run | None:
 
 
 def trace_id(run: Run | None, call: Call) -> bytes:
-    return ident(f"trace\x00{run.key}" if run else f"action\x00{call.key}", 16)
+    """A run's trace, or a call's own (from its action id, as exports before runs named it)."""
+    return ident(f"trace\x00{run.key}", 16) if run else ident(call.opening.action_id, 16)
 
 
 def root_id(run: Run) -> bytes:
@@ -162,7 +163,9 @@ def _error(call: Call) -> str | None:
         return closing.error
     if closing.kind == "dispatch.refused":
         return "refused"
-    if closing.status is not None and closing.status >= 500 and call.kind in ("model", "http"):
+    # a client's span fails on any 4xx or 5xx answer; a server's only on its own 5xx
+    failed_from = 400 if call.opening.direction == "out" else 500
+    if closing.status is not None and call.kind in ("model", "http") and closing.status >= failed_from:
         return str(closing.status)
     return None
 

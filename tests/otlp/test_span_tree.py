@@ -249,6 +249,18 @@ ROWS = {
         attributes={"POST": {"http.response.status_code": 200, "server.address": "example.test"}},
         traces=2,
     ),
+    "a 429 to a client is an error; a 404 the proxy's listener answered is not its fault": Row(
+        [
+            *exchange("a1", 0, CHAT, session="s1", model="m", status=429),
+            event("http.request", "a2", 5, role="request", method="GET", direction="in", session="s1"),
+            event("http.response", "a2", 6, role="response", direction="in", status=404, session="s1"),
+        ],
+        spans=[("chat m", "invoke_agent"), ("GET", "invoke_agent"), ("invoke_agent", None)],
+        attributes={
+            "chat m": {"error.type": "429", "http.response.status_code": 429},
+            "GET": {"error.type": None, "http.response.status_code": 404},
+        },
+    ),
     "a request never answered is given at the end, as an error": Row(
         exchange("a1", 0, CHAT, session="s1", model="gpt-4o")[:1],
         spans=[("chat gpt-4o", "invoke_agent"), ("invoke_agent", None)],
