@@ -180,6 +180,7 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
     for members in by_trace.values():
         (root,) = [s for s in members if not s["parent_id"]]
         assert root["attributes"]["gen_ai.operation.name"] == "invoke_agent"
+        assert root["span_kind"] == "AGENT"  # Phoenix read it as an agent run
         tree = tuple(sorted((s["name"], by_id[s["parent_id"]]["name"]) for s in members if s["parent_id"]))
         shapes.add((root["name"], root["attributes"]["session.id"], tree))
         for child in members:
@@ -190,8 +191,11 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
                 assert attrs["gen_ai.usage.input_tokens"] > 0 and attrs["gen_ai.usage.output_tokens"] > 0
                 assert attrs["gen_ai.response.finish_reasons"] in (["stop"], ["end_turn"], ["tool_calls"])
                 assert attrs["gen_ai.response.id"] in ("chatcmpl-test", "chatcmpl-tools", "msg_test")
+                assert child["span_kind"] == "LLM"  # Phoenix counts its tokens as its own:
+                assert attrs["llm.token_count.prompt"] == attrs["gen_ai.usage.input_tokens"]
             elif child["name"] == "tools/call add":
                 assert attrs["gen_ai.tool.name"] == "add" and attrs["mcp.method.name"] == "tools/call"
+                assert child["span_kind"] == "TOOL"
                 assert by_id[child["parent_id"]]["attributes"]["gen_ai.response.finish_reasons"] == [
                     "tool_calls"
                 ]
