@@ -29,6 +29,7 @@ from addons.readback.genai_spans import (
     Run,
     SpanValue,
     call_id,
+    ns,
     root_id,
     root_span,
     run_of,
@@ -98,6 +99,14 @@ def _names_match(asked: str, tool: str) -> bool:
     return asked == tool or asked.endswith(f"__{tool}")
 
 
+def _asker(state: _RunState, tool: str, start: int) -> bytes | None:
+    """The span of the run's latest model call, answered before `start`, that asked for `tool`."""
+    for ended, span_id, asked in reversed(state.asks):
+        if ended <= start and any(_names_match(name, tool) for name in asked):
+            return span_id
+    return None
+
+
 class SpanTree:
     """The spans of the events added so far (see the module's docstring)."""
 
@@ -108,8 +117,11 @@ class SpanTree:
         content: bool = False,
         open_kept: int = OPEN_KEPT,
         clock: Callable[[], float] = time.monotonic,
+        hold: bool = False,
     ) -> None:
         self._bodies = bodies
+        self._hold = hold
+        self._held: list[tuple[str, StoredEvent, StoredEvent]] = []
         self._clock = clock
         self._content = content
         self._open_kept = open_kept
@@ -117,8 +129,12 @@ class SpanTree:
         self._runs: dict[str, _RunState] = {}
 
     def add(self, events: Iterable[StoredEvent]) -> list[SpanValue]:
-        """Take events in; the spans of the calls they complete, in completion order."""
+        """Take events in; the spans of the calls they complete, in completion order. With `hold`
+        (live), a tool call no model call of its run has asked for yet waits for the next `add`: the
+        answer that asked may commit a moment after the call (another writer), and the tree must not
+        depend on which round saw which."""
         done: list[SpanValue] = []
+        held, self._held = self._held, []
         for event in events:
             key = call_key(event)
             if key is None:
@@ -130,7 +146,11 @@ class SpanTree:
                 halves[0] = event
             if halves[0] is not None and halves[1] is not None:
                 del self._open[key]
-                done.append(self._span(key, halves[0], halves[1]))
+                if self._hold and self._unasked(halves[0]):
+                    self._held.append((key, halves[0], halves[1]))
+                else:
+                    done.append(self._span(key, halves[0], halves[1]))
+        done += [self._span(*call) for call in held]
         while len(self._open) > self._open_kept:
             key, (opening, _) = self._open.popitem(last=False)
             if opening is not None:
@@ -143,9 +163,10 @@ class SpanTree:
         first copy of a span (Phoenix) would otherwise keep a root ending too early."""
         out = []
         now_clock = self._clock()
+        holding = {run.key for _, opening, _ in self._held if (run := run_of(opening)) is not None}
         for state in self._runs.values():
             now = (state.start, state.end, state.calls)
-            if state.given != now and now_clock - state.touched >= quiet:
+            if state.given != now and now_clock - state.touched >= quiet and state.run.key not in holding:
                 state.given = now
                 out.append(root_span(state.run, state.start, state.end, state.calls))
         return out
@@ -153,7 +174,9 @@ class SpanTree:
     def finish(self) -> list[SpanValue]:
         """Every call still open as unanswered (an answer alone is dropped: its request was not
         selected or not seen), then the roots still to give."""
-        done = [self._span(key, o, None) for key, (o, _) in self._open.items() if o is not None]
+        done = [self._span(*call) for call in self._held]
+        done += [self._span(key, o, None) for key, (o, _) in self._open.items() if o is not None]
+        self._held = []
         self._open.clear()
         return done + self.roots()
 
@@ -185,6 +208,14 @@ class SpanTree:
             del state.asks[:-ASKS_KEPT]
         return span
 
+    def _unasked(self, opening: StoredEvent) -> bool:
+        """A tool call of a run whose model calls, so far, never asked for that tool before it."""
+        run = run_of(opening)
+        if self._kind(opening) not in ("tool", "mcp") or run is None or not opening.tool:
+            return False
+        state = self._runs.get(run.key)
+        return state is None or _asker(state, opening.tool, ns(opening.at)) is None
+
     def _run_state(self, run: Run | None, start: int, end: int) -> _RunState | None:
         if run is None:
             return None
@@ -200,8 +231,5 @@ class SpanTree:
         if state is None:
             return None
         tool = call.opening.tool
-        if call.kind in ("tool", "mcp") and tool:
-            for ended, span_id, asked in reversed(state.asks):
-                if ended <= start and any(_names_match(name, tool) for name in asked):
-                    return span_id
-        return root_id(state.run)
+        asker = _asker(state, tool, start) if call.kind in ("tool", "mcp") and tool else None
+        return asker or root_id(state.run)

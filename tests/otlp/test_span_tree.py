@@ -361,3 +361,23 @@ def test_a_live_root_waits_for_its_run_to_be_quiet() -> None:
     clock[0] = 6
     assert [s.name for s in tree.roots(quiet=5)] == ["invoke_agent"]
     assert tree.roots(quiet=5) == []
+
+
+def test_live_a_tool_call_committed_before_the_answer_that_asked_for_it_still_nests_under_it() -> None:
+    """Another writer (the door, `mcp-record`) may commit a tool call a round before the proxy commits
+    the model answer that asked for it; held for one round, the tool span still goes under that model
+    call, as in the batch, and the run's root waits for it."""
+    row = ROWS["anthropic stream asks for a tool; the door's call of it nests under that model call"]
+    request, answer, *door = row.events
+    tree = SpanTree(lambda e: row.bodies.get(e.event_id, b""), hold=True)
+    first = tree.add([request, *door])
+    assert [s.name for s in first] == []  # both tool calls wait: no model call asked for them yet
+    assert tree.roots() == []
+    second = tree.add([answer])
+    names = {s.span_id: s.name for s in second}
+    assert sorted((s.name, names.get(s.parent_id, "root")) for s in second) == [
+        ("chat claude-sonnet-4-5", "root"),
+        ("execute_tool lookup", "chat claude-sonnet-4-5"),
+        ("execute_tool other", "root"),
+    ]
+    assert set(second + tree.finish()) == set(_tree(row))
