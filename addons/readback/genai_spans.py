@@ -170,7 +170,7 @@ def _error(call: Call) -> str | None:
     return None
 
 
-def _common(call: Call, run: Run | None) -> list[tuple[str, AttrValue]]:
+def _common(call: Call) -> list[tuple[str, AttrValue]]:
     req, resp = call.opening, call.closing
     attrs: list[tuple[str, AttrValue]] = [("flightlog.action_id", req.action_id)]
     attrs.append(("flightlog.request_event", req.event_id))
@@ -283,7 +283,7 @@ def span_of_call(
     """The span of one call, under `parent` (None: the root of a trace of its own)."""
     req = call.opening
     start, end = times(call)
-    attrs = _common(call, run)
+    attrs = _common(call)
     kind: Literal["client", "server", "internal"] = "client" if req.direction == "out" else "server"
     if call.kind == "model":
         name, model_attrs = _model(call, answer, asked_model)

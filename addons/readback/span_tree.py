@@ -11,7 +11,8 @@ paths therefore build the same tree with the same ids.
 A tool call (`execute_tool`, MCP `tools/call`) is put under a model call when the Ledger can say so:
 an earlier model call of the same run, answered before the tool started, whose answer asked for a
 tool of that name (MCP tools as clients name them too, `mcp__server__tool`). Otherwise it sits
-under the run's root. Calls filed under no run are traces of their own, as they always were.
+under the run's root. Calls filed under no run are traces of their own, as they always were. A
+door's dry run executes nothing and is no span.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ Bodies = Callable[[StoredEvent], bytes]
 _OPENING: Final[dict[str, CallKind]] = {
     kinds.HTTP_REQUEST: "http",
     kinds.DISPATCH_CALL: "tool",
-    kinds.DISPATCH_DRY_RUN: "tool",
     kinds.MCP_TOOL_CALL: "mcp",
 }
 _CLOSING: Final = frozenset(
