@@ -154,13 +154,14 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, phoenix_base: str
 ) -> None:
     """Each session is one trace in Phoenix: the root `invoke_agent AGENT`, its model calls under it
-    (`chat MODEL`, tokens, finish reasons, response id) and the MCP call of the tool a model call asked
-    for under that model call; the batch export of the same Ledger sends the same tree, span for span."""
+    (`chat MODEL`, tokens, finish reasons, response id, with --otlp-content the bodies as an event) and
+    the MCP call of the tool a model call asked for under that model call; the batch export of the
+    same Ledger sends the same tree, span for span."""
     home = tmp_path / "home"
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     base = phoenix_base
     with upstream() as up:
-        proxy = start_proxy(home, ledger_url, args=("--otlp-endpoint", base))
+        proxy = start_proxy(home, ledger_url, args=("--otlp-endpoint", base, "--otlp-content"))
         try:
             _calls(proxy, up.base, monkeypatch)
             ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
@@ -193,6 +194,9 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
                 assert attrs["gen_ai.response.id"] in ("chatcmpl-test", "chatcmpl-tools", "msg_test")
                 assert child["span_kind"] == "LLM"  # Phoenix counts its tokens as its own:
                 assert attrs["llm.token_count.prompt"] == attrs["gen_ai.usage.input_tokens"]
+                (details,) = child["events"]  # --otlp-content: the bodies as recorded
+                assert details["name"] == "gen_ai.client.inference.operation.details"
+                assert '"model"' in details["attributes"]["gen_ai.input.messages"]
             elif child["name"] == "tools/call add":
                 assert attrs["gen_ai.tool.name"] == "add" and attrs["mcp.method.name"] == "tools/call"
                 assert child["span_kind"] == "TOOL"
