@@ -43,7 +43,7 @@ def event(kind: str, action: str, ms: float, *, role: str = "", **columns: Any) 
 
 def with_columns(e: StoredEvent, **extra: int) -> SimpleNamespace:
     """An event of a Ledger that has more columns than this checkout's `StoredEvent` (cache tokens)."""
-    return SimpleNamespace(**{n: getattr(e, n) for n in StoredEvent.__slots__}, **extra)
+    return SimpleNamespace(**({n: getattr(e, n) for n in StoredEvent.__slots__} | extra))
 
 
 def exchange(action: str, ms: float, url: str, *, took: float = 100, **identity: Any) -> list[StoredEvent]:
