@@ -202,13 +202,30 @@ def export(ledger: Ledger, fmt: str, ids: list[str], out: IO[bytes], on_item: Pr
     raise ExportError(f"--format is one of {', '.join(FORMATS)}, not {fmt!r}")
 
 
-def export_otlp(ledger: Ledger, ids: list[str], endpoint: str, on_item: Progress = lambda: None) -> int:
-    """Send the planned exchanges as spans to the OTLP/HTTP receiver at `endpoint`; returns how many."""
+def export_otlp(
+    ledger: Ledger,
+    ids: list[str],
+    endpoint: str,
+    on_item: Progress = lambda: None,
+    *,
+    content: bool = False,
+    chunk: int = 400,
+) -> int:
+    """Send the planned actions as spans (a trace per agent run, `span_tree`) to the OTLP/HTTP
+    receiver at `endpoint`; returns how many spans. `content`: bodies as span events."""
     from addons.readback import otlp
+    from addons.readback.span_tree import SpanTree, ledger_bodies
+    from storage.lookups import event_ids_of_actions
 
-    def counted() -> Iterator[Exchange]:
-        for exchange in iter_exchanges(ledger.engine, ledger.events, ids):
-            yield exchange
-            on_item()
+    tree = SpanTree(ledger_bodies(ledger.payload), content=content)
 
-    return otlp.send(counted(), endpoint)
+    def spans() -> Iterator[otlp.SpanValue]:
+        for start in range(0, len(ids), chunk):
+            part = ids[start : start + chunk]
+            events = ledger.events([e for e, _ in event_ids_of_actions(ledger.engine, part)])
+            yield from tree.add(sorted(events, key=lambda e: (e.at, e.seq, e.event_id)))
+            for _ in part:
+                on_item()
+        yield from tree.finish()
+
+    return otlp.send(spans(), endpoint)

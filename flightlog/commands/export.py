@@ -42,6 +42,13 @@ def export(
             help="--format otlp: the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (or .../v1/traces)."
         ),
     ] = None,
+    content: Annotated[
+        bool,
+        typer.Option(
+            "--content",
+            help="--format otlp: prompts, answers and tool arguments (as recorded, redacted) as span events.",
+        ),
+    ] = False,
     progress: Annotated[bool, typer.Option(help="Draw a progress bar on standard error.")] = True,
     ledger: LedgerOpt = None,
     blobs: BlobsOpt = None,
@@ -56,6 +63,8 @@ def export(
 
     if (fmt == "otlp") != (endpoint is not None):
         raise CommandError("--endpoint URL goes with --format otlp (and only with it)")
+    if content and endpoint is None:
+        raise CommandError("--content goes with --format otlp")
 
     opened = load_settings().open_existing_ledger(ledger, blobs)
     with ExitStack() as stack:
@@ -65,8 +74,8 @@ def export(
         if endpoint is not None:
             bar = stack.enter_context(Progress(console=Console(stderr=True), disable=not progress))
             job = bar.add_task("export otlp", total=len(ids))
-            count = export_otlp(opened, ids, endpoint, lambda: bar.advance(job))
-            typer.echo(f"exported {count} exchanges as otlp spans to {endpoint}", err=True)
+            count = export_otlp(opened, ids, endpoint, lambda: bar.advance(job), content=content)
+            typer.echo(f"exported {len(ids)} actions as {count} otlp spans to {endpoint}", err=True)
             return
         out: IO[bytes]
         if output is None:

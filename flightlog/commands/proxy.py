@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -18,16 +18,13 @@ from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
 from addons.proxy_env import Listener, export_lines, proxy_env, read_state
 from flightlog import ports, proxy_process
 from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
+from flightlog.commands.otlp_options import OtlpContentOpt, OtlpEndpointOpt
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.commands.sealing import PolicyOpt, SealedOpt, StateFileOpt, policy_path, run_sealed
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 from recording.identity import Identity
-
-if TYPE_CHECKING:
-    # deferred: mitmproxy/httpx load slowly; other commands start without them
-    pass
 
 TOKEN_ENV = "FLIGHTLOG_TOKEN"
 """The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
@@ -195,6 +192,8 @@ def proxy(
             show_default=False,
         ),
     ] = None,
+    otlp_endpoint: OtlpEndpointOpt = None,
+    otlp_content: OtlpContentOpt = False,
 ) -> None:
     """Run the recording proxy (mitmproxy with flightlog's addons) until Ctrl-C / SIGTERM.
 
@@ -204,7 +203,11 @@ def proxy(
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.capture_options import commit_ms
     from addons.master import ProxyConfig, run_proxy
+    from addons.readback.otlp_live import streaming
+    from addons.workers import supervise
 
+    if otlp_content and otlp_endpoint is None:
+        raise CommandError("--otlp-content goes with --otlp-endpoint URL")
     cores = usable_cores()
     count = worker_count(workers, cores)
     settings = load_settings()
@@ -233,12 +236,8 @@ def proxy(
         policy=policy_path(policy),
         state_file=state_file,
     )
-    if count == 1:
-        run_proxy(config)
-    else:
-        from addons.workers import supervise
-
-        supervise(config, count)
+    with streaming(config.ledger_url, config.blobs_url, otlp_endpoint, otlp_content):
+        run_proxy(config) if count == 1 else supervise(config, count)
 
 
 def worker_count(given: int | None, cores: int) -> int:

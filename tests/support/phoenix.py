@@ -1,14 +1,18 @@
 """A real OTLP receiver for tests: Arize Phoenix, in a virtual environment of its own.
 
 Phoenix (825 MB with its dependencies) is kept out of flightlog's environment: the first use builds
-`.venv/phoenix` beside the project's `.venv` (about a minute; pip's cache makes a rebuild quick), later
-uses start it at once. The server listens on loopback ports of its own with its data in a temporary
-folder and its telemetry off, and is stopped when the block ends.
+its environment in the user's cache (`~/.cache/flightlog/phoenix-20`, or FLIGHTLOG_PHOENIX_VENV),
+shared by every checkout and surviving `make clean`; later uses start it at once. Parallel test
+workers build it once between them (a file lock; a build cut short is redone). The server listens
+on loopback ports of its own with its data in a temporary folder and its telemetry off, and is
+stopped when the block ends.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,9 +23,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "phoenix"
 REQUIREMENT = "arize-phoenix>=20,<21"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "flightlog"
+VENV = Path(os.environ.get("FLIGHTLOG_PHOENIX_VENV") or CACHE / "phoenix-20")
+BUILT = VENV / ".flightlog-built"
 
 
 def _free_port() -> int:
@@ -33,13 +38,20 @@ def _free_port() -> int:
 def phoenix_command() -> Path:
     """`phoenix` from its own environment, built on first use."""
     command = VENV / "bin" / "phoenix"
-    if not command.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run(
-            [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", REQUIREMENT],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+    if BUILT.exists():
+        return command
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with (VENV.parent / f"{VENV.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be building it: wait for that one
+        if not BUILT.exists():
+            shutil.rmtree(VENV, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+            subprocess.run(
+                [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", REQUIREMENT],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            BUILT.touch()
     return command
 
 
