@@ -1,8 +1,11 @@
 """The time phrases of a plain-words question: today, yesterday, this/last hour|week|month, (the)
-last|past N minutes|hours|days|weeks, since|after|until|before DATE, on DATE, a bare DATE.
+last|past N minutes|hours|days|weeks, N minutes|hours|days ago, since|after|until|before DATE, on
+DATE, a bare DATE.
 
 A mixin of the question reader (`storage.ask`): it reads words off the reader's cursor and sets the
-filter's `since` and `until` (inclusive, exclusive; UTC; whole days for a date).
+filter's `since` and `until` (inclusive, exclusive; UTC; whole days for a date). `time_bound` reads
+every command's `--since`/`--until` with the same words, so `--since yesterday` means what "since
+yesterday" means in a question, wherever it is typed.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from storage.ask_words import DATE, NUMBERS, UNITS
-from storage.filters import QueryError
+from storage.ask_words import DATE, NUMBERS, UNITS, tokens
+from storage.filters import QueryError, parse_time
 
 
 class QuestionError(QueryError):
@@ -73,7 +76,21 @@ class TimeWords:
         elif DATE.match(low):
             self.set_range(*parse_date(low))
         else:
+            return self.ago(low)
+        return True
+
+    def ago(self, low: str) -> bool:
+        """'2 hours ago', 'three days ago': from then on."""
+        unit = (self.peek() or "").lower().removesuffix("s")
+        if (
+            not (low.isdigit() or low in NUMBERS)
+            or unit not in UNITS
+            or (self.peek(1) or "").lower() != "ago"
+        ):
             return False
+        self.i += 2
+        count = int(low) if low.isdigit() else NUMBERS[low]
+        self.set_range(self.now - timedelta(seconds=count * UNITS[unit]), None)
         return True
 
     def period(self, low: str) -> bool:
@@ -130,3 +147,51 @@ class TimeWords:
             self.set("since", start if word == "since" else end)
         else:
             self.set("until", start)
+
+
+class _Bound(TimeWords):
+    """Reads one option's value as time words; what it sets is the range those words name."""
+
+    def __init__(self, value: str, now: datetime) -> None:
+        self.now = now
+        self.words = tokens(value)
+        self.i = 0
+        self.range: dict[str, datetime] = {}
+
+    def peek(self, ahead: int = 0) -> str | None:
+        j = self.i + ahead
+        return self.words[j] if j < len(self.words) else None
+
+    def take(self) -> str:
+        self.i += 1
+        return self.words[self.i - 1]
+
+    def set(self, name: str, value: Any) -> None:
+        self.range[name] = value
+
+    def value_for(self, name: str) -> str:
+        if self.peek() is None:
+            raise QuestionError(f"{name!r} needs a date, 'today' or 'yesterday'")
+        return self.take()
+
+
+TIME_HELP = "ISO 8601 (UTC) or words: today, yesterday, this week, last 3 days, 2 hours ago, 2026-11-01"
+
+
+def time_bound(option: str, value: str, now: datetime | None = None) -> datetime:
+    """An option's time (`--since`, `--until`): an ISO 8601 time, or time words as a question reads
+    them; words naming a range (yesterday, last week) give its start, for either option."""
+    try:
+        return parse_time(value)
+    except QueryError:
+        pass
+    clock = (now or datetime.now(UTC)).astimezone(UTC)
+    reader = _Bound(value, clock)
+    while reader.peek() is not None:
+        if not reader.time(reader.take().lower()):
+            break
+    else:
+        start = reader.range.get("since") or reader.range.get("until")
+        if start is not None:
+            return start
+    raise QuestionError(f"{option} {value!r}: not a time; {TIME_HELP}")

@@ -100,7 +100,8 @@ def _key(name: str, value: Any) -> str | None:
 
 
 def durations(engine: Engine, events: Sequence[StoredEvent]) -> dict[str, int]:
-    """Milliseconds each answer event of `events` took (answer `at` minus its action's first `at`)."""
+    """Milliseconds each answer event of `events` took: its `last_byte_ms` where capture measured it,
+    else its `at` minus its action's first `at` (the measure `slowest` sorts by, `queries.timed`)."""
     answers = [e for e in events if e.kind in ANSWER_KINDS]
     if not answers:
         return {}
@@ -113,7 +114,9 @@ def durations(engine: Engine, events: Sequence[StoredEvent]) -> dict[str, int]:
     out = {}
     for e in answers:
         begin = started.get(e.action_id)
-        if begin is not None:
+        if e.last_byte_ms is not None:
+            out[e.event_id] = max(0, round(e.last_byte_ms))
+        elif begin is not None:
             out[e.event_id] = max(0, round((utc(e.at) - begin).total_seconds() * 1000))
     return out
 

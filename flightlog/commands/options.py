@@ -71,8 +71,13 @@ FILTER_OPTIONS: dict[str, Any] = {
     "status": Annotated[str | None, _Opt("--status", help="A code (404), a class (4xx), errors or ok.")],
     "host": Annotated[str | None, _Opt("--host", help="Host name, e.g. api.openai.com.")],
     "method": Annotated[str | None, _Opt("--method", help="HTTP method.")],
-    "since": Annotated[str | None, _Opt("--since", help="From this UTC time (ISO 8601), inclusive.")],
-    "until": Annotated[str | None, _Opt("--until", help="Before this UTC time (ISO 8601).")],
+    "since": Annotated[
+        str | None, _Opt("--since", help="From this time, inclusive: ISO 8601 (UTC) or today, yesterday, ...")
+    ],
+    "until": Annotated[
+        str | None,
+        _Opt("--until", help="Before this time: ISO 8601 (UTC) or words (yesterday, 2 hours ago)."),
+    ],
     "url": Annotated[list[str] | None, _Opt("--url", help="A word the URL contains (repeatable).")],
 }
 
@@ -124,10 +129,15 @@ def filter_from_options(words: list[str] | None, filters: Given) -> tuple[Filter
     """(Filter, Question or None) from plain words and filter options; a field given twice must agree."""
     # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ask import ask
+    from storage.ask_time import time_bound
+    from storage.filters import iso
     from storage.queries import Filter
 
     question = ask(" ".join(words)) if words else None
     data = {name: value for name, value in filters.items() if value not in (None, [], ())}
+    for name in ("since", "until"):
+        if name in data:  # the words a question reads: `--since yesterday` as "since yesterday"
+            data[name] = iso(time_bound(f"--{name}", data[name]))
     flt = Filter.from_json(data)
     if question is None:
         return flt, None
