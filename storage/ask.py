@@ -142,7 +142,8 @@ class _Reader(TimeWords, ViewWords):
     def set(self, name: str, value: Any) -> None:
         old = self.values.get(name)
         if name == "status" and old is not None:
-            value = narrower(old, value)
+            self.values[name] = narrower(old, value)
+            return
         if old is not None and old != value:
             raise QuestionError(f"one question takes one {name}: {old!r} or {value!r}?")
         self.values[name] = value
@@ -245,6 +246,10 @@ class _Reader(TimeWords, ViewWords):
             value = self.one(name, value, found)
         self.field(name, value)
 
+    def holds(self, word: str) -> bool:
+        """Whether the Ledger holds `word` as a value of a field a bare word may name."""
+        return self.known is not None and any(self.known.matches(name, word) for name in RESOLVED)
+
     def resolve(self, word: str) -> bool:
         """A bare word the Ledger holds as exactly one field's value: 'tokens alpha used' (an agent),
         'calls to slack' (the host api.slack.com), 'LEDGER_COUNTS calls' (a tool)."""
@@ -320,11 +325,14 @@ class _Reader(TimeWords, ViewWords):
 
 
 def narrower(old: str, new: str) -> str:
-    """Two statuses that agree ('5xx errors', 'failed 500s'): the narrower; others are refused."""
+    """Two statuses that agree ('5xx errors', 'failed 500s', '4xx 404'): the narrower; others are
+    refused."""
     for broad, narrow in ((old, new), (new, old)):
-        if broad == "errors" and narrow[0] in "45":
+        if broad == narrow or (broad == "errors" and narrow[0] in "45"):
             return narrow
-    return new
+        if broad.endswith("xx") and narrow[0] == broad[0] and narrow.isdigit():
+            return narrow
+    raise QuestionError(f"one question takes one status: {old!r} or {new!r}?")
 
 
 def ask(text: str, now: datetime | None = None, known: Known | None = None) -> Question:

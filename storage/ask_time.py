@@ -42,6 +42,7 @@ class TimeWords:
 
     now: datetime
     i: int
+    words: list[str]
 
     def peek(self, ahead: int = 0) -> str | None:  # pragma: no cover - provided by the reader
         raise NotImplementedError
@@ -70,7 +71,12 @@ class TimeWords:
         elif low in ("this", "last", "past") and self.period(low):
             return True
         elif low in ("since", "after", "until", "before"):
-            self.bound(low, self.value_for(low))
+            phrase = self.phrase()
+            if phrase is None:
+                self.bound(low, self.value_for(low))
+            else:
+                start, end = phrase
+                self.set("since" if low in ("since", "after") else "until", end if low == "after" else start)
         elif low == "on" and DATE.match((self.peek() or "").lower()):
             self.set_range(*parse_date(self.take()))
         elif DATE.match(low):
@@ -78,6 +84,18 @@ class TimeWords:
         else:
             return self.ago(low)
         return True
+
+    def phrase(self) -> tuple[datetime, datetime] | None:
+        """A time phrase after since/until ('since last week', 'before 2 hours ago'): its [start,
+        end), the end `now` when open; None when the next words are no phrase (a date, today)."""
+        nxt = (self.peek() or "").lower()
+        if nxt not in ("this", "last", "past") and not (nxt.isdigit() or nxt in NUMBERS):
+            return None
+        sub = _Bound(self.words[self.i :], self.now)
+        if not sub.time(sub.take().lower()) or "since" not in sub.range:
+            return None
+        self.i += sub.i
+        return sub.range["since"], sub.range.get("until", self.now)
 
     def ago(self, low: str) -> bool:
         """'2 hours ago', 'three days ago': from then on."""
@@ -152,9 +170,9 @@ class TimeWords:
 class _Bound(TimeWords):
     """Reads one option's value as time words; what it sets is the range those words name."""
 
-    def __init__(self, value: str, now: datetime) -> None:
+    def __init__(self, words: list[str], now: datetime) -> None:
         self.now = now
-        self.words = tokens(value)
+        self.words = words
         self.i = 0
         self.range: dict[str, datetime] = {}
 
@@ -186,7 +204,7 @@ def time_bound(option: str, value: str, now: datetime | None = None) -> datetime
     except QueryError:
         pass
     clock = (now or datetime.now(UTC)).astimezone(UTC)
-    reader = _Bound(value, clock)
+    reader = _Bound(tokens(value), clock)
     while reader.peek() is not None:
         if not reader.time(reader.take().lower()):
             break

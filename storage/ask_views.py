@@ -48,6 +48,9 @@ class ViewWords:
     def set(self, name: str, value: Any) -> None:  # pragma: no cover - provided by the reader
         raise NotImplementedError
 
+    def holds(self, word: str) -> bool:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
     def grouping(self, low: str) -> bool:
         if low == "hourly":
             self.group("hour")
@@ -63,10 +66,12 @@ class ViewWords:
             return True
         if target is None:
             raise QuestionError(f"'{low}' needs what to count by: {', '.join(GROUP_BYS)}")
-        self.i += 1
         t = target.lower()
         t = "status" if t == "statuses" else "rule" if t in ("limit", "limits") else t
         name = t if t in GROUP_BYS else t.removesuffix("s") if t.removesuffix("s") in GROUP_BYS else None
+        if name is None and low == "by" and self.holds(target):
+            return True  # "calls by alpha": by whom, not counted by; the next word names the agent
+        self.i += 1
         if name is None:
             raise QuestionError(f"cannot count by {target!r}; by one of: {', '.join(GROUP_BYS)}")
         self.group(name)

@@ -21,7 +21,8 @@ FILLER: Final = frozenset(
     what which with cost costs spend spent tokens usage made sent get please used called seen hit took
     taking take takes use call that most top ever my our been is it by per they them those these one
     ones counts we us i you does done doing happen happened anything something be spending amount number
-    response""".split()
+    response make makes making say says said send sends return returns returned run runs ran try tried
+    go goes gets got see saw want wants need needs""".split()
 )
 """Words that are understood and change nothing ("show me the requests")."""
 ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
