@@ -28,17 +28,19 @@ def print_reply(view: str, reply: dict[str, Any], by: str | None, sort: str | No
 
 
 def stats_table(by: str | None, unit: str, rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
+    """A row per key: count, then average, percentiles and extremes, in aligned plain columns (never
+    wrapped or cut, so a long key stays whole and greps well); the unit is said once, above."""
     figures = ("avg", "p50", "p90", "p95", "p99", "min", "max")
-    table = Table(*([by] if by else []), "count", *(f"{f} ({unit})" for f in figures), box=None)
-    for r in rows:
-        cells = [_figure(r[f], unit) for f in figures]
-        key = [Text(shown(r["key"])) if r["key"] is not None else "(none)"] if by else []
-        table.add_row(*key, f"{r['count']:,}", *cells)
-    Console(soft_wrap=True).print(table)
+    head = [*([by] if by else []), "count", *figures]
+    body = [
+        [*([shown(r["key"]) if r["key"] is not None else "(none)"] if by else []), f"{r['count']:,}"]
+        + [_figure(r[f], unit) for f in figures]
+        for r in rows
+    ]
+    widths = [max(len(line[c]) for line in [head, *body]) for c in range(len(head))]
+    typer.echo(f"figures in {unit}")
+    for line in [head, *body]:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
 
 
 def _figure(value: float | None, unit: str) -> str:
