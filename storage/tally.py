@@ -167,6 +167,18 @@ def collectors(engine: Engine, now: datetime | None = None) -> list[dict[str, An
     return out
 
 
+def written_since(engine: Engine, collector: str, since: datetime) -> int:
+    """Events `collector`'s batches committed at or after `since` inserted (duplicates not counted):
+    what one proxy run wrote, for the line it says when it stops."""
+    t = BatchRow.__table__  # type: ignore[attr-defined]
+    stmt = select(func.coalesce(func.sum(t.c.new), 0)).where(t.c.collector == collector)
+    at = since.astimezone(UTC)
+    if engine.dialect.name == "sqlite":  # kept as SQLAlchemy's UTC text there (`sqlite_time`)
+        at = at.replace(tzinfo=None)
+    stmt = stmt.where(t.c.committed_at >= at)
+    return int(_all(engine, stmt, "count what a run wrote")[0][0])
+
+
 def _count(error: str | None) -> int:
     """The number an overflow event carries (its first whole number), 1 when it names none."""
     digits = "".join(ch if ch.isdigit() else " " for ch in error or "").split()

@@ -58,6 +58,13 @@ SecretEnvOpt = Annotated[
 ]
 ActionOpt = Annotated[list[str] | None, typer.Option("--action", help="Only this action (repeatable).")]
 
+SHELL_TOKEN_ENV = "FLIGHTLOG_SHELL_TOKEN"
+"""The token `flightlog env` lent a shell, beside FLIGHTLOG_TOKEN: for the programs it starts to reach
+the door over the proxy (a network door needs a token). flightlog's own commands typed in that shell
+are the operator's, as `ledger` and `token mint` there already are, so `call` does not take on the
+shell's token (`flightlog.commands.call`); `run` drops the mark for its child, an agent whose token
+holds."""
+
 _Opt = typer.Option
 FILTER_OPTIONS: dict[str, Any] = {
     "kind": Annotated[str | None, _Opt("--kind", help="Event kind, e.g. http.request.")],

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ import typer
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
 from addons.proxy_env import Listener, export_lines, proxy_env, read_state
 from flightlog import ports, proxy_process
-from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
+from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.commands.sealing import PolicyOpt, SealedOpt, StateFileOpt, policy_path, run_sealed
 from flightlog.cores import usable_cores
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 TOKEN_ENV = "FLIGHTLOG_TOKEN"
 """The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
+
 DEFAULT_LISTEN = "127.0.0.1:8080"
 MODES = ("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard", "tun")
 
@@ -306,6 +308,8 @@ def run(
         command = command[1:]
     if not command:
         raise CommandError("run needs a command: flightlog run -- COMMAND ...")
+    found_or_exit(command[0])
+    os.environ.pop(SHELL_TOKEN_ENV, None)  # the child is an agent: the token it is lent holds for it
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task, turn=turn)
     if replay is not None:
@@ -331,12 +335,20 @@ def run(
     env.update(lent_token(task))
     try:
         code = subprocess.call(command, env=env)
-    except FileNotFoundError as e:
+    except FileNotFoundError as e:  # gone between the check and the start
         raise CommandError(f"command not found: {command[0]}") from e
     finally:
         if started is not None:
             proxy_process.stop(started)
     raise typer.Exit(code)
+
+
+def found_or_exit(name: str) -> None:
+    """The command `run` is to start must resolve (on PATH, or a path to an executable) before
+    anything starts for it: else one line and exit 127, as a shell says it."""
+    if shutil.which(name) is None:
+        typer.echo(f"flightlog: command not found: {name}", err=True)
+        raise typer.Exit(127)
 
 
 def proxy_options(
@@ -396,5 +408,7 @@ def env(
             f"`flightlog proxy` listens on by default ({DEFAULT_LISTEN}, model APIs on the next two)",
             err=True,
         )
-    values.update(lent_token(task))
+    lent = lent_token(task)
+    if lent:
+        values.update(lent | {SHELL_TOKEN_ENV: lent[TOKEN_ENV]})
     typer.echo(export_lines(values))
