@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
-from addons.proxy_env import Listener, export_lines, proxy_env, read_state
+from addons.proxy_env import proxy_env, read_state
 from flightlog import ports, proxy_process
 from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.commands.sealing import PolicyOpt, SealedOpt, StateFileOpt, policy_path, run_sealed
+from flightlog.commands.shell import DEFAULT_LISTEN, lent_token
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
@@ -30,10 +31,7 @@ if TYPE_CHECKING:
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     pass
 
-TOKEN_ENV = "FLIGHTLOG_TOKEN"
-"""The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
 
-DEFAULT_LISTEN = "127.0.0.1:8080"
 MODES = ("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard", "tun")
 
 
@@ -127,14 +125,6 @@ def plan_listeners(
     zeros = sum(1 for m in modes if m.endswith("@0"))
     forward, ai_ports, mode_ports = ports.plan_ports(host, port, [a.name for a in apis], zeros)
     return host, forward, ports.concrete_modes(modes, mode_ports), plan(apis, ai_ports, upstreams)
-
-
-def default_listeners() -> tuple[Listener, ...]:
-    """What `flightlog proxy` with no options publishes in proxy.json, for `env` with none running."""
-    host, port = parse_listen(DEFAULT_LISTEN)
-    apis = wanted(())
-    ai = plan(apis, ports.next_to(port, len(apis)), {})
-    return (Listener("regular", host, port), *(Listener(x.mode, host, x.port, x.api) for x in ai))
 
 
 def proxy(
@@ -254,23 +244,6 @@ def worker_count(given: int | None, cores: int) -> int:
     return given
 
 
-def lent_token(task: str | None) -> dict[str, str]:
-    """FLIGHTLOG_TOKEN for a child: the one already set (never widened), else one minted from the
-    operator's policy in FLIGHTLOG_HOME over the Directory (`catalog.policy`)."""
-    # deferred: the Directory (SQLAlchemy) loads only for the commands that lend a token
-    from catalog.directory import open_directory
-    from catalog.policy import mint_policy_token
-
-    if os.environ.get(TOKEN_ENV):
-        return {}
-    settings = load_settings()
-    directory = open_directory(settings.ledger_url, settings.directory)
-    try:
-        return {TOKEN_ENV: mint_policy_token(settings.home, directory, task=task)}
-    finally:
-        directory.close()
-
-
 @with_replay_options
 def run(
     ctx: typer.Context,
@@ -381,34 +354,3 @@ def proxy_options(
     for item in parse_sets(set_) + upstream_ca_sets(upstream_ca):
         out += ["--set", item]
     return out
-
-
-def env(
-    agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
-    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
-    task: Annotated[str | None, typer.Option(help="Task id.")] = None,
-) -> None:
-    """Print export lines that route a shell's programs through the proxy (with FLIGHTLOG_TOKEN, a
-    token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child).
-
-    The proxy running for FLIGHTLOG_HOME, as its proxy.json says; none running: what `flightlog proxy`
-    uses by default (127.0.0.1:8080, OPENAI_BASE_URL on 8081, ANTHROPIC_BASE_URL on 8082), said on
-    stderr."""
-    settings = load_settings()
-    who = Identity(agent=agent, session=session, task=task)
-    state = read_state(settings.home)
-    if state is not None and state.forward is not None:
-        values = proxy_env((state.forward.host, state.forward.port), state.ca, who, state.reverse)
-    else:
-        forward, *reverse = default_listeners()
-        ca = settings.confdir / "mitmproxy-ca-cert.pem"
-        values = proxy_env((forward.host, forward.port), ca, who, tuple(reverse))
-        typer.echo(
-            f"flightlog env: no proxy is running for {settings.home}; these are the ports "
-            f"`flightlog proxy` listens on by default ({DEFAULT_LISTEN}, model APIs on the next two)",
-            err=True,
-        )
-    lent = lent_token(task)
-    if lent:
-        values.update(lent | {SHELL_TOKEN_ENV: lent[TOKEN_ENV]})
-    typer.echo(export_lines(values))
