@@ -227,11 +227,13 @@ class _Reader(TimeWords, ViewWords):
         """A field's name, then its value: a value the Ledger holds, a quoted one, or a model's name;
         a function word after it leaves the field a plain noun ("what did the agent do")."""
         nxt = self.peek()
-        if nxt is None or (not self.quoted[self.i] and nxt.lower() in FUNCTION_WORDS):
+        if nxt is not None and not self.quoted[self.i] and nxt.lower() in FUNCTION_WORDS:
             if name in CHECKED:
                 return
             self.field(name, self.value_for(said))
             return
+        if nxt is None:
+            raise QuestionError(f"{said!r} needs a value (e.g. '{said} alpha')")
         quoted = self.quoted[self.i]
         value = self.take()
         if name in CHECKED and not quoted and self.known is not None:
