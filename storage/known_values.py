@@ -1,13 +1,15 @@
 """The Ledger answering `storage.ask_known.Known`: which of its values a question's word names.
 
-Asked per word, never by listing every value up front: a lookup reads only rows holding the word
-(equal ignoring case, or for hosts containing it), so a question costs a few indexed reads however
-large the Ledger is.
+Asked per word, never by reading every row: a word is looked up as typed, lower-cased and
+upper-cased (`column IN (...)`, a range of the column's `(column, at, event_id)` index), so a
+question costs a few index probes however large the Ledger is. A host named by one of its labels
+("slack" for api.slack.com) is looked for among the distinct hosts, read by a loose index scan (the
+next host above the last one, one probe each), as many as `HOSTS_AT_MOST`.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
@@ -19,8 +21,8 @@ from storage.filters import QueryError
 from storage.schema import EventRow
 
 EVENTS: Final = EventRow.__table__  # type: ignore[attr-defined]
-MATCHES_AT_MOST: Final = 50
-"""Candidate values read per word: more than this many hosts under one label is no single answer."""
+HOSTS_AT_MOST: Final = 1000
+"""Distinct hosts a label is matched against (the first ones in name order)."""
 
 
 class LedgerValues:
@@ -29,22 +31,35 @@ class LedgerValues:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._seen: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._hosts: list[str] | None = None
 
     def matches(self, name: str, word: str) -> tuple[str, ...]:
         if name not in CHECKED:
             return ()
         key = (name, word.lower())
         if key not in self._seen:
-            self._seen[key] = pick(name, word, self._candidates(name, word))
+            column = EVENTS.c[name]
+            forms = sorted({word, word.lower(), word.upper()})
+            found = pick(name, word, self._read(select(column).where(column.in_(forms)).distinct()))
+            if not found and name == "host":
+                found = pick(name, word, self.hosts())
+            self._seen[key] = found
         return self._seen[key]
 
-    def _candidates(self, name: str, word: str) -> list[str]:
-        column = EVENTS.c[name]
-        low = word.lower()
-        cond = (
-            func.lower(column).contains(low, autoescape=True) if name == "host" else func.lower(column) == low
-        )
-        stmt = select(column).where(cond).distinct().limit(MATCHES_AT_MOST)
+    def hosts(self) -> list[str]:
+        """The distinct hosts in name order, one index probe each (a loose index scan)."""
+        if self._hosts is None:
+            column, found = EVENTS.c.host, list[str]()
+            while len(found) < HOSTS_AT_MOST:
+                above = column > found[-1] if found else column.is_not(None)
+                nxt = self._read(select(func.min(column)).where(above))
+                if not nxt:
+                    break
+                found.append(nxt[0])
+            self._hosts = found
+        return self._hosts
+
+    def _read(self, stmt: Any) -> list[str]:
         try:
             with self.engine.connect() as conn:
                 return [str(v) for v in conn.execute(stmt).scalars() if v is not None]

@@ -83,7 +83,9 @@ KNOWN_EVENTS = [
     *_action(5, YESTERDAY + timedelta(hours=10), SLACK, 500, 500, agent="alpha"),
     *_action(6, TODAY + timedelta(hours=13), SLACK, 200, 300, agent="alpha"),
     *_action(7, TODAY + timedelta(hours=15), OPENAI, 429, 100, **GPT),
-    *_action(8, TODAY - timedelta(days=2), "https://api.github.com/repos/x", 404, 50, agent="beta"),
+    *_action(
+        8, TODAY - timedelta(days=2), "https://api.github.com/repos/x", 404, 50, agent="beta", tool="GH_REPO"
+    ),
 ]
 
 
@@ -136,6 +138,19 @@ def test_function_words_are_not_values(known: Ledger) -> None:
     """'what did the agent do in the last hour' is every event of the last hour (before: agent=do)."""
     reply = answered(known, "what did the agent do in the last hour")
     assert sorted(e["event_id"] for e in reply["events"]) == ["a7-req", "a7-res"]
+
+
+def test_the_ledgers_values_are_found_by_index_probes(known: Ledger) -> None:
+    """A word names a value as typed, lower- or upper-cased; a host by a label; hosts are read in name
+    order one probe each; what the Ledger does not hold names nothing."""
+    values = LedgerValues(known.engine)
+    assert values.hosts() == ["api.anthropic.com", "api.github.com", "api.openai.com", "api.slack.com"]
+    assert values.matches("tool", "gh_repo") == ("GH_REPO",)
+    assert values.matches("agent", "ALPHA") == ("alpha",)
+    assert values.matches("host", "slack") == ("api.slack.com",)
+    assert values.matches("host", "api") == tuple(values.hosts())
+    assert values.matches("agent", "gamma") == () and values.matches("kind", "http.request") == ()
+    assert answered(known, "GH_REPO errors")["filter"] == {"tool": "GH_REPO", "status": "errors"}
 
 
 @dataclass
