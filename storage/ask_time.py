@@ -1,6 +1,6 @@
 """The time phrases of a plain-words question: today, yesterday, this/last hour|week|month, (the)
 last|past N minutes|hours|days|weeks, N minutes|hours|days ago, since|after|until|before DATE, on
-DATE, a bare DATE.
+DATE, a bare DATE, a weekday (the most recent one, today included).
 
 A mixin of the question reader (`storage.ask`): it reads words off the reader's cursor and sets the
 filter's `since` and `until` (inclusive, exclusive; UTC; whole days for a date). `time_bound` reads
@@ -23,6 +23,16 @@ class QuestionError(QueryError):
 
 def day(when: datetime) -> datetime:
     return when.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def weekday(now: datetime, name: str) -> tuple[datetime, datetime]:
+    """The most recent day named `name` (today, when today is so named), as a whole UTC day."""
+    back = (now.weekday() - WEEKDAYS.index(name.lower())) % 7
+    start = day(now) - timedelta(days=back)
+    return start, start + timedelta(days=1)
 
 
 def parse_date(word: str) -> tuple[datetime, datetime]:
@@ -81,6 +91,8 @@ class TimeWords:
             self.set_range(*parse_date(self.take()))
         elif DATE.match(low):
             self.set_range(*parse_date(low))
+        elif low in WEEKDAYS:  # "on tuesday", "tuesday's errors" (never "mondays": every one)
+            self.set_range(*weekday(self.now, low))
         else:
             return self.ago(low)
         return True
@@ -159,8 +171,12 @@ class TimeWords:
             start, end = today - timedelta(days=1), today
         elif DATE.match(low):
             start, end = parse_date(low)
+        elif low in WEEKDAYS:
+            start, end = weekday(self.now, low)
         else:
-            raise QuestionError(f"'{word} {value}': give a date (YYYY-MM-DD), 'today' or 'yesterday'")
+            raise QuestionError(
+                f"'{word} {value}': give a date (YYYY-MM-DD), a weekday, 'today' or 'yesterday'"
+            )
         if word in ("since", "after"):
             self.set("since", start if word == "since" else end)
         else:

@@ -93,6 +93,11 @@ class ViewWords:
             self.i += 1
             self.total = True
             return True
+        if low == "how" and nxt == "long":  # "how long did calls take": their average duration
+            self.i += 1
+            self.set_stat("avg")
+            self.metrics.append("duration")
+            return True
         return False
 
     def group(self, name: str) -> None:
@@ -129,6 +134,10 @@ class ViewWords:
             self.set("sort", SORT_WORDS[low])
             return True
         nxt = (self.peek() or "").lower()
+        sorted_by = (self.peek(1) or "").lower() if nxt == "most" else nxt
+        if low.isdigit() and sorted_by in SORT_WORDS:  # "the 10 most expensive calls", "20 slowest"
+            self.limit = max(1, min(int(low), MOST_ROWS))
+            return True
         if low not in ("top", "last", "first") or not (nxt.isdigit() or nxt in NUMBERS):
             return False
         unit = (self.peek(1) or "").lower().removesuffix("s")

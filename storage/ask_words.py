@@ -25,7 +25,9 @@ FILLER: Final = frozenset(
     go goes gets got see saw want wants need needs""".split()
 )
 """Words that are understood and change nothing ("show me the requests")."""
-ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
+ERRORS: Final = frozenset(
+    {"errors", "error", "errored", "failed", "failures", "failure", "failing", "fail", "fails"}
+)
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
 REFUSED: Final = frozenset({"refused", "refusals", "refusal", "denied", "blocked", "rejected"})
 REFUSED_KIND: Final = REFUSED_KINDS_NAME
@@ -152,7 +154,7 @@ def quoted_tokens(text: str) -> list[tuple[str, bool]]:
     """Words, each with whether it was quoted: quoted phrases kept whole, trailing punctuation dropped."""
     out = []
     for quoted, word in re.findall(r'"([^"]*)"|(\S+)', text):
-        token = quoted if quoted else word.rstrip("?!,;")
+        token = quoted if quoted else re.sub(r"['\u2019]s$", "", word.rstrip("?!,;"))  # beta's, what's
         if not quoted and token.endswith(".") and "." not in token[:-1]:
             token = token[:-1]
         if token:

@@ -106,6 +106,18 @@ QUESTIONS: list[tuple[str, dict[str, Any], Reading]] = [
     ('calls from agent "gamma"', {"agent": "gamma"}, EVENTS),
     ("agent=gamma errors", {"agent": "gamma", "status": "errors"}, EVENTS),
     ("slowest calls today", {"sort": "slowest", "since": TODAY}, EVENTS),
+    # kin: weekdays, possessives, bare counts, how long
+    ("requests from alpha since monday", {"agent": "alpha", "since": WEEK}, EVENTS),
+    ("errors on tuesday", {"status": "errors", "since": YESTERDAY, "until": TODAY}, EVENTS),
+    ("average latency of beta's calls", {"agent": "beta"}, ("stats", None, "avg", "duration", None)),
+    ("what's the p95 latency", {}, ("stats", None, "p95", "duration", None)),
+    ("show the 10 most expensive calls", {"sort": "costliest"}, ("events", None, None, None, 10)),
+    (
+        "how long did calls to api.openai.com take",
+        {"host": "api.openai.com"},
+        ("stats", None, "avg", "duration", None),
+    ),
+    ("anything fail today?", {"status": "errors", "since": TODAY}, EVENTS),
 ]
 
 
@@ -141,7 +153,8 @@ def test_the_reading_is_one_line_saying_all_of_it() -> None:
         ("how many tokens did gamma use", "'gamma'"),
         ("failed calls to discord", "'discord'"),
         ("what did the agent frobnicate", "'frobnicate'"),
-        ("average latency on tuesday", "'tuesday'"),
+        ("average latency on mondays", "'mondays'"),
+        ("errors in the last fortnight", "'last', 'fortnight'"),
     ],
 )
 def test_words_it_does_not_know_are_refused_by_name(question: str, named: str) -> None:
@@ -189,6 +202,8 @@ def test_without_a_ledger_function_words_are_still_never_values() -> None:
         ("2 hours ago", "2026-11-25T13:42:00+00:00"),
         ("2026-11-01", "2026-11-01T00:00:00+00:00"),
         ("2026-11-01T10:30:00+02:00", "2026-11-01T08:30:00+00:00"),
+        ("monday", "2026-11-23T00:00:00+00:00"),
+        ("wednesday", "2026-11-25T00:00:00+00:00"),
     ],
 )
 def test_since_options_read_the_same_time_words(value: str, expected: str) -> None:
@@ -212,7 +227,7 @@ def test_since_and_before_take_time_phrases_in_questions(question: str, expected
     assert ask(question, NOW).filter.to_json() == expected
 
 
-@pytest.mark.parametrize("value", ["tuesday", "yesterday evening", "soon", ""])
+@pytest.mark.parametrize("value", ["fortnight", "yesterday evening", "soon", ""])
 def test_a_time_option_that_is_no_time_is_refused(value: str) -> None:
     """A value that is neither ISO 8601 nor time words is one line naming the option."""
     with pytest.raises(QuestionError, match=f"^--since {value!r}: not a time"):
