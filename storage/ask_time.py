@@ -209,7 +209,9 @@ class _Bound(TimeWords):
         return self.take()
 
 
-TIME_HELP = "ISO 8601 (UTC) or words: today, yesterday, this week, last 3 days, 2 hours ago, 2026-11-01"
+TIME_HELP = (
+    "ISO 8601 (UTC) or words: today, yesterday, monday, this week, last 3 days, 2 hours ago, 2026-11-01"
+)
 
 
 def time_bound(option: str, value: str, now: datetime | None = None) -> datetime:
