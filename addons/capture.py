@@ -18,13 +18,14 @@ import asyncio
 import gc
 import logging
 import weakref
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from addons.capture_options import DEFAULT_OUTBOUND, MAX_REQUEST_BODY, OPTIONS, check
 from addons.listening import Listening
-from addons.stopping import META_CUT, InFlight, stop_serving
+from addons.stopping import META_CUT, Drained, InFlight, stop_serving, stop_writer
 from addons.wire.arrived import arrived_body, cut_short_error
 from addons.wire.departures import ClientConnection, Departures
 from addons.wire.flow_records import (
@@ -97,6 +98,8 @@ class Capture:
         self.writer: WriterProcess | None = None
         self.departures = Departures()
         self.in_flight = InFlight()
+        self.started_at = datetime.now(UTC)
+        self.drained: Drained | None = None  # what the stop drained (`done`): the proxy says it
         self.listening: Listening | None = None
         self._identities: weakref.WeakKeyDictionary[connection.Client, ident.Identity] = (
             weakref.WeakKeyDictionary()
@@ -185,19 +188,16 @@ class Capture:
 
     async def done(self) -> None:
         """Stop without losing an answer (`addons.stopping`): the listeners close, the exchanges in
-        flight end (or are cut) and are recorded, then the writer drains."""
+        flight end (or are cut) and are recorded, then the writer drains; `drained` says what."""
         from mitmproxy import ctx
 
         if self._watch is not None:
             self._watch.cancel()
-        cut = await stop_serving(ctx.master.addons.get("proxyserver"), self.in_flight, self.departures)
-        if cut:
-            log.warning(
-                "flightlog: %d exchanges were still running at the stop; cut and recorded partial", cut
-            )
+        drained = await stop_serving(ctx.master.addons.get("proxyserver"), self.in_flight, self.departures)
         if self.writer is not None:
-            await self.writer.stop(timeout=ctx.options.flightlog_drain_timeout)
-            self.writer = None
+            writer, self.writer = self.writer, None
+            drained = await stop_writer(writer, drained, ctx.options.flightlog_drain_timeout, self.started_at)
+        self.drained = drained
 
     def look_at_files(self) -> None:
         """A secrets or price file changed (the supervisor saw it): re-read them if so."""

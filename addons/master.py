@@ -206,7 +206,8 @@ async def serve(
     )
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     skip_idle_addons(master.addons)
-    flightlog = Flightlog(Ready(config, announce or (lambda line: print(line, file=sys.stderr)), link))
+    say = announce or (lambda line: print(line, file=sys.stderr))
+    flightlog = Flightlog(Ready(config, say, link))
     master.addons.add(flightlog, flightlog.egress.connections)
     try:
         master.options.update(
@@ -254,6 +255,8 @@ async def serve(
     finishing = flightlog.done()  # mitmproxy skips `done` when stopped while starting servers
     if finishing is not None:
         await finishing
+    if (drained := flightlog.capture.drained) is not None:  # one line: what the stop drained
+        link.stopped(drained.to_json()) if link is not None else say(drained.line())
 
 
 def _one_line_startup_errors(

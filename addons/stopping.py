@@ -14,17 +14,28 @@ runs in this order:
    its `error` hook, and each is recorded (partial) while the writer still runs;
 6. only then does the writer stop (and drain). From there an answer whose record cannot be kept is
    killed instead of sent (`Capture.response`).
+
+What the stop drained is said in one line (`Drained`): the exchanges in flight that ended by
+themselves and those cut, the events this run wrote (read back from the Ledger's batches), and what
+was lost, if anything. With `--workers` each worker reports its part and the supervisor says the sum.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from addons.wire.departures import Departures
 
 if TYPE_CHECKING:
     from mitmproxy import http
+
+    from recording.writer_process import WriterProcess
+
+log = logging.getLogger("flightlog.capture")
 
 STOP_WAIT = 5.0
 """Seconds the exchanges in flight at a stop have to end by themselves."""
@@ -55,22 +66,97 @@ class InFlight:
         return not self.flows
 
 
+@dataclass
+class Drained:
+    """What one stop drained: exchanges in flight that `finished` by themselves or were `cut`
+    (recorded partial), events `written` by this run (None: the Ledger could not be read back),
+    records the writer never confirmed (`unconfirmed`) and items `dropped` at a full queue."""
+
+    finished: int = 0
+    cut: int = 0
+    written: int | None = 0
+    unconfirmed: int = 0
+    dropped: int = 0
+
+    def __add__(self, other: Drained) -> Drained:
+        written = None if self.written is None or other.written is None else self.written + other.written
+        return Drained(
+            self.finished + other.finished,
+            self.cut + other.cut,
+            written,
+            self.unconfirmed + other.unconfirmed,
+            self.dropped + other.dropped,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Drained:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+    def line(self) -> str:
+        """'flightlog proxy: stopped; drained 3 exchanges in flight (1 cut, recorded partial); 412
+        events written this run; nothing lost'."""
+        flight = f"drained {self.finished + self.cut} exchanges in flight"
+        flight += f" ({self.cut} cut, recorded partial)" if self.cut else ""
+        written = "events written unknown (the Ledger could not be read back)"
+        if self.written is not None:
+            written = f"{self.written} events written this run"
+        losses = []
+        if self.unconfirmed:
+            losses.append(f"{self.unconfirmed} records not confirmed written")
+        if self.dropped:
+            losses.append(f"{self.dropped} items dropped at a full queue (counted in capture.overflow)")
+        return f"flightlog proxy: stopped; {flight}; {written}; {', '.join(losses) or 'nothing lost'}"
+
+
 async def stop_serving(
     server: Any, in_flight: InFlight, departures: Departures, wait: float = STOP_WAIT
-) -> int:
-    """Steps 1-5 of the module's order; the number of exchanges that had to be cut."""
+) -> Drained:
+    """Steps 1-5 of the module's order; how many exchanges were in flight, and how many were cut."""
     if server is not None:
         await server.servers.update([])
     in_flight.closing = True
     departures.release_all()
+    was = len(in_flight.flows)
     if await in_flight._ended(wait):
-        return 0
+        return Drained(finished=was)
     cut = list(in_flight.flows.values())
     for flow in cut:
         flow.metadata[META_CUT] = True
         _close_client(server, flow)
     await in_flight._ended(CUT_WAIT)
-    return len(cut)
+    return Drained(finished=was - len(cut), cut=len(cut))
+
+
+async def stop_writer(writer: WriterProcess, drained: Drained, timeout: float, since: datetime) -> Drained:
+    """Step 6, then what the writer wrote since `since` (its collector's batches) and lost."""
+    await writer.stop(timeout=timeout)
+    drained.unconfirmed, drained.dropped = writer.unacknowledged, writer.dropped
+    drained.written = await asyncio.to_thread(
+        _written, writer.spec.ledger_url, writer.spec.blobs_url, writer.spec.collector, since
+    )
+    return drained
+
+
+def _written(ledger_url: str, blobs_url: str, collector: str, since: datetime) -> int | None:
+    # deferred: SQLAlchemy loads with the Ledger, which this process opens only here
+    from storage.ledger import open_ledger
+    from storage.tally import written_since
+
+    try:
+        ledger = open_ledger(ledger_url, blobs_url, retry_seconds=0)
+    except Exception as e:  # the Ledger is down: the line says so, the stop goes on
+        log.warning("flightlog: cannot read back what this run wrote: %s", str(e).splitlines()[0])
+        return None
+    try:
+        return written_since(ledger.engine, collector, since)
+    except Exception as e:
+        log.warning("flightlog: cannot read back what this run wrote: %s", str(e).splitlines()[0])
+        return None
+    finally:
+        ledger.close()
 
 
 def _close_client(server: Any, flow: http.HTTPFlow) -> None:

@@ -67,6 +67,12 @@ class WorkerLink:
     def failed(self, line: str) -> None:
         self._report({"error": line})
 
+    def stopped(self, drained: dict[str, Any]) -> None:
+        """What this worker's stop drained (`addons.stopping.Drained`), for the supervisor's one line."""
+        with contextlib.suppress(OSError):  # the supervisor gone: nobody to say it to
+            self.sock.setblocking(True)
+            send(self.sock, {"stopped": drained})
+
     def _report(self, message: dict[str, Any]) -> None:
         if not self._reported:
             self._reported = True

@@ -44,6 +44,7 @@ from addons.errors import AddonError
 from addons.proxy_config import ProxyConfig
 from addons.published import forget_state, start_line, write_state
 from addons.shared_ports import PortPlan, plan_ports
+from addons.stopping import Drained
 from addons.worker_link import Lines, WorkerLink, send
 from recording.file_stamps import Stamp, stamp
 from recording.processing_watch import INTERVAL
@@ -274,14 +275,28 @@ class Supervisor:
             if worker.proc.poll() is None:
                 worker.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
+        drained: list[Drained] = []
         for worker in self.workers.values():
             try:
                 worker.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 worker.proc.kill()
                 worker.proc.wait()
+            drained += [Drained.from_json(m["stopped"]) for m in _last_lines(worker) if "stopped" in m]
             worker.sock.close()
+        if drained and self.published:
+            self.announce(sum(drained[1:], drained[0]).line())
         self.workers.clear()
+
+
+def _last_lines(worker: Worker) -> list[dict[str, Any]]:
+    """The lines an exited worker sent and nobody read yet (its `stopped` report among them)."""
+    got: list[dict[str, Any]] = []
+    with contextlib.suppress(OSError):
+        worker.sock.setblocking(False)
+        while data := worker.sock.recv(65536):
+            got += worker.lines.feed(data)
+    return got
 
 
 def _drain(sock: socket.socket) -> None:

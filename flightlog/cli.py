@@ -27,7 +27,7 @@ PASS_THROUGH: dict[str, Any] = {"allow_extra_args": True, "ignore_unknown_option
 COMMANDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("proxy", "proxy:proxy", {}),
     ("run", "proxy:run", PASS_THROUGH),
-    ("env", "proxy:env", {}),
+    ("env", "shell:env", {}),
     ("mcp-record", "mcp_record:mcp_record", PASS_THROUGH),
     ("approve", "egress:approve", {}),
     ("find", "agent_api:find", {}),

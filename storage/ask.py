@@ -33,29 +33,27 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from storage.ask_known import Known
 from storage.ask_time import QuestionError, TimeWords
+from storage.ask_views import ViewWords
 from storage.ask_words import (
-    AT_LEAST,
-    AT_MOST,
+    CHECKED,
     ERRORS,
     FIELD_ALIASES,
     FIELDS,
     FILLER,
-    GROUP_NOUNS,
+    FUNCTION_WORDS,
     HINT,
     METHODS,
     MODEL,
     OK,
     REFUSED,
     REFUSED_KIND,
-    SORT_WORDS,
+    RESOLVED,
     SQL,
-    STATUS_PHRASES,
     STATUS_WORDS,
     TOTAL_WORDS,
-    USED,
-    duration,
-    tokens,
+    quoted_tokens,
 )
 from storage.filters import GROUP_BYS, Filter, QueryError
 from storage.kinds import MCP_TOOL_CALL as MCP_CALL
@@ -65,28 +63,37 @@ __all__ = ["Question", "QuestionError", "ask"]
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """What a question was read as: the filter, the view (events, a total, or counted by a key)."""
+    """What a question was read as: the filter, the view (events, a total, counted by a key, or a
+    figure summarized), and how many rows at most."""
 
     text: str
     filter: Filter
     group_by: str | None = None
     total: bool = False
     limit: int | None = None
+    stat: str | None = None
+    metric: str | None = None
 
     @property
     def view(self) -> str:
-        """`groups` (counted by a key), `totals` (one sum) or `events` (a page of them)."""
+        """`stats` (a figure summarized, per key if grouped), `groups` (counted by a key), `totals`
+        (one sum) or `events` (a page of them)."""
+        if self.metric:
+            return "stats"
         return "groups" if self.group_by else "totals" if self.total else "events"
 
     def explain(self) -> str:
         """One line for the answer: what was understood."""
         parts = [self.filter.describe()]
-        if self.group_by:
+        if self.metric:
+            unit = {"duration": "duration_ms", "cost": "cost_usd", "tokens": "tokens in+out"}[self.metric]
+            parts.append(f"{self.stat} of {unit}" + (f" by {self.group_by}" if self.group_by else ""))
+        elif self.group_by:
             parts.append(f"counted by {self.group_by}")
         elif self.total:
             parts.append("summed")
         if self.limit is not None:
-            parts.append(f"top {self.limit}")
+            parts.append(f"at most {self.limit}")
         return "read as: " + ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -96,24 +103,32 @@ class Question:
             "group_by": self.group_by,
             "view": self.view,
             "limit": self.limit,
+            "stat": self.stat,
+            "metric": self.metric,
             "read_as": self.explain(),
         }
 
 
-class _Reader(TimeWords):
+class _Reader(TimeWords, ViewWords):
     """Walks the words once, filling fields; one instance per question."""
 
-    def __init__(self, text: str, now: datetime) -> None:
+    def __init__(self, text: str, now: datetime, known: Known | None) -> None:
         self.text = text
         self.now = now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC)
-        self.words = tokens(text)
+        pairs = quoted_tokens(text)
+        self.words = [w for w, _ in pairs]
+        self.quoted = [q for _, q in pairs]
         self.i = 0
+        self.known = known
         self.values: dict[str, Any] = {}
         self.url: list[str] = []
         self.group_by: str | None = None
         self.unknown: list[str] = []
+        self.notes: dict[str, str] = {}
         self.total = False
         self.limit: int | None = None
+        self.stat: str | None = None
+        self.metrics: list[str] = []
 
     def peek(self, ahead: int = 0) -> str | None:
         j = self.i + ahead
@@ -126,6 +141,9 @@ class _Reader(TimeWords):
 
     def set(self, name: str, value: Any) -> None:
         old = self.values.get(name)
+        if name == "status" and old is not None:
+            self.values[name] = narrower(old, value)
+            return
         if old is not None and old != value:
             raise QuestionError(f"one question takes one {name}: {old!r} or {value!r}?")
         self.values[name] = value
@@ -145,26 +163,34 @@ class _Reader(TimeWords):
         while self.peek() is not None:
             self.word()
         if self.unknown:
-            named = ", ".join(repr(w) for w in dict.fromkeys(self.unknown))
+            named = ", ".join(
+                repr(w) + (f" ({self.notes[w]})" if w in self.notes else "")
+                for w in dict.fromkeys(self.unknown)
+            )
             raise QuestionError(f"did not understand {named}: {HINT}")
+        metric = self.metric()
         try:
             flt = Filter(url=tuple(self.url), **self.values)
         except QueryError as e:
             raise QuestionError(str(e)) from e
-        return Question(self.text, flt, self.group_by, total=self.total, limit=self.limit)
+        return Question(
+            self.text, flt, self.group_by, total=self.total, limit=self.limit, stat=self.stat, metric=metric
+        )
 
     def word(self) -> None:
         word = self.take()
         low = word.lower()
         if ("=" in word or ":" in word) and self.field_pair(word):
             return
-        if self.time(low) or self.grouping(low) or self.counted(low) or self.took(low) or self.order(low):
+        if self.order(low) or self.time(low) or self.grouping(low) or self.counted(low) or self.took(low):
+            return
+        if self.summary(low):
             return
         if self.status_phrase(low):
             return
         name = FIELD_ALIASES.get(low, low)
         if name in FIELDS or name in ("url", "direction"):
-            self.field(name, self.value_for(low))
+            self.field_word(name, low)
         elif low in ERRORS:
             self.set("status", "errors")
         elif low in OK:
@@ -194,8 +220,59 @@ class _Reader(TimeWords):
             self.set("model", low)
         elif self.place(word):
             return
-        elif low not in FILLER:
+        elif low not in FILLER and not self.resolve(word):
             self.unknown.append(word)
+
+    def field_word(self, name: str, said: str) -> None:
+        """A field's name, then its value: a value the Ledger holds, a quoted one, or a model's name;
+        a function word after it leaves the field a plain noun ("what did the agent do")."""
+        nxt = self.peek()
+        if nxt is not None and not self.quoted[self.i] and nxt.lower() in FUNCTION_WORDS:
+            if name in CHECKED:
+                return
+            self.field(name, self.value_for(said))
+            return
+        if nxt is None:
+            raise QuestionError(f"{said!r} needs a value (e.g. '{said} alpha')")
+        quoted = self.quoted[self.i]
+        value = self.take()
+        if name in CHECKED and not quoted and self.known is not None:
+            if name == "model" and MODEL.match(value):
+                self.field(name, value)
+                return
+            found = self.known.matches(name, value)
+            if not found:
+                self.unknown.append(value)
+                self.notes[value] = f"no {name} of that name in the Ledger; quote it to ask anyway"
+                return
+            value = self.one(name, value, found)
+        self.field(name, value)
+
+    def holds(self, word: str) -> bool:
+        """Whether the Ledger holds `word` as a value of a field a bare word may name."""
+        return self.known is not None and any(self.known.matches(name, word) for name in RESOLVED)
+
+    def resolve(self, word: str) -> bool:
+        """A bare word the Ledger holds as exactly one field's value: 'tokens alpha used' (an agent),
+        'calls to slack' (the host api.slack.com), 'LEDGER_COUNTS calls' (a tool)."""
+        if self.known is None:
+            return False
+        found = {name: m for name in RESOLVED if (m := self.known.matches(name, word))}
+        if not found:
+            return False
+        if len(found) > 1:
+            said = " or ".join(f"'{name} {word}'" for name in found)
+            raise QuestionError(f"{word!r} is a value of {', '.join(found)}: say {said}")
+        ((name, values),) = found.items()
+        self.set(name, self.one(name, word, values).lower() if name in ("host", "model") else values[0])
+        return True
+
+    @staticmethod
+    def one(name: str, word: str, values: tuple[str, ...]) -> str:
+        if len(values) > 1:
+            shown = ", ".join(values[:5]) + (", ..." if len(values) > 5 else "")
+            raise QuestionError(f"{word!r} names several {name}s ({shown}): say which")
+        return values[0]
 
     def field_pair(self, word: str) -> bool:
         name, _, value = re.split(r"([=:])", word, maxsplit=1)
@@ -248,94 +325,22 @@ class _Reader(TimeWords):
             return True
         return False
 
-    def grouping(self, low: str) -> bool:
-        if low == "hourly":
-            self.group("hour")
-            return True
-        if low == "grouped" and (self.peek() or "").lower() == "by":
-            self.i += 1
-            low = "by"
-        if low not in ("by", "per"):
-            return False
-        target = self.peek()
-        if target is None:
-            raise QuestionError(f"'{low}' needs what to count by: {', '.join(GROUP_BYS)}")
-        self.i += 1
-        t = target.lower()
-        t = "status" if t == "statuses" else "rule" if t in ("limit", "limits") else t
-        name = t if t in GROUP_BYS else t.removesuffix("s") if t.removesuffix("s") in GROUP_BYS else None
-        if name is None:
-            raise QuestionError(f"cannot count by {target!r}; by one of: {', '.join(GROUP_BYS)}")
-        self.group(name)
-        return True
 
-    def counted(self, low: str) -> bool:
-        """'which tools', 'what models', 'tools used', 'hosts called': counted by that key;
-        'how much', 'how many': one sum."""
-        nxt = (self.peek() or "").lower()
-        if low in ("which", "what") and nxt in GROUP_NOUNS:
-            self.i += 1
-            self.group(GROUP_NOUNS[nxt])
-            return True
-        if low in GROUP_NOUNS and low.endswith("s") and nxt in USED:
-            self.i += 1
-            self.group(GROUP_NOUNS[low])
-            return True
-        if low == "how" and nxt in ("much", "many"):
-            self.i += 1
-            self.total = True
-            return True
-        return False
-
-    def group(self, name: str) -> None:
-        if self.group_by is not None and self.group_by != name:
-            raise QuestionError(f"one counted view per question: by {self.group_by} or by {name}?")
-        self.group_by = name
-
-    def took(self, low: str) -> bool:
-        """'slower than 1 second', 'over 500ms', 'at least 2s', 'less than a minute'."""
-        nxt = (self.peek() or "").lower()
-        step = 0
-        comparing = (
-            low in ("more", "less", "longer", "shorter", "slower", "faster", "quicker") and nxt == "than"
-        )
-        if comparing or (low == "at" and nxt in ("least", "most")):
-            step = 1
-        elif low not in AT_LEAST | AT_MOST:
-            return False
-        got = duration(self.words[self.i + step :])
-        if got is None:
-            if step or low in ("slower", "faster", "longer", "shorter", "quicker"):
-                raise QuestionError(f"'{low} {nxt}' needs a duration, e.g. '{low} than 1 second' or '500ms'")
-            return False
-        ms, used = got
-        self.i += step + used
-        low_bound = low in AT_LEAST or low in ("more", "longer") or (low == "at" and nxt == "least")
-        self.set("min_duration_ms" if low_bound else "max_duration_ms", ms)
-        return True
-
-    def order(self, low: str) -> bool:
-        """'slowest calls', 'most expensive', 'top 10 slowest'."""
-        if low in SORT_WORDS:
-            self.set("sort", SORT_WORDS[low])
-            return True
-        nxt = self.peek() or ""
-        if low == "top" and nxt.isdigit():
-            self.i += 1
-            self.limit = max(1, min(int(nxt), 1000))
-            return True
-        return False
-
-    def status_phrase(self, low: str) -> bool:
-        """Two-word statuses: server errors, client errors, not found, rate limited."""
-        status = STATUS_PHRASES.get((low, (self.peek() or "").lower()))
-        if status is None:
-            return False
-        self.i += 1
-        self.set("status", status)
-        return True
+def narrower(old: str, new: str) -> str:
+    """Two statuses that agree ('5xx errors', 'failed 500s', '4xx 404'): the narrower; others are
+    refused."""
+    for broad, narrow in ((old, new), (new, old)):
+        if broad == narrow or (broad == "errors" and narrow[0] in "45"):
+            return narrow
+        if broad.endswith("xx") and narrow[0] == broad[0] and narrow.isdigit():
+            return narrow
+    raise QuestionError(f"one question takes one status: {old!r} or {new!r}?")
 
 
-def ask(text: str, now: datetime | None = None) -> Question:
-    """Read a question in plain words; `now` fixes the clock for 'today', 'last hour' and the like."""
-    return _Reader(text, now or datetime.now(UTC)).read()
+def ask(text: str, now: datetime | None = None, known: Known | None = None) -> Question:
+    """Read a question in plain words; `now` fixes the clock for 'today', 'last hour' and the like.
+
+    `known` answers which values the Ledger holds: a value after a field's name, and a bare word
+    naming one, is taken only when the Ledger holds it. Without it (no Ledger at hand) a value after a
+    field's name is taken as given and a bare word is not guessed at."""
+    return _Reader(text, now or datetime.now(UTC), known).read()

@@ -20,10 +20,14 @@ FILLER: Final = frozenset(
     have how in list many me much of on requests responses show the there to total traffic was went were
     what which with cost costs spend spent tokens usage made sent get please used called seen hit took
     taking take takes use call that most top ever my our been is it by per they them those these one
-    ones counts""".split()
+    ones counts we us i you does done doing happen happened anything something be spending amount number
+    response make makes making say says said send sends return returns returned run runs ran try tried
+    go goes gets got see saw want wants need needs""".split()
 )
 """Words that are understood and change nothing ("show me the requests")."""
-ERRORS: Final = frozenset({"errors", "error", "failed", "failures", "failure", "failing"})
+ERRORS: Final = frozenset(
+    {"errors", "error", "errored", "failed", "failures", "failure", "failing", "fail", "fails"}
+)
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
 REFUSED: Final = frozenset({"refused", "refusals", "refusal", "denied", "blocked", "rejected"})
 REFUSED_KIND: Final = REFUSED_KINDS_NAME
@@ -61,6 +65,20 @@ SORT_WORDS: Final = {
     "recent": "newest",
 }
 TOTAL_WORDS: Final = frozenset({"total", "totals", "sum", "altogether"})
+STATS: Final = {
+    "average": "avg", "avg": "avg", "mean": "avg", "median": "p50", "typical": "p50",
+    "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "max": "max", "maximum": "max",
+    "worst": "max", "min": "min", "minimum": "min",
+}  # fmt: skip
+"""What a figure's summary is: an average, a percentile, the largest or smallest."""
+PERCENTILE: Final = re.compile(r"^(50|90|95|99)(?:th)?$")
+"""'95th percentile', '99 percentile'."""
+METRICS: Final = {
+    "latency": "duration", "latencies": "duration", "duration": "duration", "durations": "duration",
+    "cost": "cost", "costs": "cost", "spend": "cost", "spent": "cost", "price": "cost",
+    "tokens": "tokens", "time": "duration", "times": "duration",
+}  # fmt: skip
+"""The figure a summary is of: how long answers took (ms), what calls cost (USD), tokens in + out."""
 GROUP_NOUNS: Final = {
     "tools": "tool",
     "tool": "tool",
@@ -106,22 +124,47 @@ SQL: Final = re.compile(
     r"(;|--|\bselect\b.*\bfrom\b|\bdrop\s+table\b|\binsert\s+into\b|\bunion\s+select\b)",
     re.IGNORECASE,
 )
+FUNCTION_WORDS: Final = (
+    FILLER
+    | ERRORS
+    | OK
+    | REFUSED
+    | TOTAL_WORDS
+    | frozenset(SORT_WORDS)
+    | frozenset(STATS)
+    | frozenset(METRICS)
+    | frozenset(
+        """today yesterday this last past since after until before first hourly grouped slower faster
+        longer shorter over under above below than least""".split()
+    )
+)
+"""Words that are never a field's value: after `agent`, `model`, ... they leave the field without one
+("what did the agent do": the agent, not an agent named "do")."""
+RESOLVED: Final = ("agent", "tool", "model", "host", "session", "task")
+"""The fields a bare word may name when the Ledger holds it as a value ("tokens alpha used")."""
+CHECKED: Final = (*RESOLVED, "turn")
+"""The fields whose value, given after the field's name, must be one the Ledger holds."""
 HINT: Final = (
     "ask with fields (agent alpha, model gpt-4o, tool T, host api.example.com, status 404), times "
     "(today, last hour), by X, slowest, slower than 1s"
 )
 
 
-def tokens(text: str) -> list[str]:
-    """Words, with quoted phrases kept whole and trailing punctuation dropped."""
+def quoted_tokens(text: str) -> list[tuple[str, bool]]:
+    """Words, each with whether it was quoted: quoted phrases kept whole, trailing punctuation dropped."""
     out = []
     for quoted, word in re.findall(r'"([^"]*)"|(\S+)', text):
-        token = quoted if quoted else word.rstrip("?!,;")
+        token = quoted if quoted else re.sub(r"['\u2019]s$", "", word.rstrip("?!,;"))  # beta's, what's
         if not quoted and token.endswith(".") and "." not in token[:-1]:
             token = token[:-1]
         if token:
-            out.append(token)
+            out.append((token, bool(quoted)))
     return out
+
+
+def tokens(text: str) -> list[str]:
+    """Words, with quoted phrases kept whole and trailing punctuation dropped."""
+    return [token for token, _ in quoted_tokens(text)]
 
 
 def duration(words: list[str]) -> tuple[int, int] | None:

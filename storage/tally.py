@@ -95,7 +95,8 @@ def _key(name: str, value: Any) -> str | None:
 
 
 def durations(source: Engine | Reader, events: Sequence[StoredEvent]) -> dict[str, int]:
-    """Milliseconds each answer event of `events` took (answer `at` minus its action's first `at`)."""
+    """Milliseconds each answer event of `events` took: its `last_byte_ms` where capture measured it,
+    else its `at` minus its action's first `at` (the measure `slowest` sorts by, `event_sql.timed`)."""
     answers = [e for e in events if e.kind in sql.ANSWER_KINDS]
     if not answers:
         return {}
@@ -114,7 +115,9 @@ def durations(source: Engine | Reader, events: Sequence[StoredEvent]) -> dict[st
     out = {}
     for e in answers:
         begin = started.get(e.action_id)
-        if begin is not None:
+        if e.last_byte_ms is not None:
+            out[e.event_id] = max(0, round(e.last_byte_ms))
+        elif begin is not None:
             out[e.event_id] = max(0, round((utc(e.at) - begin).total_seconds() * 1000))
     return out
 
@@ -159,6 +162,15 @@ def collectors(source: Engine | Reader, now: datetime | None = None) -> list[dic
             }
         )
     return out
+
+
+def written_since(source: Engine | Reader, collector: str, since: datetime) -> int:
+    """Events `collector`'s batches committed at or after `since` inserted (duplicates not counted):
+    what one proxy run wrote, for the line it says when it stops."""
+    text = "SELECT coalesce(sum(new), 0) AS n FROM batches WHERE collector = ? AND committed_at >= ?"
+    with reading(source) as r:
+        rows = r.rows(text, [collector, sql.bind_time(r.dialect, since)], "count what a run wrote")
+    return int(rows[0]["n"])
 
 
 def _count(error: str | None) -> int:

@@ -40,6 +40,7 @@ from storage.answer import answer, page
 from storage.ask import ask
 from storage.errors import StorageError
 from storage.events import StoredEvent
+from storage.known_values import LedgerValues
 from storage.locations import private_home
 from storage.queries import (
     GROUP_BYS,
@@ -201,7 +202,7 @@ def _query(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: byte
 
 
 def _ask(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: bytes) -> Response:
-    question = ask(query.get("q", ""))
+    question = ask(query.get("q", ""), known=LedgerValues(ledger.engine))
     return _json(200, answer(ledger.engine, question, _limit(query.get("limit", 100))))
 
 
@@ -220,7 +221,7 @@ def _screen(ledger: LedgerReader, rest: str, query: Mapping[str, str], body: byt
     """The browser's first screen as JSON: the newest events under a filter (or a question), their
     totals, the count by kind, and each collector's state."""
     words = query.get("q")
-    flt = ask(words).filter if words else filter_from_query(query)
+    flt = ask(words, known=LedgerValues(ledger.engine)).filter if words else filter_from_query(query)
     limit = _limit(query.get("limit", 50))
     return _json(
         200,

@@ -7,12 +7,13 @@ Ledger too (door `cli`).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flightlog.commands.options import DirectoryOpt, LedgerOpt
+from flightlog.commands.options import SHELL_TOKEN_ENV, DirectoryOpt, LedgerOpt
 from flightlog.errors import CommandError
 from flightlog.settings import Settings, load_settings
 from formats.terminal_text import json_text, shown
@@ -31,6 +32,7 @@ SecretsOpt = Annotated[
 
 
 def call(
+    ctx: typer.Context,
     tool: Annotated[str, typer.Argument(help="The Directory row to call.")],
     args: Annotated[str, typer.Option("--args", help="The arguments as a JSON object.")] = "{}",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the exact request; send nothing.")] = False,
@@ -46,9 +48,12 @@ def call(
     """Call a Directory row with one canonical call (recorded in the Ledger); prints the JSON reply.
 
     Without --token it is the operator's own call; with one, the token's limits hold (a `for`
-    token needs --agent naming its agent)."""
+    token needs --agent naming its agent). The token `flightlog env` lent the shell is for the
+    programs it starts, not for the operator typing there (`options.SHELL_TOKEN_ENV`)."""
     from recording.identity import Identity  # deferred: see TYPE_CHECKING above
 
+    if token is not None and shell_token(ctx, token):
+        token = None
     try:
         parsed = json.loads(args)
     except ValueError as e:
@@ -65,6 +70,13 @@ def call(
         typer.echo(shown(f"flightlog: the upstream call failed: {result.reply.get('error')}"), err=True)
     if result.status >= 300:
         raise typer.Exit(1)
+
+
+def shell_token(ctx: typer.Context, token: str) -> bool:
+    """Whether `token` came from the environment and is the one `flightlog env` lent this shell."""
+    lent = os.environ.get(SHELL_TOKEN_ENV)
+    source = ctx.get_parameter_source("token")  # typer's own click: its enum, compared by name
+    return bool(lent) and token == lent and getattr(source, "name", None) == "ENVIRONMENT"
 
 
 def open_dispatcher(

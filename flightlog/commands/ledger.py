@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from flightlog.commands.answer_text import ExplainOpt, print_reply
 from flightlog.commands.ledger_verify import verify
 from flightlog.commands.options import (
     NONE_GIVEN,
@@ -290,34 +292,29 @@ def query_command(
 def ask_command(
     words: Annotated[list[str], typer.Argument(help="A question in plain words.", show_default=False)],
     limit: LimitOpt = 50,
+    explain: ExplainOpt = False,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer a question in plain words ("errors from agent alpha yesterday", "cost by model this week")."""
+    """Answer a question in plain words ("errors from agent alpha yesterday", "p95 latency by model")."""
     from storage.answer import answer
     from storage.ask import ask
-    from storage.event_reads import counts, select_events
+    from storage.known_values import LedgerValues
 
-    question = ask(" ".join(words))
     reader = load_settings().open_reader(ledger_url)
     try:
-        reply = answer(reader, question, limit)
-        if not as_json and question.view == "groups":
-            assert question.group_by is not None
-            groups = counts(reader, question.filter, question.group_by)
-        elif not as_json and question.view == "events":
-            events = select_events(reader, question.filter, limit=min(limit, question.limit or limit))
+        question = ask(" ".join(words), known=LedgerValues(reader))
+        reply = question.to_json() if explain else answer(reader, question, limit)
     finally:
         reader.close()
     if as_json:
         _print_json(reply)
         return
     typer.echo(question.explain())
+    if explain:
+        return
     if question.view == "groups":
-        _groups_table(question.group_by or "", groups)
-    elif question.view == "totals":
-        for name, value in reply["totals"].items():
-            typer.echo(f"{shown(name)}\t{shown(value)}")
+        _groups_table(question.group_by or "", [SimpleNamespace(**g) for g in reply["groups"]])
     else:
-        _events_table(events)
+        print_reply(question.view, reply, question.group_by, question.filter.sort)

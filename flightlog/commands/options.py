@@ -58,6 +58,13 @@ SecretEnvOpt = Annotated[
 ]
 ActionOpt = Annotated[list[str] | None, typer.Option("--action", help="Only this action (repeatable).")]
 
+SHELL_TOKEN_ENV = "FLIGHTLOG_SHELL_TOKEN"
+"""The token `flightlog env` lent a shell, beside FLIGHTLOG_TOKEN: for the programs it starts to reach
+the door over the proxy (a network door needs a token). flightlog's own commands typed in that shell
+are the operator's, as `ledger` and `token mint` there already are, so `call` does not take on the
+shell's token (`flightlog.commands.call`); `run` drops the mark for its child, an agent whose token
+holds."""
+
 _Opt = typer.Option
 FILTER_OPTIONS: dict[str, Any] = {
     "kind": Annotated[str | None, _Opt("--kind", help="Event kind, e.g. http.request.")],
@@ -71,8 +78,13 @@ FILTER_OPTIONS: dict[str, Any] = {
     "status": Annotated[str | None, _Opt("--status", help="A code (404), a class (4xx), errors or ok.")],
     "host": Annotated[str | None, _Opt("--host", help="Host name, e.g. api.openai.com.")],
     "method": Annotated[str | None, _Opt("--method", help="HTTP method.")],
-    "since": Annotated[str | None, _Opt("--since", help="From this UTC time (ISO 8601), inclusive.")],
-    "until": Annotated[str | None, _Opt("--until", help="Before this UTC time (ISO 8601).")],
+    "since": Annotated[
+        str | None, _Opt("--since", help="From this time, inclusive: ISO 8601 (UTC) or today, yesterday, ...")
+    ],
+    "until": Annotated[
+        str | None,
+        _Opt("--until", help="Before this time: ISO 8601 (UTC) or words (yesterday, 2 hours ago)."),
+    ],
     "url": Annotated[list[str] | None, _Opt("--url", help="A word the URL contains (repeatable).")],
 }
 
@@ -124,10 +136,14 @@ def filter_from_options(words: list[str] | None, filters: Given) -> tuple[Filter
     """(Filter, Question or None) from plain words and filter options; a field given twice must agree."""
     # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ask import ask
-    from storage.filters import Filter
+    from storage.ask_time import time_bound
+    from storage.filters import Filter, iso
 
     question = ask(" ".join(words)) if words else None
     data = {name: value for name, value in filters.items() if value not in (None, [], ())}
+    for name in ("since", "until"):
+        if name in data:  # the words a question reads: `--since yesterday` as "since yesterday"
+            data[name] = iso(time_bound(f"--{name}", data[name]))
     flt = Filter.from_json(data)
     if question is None:
         return flt, None

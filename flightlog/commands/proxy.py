@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,20 +16,18 @@ from typing import Annotated
 import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
-from addons.proxy_env import Listener, export_lines, proxy_env, read_state
+from addons.proxy_env import proxy_env, read_state
 from flightlog import ports, proxy_process
-from flightlog.commands.options import NONE_GIVEN, BlobsOpt, Given, LedgerOpt, parse_listen
+from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.otlp_options import OtlpContentOpt, OtlpEndpointOpt
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
 from flightlog.commands.sealing import PolicyOpt, SealedOpt, StateFileOpt, policy_path, run_sealed
+from flightlog.commands.shell import DEFAULT_LISTEN, lent_token
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 from recording.identity import Identity
 
-TOKEN_ENV = "FLIGHTLOG_TOKEN"
-"""The variable a scoped token travels in (`catalog.forms.door.TOKEN_ENV`)."""
-DEFAULT_LISTEN = "127.0.0.1:8080"
 MODES = ("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard", "tun")
 
 
@@ -122,14 +121,6 @@ def plan_listeners(
     zeros = sum(1 for m in modes if m.endswith("@0"))
     forward, ai_ports, mode_ports = ports.plan_ports(host, port, [a.name for a in apis], zeros)
     return host, forward, ports.concrete_modes(modes, mode_ports), plan(apis, ai_ports, upstreams)
-
-
-def default_listeners() -> tuple[Listener, ...]:
-    """What `flightlog proxy` with no options publishes in proxy.json, for `env` with none running."""
-    host, port = parse_listen(DEFAULT_LISTEN)
-    apis = wanted(())
-    ai = plan(apis, ports.next_to(port, len(apis)), {})
-    return (Listener("regular", host, port), *(Listener(x.mode, host, x.port, x.api) for x in ai))
 
 
 def proxy(
@@ -251,23 +242,6 @@ def worker_count(given: int | None, cores: int) -> int:
     return given
 
 
-def lent_token(task: str | None) -> dict[str, str]:
-    """FLIGHTLOG_TOKEN for a child: the one already set (never widened), else one minted from the
-    operator's policy in FLIGHTLOG_HOME over the Directory (`catalog.policy`)."""
-    # deferred: the Directory (SQLAlchemy) loads only for the commands that lend a token
-    from catalog.directory import open_directory
-    from catalog.policy import mint_policy_token
-
-    if os.environ.get(TOKEN_ENV):
-        return {}
-    settings = load_settings()
-    directory = open_directory(settings.ledger_url, settings.directory)
-    try:
-        return {TOKEN_ENV: mint_policy_token(settings.home, directory, task=task)}
-    finally:
-        directory.close()
-
-
 @with_replay_options
 def run(
     ctx: typer.Context,
@@ -305,6 +279,8 @@ def run(
         command = command[1:]
     if not command:
         raise CommandError("run needs a command: flightlog run -- COMMAND ...")
+    found_or_exit(command[0])
+    os.environ.pop(SHELL_TOKEN_ENV, None)  # the child is an agent: the token it is lent holds for it
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task, turn=turn)
     if replay is not None:
@@ -330,12 +306,20 @@ def run(
     env.update(lent_token(task))
     try:
         code = subprocess.call(command, env=env)
-    except FileNotFoundError as e:
+    except FileNotFoundError as e:  # gone between the check and the start
         raise CommandError(f"command not found: {command[0]}") from e
     finally:
         if started is not None:
             proxy_process.stop(started)
     raise typer.Exit(code)
+
+
+def found_or_exit(name: str) -> None:
+    """The command `run` is to start must resolve (on PATH, or a path to an executable) before
+    anything starts for it: else one line and exit 127, as a shell says it."""
+    if shutil.which(name) is None:
+        typer.echo(f"flightlog: command not found: {name}", err=True)
+        raise typer.Exit(127)
 
 
 def proxy_options(
@@ -368,32 +352,3 @@ def proxy_options(
     for item in parse_sets(set_) + upstream_ca_sets(upstream_ca):
         out += ["--set", item]
     return out
-
-
-def env(
-    agent: Annotated[str | None, typer.Option(help="Agent name filed on every event.")] = None,
-    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
-    task: Annotated[str | None, typer.Option(help="Task id.")] = None,
-) -> None:
-    """Print export lines that route a shell's programs through the proxy (with FLIGHTLOG_TOKEN, a
-    token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child).
-
-    The proxy running for FLIGHTLOG_HOME, as its proxy.json says; none running: what `flightlog proxy`
-    uses by default (127.0.0.1:8080, OPENAI_BASE_URL on 8081, ANTHROPIC_BASE_URL on 8082), said on
-    stderr."""
-    settings = load_settings()
-    who = Identity(agent=agent, session=session, task=task)
-    state = read_state(settings.home)
-    if state is not None and state.forward is not None:
-        values = proxy_env((state.forward.host, state.forward.port), state.ca, who, state.reverse)
-    else:
-        forward, *reverse = default_listeners()
-        ca = settings.confdir / "mitmproxy-ca-cert.pem"
-        values = proxy_env((forward.host, forward.port), ca, who, tuple(reverse))
-        typer.echo(
-            f"flightlog env: no proxy is running for {settings.home}; these are the ports "
-            f"`flightlog proxy` listens on by default ({DEFAULT_LISTEN}, model APIs on the next two)",
-            err=True,
-        )
-    values.update(lent_token(task))
-    typer.echo(export_lines(values))

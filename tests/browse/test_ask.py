@@ -107,7 +107,7 @@ def test_lowercase_get_is_an_everyday_word_not_a_method() -> None:
         ("requests in session", "'session' needs a value"),
         ("agent=", "'agent' needs a value"),
         ("last 0 hours", "empty time range"),
-        ("last 3 fortnights", "needs a unit"),
+        ("last 3 fortnights", "did not understand 'fortnights'"),  # 'last 3' rows of what?
         ("since whenever", "give a date"),
         ("on 2026-13-45", "not a date"),
         ("since 2026-11-25 until 2026-11-20", "is not before"),

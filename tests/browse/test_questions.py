@@ -134,7 +134,7 @@ def test_top_n_keeps_n() -> None:
     [
         ("slow calls", "'slow'"),
         ("calls to openai", "'openai'"),
-        ("which tools were used on tuesday", "'tuesday'"),
+        ("which tools were used on mondays", "'mondays'"),
         ("expensive stuff", "'stuff'"),
     ],
 )
