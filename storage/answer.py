@@ -17,6 +17,7 @@ from storage.tally import durations
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+
 def page(
     source: Engine | Reader, flt: Filter, limit: int, before: Cursor | None = None, *, matched: bool = False
 ) -> dict[str, Any]:

@@ -55,7 +55,7 @@ from storage.ask_words import (
     TOTAL_WORDS,
     quoted_tokens,
 )
-from storage.filters import GROUP_BYS, Filter, QueryError
+from storage.filters import Filter, QueryError
 from storage.kinds import MCP_TOOL_CALL as MCP_CALL
 
 __all__ = ["Question", "QuestionError", "ask"]
