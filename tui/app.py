@@ -43,7 +43,11 @@ class BrowseApp(App[None]):
     TITLE = "flightlog"
     SUB_TITLE = "the Ledger"
     CSS_PATH = "browse.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("A", "asks", "Held", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("A", "asks", "Held", show=False),
+        # Ctrl-C quits, as the README and every terminal program promise (Textual binds it to a hint)
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, system=True),
+    ]
 
     def __init__(
         self,
