@@ -8,11 +8,14 @@ words (`storage.ask`) and shows the filter it understood, or why it refused.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from textual.app import App, SystemCommand
+from textual.content import Content
+from textual.markup import MarkupError
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -35,6 +38,15 @@ from tui.source import Source
 
 __all__ = ["PAGE", "BrowseApp", "EventsScreen", "ExchangesScreen"]
 View = Literal["exchanges", "events"]
+
+
+def textual_markup(text: str) -> str:
+    """The plain text a notice Textual wrote in its markup means (the markup as written when it is
+    not markup after all)."""
+    try:
+        return Content.from_markup(text).plain
+    except MarkupError:
+        return text
 
 
 class BrowseApp(App[None]):
@@ -87,7 +99,11 @@ class BrowseApp(App[None]):
         """Every notice as plain text on one line, whoever sends it (a screen's `notify` comes here):
         a notice may quote an action id a client chose or an error naming a recorded URL, and
         Textual reads a notice as markup (`[/x]` raised a MarkupError and closed the browser). No
-        notice of ours uses markup, so `markup` is ignored."""
+        notice of ours uses markup; Textual's own (`Press [b]q[/b] to quit`) do, and are shown as
+        the text their markup means (`textual_markup`), never as markup."""
+        caller = sys._getframe(1).f_globals.get("__name__")
+        if markup and caller == "textual.app":
+            message, title = textual_markup(message), textual_markup(title)
         super().notify(shown(message), title=shown(title), severity=severity, timeout=timeout, markup=False)
 
     def get_default_screen(self) -> Screen[Any]:
