@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.markup import MarkupError
-from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
