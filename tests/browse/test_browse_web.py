@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from flightlog.commands.browse import web_command
 from tests.browse.web_support import (
     CHROMIUM,
     XTERM_HOOK,
@@ -171,3 +173,16 @@ def lit(png: bytes) -> int:
     """How many pixels are bright (text and highlights), whatever the page's background."""
     _, _, pixels = png_pixels(png)
     return sum(1 for r, g, b in pixels if r + g + b > 300)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [[], ["errors", "today"], ["$(touch pwned)", "; rm -rf /", "`id`", "it's", "--web"]],
+)
+def test_page_command_passes_words_as_words(words: list[str]) -> None:
+    """The shell command each page runs gives the question's words to `browse` as words, whatever
+    they hold (a shell never reads them as commands or options), and never starts another server."""
+    argv = shlex.split(web_command(words, 2.0))
+    assert argv[:4] == [sys.executable, "-m", "flightlog", "browse"]
+    assert "--web" not in argv[: argv.index("--")]
+    assert argv[argv.index("--") + 1 :] == words
