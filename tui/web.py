@@ -4,17 +4,21 @@ textual-serve runs the browser once per websocket, in a child process whose scre
 page. Whoever drives that websocket reads the Ledger (and can replay and export from it), and any page
 the user's own web browser renders can try: a cross-site page opens `ws://127.0.0.1:PORT/ws` (a
 websocket is not held by the same-origin rule), and a DNS-rebinding page reaches the port under a name
-of its own. So the server listens on loopback unless asked otherwise, answers only requests that name
-it in their `Host`, and starts the browser only for a websocket whose `Origin` is one of its own pages.
+of its own; and loopback is shared by every user of the machine. So the server listens on loopback
+unless asked otherwise, answers only requests that name it in their `Host` and carry the key it
+printed (in the URL, then a cookie), and starts the browser only for a websocket whose `Origin` is
+one of its own pages.
 The page is served without its web fonts (textual-serve's page fetches them from Google): nothing
 outside this machine learns that the Ledger is being read.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import logging
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -33,6 +37,8 @@ from tui.errors import TuiError
 DEFAULT_LISTEN: Final = "127.0.0.1:8765"
 LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
 WEBSOCKET_PATH: Final = "/ws"
+STATIC_PREFIX: Final = "/static/"
+KEY_PARAM: Final = "flightlog-key"
 FONTS: Final = re.compile(r"<link[^>]*fonts\.googleapis\.com[^>]*>")
 log = logging.getLogger("flightlog.web")
 
@@ -120,16 +126,37 @@ def refusal(listen: Listen, host: str | None, origin: str | None, path: str) -> 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def guard(listen: Listen) -> Middleware:
-    """The aiohttp middleware that answers a refused request with 403 and one line saying why."""
+def key_refusal(path: str, presented: str | None, key: str) -> str | None:
+    """Why a request without this server's key must not be answered (None: it may be).
+
+    Loopback is shared by every user and program of the machine: the page, its websocket and its
+    downloads need the key the server printed in its URL (a cookie once the page is open); only
+    textual-serve's own scripts and styles under /static/ are served to anyone.
+    """
+    if path.startswith(STATIC_PREFIX):
+        return None
+    if presented and hmac.compare_digest(presented.encode(), key.encode()):
+        return None
+    return "no key (open the URL `flightlog browse --web` printed: it carries the key)"
+
+
+def guard(listen: Listen, key: str) -> Middleware:
+    """The aiohttp middleware that answers a refused request with 403 and one line saying why, and
+    keeps the key of a page opened with it in a cookie (its websocket then carries the key)."""
+    cookie = f"{KEY_PARAM}-{listen.port}"
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        given = request.query.get(KEY_PARAM)
         why = refusal(listen, request.headers.get("Host"), request.headers.get("Origin"), request.path)
+        why = why or key_refusal(request.path, given or request.cookies.get(cookie), key)
         if why is not None:
             log.warning("refused %s %s: %s", request.method, request.path, why)
             return web.Response(status=403, text=f"flightlog browse --web refused this request: {why}\n")
-        return await handler(request)
+        response = await handler(request)
+        if given and not response.prepared:
+            response.set_cookie(cookie, key, httponly=True, samesite="Strict", path="/")
+        return response
 
     return check
 
@@ -148,6 +175,8 @@ class GuardedServer(Server):
 
     def __init__(self, command: str, listen: Listen, title: str) -> None:
         self.listen = listen
+        self.key = secrets.token_urlsafe(24)
+        """What a page must present (in its URL, then as a cookie): loopback is every local user's."""
         self._templates = tempfile.mkdtemp(prefix="flightlog-web-")
         super().__init__(
             command,
@@ -160,14 +189,17 @@ class GuardedServer(Server):
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
-        app.middlewares.append(guard(self.listen))
+        app.middlewares.append(guard(self.listen, self.key))
         return app
 
+    @property
+    def page_url(self) -> str:
+        """The page's address with the key in it (the one line a user copies)."""
+        return f"{self.public_url}/?{KEY_PARAM}={self.key}"
+
     async def on_startup(self, app: web.Application) -> None:
-        self.console.print(
-            f"flightlog browse: serving the Ledger's browser on {self.public_url}", highlight=False
-        )
-        self.console.print("Ctrl-C stops it.", highlight=False)
+        print(f"flightlog browse: serving the Ledger's browser on {self.page_url}", flush=True)
+        print("Ctrl-C stops it.", flush=True)
 
     def serve(self, debug: bool = False) -> None:
         try:

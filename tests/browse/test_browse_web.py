@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from flightlog.commands.browse import web_command
@@ -28,9 +29,10 @@ from tests.browse.web_support import (
     web_server,
 )
 from tui.errors import TuiError
-from tui.web import Listen, parse_listen, refusal
+from tui.web import Listen, key_refusal, parse_listen, refusal
 
 HERE = Listen("127.0.0.1", 8765)
+KEY = "k3y-0f-th1s-s3rv3r"
 OPEN = Listen("0.0.0.0", 8765)
 
 # (listen, Host, Origin, path, refused?) — every row a request some page or client could send
@@ -98,9 +100,9 @@ def test_a_network_listen_is_refused_in_one_line(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-def upgrade(port: int, host: str, origin: str | None) -> bytes:
-    """Ask for the browser's websocket as a web browser would, with `host` and `origin`; the answer's
-    status line and head."""
+def upgrade(port: int, host: str, origin: str | None, cookie: str | None = None) -> bytes:
+    """Ask for the browser's websocket as a web browser would, with `host`, `origin` and `cookie`;
+    the answer's status line and head."""
     key = base64.b64encode(os.urandom(16)).decode()
     lines = [
         "GET /ws?width=80&height=24 HTTP/1.1",
@@ -110,6 +112,7 @@ def upgrade(port: int, host: str, origin: str | None) -> bytes:
         f"Sec-WebSocket-Key: {key}",
         "Sec-WebSocket-Version: 13",
         *([f"Origin: {origin}"] if origin else []),
+        *([f"Cookie: {cookie}"] if cookie else []),
     ]
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
@@ -122,21 +125,46 @@ def upgrade(port: int, host: str, origin: str | None) -> bytes:
     return answer
 
 
+@pytest.mark.parametrize(
+    ("path", "presented", "refused"),
+    [
+        ("/", KEY, False),
+        ("/ws", KEY, False),
+        ("/download/abc", KEY, False),
+        ("/", None, True),
+        ("/ws", None, True),
+        ("/ws", "guess", True),
+        ("/download/abc", "", True),
+        ("/static/js/textual.js", None, False),  # textual-serve's own script, the same for everyone
+    ],
+)
+def test_key_is_needed_but_for_static_files(path: str, presented: str | None, refused: bool) -> None:
+    """Loopback is every local user's: the page, its websocket and downloads need the printed key."""
+    assert (key_refusal(path, presented, KEY) is not None) is refused
+
+
 def test_hostile_pages_cannot_drive_the_browser(tmp_path: Path) -> None:
-    """The attack: a page on another site opens the browser's websocket (cross-site), and a
-    DNS-rebinding page opens it under its own host name; both get 403 and no browser starts. The
-    server's own page gets its websocket (101), so the guard refuses only what it must."""
+    """The attack: a page on another site opens the browser's websocket (cross-site, even holding
+    the key's cookie), a DNS-rebinding page opens it under its own host name, another local user
+    opens it without the key; each gets 403 and no browser starts. The server's own page, opened
+    with the printed URL, gets its websocket (101), so the guard refuses only what it must."""
     port = free_port()
-    with web_server(sample_home(tmp_path), port):
+    with web_server(sample_home(tmp_path), port) as url:
         own = f"127.0.0.1:{port}"
-        cross_site = upgrade(port, own, "http://evil.example")
+        page = httpx.get(url, timeout=30)
+        cookie = "; ".join(f"{k}={v}" for k, v in page.cookies.items())
+        assert page.status_code == 200 and cookie
+        cross_site = upgrade(port, own, "http://evil.example", cookie)
         rebinding = upgrade(port, f"evil.example:{port}", f"http://evil.example:{port}")
-        no_origin = upgrade(port, own, None)
-        page = upgrade(port, own, f"http://{own}")
-    for answer in (cross_site, rebinding, no_origin):
+        no_origin = upgrade(port, own, None, cookie)
+        no_key = upgrade(port, own, f"http://{own}")
+        keyless_page = httpx.get(url.split("?")[0], timeout=30)
+        opened = upgrade(port, own, f"http://{own}", cookie)
+    for answer in (cross_site, rebinding, no_origin, no_key):
         assert answer.startswith(b"HTTP/1.1 403"), answer
         assert b"refused" in answer
-    assert page.startswith(b"HTTP/1.1 101"), page
+    assert keyless_page.status_code == 403 and "no key" in keyless_page.text
+    assert opened.startswith(b"HTTP/1.1 101"), opened
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (CI installs it: .ci/run)")

@@ -12,13 +12,10 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import httpx
 
 from storage.ledger import open_ledger
 from tests.browse.sample import fill
@@ -69,21 +66,12 @@ def sample_home(folder: Path) -> dict[str, str]:
 
 @contextmanager
 def web_server(env: dict[str, str], port: int, *extra: str) -> Iterator[str]:
-    """`flightlog browse --web` on 127.0.0.1:`port` until the block ends; yields the page's URL."""
+    """`flightlog browse --web` on 127.0.0.1:`port` until the block ends; yields the page's URL (with
+    the key the server printed)."""
     argv = [sys.executable, "-m", "flightlog", "browse", "--web", "--listen", f"127.0.0.1:{port}", *extra]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    out = proc.stdout.read().decode() if proc.stdout else ""
-                    raise AssertionError(f"the web server did not come up: {out}") from None
-                time.sleep(0.1)
+        url = printed_url(proc)
         yield url
     finally:
         proc.terminate()
@@ -92,6 +80,17 @@ def web_server(env: dict[str, str], port: int, *extra: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def printed_url(proc: subprocess.Popen[bytes]) -> str:
+    """The page's URL (with its key) as the server prints it when it is ready."""
+    assert proc.stdout is not None
+    said = b""
+    while line := proc.stdout.readline():
+        said += line
+        if b"serving the Ledger's browser on " in line:
+            return line.decode().rsplit(" ", 1)[1].strip()
+    raise AssertionError(f"the web server did not come up: {said.decode(errors='replace')}")
 
 
 def png_pixels(png: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
