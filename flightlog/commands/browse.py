@@ -157,7 +157,10 @@ def serve_web(words: list[str], follow: float, listen: str | None, open_to_netwo
         where = parse_listen(listen or DEFAULT_LISTEN, open_to_network=open_to_network)
     except TuiError as e:
         raise CommandError(str(e)) from e
-    GuardedServer(web_command(words, follow), where, title="flightlog browse").serve()
+    try:
+        GuardedServer(web_command(words, follow), where, title="flightlog browse").serve()
+    except OSError as e:  # the port is taken, the address is not this machine's
+        raise CommandError(f"cannot listen on {where.netloc}: {e.strerror or e}") from e
 
 
 def browse(

@@ -214,3 +214,19 @@ def test_page_command_passes_words_as_words(words: list[str]) -> None:
     assert argv[:4] == [sys.executable, "-m", "flightlog", "browse"]
     assert "--web" not in argv[: argv.index("--")]
     assert argv[argv.index("--") + 1 :] == words
+
+
+def test_a_taken_port_is_one_line(tmp_path: Path) -> None:
+    """A port another program holds: one line naming it, no traceback; --listen without --web too."""
+    env = sample_home(tmp_path)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        argv = [sys.executable, "-m", "flightlog", "browse", "--web", "--listen", f"127.0.0.1:{port}"]
+        taken = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert taken.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in taken.stderr and "Traceback" not in taken.stderr
+    argv = [sys.executable, "-m", "flightlog", "browse", "--listen", "127.0.0.1:1"]
+    alone = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert alone.returncode != 0 and "go with --web" in alone.stderr
