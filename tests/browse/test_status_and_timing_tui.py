@@ -155,3 +155,8 @@ async def test_list_and_detail_say_the_same(failing_ledger: Ledger) -> None:
         await pilot.press("5")
         timing = pane_text(app.screen, "timing")
         assert "first byte  120ms" in timing and "duration    640ms" in timing, timing
+        await pilot.press("escape", "v")  # the events one by one say it as the exchanges do
+        await settle(pilot)
+        table = app.list_screen.query_one(DataTable)
+        statuses = [str(table.get_row_at(i)[4]).strip() for i in range(table.row_count)]
+        assert statuses.count("refused") == 1 and "ERR" not in statuses, statuses
