@@ -20,6 +20,7 @@ import logging
 import re
 import secrets
 import shutil
+import socket
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -59,6 +60,15 @@ class Listen:
         """The host and port as a URL names them (an IPv6 address in brackets)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+    @property
+    def public_netloc(self) -> str:
+        """The host and port a page is opened at: this machine's name for an address meaning any
+        (`0.0.0.0`, `::`), whose page would otherwise point its websocket at an address no browser
+        can reach."""
+        if self.host in ("0.0.0.0", "::"):
+            return f"{socket.gethostname()}:{self.port}"
+        return self.netloc
 
 
 def is_loopback(host: str) -> bool:
@@ -183,7 +193,7 @@ class GuardedServer(Server):
             host=listen.host,
             port=listen.port,
             title=title,
-            public_url=f"http://{listen.netloc}",
+            public_url=f"http://{listen.public_netloc}",
             templates_path=local_templates(Path(self._templates)),
         )
 

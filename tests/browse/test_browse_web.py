@@ -230,3 +230,12 @@ def test_a_taken_port_is_one_line(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "flightlog", "browse", "--listen", "127.0.0.1:1"]
     alone = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert alone.returncode != 0 and "go with --web" in alone.stderr
+
+
+def test_a_page_opened_from_the_network_points_at_this_machine() -> None:
+    """Listening on an address meaning any, the page's websocket goes to this machine's name (a
+    browser elsewhere cannot reach 0.0.0.0); on a named address, to that address."""
+    assert OPEN.public_netloc == f"{socket.gethostname()}:8765"
+    assert Listen("::", 8765).public_netloc == f"{socket.gethostname()}:8765"
+    assert HERE.public_netloc == "127.0.0.1:8765"
+    assert Listen("::1", 8765).public_netloc == "[::1]:8765"
