@@ -8,12 +8,15 @@ words (`storage.ask`) and shows the filter it understood, or why it refused.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.markup import MarkupError
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
@@ -37,13 +40,26 @@ __all__ = ["PAGE", "BrowseApp", "EventsScreen", "ExchangesScreen"]
 View = Literal["exchanges", "events"]
 
 
+def textual_markup(text: str) -> str:
+    """The plain text a notice Textual wrote in its markup means (the markup as written when it is
+    not markup after all)."""
+    try:
+        return Content.from_markup(text).plain
+    except MarkupError:
+        return text
+
+
 class BrowseApp(App[None]):
     """The browser: give it a `Source`; `now` fixes the clock words like 'yesterday' are read against."""
 
     TITLE = "flightlog"
     SUB_TITLE = "the Ledger"
     CSS_PATH = "browse.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("A", "asks", "Held", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("A", "asks", "Held", show=False),
+        # Ctrl-C quits, as the README and every terminal program promise (Textual binds it to a hint)
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, system=True),
+    ]
 
     def __init__(
         self,
@@ -83,7 +99,11 @@ class BrowseApp(App[None]):
         """Every notice as plain text on one line, whoever sends it (a screen's `notify` comes here):
         a notice may quote an action id a client chose or an error naming a recorded URL, and
         Textual reads a notice as markup (`[/x]` raised a MarkupError and closed the browser). No
-        notice of ours uses markup, so `markup` is ignored."""
+        notice of ours uses markup; Textual's own (`Press [b]q[/b] to quit`) do, and are shown as
+        the text their markup means (`textual_markup`), never as markup."""
+        caller = sys._getframe(1).f_globals.get("__name__")
+        if markup and caller == "textual.app":
+            message, title = textual_markup(message), textual_markup(title)
         super().notify(shown(message), title=shown(title), severity=severity, timeout=timeout, markup=False)
 
     def get_default_screen(self) -> Screen[Any]:

@@ -11,6 +11,7 @@ from rich.text import Text
 from formats import terminal_text
 from storage.events import StoredEvent
 from tui import figures
+from tui.error_kinds import error_kind
 
 COLUMNS: Final = (
     "time (UTC)",
@@ -37,8 +38,9 @@ tokens = figures.tokens
 
 
 def status(event: StoredEvent) -> Text:
+    """The status code, or the kind of failure when none came (as the exchange list says it)."""
     if event.error:
-        return Text(str(event.status or "ERR"), style="bold red")
+        return Text(str(event.status) if event.status else error_kind(event.error), style="bold red")
     if event.status is None:
         return Text("")
     style = "red" if event.status >= 500 else "yellow" if event.status >= 400 else "green"

@@ -40,6 +40,7 @@ HELP: Final = (
     ("?", "this help"),
     ("ctrl+p", "command palette"),
     ("q", "back, or quit from a list"),
+    ("ctrl+c", "quit"),
 )
 
 

@@ -18,6 +18,7 @@ from storage.events import StoredEvent
 from storage.exchanges import STDIO_HOST, Exchange
 from storage.kinds import MCP_PREFIX, MCP_START
 from tui import figures
+from tui.error_kinds import error_kind
 
 Cell = str | Text
 
@@ -60,8 +61,9 @@ RESERVED: Final = 2
 
 
 def status_text(status: int | None, error: str | None, answered: bool = False) -> Text:
-    """The status code, or the kind of error (`reset`, `LIMIT`) when the exchange failed; `ok` for an
-    answer that has no status code (an MCP result over stdio)."""
+    """The status code, or the kind of error (`reset`, `client left`: `error_kinds`) when the exchange
+    failed with no error status; `ok` for an answer that has no status code (an MCP result over
+    stdio). The error itself is shown whole in the exchange's detail."""
     if error:
         return Text(error_kind(error) if status is None or status < 400 else str(status), style="bold red")
     if status is None and answered:
@@ -70,13 +72,6 @@ def status_text(status: int | None, error: str | None, answered: bool = False) -
         return Text("…", style="dim")
     style = "red" if status >= 500 else "yellow" if status >= 400 else "green"
     return Text(str(status), style=style)
-
-
-def error_kind(error: str) -> str:
-    """A short name for an error: what comes before its colon, else its last word (`upstream reset`)."""
-    head, sep, _ = error.partition(":")
-    word = head.strip() if sep and head.strip() else (error.split() or ["error"])[-1]
-    return word[:12]
 
 
 DOOR: Final = "flightlog:dispatch/"

@@ -23,7 +23,7 @@ from formats.conversation import Conversation, conversation, conversation_api
 from formats.terminal_text import shown
 from storage.errors import StorageError
 from storage.events import StoredEvent
-from storage.exchanges import answers, opens, timing
+from storage.exchanges import Timing, answers, opens, timing
 from tui import cells, figures, mcp_calls
 from tui.body import MODES, Mode, decoded, header
 from tui.conversation_text import blocks
@@ -69,23 +69,36 @@ def readable(x: Loaded | None) -> bytes | None:
     return decoded(x.data, header(x.event.head, "content-encoding"))[0]
 
 
+def answer_timing(request: StoredEvent, answer: StoredEvent | None) -> Timing:
+    """The exchange's duration and first byte as the list shows them (`Exchange.timing`): the same
+    function over the same columns, the answer's measured offsets where capture recorded them."""
+    if answer is None:
+        return timing(request.at, None)
+    return timing(request.at, answer.at, answer.first_byte_ms, answer.last_byte_ms)
+
+
 def timing_text(parts: Parts) -> str:
     req = parts.request[0].event if parts.request else None
     ans = parts.answer[0].event if parts.answer else None
     if req is None:
         return "no events"
-    t = timing(req.at, ans.at if ans else None)
+    t = answer_timing(req, ans)
     rows = [
         ("request at", cells.when(req.at)),
         ("answer at", cells.when(ans.at) if ans else "(no answer recorded)"),
         ("duration", figures.duration(t.duration_ms) or "unknown"),
         ("first byte", figures.duration(t.ttfb_ms) or "not recorded (needs the capture's timing columns)"),
+        (
+            "first token",
+            figures.duration(ans.first_token_ms) if ans and ans.first_token_ms is not None else "",
+        ),
         ("request", f"{figures.size(req.payload_size) or 'no body'} ({req.payload_state})"),
         ("answer", f"{figures.size(ans.payload_size) or 'no body'} ({ans.payload_state})" if ans else ""),
     ]
     rows += [(f"+{(x.event.at - req.at).total_seconds() * 1000:.0f}ms", x.event.kind) for x in parts.inner]
+    rows = [(k, v) for k, v in rows if v]
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows if v)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
 class ExchangeScreen(ExchangeKeys):

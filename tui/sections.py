@@ -67,9 +67,12 @@ def head_text(event: StoredEvent) -> str:
 def event_widgets(
     event: StoredEvent, data: bytes | None, error: str | None, mode: Mode = "auto"
 ) -> list[Widget]:
-    """One event as its head (exact), the secret names replaced in it, and its body made readable."""
+    """One event as its head (exact), its error whole, the secret names replaced in it, and its body
+    made readable."""
     title = f"{event.kind} · {cells.when(event.at)}" + (f" · {event.status}" if event.status else "")
     out: list[Widget] = [section(title, head_text(event))]
+    if event.error:  # the list's status column names only its kind
+        out.append(Static(noted("error: ", "bold red", event.error), classes="note"))
     if event.redacted:
         names = ", ".join(event.redacted)
         out.append(

@@ -8,6 +8,9 @@ selection (`exporter`, `addons.readback.export` into a file).
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +20,7 @@ import typer
 
 from catalog.errors import UnknownRow
 from flightlog.commands.options import BlobsOpt, LedgerOpt, WordsArg
+from flightlog.errors import CommandError
 from flightlog.failures import known_errors
 from flightlog.settings import load_settings
 from tui.errors import TuiError
@@ -124,6 +128,41 @@ def directory_lookup(ledger_url: str, folder: Path | None) -> Any:
     return lookup
 
 
+WebOpt = Annotated[
+    bool, typer.Option("--web", help="Serve the browser as a web page (on 127.0.0.1 unless --listen says).")
+]
+ListenOpt = Annotated[
+    str | None, typer.Option("--listen", help="HOST:PORT the web page is served on (with --web).")
+]
+OpenOpt = Annotated[
+    bool,
+    typer.Option(
+        "--open-to-network", help="Let --listen name an address other machines reach (they see the Ledger)."
+    ),
+]
+
+
+def web_command(words: list[str], follow: float) -> str:
+    """The shell command textual-serve runs for each page opened: this browser, in the terminal form
+    (the Ledger's URLs travel in the environment, never on a command line `ps` shows)."""
+    argv = [sys.executable, "-m", "flightlog", "browse", "--follow", repr(follow), "--", *words]
+    return shlex.join(argv)
+
+
+def serve_web(words: list[str], follow: float, listen: str | None, open_to_network: bool) -> None:
+    """`browse --web`: the guarded textual-serve server (`tui.web`) until Ctrl-C."""
+    from tui.web import DEFAULT_LISTEN, GuardedServer, parse_listen
+
+    try:
+        where = parse_listen(listen or DEFAULT_LISTEN, open_to_network=open_to_network)
+    except TuiError as e:
+        raise CommandError(str(e)) from e
+    try:
+        GuardedServer(web_command(words, follow), where, title="flightlog browse").serve()
+    except OSError as e:  # the port is taken, the address is not this machine's
+        raise CommandError(f"cannot listen on {where.netloc}: {e.strerror or e}") from e
+
+
 def browse(
     words: WordsArg = None,
     follow: Annotated[
@@ -131,8 +170,19 @@ def browse(
     ] = 1.0,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
+    web: WebOpt = False,
+    listen: ListenOpt = None,
+    open_to_network: OpenOpt = False,
 ) -> None:
-    """Browse the Ledger in the terminal: newest first, following new events."""
+    """Browse the Ledger in the terminal (or a web page, --web): newest first, following new events."""
+    if web:
+        for name, url in (("FLIGHTLOG_LEDGER", ledger_url), ("FLIGHTLOG_BLOBS", blobs_url)):
+            if url:
+                os.environ[name] = url  # the page's browser process reads them from its environment
+        serve_web(words or [], follow, listen, open_to_network)
+        return
+    if listen or open_to_network:
+        raise CommandError("--listen and --open-to-network go with --web")
     # deferred: Textual loads slowly; other commands start without it
     from egress.asks import AskBook
     from tui.app import BrowseApp
