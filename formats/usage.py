@@ -141,6 +141,18 @@ def details(usage: object) -> Details:
     return Details(read, _int(usage.get("cache_creation_input_tokens")), reasoning)
 
 
+def requested_model(url: str, request_body: bytes) -> str | None:
+    """The model a model API call's request named (None: not a model API call, or none named):
+    what an error answer, which names none, is attributed to."""
+    try:
+        if api_of(url) is None:
+            return None
+        model = documents.parse_object(request_body).get("model")
+    except Exception:  # junk in, nothing out
+        return None
+    return model if isinstance(model, str) and model else None
+
+
 USAGE_CAP = 16 * 1024 * 1024
 """A model's answer decodes to far less than this: a body decoding past it is not one (and a
 decompression bomb costs the writer this much memory at most, not `codings.READ_CAP`)."""

@@ -206,9 +206,7 @@ def test_anthropic_message() -> None:
         "application/json",
         None,
     )
-    assert usage == Usage(
-        "anthropic", "claude-sonnet-4-5-20250929", 2200, 503, cache_read=5, cache_write=100
-    )
+    assert usage == Usage("anthropic", "claude-sonnet-4-5-20250929", 2200, 503, cache_read=5, cache_write=100)
 
 
 def _anthropic_stream(complete: bool) -> bytes:
