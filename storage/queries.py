@@ -231,6 +231,17 @@ def hour_key(value: Any) -> str | None:
     return f"{text[:10]}T{text[11:13]}:00Z"
 
 
+def unpriced(t: Any) -> Any:
+    """How many of the rows are model calls with tokens and no cost (no price known for the model):
+    shown beside a summed cost so an unknown model is never read as $0."""
+    priceless = and_(
+        t.c.model.is_not(None),
+        or_(t.c.tokens_in.is_not(None), t.c.tokens_out.is_not(None)),
+        t.c.cost_usd.is_(None),
+    )
+    return func.coalesce(func.sum(case((priceless, 1), else_=0)), 0)
+
+
 def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
     """Events, tokens and cost summed per hour, session, turn, kind, agent, model, tool or task.
 
@@ -249,6 +260,7 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
             func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
             func.coalesce(func.sum(t.c.tokens_out), 0).label("tokens_out"),
             func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
+            unpriced(t).label("unpriced"),
         )
         .select_from(source)
         .where(where(t, flt, took))
@@ -266,6 +278,7 @@ def counts(engine: Engine, flt: Filter, by: str) -> list[Group]:
             tokens_in=int(r.tokens_in),
             tokens_out=int(r.tokens_out),
             cost_usd=float(r.cost_usd),
+            unpriced=int(r.unpriced),
         )
         for r in rows
     ]
@@ -284,6 +297,7 @@ def totals(engine: Engine, flt: Filter) -> dict[str, Any]:
             func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
             func.coalesce(func.sum(t.c.tokens_out), 0).label("tokens_out"),
             func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
+            unpriced(t).label("unpriced"),
             func.count(t.c.tool.distinct()).label("tools"),
             func.count(t.c.model.distinct()).label("models"),
             func.count(t.c.session.distinct()).label("sessions"),
@@ -303,6 +317,7 @@ def totals(engine: Engine, flt: Filter) -> dict[str, Any]:
         "tokens_in": int(r.tokens_in),
         "tokens_out": int(r.tokens_out),
         "cost_usd": round(float(r.cost_usd), 9),
+        "unpriced": int(r.unpriced),
         "distinct_tools": int(r.tools),
         "distinct_models": int(r.models),
         "distinct_sessions": int(r.sessions),

@@ -25,7 +25,17 @@ from sqlalchemy.exc import SQLAlchemyError
 from storage.events import StoredEvent
 from storage.filters import GROUP_BYS, Filter, QueryError, iso
 from storage.kinds import CAPTURE_OVERFLOW
-from storage.queries import ANSWER_KINDS, EVENTS, duration_ms, group_key, hour_key, timed, utc, where
+from storage.queries import (
+    ANSWER_KINDS,
+    EVENTS,
+    duration_ms,
+    group_key,
+    hour_key,
+    timed,
+    unpriced,
+    utc,
+    where,
+)
 from storage.schema import BatchRow, PositionRow
 
 TALLY_KEYS_MAX: Final = 3
@@ -51,6 +61,7 @@ def tally(engine: Engine, flt: Filter, by: Sequence[str]) -> list[dict[str, Any]
             func.coalesce(func.sum(t.c.tokens_in), 0).label("tokens_in"),
             func.coalesce(func.sum(t.c.tokens_out), 0).label("tokens_out"),
             func.coalesce(func.sum(t.c.cost_usd), 0).label("cost_usd"),
+            unpriced(t).label("unpriced"),
         )
         .select_from(source)
         .where(where(t, flt, took))
@@ -67,6 +78,7 @@ def tally(engine: Engine, flt: Filter, by: Sequence[str]) -> list[dict[str, Any]
                 "tokens_in": int(r.tokens_in),
                 "tokens_out": int(r.tokens_out),
                 "cost_usd": round(float(r.cost_usd), 9),
+                "unpriced": int(r.unpriced),
             }
         )
     return sorted(out, key=lambda g: (-g["events"], [str(v) for v in g["key"].values()]))
@@ -85,6 +97,7 @@ def tally_answer(engine: Engine, flt: Filter, by: Sequence[str]) -> dict[str, An
         "tokens_in": sum(g["tokens_in"] for g in groups),
         "tokens_out": sum(g["tokens_out"] for g in groups),
         "cost_usd": round(sum(g["cost_usd"] for g in groups), 9),
+        "unpriced": sum(g["unpriced"] for g in groups),
     }
 
 
