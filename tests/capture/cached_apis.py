@@ -76,7 +76,7 @@ def anthropic_answer(request: dict[str, Any]) -> tuple[str, bytes]:
         ("content_block_delta", {"type": "content_block_delta", "index": 0,
                                  "delta": {"type": "text_delta", "text": "Hello!"}}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
                            "usage": {"output_tokens": ANTHROPIC_USAGE["output_tokens"]}}),
         ("message_stop", {"type": "message_stop"}),
     ])  # fmt: skip

@@ -27,9 +27,9 @@ def _calls() -> list[Event]:
     """Two priced gpt-4o answers, three answers of a model no price is known for, one 429 that named
     a model (no tokens: nothing to price, nothing unknown) and a request (no model)."""
     out = [event(0)]
+    priced = [("gpt-4o", 0.0100), ("gpt-4o", 0.0023)]
     for i, (model, cost) in enumerate(
-        [("gpt-4o", 0.0100), ("gpt-4o", 0.0023), ("house-model", None), ("house-model", None)]
-        + [("house-model", None)]
+        [*priced, ("house-model", None), ("house-model", None), ("house-model", None)]
     ):
         out.append(event(2 * i + 1, model=model, tokens_in=1000, tokens_out=100, cost_usd=cost))
     out.append(event(11, model="claude-sonnet-4-5", status=429))
@@ -105,8 +105,8 @@ def test_reprice_answers_with_todays_prices_beside_the_recorded_and_writes_nothi
     try:
         ledger.append(batch([
             *_calls(),
-            event(13, url=ANTHROPIC, model="claude-sonnet-4-5", tokens_in=23012, tokens_out=40, cost_usd=0.069636,
-                  **cached),  # priced as full input when recorded
+            event(13, url=ANTHROPIC, model="claude-sonnet-4-5", tokens_in=23012, tokens_out=40,
+                  cost_usd=0.069636, **cached),  # priced as full input when recorded
         ]))  # fmt: skip
     finally:
         ledger.close()
