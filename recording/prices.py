@@ -26,8 +26,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import genai_prices
-
 from formats.usage import Usage
 from recording.errors import PriceError
 
@@ -74,7 +72,10 @@ class PriceTable:
 
     @classmethod
     def load(cls, user_file: Path | None = None) -> PriceTable:
-        """The library's prices, with `user_file`'s entries (if the file exists) taking precedence."""
+        """The library's prices, with `user_file`'s entries (if the file exists) taking precedence.
+
+        Loads the library now, so whoever starts with prices (the proxy) pays for it at its start."""
+        _library()
         if user_file is None or not Path(user_file).exists():
             return cls()
         try:
@@ -150,19 +151,26 @@ def provider_id(provider: str | None) -> str | None:
 def library_cost(model: str, used: Tokens, provider: str | None, at: datetime | None) -> float | None:
     """`genai-prices`' figure for one call, or None when it does not know the model (or the
     counts contradict each other: more cached than input tokens)."""
-    usage = genai_prices.Usage(
+    genai = _library()
+    usage = genai.Usage(
         input_tokens=used.tokens_in,
         output_tokens=used.tokens_out,
         cache_read_tokens=used.cache_read or None,
         cache_write_tokens=used.cache_write or None,
     )
     try:
-        found = genai_prices.calc_price(
-            usage, model, provider_id=provider_id(provider), genai_request_timestamp=at
-        )
+        found = genai.calc_price(usage, model, provider_id=provider_id(provider), genai_request_timestamp=at)
     except (LookupError, ValueError):
         return None
     return float(found.total_price)
+
+
+def _library() -> Any:
+    """`genai_prices`, imported when first needed: it loads every provider's prices, which the
+    commands that only name this module (`replay`'s options, say) would otherwise pay for."""
+    import genai_prices
+
+    return genai_prices
 
 
 def _parse(text: str, source: str) -> tuple[dict[str, Any], dict[str, Price]]:
