@@ -86,6 +86,10 @@ class PriceTable:
         source = f"{user_file} over {library_source()}" if prices else library_source()
         return cls(prices, source, str(meta.get("as_of", "")) if prices else "")
 
+    def warm(self) -> None:
+        """Load the library and its model lookup now (a writer before it reads its first frame)."""
+        library_cost("gpt-4o", Tokens(1, 1), "openai", None)
+
     def price(self, model: str) -> Price | None:
         """The user's price of a model: its own entry, else (for a dated name) its family's, else None."""
         key = model.strip().lower()
