@@ -51,14 +51,14 @@ def main() -> None:
     read = _us(lambda: extract_usage(URL, b"{}", ANSWER, "application/json", None))
     by_override = _us(lambda: override.cost_of(usage, at))
     by_library = _us(lambda: library.cost_of(usage, at))
-    print(f"read usage (Anthropic answer, {len(ANSWER)} B)  {read:8.1f} us")
-    print(
-        f"price with an override entry              {by_override:8.1f} us  ({by_override / read:.2f}x reading)"
-    )
-    print(
-        f"price with genai-prices                   {by_library:8.1f} us  ({by_library / read:.2f}x reading)"
-    )
-    print(f"genai-prices / override                   {by_library / by_override:8.1f}x")
+    rows = [
+        (f"read usage (Anthropic answer, {len(ANSWER)} B)", read, ""),
+        ("price with an override entry", by_override, f"  ({by_override / read:.2f}x reading)"),
+        ("price with genai-prices", by_library, f"  ({by_library / read:.2f}x reading)"),
+    ]
+    for name, us, ratio in rows:
+        print(f"{name:42} {us:8.1f} us{ratio}")
+    print(f"{'genai-prices / override':42} {by_library / by_override:8.1f}x")
 
 
 if __name__ == "__main__":
