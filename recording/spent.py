@@ -48,12 +48,15 @@ NOTHING = Spent()
 
 
 def usage_of(proc: Reading, rec: ResponseRecord, body: bytes | None) -> Spent:
-    """Model, tokens and cost of an AI call's answer; an error answer (or none at all) is the model
-    its request named, with no tokens; `NOTHING` for anything else."""
+    """Model, tokens and cost of an AI call's answer; an error answer (or none at all: the upstream
+    failed) is the model its request named, with no tokens; `NOTHING` for anything else."""
     if proc.extract_usage is None:
         return NOTHING
+    if rec.status is None or rec.status >= 400:
+        model = requested_model(rec.exchange.url, rec.request_body or b"")
+        return NOTHING if model is None else Spent(model)
     usage = None
-    if body is not None and rec.status is not None and rec.status < 400:
+    if body is not None:
         try:
             usage = proc.extract_usage(
                 rec.exchange.url,
@@ -64,9 +67,8 @@ def usage_of(proc: Reading, rec: ResponseRecord, body: bytes | None) -> Spent:
             )
         except Exception:  # a body we cannot read is not a reason to lose the event
             usage = None
-    if usage is None:
-        model = requested_model(rec.exchange.url, rec.request_body or b"")
-        return NOTHING if model is None else Spent(model)
+    if usage is None:  # a success that is no model answer we can read: no model is claimed for it
+        return NOTHING
     started = rec.timing[0] if rec.timing[0] is not None else rec.at
     at = datetime.fromtimestamp(started, UTC)
     cost = proc.prices.cost_of(usage, at) if proc.prices is not None else None

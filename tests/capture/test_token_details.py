@@ -116,3 +116,10 @@ def test_no_model_api_no_model() -> None:
     """A call that is not a model API's gets no model, whatever its request body says."""
     e = _event("https://example.com/upload", _json({"ok": True}), 429, request=b'{"model": "x"}')
     assert (e.model, e.tokens_in, e.cost_usd) == (None, None, None)
+
+
+def test_a_success_that_is_no_model_answer_claims_no_model() -> None:
+    """A 200 on a model path whose body is no model answer (unreadable, not JSON) gets no model: only
+    error answers borrow their request's."""
+    e = _event(CHAT, ("application/json", b"\x00not json"), 200, request=b'{"model": "gpt-4o"}')
+    assert (e.model, e.tokens_in, e.cost_usd) == (None, None, None)
