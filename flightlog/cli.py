@@ -46,7 +46,7 @@ COMMANDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("browse", "browse:browse", {}),
 )
 GROUPS: tuple[tuple[str, str], ...] = (
-    ("ledger", "ledger:ledger_app"),
+    ("ledger", "ledger_reprice:ledger_app"),  # `ledger`'s commands and `reprice` (ledger.py is full)
     ("directory", "directory:directory_app"),
     ("token", "token:token_app"),
 )

@@ -6,7 +6,8 @@ and embeddings, Anthropic messages, and compatible servers on any host, streamed
 put it: OpenAI's final chunk when `stream_options.include_usage` is set, the responses API's
 `response.completed` event, Anthropic's `message_start` and `message_delta` events. A streamed
 answer that carries no usage gives tokens of None, never a made-up 0. The usage objects as sent are
-kept (`Usage.raw`), so what else they count (cached, reasoning tokens) can be read from them.
+kept (`Usage.raw`); the token details the providers price apart (cache reads, cache writes,
+reasoning) are read from them by `details`, one place for every shape.
 
 Pure functions over bytes; never raises on junk input: returns None.
 """
@@ -28,7 +29,11 @@ class Usage:
 
     `tokens_in` counts every input token, cached or not (Anthropic's `cache_creation_input_tokens` and
     `cache_read_input_tokens` are added to `input_tokens`, like OpenAI's `prompt_tokens` includes its
-    cached tokens). `raw` is the answer's usage object as sent (a stream's, later fields over earlier).
+    cached tokens); `cache_read` and `cache_write` say how many of them were read from or written to
+    the provider's prompt cache, priced at their own rates. `tokens_out` counts every output token;
+    `reasoning` says how many of them were reasoning (priced as output). The details are None when
+    the answer did not say. `raw` is the answer's usage object as sent (a stream's, later fields
+    over earlier).
     """
 
     provider: str
@@ -36,6 +41,18 @@ class Usage:
     tokens_in: int | None
     tokens_out: int | None
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    cache_read: int | None = None
+    cache_write: int | None = None
+    reasoning: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Details:
+    """The counts within `tokens_in` and `tokens_out` that providers price apart; None: not said."""
+
+    cache_read: int | None = None
+    cache_write: int | None = None
+    reasoning: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +103,54 @@ def _extract(
         return None
     request = documents.parse_object(request_body)
     requested_model = request.get("model") if isinstance(request.get("model"), str) else None
+    more = details(found.raw)
     return Usage(
-        provider_of(url, api), found.model or requested_model, found.tokens_in, found.tokens_out, found.raw
+        provider_of(url, api),
+        found.model or requested_model,
+        found.tokens_in,
+        found.tokens_out,
+        found.raw,
+        more.cache_read,
+        more.cache_write,
+        more.reasoning,
     )
+
+
+def _nested(usage: dict[str, Any], outer: str, inner: str) -> int | None:
+    obj = usage.get(outer)
+    return _int(obj.get(inner)) if isinstance(obj, dict) else None
+
+
+def details(usage: object) -> Details:
+    """Cache reads, cache writes and reasoning tokens from any provider's usage object.
+
+    Anthropic: `cache_read_input_tokens`, `cache_creation_input_tokens`. OpenAI chat completions:
+    `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`; the
+    responses API: `input_tokens_details.cached_tokens`, `output_tokens_details.reasoning_tokens`.
+    OpenAI has no cache writes (it does not charge for them): None there, not 0."""
+    if not isinstance(usage, dict):
+        return Details()
+    read = _int(usage.get("cache_read_input_tokens"))
+    if read is None:
+        read = _nested(usage, "prompt_tokens_details", "cached_tokens")
+    if read is None:
+        read = _nested(usage, "input_tokens_details", "cached_tokens")
+    reasoning = _nested(usage, "completion_tokens_details", "reasoning_tokens")
+    if reasoning is None:
+        reasoning = _nested(usage, "output_tokens_details", "reasoning_tokens")
+    return Details(read, _int(usage.get("cache_creation_input_tokens")), reasoning)
+
+
+def requested_model(url: str, request_body: bytes) -> str | None:
+    """The model a model API call's request named (None: not a model API call, or none named):
+    what an error answer, which names none, is attributed to."""
+    try:
+        if api_of(url) is None:
+            return None
+        model = documents.parse_object(request_body).get("model")
+    except Exception:  # junk in, nothing out
+        return None
+    return model if isinstance(model, str) and model else None
 
 
 USAGE_CAP = 16 * 1024 * 1024

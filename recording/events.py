@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from recording.records import AttemptRecord, Exchange, RequestRecord, ResponseRecord, WebSocketRecord
+from recording.spent import NOTHING, Spent, usage_of
 from storage import kinds
 from storage.escaped import escape_event
 from storage.events import Event, PayloadRef, PayloadState
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from recording.redact import Redactor
 
 UsageFn = Callable[[str, bytes, bytes, str | None, str | None], Any]
+__all__ = ["NOTHING", "Processing", "Spent", "usage_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,30 +130,6 @@ def request_event(proc: Processing, rec: RequestRecord, *, collector: str, seq: 
     )
 
 
-def usage_of(
-    proc: Processing, rec: ResponseRecord, body: bytes | None
-) -> tuple[str | None, int | None, int | None, float | None]:
-    """Model, tokens in/out and cost of an AI call's answer; all None for anything else."""
-    if proc.extract_usage is None or body is None or rec.status is None or rec.status >= 400:
-        return None, None, None, None
-    try:
-        usage = proc.extract_usage(
-            rec.exchange.url,
-            rec.request_body or b"",
-            body,
-            rec.content_type or None,
-            rec.content_encoding or None,
-        )
-    except Exception:  # a body we cannot read is not a reason to lose the event
-        return None, None, None, None
-    if usage is None:
-        return None, None, None, None
-    cost = None
-    if proc.prices is not None:
-        cost = proc.prices.cost(usage.model, usage.tokens_in, usage.tokens_out)
-    return usage.model, usage.tokens_in, usage.tokens_out, cost
-
-
 def offsets_ms(
     timing: tuple[float | None, float | None, float | None, float | None],
 ) -> tuple[float | None, float | None, float | None]:
@@ -173,7 +151,7 @@ def response_event(
     payload: bytes | PayloadRef | None,
     *,
     body_names: frozenset[str],
-    usage: tuple[str | None, int | None, int | None, float | None],
+    usage: Spent,
     note: str | None = None,
     collector: str,
     seq: int,
@@ -186,7 +164,7 @@ def response_event(
         payload, state = None, "none"
     else:
         state = "partial" if rec.partial else "complete"
-    model, tokens_in, tokens_out, cost = usage
+    model = usage.model
     first_byte, last_byte, first_chunk = offsets_ms(rec.timing)
     return _exchange_event(
         ex,
@@ -203,12 +181,17 @@ def response_event(
         redacted=_names(url_names, head_names, body_names),
         error="; ".join(e for e in (rec.error, note) if e) or None,
         model=model,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        cost_usd=cost,
+        tokens_in=usage.tokens_in,
+        tokens_out=usage.tokens_out,
+        cost_usd=usage.cost,
+        cache_read_tokens=usage.cache_read,
+        cache_write_tokens=usage.cache_write,
+        reasoning_tokens=usage.reasoning,
         first_byte_ms=first_byte,
         last_byte_ms=last_byte,
-        first_token_ms=first_chunk if rec.streamed and model is not None else None,
+        first_token_ms=first_chunk
+        if rec.streamed and model is not None and (rec.status or 0) < 400
+        else None,
         client_bytes=rec.client_bytes,
         client_left_ms=_left_ms(rec),
     )

@@ -147,6 +147,8 @@ def main() -> int:
         keep_delays=bool(spec.stats_file),
     )
     writer.acks = FrameAcks(_ack_writer())
+    if first[2].prices is not None:
+        first[2].prices.warm()  # the price library loads before READY, not on the first model answer
     writer.start()
     gc.freeze()  # the imported modules live as long as we do: full collections need not walk them
     with contextlib.suppress(OSError):  # a proxy gone already (EPIPE): what it sent is still drained

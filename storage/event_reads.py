@@ -93,6 +93,7 @@ def counts(source: Engine | Reader, flt: Filter, by: str) -> list[Group]:
             tokens_in=int(row["tokens_in"]),
             tokens_out=int(row["tokens_out"]),
             cost_usd=float(row["cost_usd"]),
+            unpriced=int(row["unpriced"]),
         )
         for row in rows
     ]
@@ -118,6 +119,7 @@ def totals(source: Engine | Reader, flt: Filter) -> dict[str, Any]:
         "tokens_in": int(row["tokens_in"]),
         "tokens_out": int(row["tokens_out"]),
         "cost_usd": round(float(row["cost_usd"]), 9),
+        "unpriced": int(row["unpriced"]),
         "distinct_tools": int(row["tools"]),
         "distinct_models": int(row["models"]),
         "distinct_sessions": int(row["sessions"]),

@@ -178,8 +178,15 @@ def group_key(dialect: Dialect, by: str) -> str:
     return f"events.{by}"
 
 
+UNPRICED: Final = (
+    "CASE WHEN events.model IS NOT NULL AND events.cost_usd IS NULL"
+    " AND (events.tokens_in IS NOT NULL OR events.tokens_out IS NOT NULL) THEN 1 ELSE 0 END"
+)
+"""A model call with tokens and no cost (no price known for its model)."""
 SUMS: Final = (
     "count(*) AS events, coalesce(sum(events.tokens_in), 0) AS tokens_in,"
-    " coalesce(sum(events.tokens_out), 0) AS tokens_out, coalesce(sum(events.cost_usd), 0) AS cost_usd"
+    " coalesce(sum(events.tokens_out), 0) AS tokens_out, coalesce(sum(events.cost_usd), 0) AS cost_usd,"
+    f" coalesce(sum({UNPRICED}), 0) AS unpriced"
 )
-"""Events, tokens and cost summed: the figures of every counted view."""
+"""Events, tokens and cost summed, and the calls the cost leaves out (`unpriced`: shown beside it, so
+an unknown model is never read as $0): the figures of every counted view."""

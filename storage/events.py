@@ -86,6 +86,12 @@ class Event:
     client_left_ms: float | None = None
     """When the client left while its answer was still due, in milliseconds after its request
     started (None: it stayed to the end)."""
+    cache_read_tokens: int | None = None
+    """Of `tokens_in`, those read from the provider's prompt cache (None: not said)."""
+    cache_write_tokens: int | None = None
+    """Of `tokens_in`, those written to the provider's prompt cache (None: not said)."""
+    reasoning_tokens: int | None = None
+    """Of `tokens_out`, the model's reasoning (None: not said)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,9 @@ class StoredEvent:
     first_token_ms: float | None
     client_bytes: int | None
     client_left_ms: float | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    reasoning_tokens: int | None
     fingerprint: str
 
     def to_json(self) -> dict[str, Any]:

@@ -161,6 +161,9 @@ class Group:
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    unpriced: int = 0
+    """Model calls with tokens but no cost (a model no price is known for): `cost_usd` leaves them
+    out, so it is a floor, never a total that counted them as $0."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -169,6 +172,7 @@ class Group:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "cost_usd": round(self.cost_usd, 9),
+            "unpriced": self.unpriced,
         }
 
 

@@ -53,7 +53,12 @@ COLUMNS: Final = (
     "first_token_ms",
     "client_bytes",
     "client_left_ms",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
 )
+TOKEN_DETAILS: Final = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+"""Counts within `tokens_in` / `tokens_out` that providers price apart (migration 0011)."""
 TIMING_FIELDS: Final = ("first_byte_ms", "last_byte_ms", "first_token_ms", "client_left_ms")
 TEXT_FIELDS: Final = (
     "event_id",
@@ -162,6 +167,11 @@ def validate(event: Event) -> None:
                 raise bad(f"{name} must be a number of milliseconds, got {value!r}")
     if not _count(event.client_bytes):
         raise bad(f"client_bytes must be a non-negative integer, got {event.client_bytes!r}")
+    read, write, reasoning = event.cache_read_tokens, event.cache_write_tokens, event.reasoning_tokens
+    if not (_count(read) and _count(write) and _count(reasoning)):
+        for name, value in zip(TOKEN_DETAILS, (read, write, reasoning), strict=True):
+            if not _count(value):
+                raise bad(f"{name} must be a non-negative integer, got {value!r}")
 
 
 def _count(value: object) -> bool:
@@ -260,6 +270,9 @@ def to_row(event: Event, address: Address | None, *, text_time: bool = False) ->
         None if token is None else float(token),
         event.client_bytes,
         None if left is None else float(left),
+        event.cache_read_tokens,
+        event.cache_write_tokens,
+        event.reasoning_tokens,
     )
 
 
@@ -304,5 +317,8 @@ def from_mapping(row: Any) -> StoredEvent:
         first_token_ms=row.get("first_token_ms"),
         client_bytes=row.get("client_bytes"),
         client_left_ms=row.get("client_left_ms"),
+        cache_read_tokens=row.get("cache_read_tokens"),
+        cache_write_tokens=row.get("cache_write_tokens"),
+        reasoning_tokens=row.get("reasoning_tokens"),
         fingerprint=content_fingerprint(dict(row)),
     )

@@ -130,6 +130,12 @@ class EventRow(SQLModel, table=True):
     """Of an answer's body, the bytes passed on to the client."""
     client_left_ms: float | None = Field(default=None, sa_column=Column(Float))
     """When the client left while its answer was still due, milliseconds after its request started."""
+    cache_read_tokens: int | None = Field(default=None, sa_column=Column(BigInteger))
+    """Of `tokens_in`, those read from the provider's prompt cache (priced at its cache-read rate)."""
+    cache_write_tokens: int | None = Field(default=None, sa_column=Column(BigInteger))
+    """Of `tokens_in`, those written to the provider's prompt cache (priced at its cache-write rate)."""
+    reasoning_tokens: int | None = Field(default=None, sa_column=Column(BigInteger))
+    """Of `tokens_out`, the model's reasoning (priced as output)."""
 
 
 class BlobRow(SQLModel, table=True):

@@ -62,6 +62,7 @@ def tally(source: Engine | Reader, flt: Filter, by: Sequence[str]) -> list[dict[
                 "tokens_in": int(row["tokens_in"]),
                 "tokens_out": int(row["tokens_out"]),
                 "cost_usd": round(float(row["cost_usd"]), 9),
+                "unpriced": int(row["unpriced"]),
             }
         )
     return sorted(out, key=lambda g: (-g["events"], [str(v) for v in g["key"].values()]))
@@ -80,6 +81,7 @@ def tally_answer(source: Engine | Reader, flt: Filter, by: Sequence[str]) -> dic
         "tokens_in": sum(g["tokens_in"] for g in groups),
         "tokens_out": sum(g["tokens_out"] for g in groups),
         "cost_usd": round(sum(g["cost_usd"] for g in groups), 9),
+        "unpriced": sum(g["unpriced"] for g in groups),
     }
 
 

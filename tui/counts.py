@@ -126,6 +126,6 @@ class CountsScreen(Screen[None]):
                     figures.spark(over.events, spark),
                     cells.tokens(g.tokens_in, g.tokens_out) if g.tokens_in or g.tokens_out else "",
                     figures.spark(over.tokens, spark) if g.tokens_in or g.tokens_out else "",
-                    cells.cost(g.cost_usd) if g.cost_usd else "",
+                    figures.spend(g.cost_usd, g.unpriced),
                     figures.spark(over.cost, spark) if g.cost_usd else "",
                 )

@@ -25,6 +25,15 @@ def cost(value: float | None) -> str:
     return f"${value:.{decimals}f}"
 
 
+def spend(value: float, unpriced: int) -> str:
+    """A summed cost and the calls in it no price is known for: `$0.0123 + ? (3 unknown)`, never a
+    sum that read them as $0; empty when nothing was priced or unpriced."""
+    if not unpriced:
+        return cost(value) if value else ""
+    unknown = f"? ({unpriced:,} unknown)"
+    return f"{cost(value)} + {unknown}" if value else unknown
+
+
 def size(value: int | None) -> str:
     """Bytes as a short figure: 512 B, 1.2 KiB, 5.0 MiB."""
     if value is None:

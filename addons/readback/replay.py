@@ -312,7 +312,7 @@ def _usage(outgoing: Outgoing, sent: Sent, prices: PriceTable | None) -> dict[st
     )
     if found is None:
         return {}
-    cost = prices.cost(found.model, found.tokens_in, found.tokens_out) if prices is not None else None
+    cost = prices.cost_of(found) if prices is not None else None
     return {
         "model": found.model,
         "tokens_in": found.tokens_in,

@@ -31,6 +31,7 @@ from flightlog.commands.options import (
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 from formats.terminal_text import json_text, shown
+from tui.figures import spend
 
 if TYPE_CHECKING:
     from storage.reader import Reader
@@ -145,7 +146,7 @@ def _groups_table(by: str, groups: list[Any]) -> None:
 
     table = Table(by, "events", "tokens in", "tokens out", "cost (USD)", box=None)
     for g in groups:
-        cost = f"{g.cost_usd:,.6f}" if g.cost_usd else ""
+        cost = spend(g.cost_usd, g.unpriced)
         key = Text(shown(g.key)) if g.key is not None else "(none)"  # Text: never read as markup
         table.add_row(key, f"{g.events:,}", f"{g.tokens_in:,}", f"{g.tokens_out:,}", cost)
     Console(soft_wrap=True).print(table)
@@ -196,6 +197,7 @@ def counts_command(
         if as_json:
             _print_json(summary)
         else:
+            summary |= {"cost_usd": spend(summary["cost_usd"], summary.pop("unpriced")) or "$0"}
             for key, value in summary.items():
                 typer.echo(shown(f"{key:18} {value}"))
         return
@@ -238,7 +240,7 @@ def _tally(flt: Any, keys: list[str], ledger_url: str | None, blobs_url: str | N
 
     table = Table(*keys, "events", "tokens in", "tokens out", "cost (USD)", box=None)
     for g in answer["groups"]:
-        cost = f"{g['cost_usd']:,.6f}" if g["cost_usd"] else ""
+        cost = spend(g["cost_usd"], g["unpriced"])
         cells = [Text(shown(v)) if v is not None else "(none)" for v in g["key"].values()]
         table.add_row(*cells, f"{g['events']:,}", f"{g['tokens_in']:,}", f"{g['tokens_out']:,}", cost)
     Console(soft_wrap=True).print(table)

@@ -99,8 +99,8 @@ def test_counts_and_group(sample_ledger: Ledger) -> None:
     assert (summary["events"], summary["tokens_in"], summary["distinct_sessions"]) == (4, 100, 1)
     grouped = as_json(call(sample_ledger, "/api/ledger/group", {"by": "agent", "status": "errors"}))
     assert grouped["groups"] == [
-        {"key": "alpha", "events": 1, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0},
-        {"key": "beta", "events": 1, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0},
+        {"key": "alpha", "events": 1, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "unpriced": 0},
+        {"key": "beta", "events": 1, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "unpriced": 0},
     ]
     assert call(sample_ledger, "/api/ledger/group")[0] == 400
     status, _, body = call(sample_ledger, "/api/ledger/counts", {"by": "colour"})

@@ -1,13 +1,15 @@
-"""The price table: shipped data, the user's override, cost arithmetic, and no guessing."""
+"""Prices: genai-prices' figures (cache reads and writes at their own rates, dated prices), the
+user's override file winning, and no guessing for a model nobody prices."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from recording.errors import PriceError
-from recording.prices import PriceTable
+from recording.prices import PriceTable, provider_id
 
 
 @pytest.fixture(scope="module")
@@ -15,68 +17,94 @@ def table() -> PriceTable:
     return PriceTable.load()
 
 
-def test_shipped_table_has_common_models_and_says_where_prices_come_from(table: PriceTable) -> None:
-    """The shipped data covers the common OpenAI and Anthropic models and names its source and date."""
-    for model in ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "o3", "text-embedding-3-small", "claude-sonnet-4-5"):
-        assert table.price(model) is not None, model
-    assert "openai.com" in table.source and "anthropic.com" in table.source
-    assert table.as_of[:4].isdigit()
+def test_the_library_prices_current_models_and_names_itself(table: PriceTable) -> None:
+    """Without an override file every common (and current) model has a price, from genai-prices."""
+    for model in ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "o3", "gpt-5", "text-embedding-3-small"):
+        assert table.cost(model, 1000, 10, provider="openai") is not None, model
+    for model in (
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-5-20250929",
+        "claude-haiku-4-5-20251001",
+        "claude-opus-4-5",
+    ):
+        assert table.cost(model, 1000, 10, provider="anthropic") is not None, model
+    assert table.source.startswith("genai-prices ")
 
 
-def test_cost_arithmetic(table: PriceTable) -> None:
-    """Cost is tokens times the per-million price, input and output priced separately."""
-    # gpt-4o: $2.50 in, $10.00 out per million tokens.
-    assert table.cost("gpt-4o", 1_000_000, 0) == pytest.approx(2.50)
-    assert table.cost("gpt-4o", 0, 1_000_000) == pytest.approx(10.00)
-    assert table.cost("gpt-4o", 19, 10) == pytest.approx((19 * 2.50 + 10 * 10.00) / 1e6)
-    # claude-sonnet-4-5: $3 in, $15 out.
-    assert table.cost("claude-sonnet-4-5", 2200, 503) == pytest.approx((2200 * 3 + 503 * 15) / 1e6)
-    assert table.cost("text-embedding-3-small", 8, 0) == pytest.approx(8 * 0.02 / 1e6)
+def test_cost_arithmetic_as_the_providers_price(table: PriceTable) -> None:
+    """Input and output at their rates; of the input, cache reads and writes at theirs (Anthropic's
+    sonnet 4.5: $3 input, $15 output, $0.30 cache read, $3.75 cache write per million; OpenAI's
+    gpt-4o: $2.50 input, $1.25 cached input, $10 output)."""
+    assert table.cost("claude-sonnet-4-5", 2200, 503, provider="anthropic") == pytest.approx(
+        (2200 * 3 + 503 * 15) / 1e6
+    )
+    cached = table.cost(
+        "claude-sonnet-4-5", 2200, 503, cache_read=2000, cache_write=100, provider="anthropic"
+    )
+    assert cached == pytest.approx((100 * 3 + 2000 * 0.30 + 100 * 3.75 + 503 * 15) / 1e6)
+    assert table.cost("gpt-4o", 1000, 100, cache_read=800, provider="openai") == pytest.approx(
+        (200 * 2.50 + 800 * 1.25 + 100 * 10) / 1e6
+    )
+    assert table.cost("text-embedding-3-small", 8, 0, provider="openai") == pytest.approx(8 * 0.02 / 1e6)
+
+
+def test_a_compatible_server_is_priced_as_its_apis_provider(table: PriceTable) -> None:
+    """A local or proxied server speaking Anthropic's API is priced with Anthropic's prices."""
+    assert provider_id("anthropic-compatible") == "anthropic" and provider_id(None) is None
+    assert table.cost("claude-sonnet-4-5", 100, 10, provider="anthropic-compatible") == table.cost(
+        "claude-sonnet-4-5", 100, 10, provider="anthropic"
+    )
+
+
+def test_prices_are_the_ones_at_the_requests_time(table: PriceTable) -> None:
+    """genai-prices keeps dated prices: OpenAI cut o3's input price from $10 to $2 per million on
+    2025-06-10, and a call is priced at its request's time."""
+    before = table.cost("o3", 1_000_000, 0, provider="openai", at=datetime(2025, 5, 1, tzinfo=UTC))
+    after = table.cost("o3", 1_000_000, 0, provider="openai", at=datetime(2025, 7, 1, tzinfo=UTC))
+    assert (before, after) == (pytest.approx(10.0), pytest.approx(2.0))
 
 
 def test_unknown_model_or_missing_tokens_gives_none(table: PriceTable) -> None:
-    """No entry, no cost: never a guess, also for names that merely look like a known family."""
-    assert table.cost("llama3.2", 100, 100) is None
-    assert table.cost("gpt-4o-turbo-preview-xyz", 100, 100) is None
-    assert table.cost("openai/gpt-4o", 100, 100) is None
+    """No price, no cost: never a guess, never $0."""
+    assert table.cost("llama3.2", 100, 100, provider="openai-compatible") is None
+    assert table.cost("gpt-4o-turbo-preview-xyz", 100, 100, provider="openai") is None
     assert table.cost(None, 100, 100) is None
-    assert table.cost("gpt-4o", None, 100) is None
-
-
-def test_dated_names_use_the_documented_prefix_rule(table: PriceTable) -> None:
-    """A name ending in a date is priced as its family unless it has an explicit entry of its own."""
-    assert table.price("gpt-4o-2024-08-06") == table.price("gpt-4o")
-    assert table.price("gpt-4o-mini-2024-07-18") == table.price("gpt-4o-mini")  # not gpt-4o
-    assert table.price("claude-sonnet-4-5-20250929") == table.price("claude-sonnet-4-5")
-    # An explicit dated entry wins: the first gpt-4o snapshot was priced higher.
-    assert table.cost("gpt-4o-2024-05-13", 1_000_000, 0) == pytest.approx(5.00)
-    # A date suffix only: other suffixes do not fall back.
-    assert table.price("gpt-4o-audio-preview") is None
+    assert table.cost("gpt-4o", None, 100, provider="openai") is None
+    assert table.cost("gpt-4o", 10, 1, cache_read=50, provider="openai") is None  # counts that contradict
 
 
 def test_user_override_wins_and_adds(tmp_path: Path) -> None:
-    """Entries in the user's prices.toml replace shipped ones and add new models."""
+    """Entries in the user's prices.toml replace the library's and add new models; a dated name
+    falls back to its family's entry; cache rates default to the input rate."""
     user = tmp_path / "prices.toml"
     user.write_text(
         '[meta]\nas_of = "2026-11-30"\n[models]\n'
         '"gpt-4o" = { input = 1.00, output = 2.00 }\n'
-        '"llama3.2" = { input = 0.0, output = 0.0 }\n',
+        '"llama3.2" = { input = 0.0, output = 0.0 }\n'
+        '"house-model" = { input = 2.0, output = 4.0, cache_read = 0.5, cache_write = 3.0 }\n',
         encoding="utf-8",
     )
     table = PriceTable.load(user)
-    assert table.cost("gpt-4o", 1_000_000, 1_000_000) == pytest.approx(3.00)
+    assert table.cost("gpt-4o", 1_000_000, 1_000_000, provider="openai") == pytest.approx(3.00)
     assert table.cost("gpt-4o-2024-08-06", 1_000_000, 0) == pytest.approx(1.00)  # the family override
+    assert table.cost("gpt-4o", 1_000_000, 0, cache_read=500_000) == pytest.approx(1.00)
     assert table.cost("llama3.2", 1000, 1000) == 0.0
-    assert table.cost("gpt-4o-mini", 1_000_000, 0) == pytest.approx(0.15)  # shipped entries remain
+    assert table.cost("house-model", 1000, 0, cache_read=500, cache_write=100) == pytest.approx(
+        (400 * 2.0 + 500 * 0.5 + 100 * 3.0) / 1e6
+    )
+    assert table.cost("gpt-4o-mini", 1_000_000, 0, provider="openai") == pytest.approx(0.15)  # the library's
     assert str(user) in table.source and table.as_of == "2026-11-30"
 
 
 def test_missing_user_file_is_fine_and_malformed_one_is_an_error(tmp_path: Path) -> None:
-    """No override file means the shipped table; a broken one is a clear error naming the file."""
-    assert PriceTable.load(tmp_path / "absent.toml").price("gpt-4o") is not None
+    """No override file means the library's prices; a broken one is a clear error naming the file."""
+    assert PriceTable.load(tmp_path / "absent.toml").cost("gpt-4o", 1, 1, provider="openai") is not None
     bad = tmp_path / "prices.toml"
     bad.write_text("[models]\n'x' = { input = 'cheap' }\n", encoding="utf-8")
     with pytest.raises(PriceError, match=r"prices.toml: model 'x'"):
+        PriceTable.load(bad)
+    bad.write_text("[models]\n'x' = { input = 1, discount = 2 }\n", encoding="utf-8")
+    with pytest.raises(PriceError, match=r"prices.toml: model 'x' needs"):
         PriceTable.load(bad)
     bad.write_text("[models\n", encoding="utf-8")
     with pytest.raises(PriceError, match="not valid TOML"):

@@ -248,13 +248,16 @@ def test_a_record_that_cannot_become_an_event_is_filed_with_its_bytes(tmp_path: 
         pass
 
     class Prices:
-        def cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
-            if model == "m-1":
+        def cost_of(self, usage: SimpleNamespace, at: object = None) -> float:
+            if usage.model == "m-1":
                 raise Boom("bug")
             return 0.0
 
     def usage(url: str, *_: object) -> SimpleNamespace:
-        return SimpleNamespace(model=f"m-{url.rsplit('/', 1)[1]}", tokens_in=1, tokens_out=1)
+        model = f"m-{url.rsplit('/', 1)[1]}"
+        return SimpleNamespace(
+            model=model, tokens_in=1, tokens_out=1, cache_read=None, cache_write=None, reasoning=None
+        )
 
     url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
     processing = Processing(extract_usage=usage, prices=Prices())  # type: ignore[arg-type]

@@ -68,7 +68,7 @@ def test_a_model_stream_reads_alike_everywhere(ending: str) -> None:
     plain = _stream(ENDINGS[ending])
     coded = gzip.compress(brotli.compress(plain))
     usage = extract_usage(URL, REQUEST, coded, "text/event-stream", "br, gzip")
-    assert usage == Usage("anthropic", "claude-x", 15, 7)
+    assert usage == Usage("anthropic", "claude-x", 15, 7, cache_read=5)
     assert usage is not None and usage.raw["cache_read_input_tokens"] == 5
     conv = conversation(URL, REQUEST, plain, "text/event-stream")
     assert conv is not None and conv.answer.text == "Hello" and conv.answer.complete

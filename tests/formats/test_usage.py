@@ -85,7 +85,7 @@ def test_openai_chat_completion() -> None:
     usage = extract_usage(
         f"{OPENAI}/chat/completions", CHAT_REQUEST, json.dumps(CHAT).encode(), "application/json", None
     )
-    assert usage == Usage("openai", "gpt-4o-2024-08-06", 19, 10)
+    assert usage == Usage("openai", "gpt-4o-2024-08-06", 19, 10, cache_read=0, reasoning=0)
 
 
 def test_openai_chat_stream_with_include_usage() -> None:
@@ -137,7 +137,7 @@ def test_responses_api_plain_and_streamed() -> None:
     }
     url = f"{OPENAI}/responses"
     assert extract_usage(url, b"{}", json.dumps(response).encode(), "application/json", None) == Usage(
-        "openai", "gpt-4.1-2025-04-14", 36, 87
+        "openai", "gpt-4.1-2025-04-14", 36, 87, cache_read=0, reasoning=0
     )
     created = {**response, "status": "in_progress", "output": [], "usage": None}
     stream = _sse(
@@ -162,7 +162,7 @@ def test_responses_api_plain_and_streamed() -> None:
     )
     assert extract_usage(
         url, b'{"model":"gpt-4.1"}', stream, "text/event-stream; charset=utf-8", None
-    ) == Usage("openai", "gpt-4.1-2025-04-14", 36, 87)
+    ) == Usage("openai", "gpt-4.1-2025-04-14", 36, 87, cache_read=0, reasoning=0)
 
 
 def test_embeddings() -> None:
@@ -206,7 +206,7 @@ def test_anthropic_message() -> None:
         "application/json",
         None,
     )
-    assert usage == Usage("anthropic", "claude-sonnet-4-5-20250929", 2200, 503)
+    assert usage == Usage("anthropic", "claude-sonnet-4-5-20250929", 2200, 503, cache_read=5, cache_write=100)
 
 
 def _anthropic_stream(complete: bool) -> bytes:
@@ -279,7 +279,7 @@ def test_content_encoded_answers() -> None:
     body = json.dumps(CHAT).encode()
     for coding, compress in (("gzip", gzip.compress), ("br", brotli.compress)):
         usage = extract_usage(f"{OPENAI}/chat/completions", b"", compress(body), "application/json", coding)
-        assert usage == Usage("openai", "gpt-4o-2024-08-06", 19, 10)
+        assert usage == Usage("openai", "gpt-4o-2024-08-06", 19, 10, cache_read=0, reasoning=0)
 
 
 def test_not_an_ai_call_or_an_error_answer_is_none() -> None:
