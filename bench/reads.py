@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def report(
     times: dict[tuple[str, str], list[tuple[float, float]]],
-    sides: dict[str, object],
+    sides: dict[str, dict[str, str]],
     events: int,
     rounds: int,
 ) -> None:
