@@ -1,25 +1,24 @@
-"""The revision store's reads on a SQLite Ledger with the standard library alone (no SQLAlchemy).
+"""The revision store's reads in plain SQL on a driver's own connection, one implementation for both engines.
 
 Opening a Directory that nothing changed reads the head, the section tags, the stored indexes
-and the folder's stat tags; answering a query reads a few documents. On the embedded SQLite
-Ledger those reads go through `sqlite3` here, so `flightlog find` and `flightlog mcp` start
-without importing SQLAlchemy (which costs more than the rest of the command). Used only on a file
-that exists and whose schema is already at the newest migration; anything else (a new file, a
-migration to run, PostgreSQL) takes the SQLAlchemy path of `storage.documents.sql`, and so does
-every write. Same queries, same answers: `tests/catalog/test_index.py` runs both.
+and the folder's stat tags; answering a query reads a few documents. These are the statements for
+every Ledger: on a SQLite file already at the newest migration they run on a `sqlite3` connection
+of their own, so `flightlog find` and `flightlog mcp` start without importing SQLAlchemy; anywhere
+else (PostgreSQL, a file SQLAlchemy created or migrated) on the connection its pool lends
+(`storage.documents.sql`), as the writes do (`storage.documents.writes`).
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from storage.documents.model import DocumentStoreError, chunks
 from storage.locations import private_file
-from storage.sqlite_setup import open_file
+from storage.sqlite_setup import LentConnection, open_file
 
 PREFIX = "sqlite:///"
 
@@ -34,63 +33,77 @@ def sqlite_file(url: str) -> Path | None:
     return Path(path).expanduser() if path and path != ":memory:" else None
 
 
-class SqliteReads:
-    """The reads of one space over one stdlib connection (shared by threads, one read at a time)."""
+class PlainReads:
+    """The reads of one space on connections `lend` gives (one read at a time on each), with the
+    driver's parameter `marker` (`?` for sqlite3, `%s` for psycopg) and its `errors`."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, space: str) -> None:
-        self._path = path
-        self._conn: sqlite3.Connection | None = conn
-        self._lock = threading.Lock()
+    def __init__(
+        self,
+        lend: Callable[[], AbstractContextManager[Any]],
+        space: str,
+        *,
+        sqlite: bool,
+        errors: tuple[type[BaseException], ...],
+        close: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._lend = lend
         self.space = space
+        self._sqlite = sqlite
+        self._errors = errors
+        self._close = close
+        self.m = "?" if sqlite else "%s"
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction (several statements see one state), errors translated. A closed
-        store reopens on its next read, as an engine does after `dispose()`."""
-        with self._lock:
-            try:
-                conn = self._conn = self._conn or open_file(self._path)
-                conn.execute("BEGIN")
+    def _read(self) -> Iterator[Any]:
+        """One read transaction (several statements see one state), errors translated."""
+        try:
+            with self._lend() as conn:
+                if self._sqlite:  # the driver is kept out of transactions: BEGIN is ours
+                    conn.execute("BEGIN")
                 try:
                     yield conn
                 finally:
-                    conn.execute("COMMIT")
-            except sqlite3.Error as e:
-                raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
+                    conn.execute("COMMIT" if self._sqlite else "ROLLBACK")
+        except self._errors as e:
+            raise DocumentStoreError(f"directory store: {e}".splitlines()[0]) from e
 
     def head(self) -> int:
         with self._read() as c:
-            row = c.execute("SELECT revision FROM directory_refs WHERE space = ?", (self.space,)).fetchone()
+            row = c.execute(
+                f"SELECT revision FROM directory_refs WHERE space = {self.m}", (self.space,)
+            ).fetchone()
         return int(row[0]) if row and row[0] else 0
 
     def sections(self) -> dict[str, str]:
         with self._read() as c:
-            rows = c.execute("SELECT bundle, tag FROM directory_sections WHERE space = ?", (self.space,))
+            rows = c.execute(
+                f"SELECT bundle, tag FROM directory_sections WHERE space = {self.m}", (self.space,)
+            )
             return {b: t for b, t in rows}
 
     def index_data(self, bundles: Sequence[str]) -> dict[str, tuple[str, bytes]]:
         out: dict[str, tuple[str, bytes]] = {}
         with self._read() as c:
             for chunk in chunks(sorted(bundles), 200):
-                marks = ",".join("?" * len(chunk))
-                query = (
-                    f"SELECT bundle, tag, data FROM directory_index WHERE space = ? AND bundle IN ({marks})"
-                )
+                marks = ",".join([self.m] * len(chunk))
+                query = "SELECT bundle, tag, data FROM directory_index"
+                query += f" WHERE space = {self.m} AND bundle IN ({marks})"
                 out.update({b: (t, bytes(d)) for b, t, d in c.execute(query, (self.space, *chunk))})
         return out
 
     def tree(self, bundle: str | None = None) -> dict[tuple[str, str], str]:
-        query = "SELECT bundle, path, sha256 FROM directory_tree WHERE space = ?"
+        query = f"SELECT bundle, path, sha256 FROM directory_tree WHERE space = {self.m}"
         params: tuple[str, ...] = (self.space,)
         if bundle is not None:
-            query, params = query + " AND bundle = ?", (self.space, bundle)
+            query, params = query + f" AND bundle = {self.m}", (self.space, bundle)
         with self._read() as c:
             return {(b, p): h for b, p, h in c.execute(query, params)}
 
     def hash_of(self, bundle: str, path: str) -> str | None:
+        m = self.m
         with self._read() as c:
             row = c.execute(
-                "SELECT sha256 FROM directory_tree WHERE space = ? AND bundle = ? AND path = ?",
+                f"SELECT sha256 FROM directory_tree WHERE space = {m} AND bundle = {m} AND path = {m}",
                 (self.space, bundle, path),
             ).fetchone()
         return str(row[0]) if row and row[0] is not None else None
@@ -102,7 +115,7 @@ class SqliteReads:
             return out
         with self._read() as c:
             for chunk in chunks(wanted, 500):
-                marks = ",".join("?" * len(chunk))
+                marks = ",".join([self.m] * len(chunk))
                 query = f"SELECT sha256, content FROM directory_documents WHERE sha256 IN ({marks})"
                 out.update({sha: text for sha, text in c.execute(query, chunk)})
         return out
@@ -111,24 +124,23 @@ class SqliteReads:
         query = (
             "SELECT t.path, t.sha256, d.content FROM directory_tree t"
             " JOIN directory_documents d ON d.sha256 = t.sha256"
-            " WHERE t.space = ? AND t.bundle = ? ORDER BY t.path"
+            f" WHERE t.space = {self.m} AND t.bundle = {self.m} ORDER BY t.path"
         )
         with self._read() as c:
             return [(p, h, text) for p, h, text in c.execute(query, (self.space, bundle))]
 
     def folder_tags(self) -> dict[str, str]:
         with self._read() as c:
-            rows = c.execute("SELECT bundle, stat_tag FROM directory_folders WHERE space = ?", (self.space,))
+            rows = c.execute(
+                f"SELECT bundle, stat_tag FROM directory_folders WHERE space = {self.m}", (self.space,)
+            )
             return {b: t for b, t in rows}
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._close()
 
 
-def open_sqlite_reads(url: str, space: str) -> SqliteReads | None:
+def open_sqlite_reads(url: str, space: str) -> PlainReads | None:
     """Stdlib reads of `space` when `url` is a SQLite file already at the newest schema, else None
     (the caller then opens, creates or migrates it with SQLAlchemy)."""
     from storage.migrate import newest_revision
@@ -145,7 +157,9 @@ def open_sqlite_reads(url: str, space: str) -> SqliteReads | None:
         found = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlite3.Error:
         found = None
-    if not found or found[0] != newest_revision():
+    finally:
         conn.close()
+    if not found or found[0] != newest_revision():
         return None
-    return SqliteReads(path, conn, space)
+    lent = LentConnection(path)
+    return PlainReads(lent.lend, space, sqlite=True, errors=(sqlite3.Error,), close=lent.close)

@@ -1,12 +1,13 @@
-"""The revision store over SQLAlchemy: the queries and writes of `storage.documents` on both engines.
+"""The revision store over SQLAlchemy: its engine, the history, and the pool's connections lent to
+the plain reads (`storage.documents.reads`) and writes (`storage.documents.writes`) on both engines.
 
-`storage.documents.DocumentStore` sends every write here, and every read too except on a SQLite
-file already at the newest schema (`storage.documents.reads`, the standard library alone).
+`storage.documents.DocumentStore` uses this for history, for every write, and for every read
+except on a SQLite file already at the newest schema (where the reads have a stdlib connection).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -15,16 +16,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.documents.model import Change, Commit, DocumentStoreError, Revision, chunks
+from storage.documents.model import Change, Commit, DocumentStoreError, Revision
+from storage.documents.reads import PlainReads
 from storage.documents.tables import (
     changes_table,
-    documents_table,
-    folders_table,
-    index_table,
-    refs_table,
     revisions_table,
-    sections_table,
-    tree_table,
 )
 from storage.documents.writes import DocumentWrites
 
@@ -39,6 +35,13 @@ class SqlStore:
             self._lend, engine.dialect.name == "sqlite", space, (engine.dialect.loaded_dbapi.Error,)
         )
         """Every write, on the driver's connection the pool lends (`storage.documents.writes`)."""
+        self.reads = PlainReads(
+            self._lend,
+            space,
+            sqlite=engine.dialect.name == "sqlite",
+            errors=(engine.dialect.loaded_dbapi.Error,),
+        )
+        """The reads a Directory opens and answers with, on the same lent connections."""
 
     @contextmanager
     def _lend(self) -> Iterator[Any]:
@@ -62,48 +65,9 @@ class SqlStore:
 
     # ---- reads -------------------------------------------------------------------------------
 
-    def head(self) -> int:
-        """The head revision (0 for a space nothing was ever committed to)."""
-        with self._read() as conn:
-            value = conn.execute(
-                sa.select(refs_table.c.revision).where(refs_table.c.space == self.space)
-            ).scalar()
-        return int(value or 0)
-
-    def sections(self) -> dict[str, str]:
-        """Each bundle's version tag at head."""
-        with self._read() as conn:
-            rows = conn.execute(
-                sa.select(sections_table.c.bundle, sections_table.c.tag).where(
-                    sections_table.c.space == self.space
-                )
-            )
-            return {b: t for b, t in rows}
-
-    def index_data(self, bundles: Sequence[str]) -> dict[str, tuple[str, bytes]]:
-        """The stored derived index of some sections: `bundle -> (tag, data)`."""
-        i = index_table
-        out: dict[str, tuple[str, bytes]] = {}
-        with self._read() as conn:
-            for chunk in chunks(sorted(bundles), 200):
-                query = sa.select(i.c.bundle, i.c.tag, i.c.data).where(
-                    i.c.space == self.space, i.c.bundle.in_(chunk)
-                )
-                out.update({b: (t, bytes(d)) for b, t, d in conn.execute(query)})
-        return out
-
     def save_index(self, bundle: str, tag: str, data: bytes) -> None:
         """Keep the derived index of one section, built from the section at `tag`."""
         self.writes.save_index(bundle, tag, data)
-
-    def tree(self, bundle: str | None = None) -> dict[tuple[str, str], str]:
-        """The head state: `(bundle, path) -> hash`, optionally for one bundle."""
-        t = tree_table
-        query = sa.select(t.c.bundle, t.c.path, t.c.sha256).where(t.c.space == self.space)
-        if bundle is not None:
-            query = query.where(t.c.bundle == bundle)
-        with self._read() as conn:
-            return {(b, p): h for b, p, h in conn.execute(query)}
 
     def tree_at(self, revision: int) -> dict[tuple[str, str], str]:
         """The state as of `revision`: for every path, its latest change at or before it."""
@@ -121,42 +85,6 @@ class SqlStore:
         query = query.where(c.c.space == self.space, c.c.sha256.is_not(None))
         with self._read() as conn:
             return {(b, p): h for b, p, h in conn.execute(query)}
-
-    def hash_of(self, bundle: str, path: str) -> str | None:
-        """The current hash of one document, or None when it does not exist."""
-        t = tree_table
-        query = sa.select(t.c.sha256).where(t.c.space == self.space, t.c.bundle == bundle, t.c.path == path)
-        with self._read() as conn:
-            value = conn.execute(query).scalar()
-        return str(value) if value is not None else None
-
-    def contents(self, hashes: Iterable[str]) -> dict[str, str]:
-        """Document texts by hash (one targeted read)."""
-        wanted = sorted(set(hashes))
-        if not wanted:
-            return {}
-        d = documents_table
-        out: dict[str, str] = {}
-        with self._read() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                for sha, text in conn.execute(
-                    sa.select(d.c.sha256, d.c.content).where(d.c.sha256.in_(chunk))
-                ):
-                    out[sha] = text
-        return out
-
-    def bundle_documents(self, bundle: str) -> list[tuple[str, str, str]]:
-        """Every live document of one bundle as `(path, hash, text)`, sorted by path."""
-        t, d = tree_table, documents_table
-        query = (
-            sa.select(t.c.path, t.c.sha256, d.c.content)
-            .join(d, d.c.sha256 == t.c.sha256)
-            .where(t.c.space == self.space, t.c.bundle == bundle)
-            .order_by(t.c.path)
-        )
-        with self._read() as conn:
-            return [(p, h, c) for p, h, c in conn.execute(query)]
 
     def history(self, before: int | None = None, limit: int = 20) -> list[Revision]:
         """Committed revisions, newest first, strictly below `before` when given."""
@@ -178,13 +106,6 @@ class SqlStore:
                 )
                 for row in conn.execute(query)
             ]
-
-    def folder_tags(self) -> dict[str, str]:
-        """The stat tag of every bundle subfolder last synced into this space."""
-        f = folders_table
-        with self._read() as conn:
-            rows = conn.execute(sa.select(f.c.bundle, f.c.stat_tag).where(f.c.space == self.space))
-            return {b: t for b, t in rows}
 
     def save_folder_tags(self, tags: dict[str, str]) -> None:
         """Remember the stat tags of the folder just synced."""

@@ -21,15 +21,15 @@ because nobody can say whether it landed.
 schema, reads (`storage.documents.reads`) and writes (`storage.documents.writes`) with the standard
 library, so neither opening a Directory nor changing it pays for importing SQLAlchemy; history, and
 everything on PostgreSQL or on a file that needs creating or migrating, over SQLAlchemy
-(`storage.documents.sql`, imported on first use), whose writes are the same `DocumentWrites` on the
-pool's driver connections.
+(`storage.documents.sql`, imported on first use), whose reads and writes are the same
+`PlainReads` and `DocumentWrites` on the pool's driver connections: one implementation of each.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from storage.documents.model import (
     Change,
@@ -37,7 +37,7 @@ from storage.documents.model import (
     DocumentStoreError,
     Revision,
 )
-from storage.documents.reads import open_sqlite_reads, sqlite_file
+from storage.documents.reads import PlainReads, open_sqlite_reads, sqlite_file
 from storage.documents.writes import DocumentWrites
 from storage.sqlite_setup import LentConnection
 
@@ -47,31 +47,17 @@ if TYPE_CHECKING:
     from storage.documents.sql import SqlStore
 
 
-class Reads(Protocol):
-    """The reads a Directory needs to open and answer, on either path."""
-
-    def head(self) -> int: ...
-    def sections(self) -> dict[str, str]: ...
-    def index_data(self, bundles: Sequence[str]) -> dict[str, tuple[str, bytes]]: ...
-    def tree(self, bundle: str | None = None) -> dict[tuple[str, str], str]: ...
-    def hash_of(self, bundle: str, path: str) -> str | None: ...
-    def contents(self, hashes: Iterable[str]) -> dict[str, str]: ...
-    def bundle_documents(self, bundle: str) -> list[tuple[str, str, str]]: ...
-    def folder_tags(self) -> dict[str, str]: ...
-    def close(self) -> None: ...
-
-
 class DocumentStore:
     """One space of the revision store: reads on `reads`, everything else on SQLAlchemy (opened on
     first use when the store was opened on the stdlib reads)."""
 
     def __init__(
-        self, url: str, space: str, *, reads: Reads | None = None, sql: SqlStore | None = None
+        self, url: str, space: str, *, reads: PlainReads | None = None, sql: SqlStore | None = None
     ) -> None:
         self.url = url
         self.space = space
         self._sql = sql
-        self._reads: Reads | None = reads or sql
+        self._reads: PlainReads | None = reads or (sql.reads if sql is not None else None)
         self._writes: DocumentWrites | None = None
         self._lent: LentConnection | None = None
         self._file = sqlite_file(url) if reads is not None else None
@@ -104,8 +90,8 @@ class DocumentStore:
         return self.sql.engine
 
     @property
-    def reads(self) -> Reads:
-        return self._reads or self.sql
+    def reads(self) -> PlainReads:
+        return self._reads or self.sql.reads
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -165,7 +151,7 @@ class DocumentStore:
 
     def close(self) -> None:
         """Close the reads' connection and dispose of the engine (when one was made)."""
-        if self._reads is not None and self._reads is not self._sql:
+        if self._reads is not None:
             self._reads.close()
         if self._lent is not None:
             self._lent.close()

@@ -124,7 +124,7 @@ def test_a_directory_edited_in_its_folder_syncs_without_importing_sqlalchemy(
     space = f"folder:{folder.resolve()}"
     before = open_document_store(url, space).sql
     try:
-        head = before.head()
+        head = before.reads.head()
     finally:
         before.close()
     edited = folder / "tool" / "imsg_read.md"
@@ -143,17 +143,21 @@ def test_a_directory_edited_in_its_folder_syncs_without_importing_sqlalchemy(
         assert revision.revision == head + 1 and revision.parent == head
         assert revision.at.tzinfo is not None and started - timedelta(seconds=1) <= revision.at
         assert revision.at <= datetime.now(UTC) and revision.changes == 1
-        sha = store.hash_of("tool", "imsg_read.md")
-        assert sha is not None and "herd yaks" in store.contents([sha])[sha]
-        index_tag = store.index_data(["tool"])["tool"][0]
-        assert store.folder_tags() and index_tag.startswith(store.sections()["tool"] + ":")  # a format suffix
+        reads = store.reads
+        sha = reads.hash_of("tool", "imsg_read.md")
+        assert sha is not None and "herd yaks" in reads.contents([sha])[sha]
+        index_tag = reads.index_data(["tool"])["tool"][0]
+        assert reads.folder_tags() and index_tag.startswith(reads.sections()["tool"] + ":")  # a format suffix
     finally:
         store.close()
 
 
-def test_stdlib_reads_answer_what_sqlalchemy_reads_answer(tmp_path: Path, home: Path) -> None:
-    """Every read of `storage.documents.reads` equals the SQLAlchemy store's for the same space, and
-    only a plain SQLite file already at the newest schema is opened that way."""
+def test_reads_on_a_stdlib_connection_answer_what_the_pools_connection_answers(
+    tmp_path: Path, home: Path
+) -> None:
+    """The one implementation of the reads (`storage.documents.reads`) gives the same answers on a
+    connection of its own as on the one the SQLAlchemy store's pool lends, and only a plain SQLite
+    file already at the newest schema is opened the stdlib way."""
     folder = make_folder(tmp_path / "d")
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     d = open_directory(url, folder)
@@ -162,8 +166,10 @@ def test_stdlib_reads_answer_what_sqlalchemy_reads_answer(tmp_path: Path, home: 
     lite = open_sqlite_reads(url, space)
     assert lite is not None
     sql = open_document_store(url, space).sql
+    pooled = sql.reads
     try:
-        hashes = list(sql.tree().values())
+        hashes = list(pooled.tree().values())
+        assert pooled.head() > 0 and ("tool", "imsg_read.md") in pooled.tree()
         for read in (
             lambda s: s.head(),
             lambda s: s.sections(),
@@ -176,9 +182,9 @@ def test_stdlib_reads_answer_what_sqlalchemy_reads_answer(tmp_path: Path, home: 
             lambda s: s.bundle_documents("article"),
             lambda s: s.folder_tags(),
         ):
-            assert read(lite) == read(sql)
+            assert read(lite) == read(pooled)
         lite.close()  # a closed store reopens on its next read, as a disposed engine does
-        assert lite.head() == sql.head()
+        assert lite.head() == pooled.head()
     finally:
         lite.close()
         sql.close()
