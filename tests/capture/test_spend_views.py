@@ -126,3 +126,22 @@ def test_reprice_answers_with_todays_prices_beside_the_recorded_and_writes_nothi
     assert "? (3 unknown)" in next(line for line in table.splitlines() if "house-model" in line)
     assert _flightlog(home, "ledger", "query", "--json", "--limit", "100") == before
     assert _flightlog(home, "ledger", "verify").strip().endswith("ok")
+
+
+def test_reprice_reads_the_recorded_calls_alike_on_both_databases(ledger_url: str, tmp_path: Path) -> None:
+    """The calls a price applies to (model and tokens; not the 429, not the request) are read with
+    their times and counts from SQLite and PostgreSQL alike, and priced at today's prices."""
+    from recording.prices import PriceTable
+    from recording.reprice import reprice_answer
+
+    ledger = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
+    try:
+        ledger.append(batch(_calls()))
+        answer = reprice_answer(ledger.engine, Filter(), PriceTable())
+    finally:
+        ledger.close()
+    models = {m["model"]: m for m in answer["models"]}
+    assert set(models) == {"gpt-4o", "house-model"} and answer["calls"] == 5
+    assert models["gpt-4o"]["recorded_usd"] == pytest.approx(0.0123)
+    assert models["gpt-4o"]["repriced_usd"] == pytest.approx(2 * (1000 * 2.5 + 100 * 10) / 1e6)
+    assert (models["house-model"]["recorded_unpriced"], models["house-model"]["repriced_unpriced"]) == (3, 3)
