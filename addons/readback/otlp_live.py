@@ -66,6 +66,9 @@ class Follower:
         self.waiting: deque[SpanValue] = deque()
         self.sent = self.dropped = 0
         self.down: str | None = None
+        """Why the receiver does not take spans (None: it does); said once per outage."""
+        self.unreadable: str | None = None
+        """Why the Ledger cannot be read (None: it can); said once per outage."""
         self.client = httpx.Client(timeout=10, trust_env=False)
 
     def read(self) -> None:
@@ -82,8 +85,13 @@ class Follower:
         try:
             self.read()
         except StorageError as e:
-            self._say(f"flightlog: the OTLP stream cannot read the Ledger: {e}")
+            if self.unreadable is None:
+                log.warning("flightlog: the OTLP stream cannot read the Ledger: %s", e)
+            self.unreadable = str(e)
             return
+        if self.unreadable is not None:
+            log.warning("flightlog: the OTLP stream reads the Ledger again")
+            self.unreadable = None
         self._keep(self.tree.roots(self.quiet))
         self.send()
 
@@ -102,7 +110,9 @@ class Follower:
             try:
                 otlp.post(self.client, self.url, batch)
             except OtlpError as e:
-                self._say(f"flightlog: OTLP spans wait: {e}")
+                if self.down is None:
+                    log.warning("flightlog: OTLP spans wait: %s", e)
+                self.down = str(e)
                 return
             for _ in batch:
                 self.waiting.popleft()
@@ -116,12 +126,6 @@ class Follower:
         while len(self.waiting) > KEPT:
             self.waiting.popleft()
             self.dropped += 1
-
-    def _say(self, line: str) -> None:
-        """One line per outage, not one per round."""
-        if self.down is None:
-            log.warning("%s", line)
-        self.down = line
 
 
 def follow(follower: Follower, stop_fd: int, poll: float = POLL) -> None:

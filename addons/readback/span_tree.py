@@ -57,6 +57,9 @@ _CLOSING: Final = frozenset(
 )
 OPEN_KEPT: Final = 20_000
 """Calls held while their other half is awaited; past it the oldest is given as unanswered."""
+RUNS_KEPT: Final = 10_000
+"""Runs remembered (for their roots and tool parents); past it the longest quiet are forgotten (a
+call of a forgotten run starts its state again; its root keeps its ids)."""
 ASKS_KEPT: Final = 64
 """Model calls that asked for tools, remembered per run to find a tool call's parent."""
 
@@ -169,6 +172,12 @@ class SpanTree:
             if state.given != now and now_clock - state.touched >= quiet and state.run.key not in holding:
                 state.given = now
                 out.append(root_span(state.run, state.start, state.end, state.calls))
+        if len(self._runs) > RUNS_KEPT:  # a proxy left on: forget the runs quiet longest, roots given
+            done = sorted(
+                (s.touched, key) for key, s in self._runs.items() if s.given == (s.start, s.end, s.calls)
+            )
+            for _, key in done[: len(self._runs) - RUNS_KEPT]:
+                del self._runs[key]
         return out
 
     def finish(self) -> list[SpanValue]:

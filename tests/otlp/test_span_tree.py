@@ -381,3 +381,21 @@ def test_live_a_tool_call_committed_before_the_answer_that_asked_for_it_still_ne
         ("execute_tool other", "root"),
     ]
     assert set(second + tree.finish()) == set(_tree(row))
+
+
+def test_a_proxy_left_on_forgets_the_runs_quiet_longest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `RUNS_KEPT` runs whose roots were given, the quiet-longest is forgotten: a later call of it
+    starts the run again (its root, same ids, counts from there), and memory stays bounded."""
+    from addons.readback import span_tree
+
+    monkeypatch.setattr(span_tree, "RUNS_KEPT", 2)
+    clock = [0.0]
+    tree = SpanTree(lambda e: b"", clock=lambda: clock[0])
+    for i, session in enumerate(("s1", "s2", "s3")):
+        clock[0] = i
+        tree.add(exchange(f"a{i}", i, CHAT, session=session, model="m"))
+    first = {dict(s.attributes)["session.id"]: s for s in tree.roots()}
+    clock[0] = 10
+    assert len(tree.add(exchange("a9", 9, CHAT, session="s1", model="m"))) == 1
+    (root,) = tree.roots()
+    assert root.span_id == first["s1"].span_id and dict(root.attributes)["flightlog.calls"] == 1
