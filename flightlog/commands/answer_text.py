@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from formats.terminal_text import shown
+from tui.figures import spend
 
 ExplainOpt = Annotated[
     bool, typer.Option("--explain", help="Print what the question was read as, and answer nothing.")
@@ -20,7 +21,10 @@ def print_reply(view: str, reply: dict[str, Any], by: str | None, sort: str | No
     if view == "stats":
         stats_table(by, reply["unit"], reply["stats"])
     elif view == "totals":
-        for name, value in reply["totals"].items():
+        totals = dict(reply["totals"])
+        if "unpriced" in totals:  # one cost line: what is summed, and the calls no price is known for
+            totals["cost_usd"] = spend(totals["cost_usd"], totals.pop("unpriced")) or "$0"
+        for name, value in totals.items():
             typer.echo(f"{shown(name)}\t{shown(value)}")
     else:
         answer_lines(reply["events"], sort)

@@ -94,6 +94,8 @@ def test_counts_and_tally_commands_show_unknown_cost(home: Path) -> None:
     assert "$0.0123" in next(line for line in by_model.splitlines() if "gpt-4o" in line)
     tally = _flightlog(home, "ledger", "tally", "--by", "model", "--by", "agent")
     assert "? (3 unknown)" in next(line for line in tally.splitlines() if "house-model" in line)
+    spent = _flightlog(home, "ledger", "ask", "how", "much", "did", "we", "spend").splitlines()
+    assert "cost_usd\t$0.0123 + ? (3 unknown)" in spent and not any(s.startswith("unpriced") for s in spent)
 
 
 def test_reprice_answers_with_todays_prices_beside_the_recorded_and_writes_nothing(home: Path) -> None:
