@@ -225,9 +225,13 @@ class _Reader(TimeWords, ViewWords):
 
     def field_word(self, name: str, said: str) -> None:
         """A field's name, then its value: a value the Ledger holds, a quoted one, or a model's name;
-        a function word after it leaves the field a plain noun ("what did the agent do")."""
+        a function word after it leaves the field a plain noun ("what did the agent do"), unless the
+        Ledger holds it as that field's value ("session a" where a session is named "a")."""
         nxt = self.peek()
-        if nxt is not None and not self.quoted[self.i] and nxt.lower() in FUNCTION_WORDS:
+        held = (
+            nxt is not None and name in CHECKED and self.known is not None and self.known.matches(name, nxt)
+        )
+        if nxt is not None and not self.quoted[self.i] and nxt.lower() in FUNCTION_WORDS and not held:
             if name in CHECKED:
                 return
             self.field(name, self.value_for(said))

@@ -28,8 +28,10 @@ KINDS: Final = (
 while the proxy stopped is the client's leaving; a name that did not resolve is not a refusal, though
 mitmproxy says "Error connecting" of both)."""
 OTHER: Final = "error"
-CODE: Final = re.compile(r"^\s*(-?\d{1,6}|[A-Z][A-Z_]{1,11}):")
-"""An error that opens with its own code (`-32602: missing argument b`, an MCP error's JSON-RPC code)."""
+CODE: Final = re.compile(r"^\s*(-?\d{1,6}|[A-Za-z][\w.-]{0,31}):\s")
+"""An error that opens with its own code or name: an MCP error's JSON-RPC code (`-32602: missing
+argument b`), the rule of a policy refusal (`no-gone-host: host gone.example is retired`) or a limit of
+the door's (`uses: spent`). A sentence never opens with one word and a colon."""
 
 
 def error_kind(error: str) -> str:

@@ -43,11 +43,15 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
     elif looks_like_file(spec):
         raise CommandError(f"{spec!r}: no such Ledger file")
     else:
-        flt = worded_filter(spec, f"{spec!r} is no Ledger file, URL or selection")
         url, blobs_url = ledger or settings.ledger_url, blobs or settings.blobs_url
-        selection, worded = Selection(flt), True
+        worded = True
     opened = settings.open_existing_ledger(url, blobs_url)
     try:
+        if worded:  # read against the Ledger's values: "session a" where a session is named "a"
+            from storage.known_values import LedgerValues
+
+            known = LedgerValues(opened.engine)
+            selection = Selection(worded_filter(spec, f"{spec!r} is no Ledger file, URL or selection", known))
         actions = select_action_ids(opened.engine, selection)
         if not actions and worded:  # a gate that compares nothing passes whatever changed
             raise CommandError(f"{spec!r} is no Ledger file here, and no recorded exchange matches it")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     # deferred: mitmproxy/httpx, SQLAlchemy load slowly; other commands start without them
     from addons.readback.recorded import Selection
     from storage.ask import Question
+    from storage.ask_known import Known
     from storage.filters import Filter
 
 LedgerOpt = Annotated[
@@ -132,14 +133,17 @@ with_filters = spread_options("filters", FILTER_OPTIONS)
 """The Ledger's filter options, for a command with a `filters: Given` parameter."""
 
 
-def filter_from_options(words: list[str] | None, filters: Given) -> tuple[Filter, Question | None]:
-    """(Filter, Question or None) from plain words and filter options; a field given twice must agree."""
+def filter_from_options(
+    words: list[str] | None, filters: Given, known: Known | None = None
+) -> tuple[Filter, Question | None]:
+    """(Filter, Question or None) from plain words and filter options; a field given twice must agree.
+    `known`: the Ledger's values, where the caller has the Ledger open (`storage.ask`)."""
     # deferred: SQLAlchemy loads slowly; other commands start without it
     from storage.ask import ask
     from storage.ask_time import time_bound
     from storage.filters import Filter, iso
 
-    question = ask(" ".join(words)) if words else None
+    question = ask(" ".join(words), known=known) if words else None
     data = {name: value for name, value in filters.items() if value not in (None, [], ())}
     for name in ("since", "until"):
         if name in data:  # the words a question reads: `--since yesterday` as "since yesterday"
@@ -157,13 +161,13 @@ def filter_from_options(words: list[str] | None, filters: Given) -> tuple[Filter
     return merged, question
 
 
-def worded_filter(words: str, refused: str) -> Filter:
+def worded_filter(words: str, refused: str, known: Known | None = None) -> Filter:
     """The filter plain words name; words not understood are one line beginning with `refused`
     (a recording that reads as nothing would select every exchange)."""
     from storage.errors import StorageError  # deferred with the rest of the Ledger's code
 
     try:
-        flt, _ = filter_from_options(words.split(), NONE_GIVEN)
+        flt, _ = filter_from_options(words.split(), NONE_GIVEN, known)
     except StorageError as e:
         raise CommandError(f"{refused}: {e}") from e
     return flt

@@ -185,6 +185,15 @@ def test_a_word_holding_two_fields_values_asks_which() -> None:
     assert ask("errors from agent alpha", NOW, both).filter.agent == "alpha"
 
 
+def test_a_function_word_the_ledger_holds_as_the_fields_value_is_that_value() -> None:
+    """'session a' where a session is named "a": the value, not the article; where none is, the
+    article (the field stays a plain noun)."""
+    named_a = KnownValues({"session": ["a", "b"]})
+    assert ask("session a", NOW, named_a).filter.session == "a"
+    assert ask("what did the session a do", NOW, named_a).filter.session == "a"
+    assert ask("what did the agent do today", NOW, named_a).filter.to_json() == {"since": TODAY}
+
+
 def test_without_a_ledger_function_words_are_still_never_values() -> None:
     """No `known` (no Ledger at hand): a value after a field is taken as given, but never 'do'."""
     assert ask("what did the agent do today", NOW).filter.to_json() == {"since": TODAY}

@@ -59,6 +59,8 @@ ERRORS = [
     (trailer_error("X-Checksum"), "trailers"),
     ("HTTP/2 protocol error: invalid header", "protocol"),
     ("-32602: missing argument b", "-32602"),  # an MCP error: its JSON-RPC code
+    ("no-gone-host: host gone.example is retired", "no-gone-host"),  # a policy refusal: its rule
+    ("uses: spent", "uses"),  # a door refusal: its limit
     ("LIMIT: 3 calls a minute", "LIMIT"),
     ("something nobody foresaw", "error"),
 ]

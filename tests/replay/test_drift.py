@@ -62,7 +62,7 @@ def test_a_changed_tool_list_is_reported_and_fails_on_tools(home: Path, tmp_path
             tmp_path / "one.dbb"
         ): "is no Ledger file here, and no recorded exchange matches it",  # a mistyped file reads as a host
         "twoo.db": "'twoo.db': no such Ledger file",
-        "session zz": "'session zz' is no Ledger file here, and no recorded exchange matches it",
+        "session zz": "did not understand 'zz' (no session of that name in the Ledger",  # read against it
         "session a frobnicate": "'session a frobnicate' is no Ledger file, URL or selection: did not",
     }
     for spec, said in refusals.items():
