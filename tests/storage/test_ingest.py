@@ -383,9 +383,10 @@ def test_sqlite_hour_index_takes_an_hours_events_at_its_end(
 ) -> None:
     """Within the current hour the hour index is in time order (migration 0007): a commit adds its
     events at the index's last pages, not one page each by token count (a 100-event commit writes 6
-    of its pages, against 35 in the old order), and counting by hour (the one SUMS text, `unpriced` included) still reads the index alone.
-    The checkpoint thread is kept from firing: the frames are counted by this test's own checkpoint,
-    which a background one running at the same moment would find busy (seen on a loaded machine)."""
+    of its pages, against 35 in the old order), and counting by hour (the one SUMS text, `unpriced`
+    included) still reads the index alone. The checkpoint thread is kept from firing: the frames are
+    counted by this test's own checkpoint, which a background one running at the same moment would
+    find busy (seen on a loaded machine)."""
     monkeypatch.setattr("storage.checkpoints.PAGES", 10**9)
     with_index = _commit_frames(tmp_path / "with.db", hour_index=True)
     without = _commit_frames(tmp_path / "without.db", hour_index=False)
