@@ -56,8 +56,8 @@ imports: $(STAMP)
 # The tests mostly wait on subprocesses (proxies, clients, servers), so they run on JOBS pytest-xdist
 # workers, a test file per worker (its module fixtures, such as a shared proxy, start once). The
 # `serial` tests (they restart the shared PostgreSQL server) run afterwards, alone.
-# One worker more than the cores: a worker mostly waits on its subprocesses, so a third keeps two
-# cores busy (the whole suite here: 9m38s with 2 workers, 8m25s with 3, every test passing in both).
+# One worker more than the cores: a worker mostly waits on its subprocesses, so one more keeps the
+# cores busy (the figures are in the commit that set it).
 JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 pytest: $(STAMP)
 	$(BIN)/pytest -q -n $(JOBS) --dist loadfile -m 'not serial' $(PYTEST_ARGS)
