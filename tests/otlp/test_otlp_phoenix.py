@@ -33,7 +33,10 @@ from tests.support.phoenix import phoenix
 from tests.support.proxy import LiveProxy, start_proxy
 from tests.support.upstream import upstream
 
-pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
+pytestmark = [
+    pytest.mark.slow,  # run first on the xdist workers (tests/conftest.py)
+    pytest.mark.timeout(900),  # a fresh machine builds Phoenix's venv on first use (`tests.support.phoenix`)
+]
 
 Tree = set[tuple[str, str, str | None, str]]
 """(trace id, span id, parent span id, name) of every span, ids in hex."""
