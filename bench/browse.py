@@ -37,10 +37,11 @@ from typing import Any
 from sqlalchemy import text
 
 from bench._pg import add_pg_option, scratch_database
+from storage.event_reads import counts, select_events
 from storage.events import Batch, Event
 from storage.exchanges import select_exchanges
+from storage.filters import Filter
 from storage.ledger import Ledger, open_ledger
-from storage.queries import Filter, counts, select_events
 from storage.timeline import timeline
 
 END = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

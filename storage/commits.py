@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.queries import QueryError
+from storage.filters import QueryError
 
 
 @dataclass(frozen=True, slots=True)

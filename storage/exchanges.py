@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from storage.events import StoredEvent
+from storage.filters import Cursor, Filter, QueryError
 from storage.kinds import (
     CONNECTION_ATTEMPT,
     DISPATCH_CALL,
@@ -45,7 +46,7 @@ from storage.kinds import (
     MCP_PREFIX,
     MCP_START,
 )
-from storage.queries import EVENTS, Cursor, Filter, QueryError, _bind_time, _conditions
+from storage.queries import EVENTS, _bind_time, _conditions
 from storage.rows import from_mapping
 
 OPENING_KINDS: Final = (HTTP_REQUEST, DISPATCH_CALL, DISPATCH_DRY_RUN, CONNECTION_ATTEMPT)

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.queries import QueryError
+from storage.filters import QueryError
 
 ROW_COLUMNS: Final = (
     "event_id, action_id, kind, direction, at, method, url, status, tool, session, task, agent, error"

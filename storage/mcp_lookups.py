@@ -14,8 +14,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from storage.events import StoredEvent
+from storage.filters import QueryError
 from storage.kinds import MCP_INITIALIZE_RESULT, MCP_TOOL_CALL, MCP_TOOL_RESULT
-from storage.queries import QueryError
 from storage.rows import from_mapping
 
 MCP_COLUMNS: Final = (

@@ -1,13 +1,12 @@
-"""Questions to the Ledger: the `Filter`'s answers, and its conditions as SQLAlchemy Core for the
-queries still written in it.
-
-Every screen, route and command asks the Ledger through the same frozen `Filter`, so a question typed
-in plain words (`storage.ask`), a filter POSTed as JSON and the TUI's filter bar all mean the same rows.
-Pages, counted views and totals are `storage.event_reads`' (SQL text any DB-API connection runs, so a
-read command needs no SQLAlchemy), named here too for the screens and routes that import them from
-here. The clauses below are the same text (`storage.event_sql`) as SQLAlchemy Core clauses, for the
-queries written in Core: the exchanges' list, the time line and the usage sums (`storage.exchanges`,
+"""Questions to the Ledger as SQLAlchemy Core: the `Filter`'s conditions for the queries still written
+in Core, the exchanges' list, the time line and the usage sums (`storage.exchanges`,
 `storage.timeline`, `storage.usage_totals`).
+
+Every screen, route and command asks the Ledger through the same frozen `Filter` (`storage.filters`),
+so a question typed in plain words (`storage.ask`), a filter POSTed as JSON and the TUI's filter bar all
+mean the same rows. Pages, counted views and totals are `storage.event_reads`' (SQL text any DB-API
+connection runs, so a read command needs no SQLAlchemy); the clauses here are the same text
+(`storage.event_sql`) made Core clauses.
 """
 
 from __future__ import annotations
@@ -20,26 +19,8 @@ from sqlalchemy import BindParameter, ColumnElement, Table, and_, bindparam, lit
 from sqlalchemy.engine import Engine
 
 from storage import event_sql
-from storage.event_reads import counts, cursor, event_json, groups_json, hour_key, select_events, totals, utc
-from storage.event_sql import ANSWER_KINDS
-from storage.filters import (
-    GROUP_BYS,
-    SORTS,
-    STATUS_CLASSES,
-    Cursor,
-    Filter,
-    Group,
-    GroupBy,
-    QueryError,
-    parse_time,
-)
+from storage.filters import Filter
 from storage.schema import EventRow
-
-__all__ = [
-    "ANSWER_KINDS", "GROUP_BYS", "SORTS", "STATUS_CLASSES", "Cursor", "Filter", "Group", "GroupBy",
-    "QueryError", "counts", "cursor", "event_json", "groups_json", "hour_key", "parse_time",
-    "select_events", "totals", "utc",
-]  # fmt: skip
 
 EVENTS: Final = EventRow.__table__  # type: ignore[attr-defined]
 

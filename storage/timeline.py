@@ -15,7 +15,9 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.queries import EVENTS, GROUP_BYS, Filter, QueryError, bucket, group_key, hour_key, where
+from storage.event_reads import hour_key
+from storage.filters import GROUP_BYS, Filter, QueryError
+from storage.queries import EVENTS, bucket, group_key, where
 
 MAX_HOURS: Final = 24 * 14
 """At most the last two weeks of hours that have events."""

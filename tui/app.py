@@ -25,7 +25,7 @@ from egress.asks import AskBook
 from formats.terminal_text import shown
 from storage.ask import ask
 from storage.errors import StorageError
-from storage.queries import Filter
+from storage.filters import Filter
 from tui.asks import AsksScreen
 from tui.counts import CountsScreen
 from tui.detail import DetailScreen

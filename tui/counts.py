@@ -1,7 +1,7 @@
 """Counts under the current filter: events per hour as a sparkline, and tables by model, tool, session
 with a sparkline over time per group for events, tokens and cost, so a spike is seen before it is read.
 
-Each figure is summed from rows by the database (`storage.queries.counts`, `storage.timeline`), read in
+Each figure is summed from rows by the database (`storage.event_reads.counts`, `storage.timeline`), read in
 a worker thread. Hours without events are drawn as zeros, so every x axis is time, not just busy hours,
 and every group's sparklines share the same stretch of time.
 """
@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Footer, Header, Sparkline, Static
 
 from formats import terminal_text
 from storage.errors import StorageError
-from storage.queries import Filter, Group
+from storage.filters import Filter, Group
 from storage.timeline import Series, Timeline
 from tui import cells, figures, rich_text
 from tui.source import Source

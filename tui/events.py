@@ -9,8 +9,9 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from storage.event_reads import cursor
 from storage.events import StoredEvent
-from storage.queries import Cursor, Filter, cursor
+from storage.filters import Cursor, Filter
 from tui import cells, rich_text
 from tui.detail import DetailScreen
 from tui.exchange_detail import ExchangeScreen

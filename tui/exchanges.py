@@ -14,9 +14,10 @@ from textual import events, work
 from textual.binding import Binding, BindingType
 
 from storage.errors import StorageError
+from storage.event_reads import cursor
 from storage.events import StoredEvent
 from storage.exchanges import Exchange, answers, opens
-from storage.queries import Cursor, Filter, cursor
+from storage.filters import Cursor, Filter
 from tui import exchange_cells, rich_text
 from tui.exchange_cells import Cell, Column
 from tui.exchange_detail import ExchangeScreen

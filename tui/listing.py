@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from formats.terminal_text import shown
 from storage.errors import StorageError
 from storage.events import StoredEvent
-from storage.queries import Cursor, Filter
+from storage.filters import Cursor, Filter
 from tui.browsing import Browsing
 from tui.exchange_keys import ExchangeKeys
 from tui.rich_text import noted

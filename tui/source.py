@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from storage.event_reads import counts, select_events
 from storage.events import StoredEvent
 from storage.exchanges import Exchange, select_exchanges
+from storage.filters import Cursor, Filter, Group
 from storage.mcp_lookups import call_events
-from storage.queries import Cursor, Filter, Group, counts, select_events
 from storage.timeline import Timeline, timeline
 from tui.errors import TuiError
 

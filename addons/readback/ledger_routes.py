@@ -39,19 +39,11 @@ from addons.readback.errors import ReadbackError
 from storage.answer import answer, page
 from storage.ask import ask
 from storage.errors import StorageError
+from storage.event_reads import counts, event_json, groups_json, totals
 from storage.events import StoredEvent
+from storage.filters import GROUP_BYS, Filter, QueryError, parse_time
 from storage.known_values import LedgerValues
 from storage.locations import private_home
-from storage.queries import (
-    GROUP_BYS,
-    Filter,
-    QueryError,
-    counts,
-    event_json,
-    groups_json,
-    parse_time,
-    totals,
-)
 from storage.tally import collectors, state_answer, tally_answer
 
 PREFIX: Final = "/api/ledger/"

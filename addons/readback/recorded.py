@@ -16,11 +16,12 @@ from urllib.parse import urlsplit, urlunsplit
 from sqlalchemy.engine import Engine
 
 from storage import kinds
+from storage.event_reads import cursor, select_events
 from storage.events import StoredEvent
+from storage.filters import Filter
 from storage.heads import Head, parse_head
 from storage.kinds import HTTP_REQUEST, HTTP_RESPONSE
 from storage.lookups import event_ids_of_actions
-from storage.queries import Filter, cursor, select_events
 
 REQUEST_KIND: Final = HTTP_REQUEST
 RESPONSE_KIND: Final = HTTP_RESPONSE

@@ -1,7 +1,7 @@
 """`flightlog export`: the Ledger's events as HAR, a mitmproxy flow file, JSON lines or OTLP traces.
 
 Events are selected the way every Ledger question does: a question in plain words and/or the shared
-filter options, read into one `storage.queries.Filter`; `--action` narrows to given actions.
+filter options, read into one `storage.filters.Filter`; `--action` narrows to given actions.
 """
 
 from __future__ import annotations

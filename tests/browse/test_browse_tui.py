@@ -13,8 +13,8 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Sparkline, Static
 
 from storage.events import Batch, Event, StoredEvent
+from storage.filters import Cursor, Filter
 from storage.ledger import Ledger, open_ledger
-from storage.queries import Cursor, Filter
 from tests.browse.sample import NOW, T0, sqlite_sample
 from tests.browse.tui_support import make_app, settle
 from tui.app import PAGE, EventsScreen
@@ -303,7 +303,7 @@ async def test_counts_sparkline_and_tables(sqlite_sample: Ledger) -> None:
 
 def test_hourly_fills_empty_hours() -> None:
     """Hours without events are zeros, so the sparkline's axis is time."""
-    from storage.queries import Group
+    from storage.filters import Group
 
     series, caption = hourly(
         [Group("2026-11-29T10:00Z", 3, 0, 0, 0.0), Group("2026-11-29T13:00Z", 1, 0, 0, 0.0)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from storage.exchanges import select_exchanges, timing
+from storage.filters import Filter
 from storage.ledger import Ledger
-from storage.queries import Filter
 from tests.browse.sample import sample_ledger
 from tui import figures
 from tui.exchange_cells import DROP_ORDER, cells, layout

@@ -18,8 +18,8 @@ import pytest
 
 from addons.readback.export import export, plan
 from addons.readback.recorded import Selection
+from storage.filters import Filter
 from storage.ledger import Ledger
-from storage.queries import Filter
 from tests.browse.recorded_exchanges import head, record
 
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "har-1.2.schema.json").read_text())

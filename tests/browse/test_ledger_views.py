@@ -19,9 +19,10 @@ import pytest
 from addons.readback.ledger_routes import handle
 from storage.answer import answer
 from storage.ask import ask
+from storage.event_reads import counts
 from storage.events import Batch, Event
+from storage.filters import Filter
 from storage.ledger import Ledger, open_ledger
-from storage.queries import Filter, counts
 from tests.browse.sample import NOW, T0, sample_events
 
 TOKEN = "t0ken"

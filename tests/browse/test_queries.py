@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from storage.event_reads import counts, cursor, select_events, totals
+from storage.filters import Filter, QueryError
 from storage.ledger import Ledger
-from storage.queries import Filter, QueryError, counts, cursor, select_events, totals
 from tests.browse.sample import T0, sample_events, sample_ledger
 
 __all__ = ["sample_ledger"]

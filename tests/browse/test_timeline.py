@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from storage.filters import Filter, QueryError
 from storage.ledger import Ledger
-from storage.queries import Filter, QueryError
 from storage.timeline import timeline
 from tests.browse.sample import sample_ledger
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from storage.event_reads import counts
 from storage.filters import Filter
 from storage.ledger import open_ledger
-from storage.queries import counts
 from tests.capture.cached_apis import ANTHROPIC_USAGE, BUSY, CHAT_USAGE, RESPONSES_USAGE, cached_apis
 from tests.capture.test_node_clients import _npm_install
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from storage.event_reads import counts, totals
 from storage.events import Event
 from storage.filters import Filter
 from storage.ledger import open_ledger
-from storage.queries import counts, totals
 from storage.tally import tally_answer
 from tests.storage.factory import batch, event
 from tui.figures import spend

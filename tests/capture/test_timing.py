@@ -10,7 +10,8 @@ from pathlib import Path
 import httpx
 
 from storage.engine import make_engine
-from storage.queries import Filter, select_events
+from storage.event_reads import select_events
+from storage.filters import Filter
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream

@@ -149,7 +149,8 @@ def test_a_normally_closed_websocket_is_not_an_error(
     """Closed with 1000: no event of the connection has an error, and asking for errors finds none
     of them (the close code in `status` is not an HTTP status)."""
     from storage.engine import make_engine
-    from storage.queries import Filter, select_events
+    from storage.event_reads import select_events
+    from storage.filters import Filter
 
     base, _, pairs = recorded
     session = pairs[0][0].session  # type: ignore[attr-defined]
@@ -188,7 +189,7 @@ def test_exports_carry_the_messages(recorded: tuple[Path, list[Event], list[obje
 
     from addons.readback.export import export, plan
     from addons.readback.recorded import Selection
-    from storage.queries import Filter
+    from storage.filters import Filter
 
     base, _, pairs = recorded
     session = pairs[0][0].session  # type: ignore[attr-defined]

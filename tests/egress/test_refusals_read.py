@@ -16,9 +16,10 @@ import pytest
 from textual.widgets import DataTable
 
 from storage.ask import ask
+from storage.event_reads import counts
 from storage.events import Batch, Event
+from storage.filters import Filter
 from storage.ledger import Ledger, open_ledger
-from storage.queries import Filter, counts
 from tests.browse.tui_support import make_app, settle
 from tests.support.proxy import live_proxy
 from tests.support.upstream import upstream
