@@ -49,7 +49,7 @@ ByOpt = Annotated[
 ]
 
 
-def _reading[T](ledger_url: str | None, read: Callable[[Reader], T]) -> T:
+def read_ledger[T](ledger_url: str | None, read: Callable[[Reader], T]) -> T:
     """`read` on the Ledger opened read-only (`storage.reader`: never created nor migrated here)."""
     reader = load_settings().open_reader(ledger_url)
     try:
@@ -85,7 +85,7 @@ def row(event_id: str, ledger: LedgerOpt = None, blobs: BlobsOpt = None, as_json
     """Print one event whole."""
     from storage.event_reads import event
 
-    found = _reading(ledger, lambda r: event(r, event_id))
+    found = read_ledger(ledger, lambda r: event(r, event_id))
     if found is None:
         raise CommandError(f"no event {event_id!r} in the ledger")
     if as_json:
@@ -101,7 +101,7 @@ def action(
     """Print every event of one action, in order."""
     from storage.event_reads import action as action_events
 
-    events = _reading(ledger, lambda r: action_events(r, action_id))
+    events = read_ledger(ledger, lambda r: action_events(r, action_id))
     if not events:
         raise CommandError(f"no events for action {action_id!r}")
     if as_json:
@@ -193,7 +193,7 @@ def counts_command(
         _tally(flt, keys, ledger_url, blobs_url, as_json)
         return
     if not keys:
-        summary = {"filter": flt.to_json(), **_reading(ledger_url, lambda r: totals(r, flt))}
+        summary = {"filter": flt.to_json(), **read_ledger(ledger_url, lambda r: totals(r, flt))}
         if as_json:
             _print_json(summary)
         else:
@@ -201,7 +201,7 @@ def counts_command(
             for key, value in summary.items():
                 typer.echo(shown(f"{key:18} {value}"))
         return
-    groups = _reading(ledger_url, lambda r: counts(r, flt, keys[0]))
+    groups = read_ledger(ledger_url, lambda r: counts(r, flt, keys[0]))
     if as_json:
         _print_json({"filter": flt.to_json(), "by": keys[0], "groups": [g.to_json() for g in groups]})
         return
@@ -230,7 +230,7 @@ def tally_command(
 def _tally(flt: Any, keys: list[str], ledger_url: str | None, blobs_url: str | None, as_json: bool) -> None:
     from storage.tally import tally_answer
 
-    answer = _reading(ledger_url, lambda r: tally_answer(r, flt, keys))
+    answer = read_ledger(ledger_url, lambda r: tally_answer(r, flt, keys))
     if as_json:
         _print_json(answer)
         return
@@ -251,7 +251,7 @@ def state_command(ledger_url: LedgerOpt = None, blobs_url: BlobsOpt = None, as_j
     """Where each collector stands: its position, last commit, lag, batches and drops."""
     from storage.tally import state_answer
 
-    answer = _reading(ledger_url, state_answer)
+    answer = read_ledger(ledger_url, state_answer)
     if as_json:
         _print_json(answer)
         return
@@ -281,7 +281,7 @@ def query_command(
     from storage.event_reads import event_json, select_events
 
     flt, question = filter_from_options(words, filters)
-    events = _reading(ledger_url, lambda r: select_events(r, flt, limit=limit))
+    events = read_ledger(ledger_url, lambda r: select_events(r, flt, limit=limit))
     if as_json:
         _print_json({"filter": flt.to_json(), "events": [event_json(e) for e in events]})
         return

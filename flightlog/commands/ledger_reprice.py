@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from flightlog.commands.ledger import ledger_app
+from flightlog.commands.ledger import ledger_app, read_ledger
 from flightlog.commands.options import (
     NONE_GIVEN,
     BlobsOpt,
@@ -43,11 +43,7 @@ def reprice_command(
     settings = load_settings()
     flt, _ = filter_from_options(words, filters)
     table = PriceTable.load(settings.home / "prices.toml")
-    reader = settings.open_reader(ledger_url)
-    try:
-        answer = reprice_answer(reader, flt, table)
-    finally:
-        reader.close()
+    answer = read_ledger(ledger_url, lambda r: reprice_answer(r, flt, table))
     if as_json:
         typer.echo(json_text(answer))
         return
