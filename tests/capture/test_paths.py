@@ -10,11 +10,12 @@ that leaves after the first event, and an upstream that refuses the connection. 
 is one entry.
 
 For each pair: the client gets the same status, head and bytes as through plain mitmdump (the
-oracle streams what flightlog streams: tests/support/stream_oracle.py), its first byte as early
-(within noise; for the slow stream, long before the answer's end on every door), and the Ledger's
-answer says what the client got: its status, its bytes (`client_bytes`, and the payload itself when
-the client stayed), a client that left (`client_left_ms`, with the whole answer still read), a
-failure (its error), and a first byte at the time the client saw it.
+oracle streams what flightlog streams: tests/support/stream_oracle.py), its first byte no later
+(within noise; an oracle slowed by a loaded machine is not flightlog's defect; for the slow stream,
+long before the answer's end on every door), and the Ledger's answer says what the client got: its
+status, its bytes (`client_bytes`, and the payload itself when the client stayed), a client that left
+(`client_left_ms`, with the whole answer still read), a failure (its error), and a first byte at the
+time the client saw it.
 """
 
 from __future__ import annotations
@@ -160,8 +161,8 @@ def test_the_client_sees_what_mitmdump_gives_it_and_the_ledger_says_what_it_saw(
         assert _outcome(ours) == _outcome(oracle), f"flightlog: {ours}\nmitmdump: {oracle}"
     else:  # the client read what it wanted and left: the same, as far as it read
         assert (ours.status, ours.head, ours.left) == (oracle.status, oracle.head, True), (ours, oracle)
-    if ours.first_byte is not None and oracle.first_byte is not None:
-        assert abs(ours.first_byte - oracle.first_byte) < NOISE, (ours.first_byte, oracle.first_byte)
+    if ours.first_byte is not None and oracle.first_byte is not None:  # no later than the oracle's
+        assert ours.first_byte - oracle.first_byte < NOISE, (ours.first_byte, oracle.first_byte)
     if shape.name == "sse-slow":  # five events 0.1 s apart: the first one long before the last
         assert ours.first_byte is not None and ours.first_byte < 0.25, ours.first_byte
         assert len(ours.reads) >= 3 and ours.reads[-1] > 0.35, ours.reads

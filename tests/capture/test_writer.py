@@ -173,6 +173,9 @@ def test_an_idle_writer_sleeps_until_something_arrives(tmp_path: Path) -> None:
     writer = Writer(ledger_at, Processing(), collector="t")
     writer.start()
     writer.put(request(0))
+    deadline = time.monotonic() + 10
+    while writer.stats.written < 1 and time.monotonic() < deadline:  # a loaded machine may take a while
+        time.sleep(0.01)
     time.sleep(0.5)  # written, and idle since
     assert writer._thread is not None and writer._thread.native_id is not None
     before = wakeups(writer._thread.native_id)
