@@ -93,6 +93,10 @@ def summary(event: StoredEvent) -> list[tuple[str, str]]:
         ("tool", event.tool or ""),
         ("model", event.model or ""),
         ("tokens", tokens(event.tokens_in, event.tokens_out)),
+        (
+            "of them",
+            figures.token_details(event.cache_read_tokens, event.cache_write_tokens, event.reasoning_tokens),
+        ),
         ("cost", cost(event.cost_usd)),
         ("payload", payload_line(event)),
         ("redacted", ", ".join(event.redacted) if event.redacted else "nothing"),

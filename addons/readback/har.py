@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 from addons.readback.recorded import Exchange, PayloadReader, body
 from formats import codings
 from storage.heads import Fields, Head
+from storage.rows import TOKEN_DETAILS
 
 VERSION: Final = "1.2"
 UNKNOWN_MIME: Final = "x-unknown"
@@ -190,7 +191,7 @@ def usage_and_timing(x: Exchange) -> dict[str, Any]:
     for event in (x.request, x.response):
         if event is None:
             continue
-        for name in ("model", "tokens_in", "tokens_out", "cost_usd"):
+        for name in ("model", "tokens_in", "tokens_out", *TOKEN_DETAILS, "cost_usd"):
             if (value := getattr(event, name)) is not None:
                 out[name] = value
     if x.response is not None:

@@ -59,12 +59,14 @@ def read_ledger[T](ledger_url: str | None, read: Callable[[Reader], T]) -> T:
 
 
 def _print_event(event: dict[str, Any]) -> None:
+    from storage.rows import TOKEN_DETAILS
+
     head = event.get("head")
     typer.echo(shown(f"{event['event_id']}  {event['kind']}  {event['direction']}  {event['at']}"))
     for name in ("action_id", "method", "url", "status", "tool", "session", "task", "turn", "agent"):
         if event.get(name) is not None:
             typer.echo(f"  {name}: {shown(event[name])}")
-    for name in ("model", "tokens_in", "tokens_out", "cost_usd", "error", "parent"):
+    for name in ("model", "tokens_in", "tokens_out", *TOKEN_DETAILS, "cost_usd", "error", "parent"):
         if event.get(name) is not None:
             typer.echo(f"  {name}: {shown(event[name])}")
     payload = event["payload_state"]

@@ -147,3 +147,46 @@ def test_reprice_reads_the_recorded_calls_alike_on_both_databases(ledger_url: st
     assert models["gpt-4o"]["recorded_usd"] == pytest.approx(0.0123)
     assert models["gpt-4o"]["repriced_usd"] == pytest.approx(2 * (1000 * 2.5 + 100 * 10) / 1e6)
     assert (models["house-model"]["recorded_unpriced"], models["house-model"]["repriced_unpriced"]) == (3, 3)
+
+
+def test_the_parts_priced_apart_are_shown_wherever_a_call_is_read(home: Path) -> None:
+    """Cache reads, cache writes and reasoning tokens (the counts a price treats apart) are in
+    `ledger row`'s text and JSON, in a HAR export's `_flightlog`, and in the browser's detail, where
+    the answer stated them; a call that stated none shows no such line."""
+    from storage.event_reads import event as read_event
+    from storage.reader import open_reader
+    from tui.cells import summary
+
+    home.mkdir()
+    details = {"cache_read_tokens": 20000, "cache_write_tokens": 3000, "reasoning_tokens": 512}
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    try:
+        ledger.append(batch([
+            event(0, url=ANTHROPIC),
+            event(1, url=ANTHROPIC, model="claude-sonnet-4-5", tokens_in=23012, tokens_out=600,
+                  cost_usd=0.08, **details),
+            event(3, url=ANTHROPIC, model="claude-sonnet-4-5", tokens_in=10, tokens_out=5, cost_usd=0.001),
+        ]))  # fmt: skip
+    finally:
+        ledger.close()
+
+    text = _flightlog(home, "ledger", "row", "ev-000001")
+    for name, value in details.items():
+        assert f"  {name}: {value}\n" in text, text
+    assert "cache_read_tokens" not in _flightlog(home, "ledger", "row", "ev-000003")
+    as_json = json.loads(_flightlog(home, "ledger", "row", "ev-000001", "--json"))
+    assert {name: as_json[name] for name in details} == details
+
+    har = json.loads(_flightlog(home, "export", "--format", "har"))
+    stated = [e["_flightlog"] for e in har["log"]["entries"] if "cache_read_tokens" in e["_flightlog"]]
+    assert len(stated) == 1 and {name: stated[0][name] for name in details} == details, stated
+
+    reader = open_reader(f"sqlite:///{home / 'ledger.db'}")
+    try:
+        stated_row, plain_row = read_event(reader, "ev-000001"), read_event(reader, "ev-000003")
+    finally:
+        reader.close()
+    assert stated_row is not None and plain_row is not None
+    shown, plain = dict(summary(stated_row)), dict(summary(plain_row))
+    assert shown["of them"] == "cache read 20,000 · cache write 3,000 · reasoning 512"
+    assert "of them" not in plain
