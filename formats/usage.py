@@ -30,10 +30,11 @@ class Usage:
     `tokens_in` counts every input token, cached or not (Anthropic's `cache_creation_input_tokens` and
     `cache_read_input_tokens` are added to `input_tokens`, like OpenAI's `prompt_tokens` includes its
     cached tokens); `cache_read` and `cache_write` say how many of them were read from or written to
-    the provider's prompt cache, priced at their own rates. `tokens_out` counts every output token;
-    `reasoning` says how many of them were reasoning (priced as output). The details are None when
-    the answer did not say. `raw` is the answer's usage object as sent (a stream's, later fields
-    over earlier).
+    the provider's prompt cache, priced at their own rates, and `cache_write_1h` how many of the
+    writes were kept for an hour (Anthropic's `ttl: 1h`, priced higher than its five-minute writes).
+    `tokens_out` counts every output token; `reasoning` says how many of them were reasoning (priced
+    as output). The details are None when the answer did not say. `raw` is the answer's usage object
+    as sent (a stream's, later fields over earlier).
     """
 
     provider: str
@@ -44,6 +45,7 @@ class Usage:
     cache_read: int | None = None
     cache_write: int | None = None
     reasoning: int | None = None
+    cache_write_1h: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ class Details:
     cache_read: int | None = None
     cache_write: int | None = None
     reasoning: int | None = None
+    cache_write_1h: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ def _extract(
         more.cache_read,
         more.cache_write,
         more.reasoning,
+        more.cache_write_1h,
     )
 
 
@@ -124,7 +128,8 @@ def _nested(usage: dict[str, Any], outer: str, inner: str) -> int | None:
 def details(usage: object) -> Details:
     """Cache reads, cache writes and reasoning tokens from any provider's usage object.
 
-    Anthropic: `cache_read_input_tokens`, `cache_creation_input_tokens`. OpenAI chat completions:
+    Anthropic: `cache_read_input_tokens`, `cache_creation_input_tokens` (of them, those kept an hour:
+    `cache_creation.ephemeral_1h_input_tokens`). OpenAI chat completions:
     `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`; the
     responses API: `input_tokens_details.cached_tokens`, `output_tokens_details.reasoning_tokens`.
     OpenAI has no cache writes (it does not charge for them): None there, not 0."""
@@ -138,7 +143,9 @@ def details(usage: object) -> Details:
     reasoning = _nested(usage, "completion_tokens_details", "reasoning_tokens")
     if reasoning is None:
         reasoning = _nested(usage, "output_tokens_details", "reasoning_tokens")
-    return Details(read, _int(usage.get("cache_creation_input_tokens")), reasoning)
+    write = _int(usage.get("cache_creation_input_tokens"))
+    hour = _nested(usage, "cache_creation", "ephemeral_1h_input_tokens")
+    return Details(read, write, reasoning, None if hour is None or write is None else min(hour, write))
 
 
 def requested_model(url: str, request_body: bytes) -> str | None:

@@ -186,6 +186,7 @@ def response_event(
         cost_usd=usage.cost,
         cache_read_tokens=usage.cache_read,
         cache_write_tokens=usage.cache_write,
+        cache_write_1h_tokens=usage.cache_write_1h,
         reasoning_tokens=usage.reasoning,
         first_byte_ms=first_byte,
         last_byte_ms=last_byte,

@@ -4,11 +4,12 @@
 cache-write rates, long-context tiers and dated price changes: flightlog ships no table of its own
 (the hand-kept one went stale and priced cache reads and writes as full input). The user's file
 (`FLIGHTLOG_HOME/prices.toml`, `[models]` entries of `{input, output}` US dollars per million tokens,
-optionally `cache_read` and `cache_write`) wins for the models it names: a private deployment, a
-negotiated rate, a local model at 0.
+optionally `cache_read`, `cache_write` and `cache_write_1h`) wins for the models it names: a private
+deployment, a negotiated rate, a local model at 0.
 
 A call is priced as its provider prices it: `tokens_in` counts every input token, of which
-`cache_read` and `cache_write` are priced at their own rates and the rest at the input rate; every
+`cache_read` and `cache_write` are priced at their own rates (of the writes, those kept an hour at the
+one-hour rate where the answer said so) and the rest at the input rate; every
 output token (reasoning included) at the output rate. The library's price at the request's time is
 used. A model neither the override nor the library knows gets None, never a guess: counts say so.
 For an override, a name ending in a date (`-YYYY-MM-DD` or `-YYYYMMDD`) without an entry of its own
@@ -31,7 +32,7 @@ from recording.errors import PriceError
 
 _DATED = re.compile(r"^(.+)-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 _MILLION = Decimal(1_000_000)
-_KEYS = frozenset({"input", "output", "cache_read", "cache_write"})
+_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 
 
 def library_source() -> str:
@@ -44,22 +45,26 @@ def library_source() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """US dollars per million tokens: input, output, and cache reads and writes (input's when unsaid)."""
+    """US dollars per million tokens: input, output, and cache reads and writes (input's when unsaid;
+    an hour's writes at the writes' rate when that is all the user gave)."""
 
     input: Decimal
     output: Decimal
     cache_read: Decimal | None = None
     cache_write: Decimal | None = None
+    cache_write_1h: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Tokens:
-    """What one call used: every input and output token, and the input tokens cached apart."""
+    """What one call used: every input and output token, the input tokens cached apart, and of the
+    cache writes those kept an hour."""
 
     tokens_in: int
     tokens_out: int
     cache_read: int = 0
     cache_write: int = 0
+    cache_write_1h: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,7 @@ class PriceTable:
             usage.tokens_out,
             cache_read=usage.cache_read,
             cache_write=usage.cache_write,
+            cache_write_1h=usage.cache_write_1h,
             provider=usage.provider,
             at=at,
         )
@@ -120,6 +126,7 @@ class PriceTable:
         *,
         cache_read: int | None = None,
         cache_write: int | None = None,
+        cache_write_1h: int | None = None,
         provider: str | None = None,
         at: datetime | None = None,
     ) -> float | None:
@@ -129,7 +136,10 @@ class PriceTable:
         host, priced as the API's own provider); `at` the request's time (None: now)."""
         if not model or tokens_in is None or tokens_out is None:
             return None
-        used = Tokens(int(tokens_in), int(tokens_out), int(cache_read or 0), int(cache_write or 0))
+        write = int(cache_write or 0)
+        used = Tokens(
+            int(tokens_in), int(tokens_out), int(cache_read or 0), write, min(int(cache_write_1h or 0), write)
+        )
         own = self.price(model)
         if own is not None:
             return float(override_cost(own, used))
@@ -141,7 +151,9 @@ def override_cost(price: Price, used: Tokens) -> Decimal:
     uncached = max(0, used.tokens_in - used.cache_read - used.cache_write)
     read = price.input if price.cache_read is None else price.cache_read
     write = price.input if price.cache_write is None else price.cache_write
-    total = price.input * uncached + read * used.cache_read + write * used.cache_write
+    hour = write if price.cache_write_1h is None else price.cache_write_1h
+    writes = write * (used.cache_write - used.cache_write_1h) + hour * used.cache_write_1h
+    total = price.input * uncached + read * used.cache_read + writes
     return (total + price.output * used.tokens_out) / _MILLION
 
 
@@ -161,6 +173,7 @@ def library_cost(model: str, used: Tokens, provider: str | None, at: datetime | 
         output_tokens=used.tokens_out,
         cache_read_tokens=used.cache_read or None,
         cache_write_tokens=used.cache_write or None,
+        cache_write_1h_tokens=used.cache_write_1h or None,
     )
     try:
         found = genai.calc_price(usage, model, provider_id=provider_id(provider), genai_request_timestamp=at)
@@ -189,12 +202,12 @@ def _parse(text: str, source: str) -> tuple[dict[str, Any], dict[str, Price]]:
         raise PriceError(f"{source}: [meta] and [models] must be tables")
     prices: dict[str, Price] = {}
     for name, entry in models.items():
-        if not isinstance(entry, dict) or set(entry) - _KEYS or "input" not in entry:
+        if not isinstance(entry, dict) or set(entry) - set(_KEYS) or "input" not in entry:
             raise PriceError(
                 f"{source}: model {name!r} needs {{input = USD, output = USD}} per million tokens"
-                " (and optionally cache_read, cache_write)"
+                f" (and optionally {', '.join(_KEYS[2:])})"
             )
-        values = {k: entry.get(k) for k in ("input", "output", "cache_read", "cache_write") if k in entry}
+        values = {k: entry.get(k) for k in _KEYS if k in entry}
         values.setdefault("output", 0)
         if not all(
             isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in values.values()
@@ -202,6 +215,10 @@ def _parse(text: str, source: str) -> tuple[dict[str, Any], dict[str, Price]]:
             raise PriceError(f"{source}: model {name!r} has a price that is not a non-negative number")
         dec = {k: Decimal(str(v)) for k, v in values.items()}
         prices[name.strip().lower()] = Price(
-            dec["input"], dec["output"], dec.get("cache_read"), dec.get("cache_write")
+            dec["input"],
+            dec["output"],
+            dec.get("cache_read"),
+            dec.get("cache_write"),
+            dec.get("cache_write_1h"),
         )
     return meta, prices

@@ -60,6 +60,7 @@ def price_now(call: Call, table: PriceTable) -> float | None:
         call.tokens_out,
         cache_read=call.cache_read,
         cache_write=call.cache_write,
+        cache_write_1h=call.cache_write_1h,
         provider=provider,
         at=call.at,
     )

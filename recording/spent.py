@@ -33,7 +33,8 @@ class Spent:
     """What an AI call's answer says it used, and its cost (None where unknown or not an AI call).
 
     `tokens_in` counts every input token and `tokens_out` every output token; `cache_read` and
-    `cache_write` are of the input, `reasoning` of the output (`formats.usage.Usage`)."""
+    `cache_write` are of the input (`cache_write_1h` of the writes), `reasoning` of the output
+    (`formats.usage.Usage`)."""
 
     model: str | None = None
     tokens_in: int | None = None
@@ -42,6 +43,7 @@ class Spent:
     cache_read: int | None = None
     cache_write: int | None = None
     reasoning: int | None = None
+    cache_write_1h: int | None = None
 
 
 NOTHING = Spent()
@@ -80,4 +82,5 @@ def usage_of(proc: Reading, rec: ResponseRecord, body: bytes | None) -> Spent:
         usage.cache_read,
         usage.cache_write,
         usage.reasoning,
+        usage.cache_write_1h,
     )

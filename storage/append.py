@@ -36,7 +36,7 @@ PG_TYPES: Final = (
     "text", "text", "text", "int8", "timestamptz", "text", "text", "text", "text", "text", "int4",
     "text", "text", "text", "text", "text", "text", "int8", "int8", "float8", "bytea", "text", "text",
     "int8", "bool", "text", "text", "text", "bool", "float8", "float8", "float8", "int8", "float8",
-    "int8", "int8", "int8",
+    "int8", "int8", "int8", "int8",
 )  # fmt: skip
 
 

@@ -92,6 +92,8 @@ class Event:
     """Of `tokens_in`, those written to the provider's prompt cache (None: not said)."""
     reasoning_tokens: int | None = None
     """Of `tokens_out`, the model's reasoning (None: not said)."""
+    cache_write_1h_tokens: int | None = None
+    """Of `cache_write_tokens`, those kept in the cache for an hour (None: not said)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,7 @@ class StoredEvent:
     cache_read_tokens: int | None
     cache_write_tokens: int | None
     reasoning_tokens: int | None
+    cache_write_1h_tokens: int | None
     fingerprint: str
 
     def to_json(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ class Call:
     tokens_out: int | None
     cache_read: int | None
     cache_write: int | None
+    cache_write_1h: int | None
     cost_usd: float | None
 
 
@@ -41,7 +42,8 @@ def recorded_calls(source: Engine | Reader, flt: Filter) -> Iterator[Call]:
         frm, took = sql.timed(r.dialect, flt)
         text = (
             "SELECT events.at, events.url, events.model, events.tokens_in, events.tokens_out,"
-            " events.cache_read_tokens, events.cache_write_tokens, events.cost_usd"
+            " events.cache_read_tokens, events.cache_write_tokens, events.cache_write_1h_tokens,"
+            " events.cost_usd"
             f" FROM {frm} WHERE {sql.where(r.dialect, flt, params, took)} AND events.model IS NOT NULL"
             " AND (events.tokens_in IS NOT NULL OR events.tokens_out IS NOT NULL)"
         )
@@ -55,5 +57,6 @@ def recorded_calls(source: Engine | Reader, flt: Filter) -> Iterator[Call]:
             row["tokens_out"],
             row["cache_read_tokens"],
             row["cache_write_tokens"],
+            row["cache_write_1h_tokens"],
             row["cost_usd"],
         )

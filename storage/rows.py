@@ -56,9 +56,15 @@ COLUMNS: Final = (
     "cache_read_tokens",
     "cache_write_tokens",
     "reasoning_tokens",
+    "cache_write_1h_tokens",
 )
-TOKEN_DETAILS: Final = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
-"""Counts within `tokens_in` / `tokens_out` that providers price apart (migration 0011)."""
+TOKEN_DETAILS: Final = (
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "cache_write_1h_tokens",
+)
+"""Counts within `tokens_in` / `tokens_out` that providers price apart (migrations 0011, 0012)."""
 TIMING_FIELDS: Final = ("first_byte_ms", "last_byte_ms", "first_token_ms", "client_left_ms")
 TEXT_FIELDS: Final = (
     "event_id",
@@ -168,8 +174,9 @@ def validate(event: Event) -> None:
     if not _count(event.client_bytes):
         raise bad(f"client_bytes must be a non-negative integer, got {event.client_bytes!r}")
     read, write, reasoning = event.cache_read_tokens, event.cache_write_tokens, event.reasoning_tokens
-    if not (_count(read) and _count(write) and _count(reasoning)):
-        for name, value in zip(TOKEN_DETAILS, (read, write, reasoning), strict=True):
+    hour = event.cache_write_1h_tokens
+    if not (_count(read) and _count(write) and _count(reasoning) and _count(hour)):
+        for name, value in zip(TOKEN_DETAILS, (read, write, reasoning, hour), strict=True):
             if not _count(value):
                 raise bad(f"{name} must be a non-negative integer, got {value!r}")
 
@@ -273,6 +280,7 @@ def to_row(event: Event, address: Address | None, *, text_time: bool = False) ->
         event.cache_read_tokens,
         event.cache_write_tokens,
         event.reasoning_tokens,
+        event.cache_write_1h_tokens,
     )
 
 
@@ -320,5 +328,6 @@ def from_mapping(row: Any) -> StoredEvent:
         cache_read_tokens=row.get("cache_read_tokens"),
         cache_write_tokens=row.get("cache_write_tokens"),
         reasoning_tokens=row.get("reasoning_tokens"),
+        cache_write_1h_tokens=row.get("cache_write_1h_tokens"),
         fingerprint=content_fingerprint(dict(row)),
     )

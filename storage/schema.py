@@ -136,6 +136,8 @@ class EventRow(SQLModel, table=True):
     """Of `tokens_in`, those written to the provider's prompt cache (priced at its cache-write rate)."""
     reasoning_tokens: int | None = Field(default=None, sa_column=Column(BigInteger))
     """Of `tokens_out`, the model's reasoning (priced as output)."""
+    cache_write_1h_tokens: int | None = Field(default=None, sa_column=Column(BigInteger))
+    """Of `cache_write_tokens`, those kept for an hour (priced at the provider's one-hour write rate)."""
 
 
 class BlobRow(SQLModel, table=True):

@@ -95,7 +95,12 @@ def summary(event: StoredEvent) -> list[tuple[str, str]]:
         ("tokens", tokens(event.tokens_in, event.tokens_out)),
         (
             "of them",
-            figures.token_details(event.cache_read_tokens, event.cache_write_tokens, event.reasoning_tokens),
+            figures.token_details(
+                event.cache_read_tokens,
+                event.cache_write_tokens,
+                event.reasoning_tokens,
+                event.cache_write_1h_tokens,
+            ),
         ),
         ("cost", cost(event.cost_usd)),
         ("payload", payload_line(event)),

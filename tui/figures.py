@@ -67,11 +67,16 @@ def tokens(tokens_in: int | None, tokens_out: int | None) -> str:
     return f"{tokens_in or 0:,}→{tokens_out or 0:,}"
 
 
-def token_details(cache_read: int | None, cache_write: int | None, reasoning: int | None) -> str:
+def token_details(
+    cache_read: int | None, cache_write: int | None, reasoning: int | None, cache_write_1h: int | None = None
+) -> str:
     """The parts of a call's tokens that prices treat apart, those its answer stated (a provider that
     says nothing of its cache is not shown as reading none): `cache read 1,200 · reasoning 50`."""
     parts = [("cache read", cache_read), ("cache write", cache_write), ("reasoning", reasoning)]
-    return " · ".join(f"{name} {n:,}" for name, n in parts if n is not None)
+    said = [f"{name} {n:,}" for name, n in parts if n is not None]
+    if cache_write and cache_write_1h:  # Anthropic's one-hour writes, priced higher than five-minute ones
+        said[1 if cache_read is not None else 0] += f" (1h {cache_write_1h:,})"
+    return " · ".join(said)
 
 
 def spark(values: Sequence[float], width: int) -> str:

@@ -96,6 +96,28 @@ def test_user_override_wins_and_adds(tmp_path: Path) -> None:
     assert str(user) in table.source and table.as_of == "2026-11-30"
 
 
+def test_an_hours_cache_writes_take_the_hour_rate_the_user_gave_else_the_writes_rate(tmp_path: Path) -> None:
+    """`cache_write_1h` prices the writes kept an hour; an entry without it prices them as its other
+    writes (what the user said a write costs), never as plain input."""
+    user = tmp_path / "prices.toml"
+    user.write_text(
+        "[models]\n"
+        '"house-model" = { input = 2.0, output = 4.0, cache_write = 3.0, cache_write_1h = 5.0 }\n'
+        '"plain-model" = { input = 2.0, output = 4.0, cache_write = 3.0 }\n',
+        encoding="utf-8",
+    )
+    table = PriceTable.load(user)
+    hour = {"cache_write": 300, "cache_write_1h": 200}
+    assert table.cost("house-model", 1000, 0, **hour) == pytest.approx(
+        (700 * 2.0 + 100 * 3.0 + 200 * 5.0) / 1e6
+    )
+    assert table.cost("plain-model", 1000, 0, **hour) == pytest.approx((700 * 2.0 + 300 * 3.0) / 1e6)
+    # a count of hour writes above the writes (a junk answer) is held to the writes
+    assert table.cost("house-model", 1000, 0, cache_write=300, cache_write_1h=900) == pytest.approx(
+        (700 * 2.0 + 300 * 5.0) / 1e6
+    )
+
+
 def test_missing_user_file_is_fine_and_malformed_one_is_an_error(tmp_path: Path) -> None:
     """No override file means the library's prices; a broken one is a clear error naming the file."""
     assert PriceTable.load(tmp_path / "absent.toml").cost("gpt-4o", 1, 1, provider="openai") is not None

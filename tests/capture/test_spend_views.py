@@ -132,18 +132,24 @@ def test_reprice_answers_with_todays_prices_beside_the_recorded_and_writes_nothi
 
 def test_reprice_reads_the_recorded_calls_alike_on_both_databases(ledger_url: str, tmp_path: Path) -> None:
     """The calls a price applies to (model and tokens; not the 429, not the request) are read with
-    their times and counts from SQLite and PostgreSQL alike, and priced at today's prices."""
+    their times and counts (cache reads, writes and the hour's share of them too) from SQLite and
+    PostgreSQL alike, and priced at today's prices."""
     from recording.prices import PriceTable
     from recording.reprice import reprice_answer
 
+    hour = {"cache_read_tokens": 20000, "cache_write_tokens": 3000, "cache_write_1h_tokens": 1000}
     ledger = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
     try:
-        ledger.append(batch(_calls()))
+        sonnet = event(13, url=ANTHROPIC, model="claude-sonnet-4-5", tokens_in=23012, tokens_out=40, **hour)
+        ledger.append(batch([*_calls(), sonnet]))
         answer = reprice_answer(ledger.engine, Filter(), PriceTable())
     finally:
         ledger.close()
     models = {m["model"]: m for m in answer["models"]}
-    assert set(models) == {"gpt-4o", "house-model"} and answer["calls"] == 5
+    assert set(models) == {"gpt-4o", "house-model", "claude-sonnet-4-5"} and answer["calls"] == 6
+    assert models["claude-sonnet-4-5"]["repriced_usd"] == pytest.approx(
+        (12 * 3 + 20000 * 0.3 + 2000 * 3.75 + 1000 * 6 + 40 * 15) / 1e6
+    )
     assert models["gpt-4o"]["recorded_usd"] == pytest.approx(0.0123)
     assert models["gpt-4o"]["repriced_usd"] == pytest.approx(2 * (1000 * 2.5 + 100 * 10) / 1e6)
     assert (models["house-model"]["recorded_unpriced"], models["house-model"]["repriced_unpriced"]) == (3, 3)
@@ -158,7 +164,8 @@ def test_the_parts_priced_apart_are_shown_wherever_a_call_is_read(home: Path) ->
     from tui.cells import summary
 
     home.mkdir()
-    details = {"cache_read_tokens": 20000, "cache_write_tokens": 3000, "reasoning_tokens": 512}
+    details = {"cache_read_tokens": 20000, "cache_write_tokens": 3000, "reasoning_tokens": 512,
+               "cache_write_1h_tokens": 1000}  # fmt: skip
     ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
     try:
         ledger.append(batch([
@@ -188,5 +195,5 @@ def test_the_parts_priced_apart_are_shown_wherever_a_call_is_read(home: Path) ->
         reader.close()
     assert stated_row is not None and plain_row is not None
     shown, plain = dict(summary(stated_row)), dict(summary(plain_row))
-    assert shown["of them"] == "cache read 20,000 · cache write 3,000 · reasoning 512"
+    assert shown["of them"] == "cache read 20,000 · cache write 3,000 (1h 1,000) · reasoning 512"
     assert "of them" not in plain

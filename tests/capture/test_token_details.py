@@ -123,3 +123,44 @@ def test_a_success_that_is_no_model_answer_claims_no_model() -> None:
     error answers borrow their request's."""
     e = _event(CHAT, ("application/json", b"\x00not json"), 200, request=b'{"model": "gpt-4o"}')
     assert (e.model, e.tokens_in, e.cost_usd) == (None, None, None)
+
+
+SONNET = "claude-sonnet-4-5"
+
+
+def _hour_usage(five: int, hour: int) -> dict[str, Any]:
+    return {"input_tokens": 12, "cache_creation_input_tokens": five + hour, "cache_read_input_tokens": 20000,
+            "cache_creation": {"ephemeral_5m_input_tokens": five, "ephemeral_1h_input_tokens": hour},
+            "output_tokens": 40}  # fmt: skip
+
+
+HOUR_SHAPES: list[tuple[str, tuple[str, bytes], int | None]] = [
+    ("answer", _json({"model": "claude-sonnet-4-5", "usage": _hour_usage(1000, 2000)}), 2000),
+    ("stream", _sse([
+        {"type": "message_start", "message": {"model": SONNET, "usage": _hour_usage(1000, 2000)}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 40}},
+    ]), 2000),
+    ("stream, counts restated on delta", _sse([
+        {"type": "message_start", "message": {"model": SONNET, "usage": _hour_usage(0, 0)}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": _hour_usage(1000, 2000)},
+    ]), 2000),
+    ("five-minute writes only", _json({"model": "claude-sonnet-4-5", "usage": _hour_usage(3000, 0)}), 0),
+    ("no ttl said", anthropic_answer({"model": "claude-sonnet-4-5"}), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "answer", "hour"), HOUR_SHAPES, ids=[s[0] for s in HOUR_SHAPES])
+def test_cache_writes_kept_an_hour_are_counted_and_priced_at_the_hour_rate(
+    case: str, answer: tuple[str, bytes], hour: int | None
+) -> None:
+    """Anthropic says which of its cache writes are kept an hour (`cache_creation`'s
+    `ephemeral_1h_input_tokens`) and prices those at twice the input rate, five-minute ones at 1.25
+    times: the column holds the hour's share (None where the answer did not say) and the cost is the
+    provider's formula (Sonnet 4.5: input $3, output $15, cache read $0.30, five-minute write $3.75,
+    one-hour write $6 per million)."""
+    e = _event(ANTHROPIC, answer)
+    assert (e.tokens_in, e.cache_read_tokens, e.cache_write_tokens) == (23012, 20000, 3000), case
+    assert e.cache_write_1h_tokens == hour, case
+    hours = hour or 0
+    expected = (12 * 3 + 20000 * 0.3 + (3000 - hours) * 3.75 + hours * 6 + 40 * 15) / 1e6
+    assert e.cost_usd == pytest.approx(expected), case
