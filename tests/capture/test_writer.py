@@ -245,22 +245,19 @@ def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> 
 def test_a_record_that_cannot_become_an_event_is_filed_with_its_bytes(tmp_path: Path) -> None:
     """A bug on the way to an event (here a price table that raises for one model) files that one
     record as `capture.unrecordable` with its head and body; the records around it are written."""
-    from types import SimpleNamespace
+    from formats.usage import Usage
 
     class Boom(Exception):
         pass
 
     class Prices:
-        def cost_of(self, usage: SimpleNamespace, at: object = None) -> float:
+        def cost_of(self, usage: Usage, at: object = None) -> float:
             if usage.model == "m-1":
                 raise Boom("bug")
             return 0.0
 
-    def usage(url: str, *_: object) -> SimpleNamespace:
-        model = f"m-{url.rsplit('/', 1)[1]}"
-        return SimpleNamespace(
-            model=model, tokens_in=1, tokens_out=1, cache_read=None, cache_write=None, reasoning=None
-        )
+    def usage(url: str, *_: object) -> Usage:
+        return Usage("openai", f"m-{url.rsplit('/', 1)[1]}", tokens_in=1, tokens_out=1)
 
     url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()
     processing = Processing(extract_usage=usage, prices=Prices())  # type: ignore[arg-type]
