@@ -130,7 +130,7 @@ class BrowseApp(App[None]):
     def _read_question(self, words: str) -> str | None:
         """Read plain words into the filter; the refusal's text when they cannot be read."""
         try:
-            question = ask(words, self.now()) if words.strip() else None
+            question = ask(words, self.now(), self.source.known()) if words.strip() else None
         except StorageError as e:
             return str(e)
         self.question = words

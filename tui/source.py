@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from storage.ask_known import Known
 from storage.event_reads import counts, select_events
 from storage.events import StoredEvent
 from storage.exchanges import Exchange, select_exchanges
 from storage.filters import Cursor, Filter, Group
+from storage.known_values import LedgerValues
 from storage.mcp_lookups import call_events
 from storage.timeline import Timeline, timeline
 from tui.errors import TuiError
@@ -63,6 +65,10 @@ class Source(Protocol):
 
     def call_events(self, key: str) -> list[StoredEvent]:
         """The message events of one MCP call through the proxy, wherever they were recorded."""
+        ...
+
+    def known(self) -> Known:
+        """The Ledger's values a question's words may name ("calls to slack"), looked up as asked."""
         ...
 
     def mcp_message(self, event: StoredEvent) -> bytes | None:
@@ -147,6 +153,9 @@ class LedgerSource:
         if event.payload_sha256:
             return self.ledger.payload(event.payload_sha256)
         return self.mcp_reader(event) if self.mcp_reader is not None else None
+
+    def known(self) -> Known:
+        return LedgerValues(self.ledger.engine)
 
     def tool(self, name: str) -> ToolInfo | None:
         if self.directory is None:

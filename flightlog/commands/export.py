@@ -69,7 +69,7 @@ def export(
     opened = load_settings().open_existing_ledger(ledger, blobs)
     with ExitStack() as stack:
         stack.callback(opened.close)
-        selection = selection_from(words, action, filters)
+        selection = selection_from(words, action, filters, opened)
         ids = plan(opened, selection, fmt)
         if endpoint is not None:
             bar = stack.enter_context(Progress(console=Console(stderr=True), disable=not progress))

@@ -34,6 +34,8 @@ from formats.terminal_text import json_text, shown
 from tui.figures import spend
 
 if TYPE_CHECKING:
+    from storage.ask import Question
+    from storage.filters import Filter
     from storage.reader import Reader
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
@@ -56,6 +58,24 @@ def read_ledger[T](ledger_url: str | None, read: Callable[[Reader], T]) -> T:
         return read(reader)
     finally:
         reader.close()
+
+
+def read_worded[T](
+    ledger_url: str | None,
+    words: list[str] | None,
+    filters: Given,
+    read: Callable[[Reader, Filter, Question | None], T],
+) -> T:
+    """`read` on the Ledger opened read-only, given the filter its words and options name. The words
+    are read against that Ledger's values, as `ask` reads them: "failed calls to slack" where a host
+    is api.slack.com, "session a" where a session is named "a"."""
+    from storage.known_values import LedgerValues
+
+    def worded(reader: Reader) -> T:
+        flt, question = filter_from_options(words, filters, LedgerValues(reader) if words else None)
+        return read(reader, flt, question)
+
+    return read_ledger(ledger_url, worded)
 
 
 def _print_event(event: dict[str, Any]) -> None:
@@ -188,14 +208,19 @@ def counts_command(
     """Counted views by hour, session, turn, kind, agent, model, tool, task, host or status (totals
     without --by; several --by count each combination, as `tally` does)."""
     from storage.event_reads import counts, totals
+    from storage.tally import tally_answer
 
-    flt, question = filter_from_options(words, filters)
-    keys = list(dict.fromkeys(by or ([question.group_by] if question and question.group_by else [])))
-    if len(keys) > 1:
-        _tally(flt, keys, ledger_url, blobs_url, as_json)
-        return
-    if not keys:
-        summary = {"filter": flt.to_json(), **read_ledger(ledger_url, lambda r: totals(r, flt))}
+    def counted(r: Reader, flt: Filter, question: Question | None) -> tuple[Filter, Question | None, Any]:
+        keys = list(dict.fromkeys(by or ([question.group_by] if question and question.group_by else [])))
+        if len(keys) > 1:
+            return flt, question, (keys, tally_answer(r, flt, keys))
+        if not keys:
+            return flt, question, totals(r, flt)
+        return flt, question, (keys[0], counts(r, flt, keys[0]))
+
+    flt, question, found = read_worded(ledger_url, words, filters, counted)
+    if isinstance(found, dict):  # no key: the totals
+        summary = {"filter": flt.to_json(), **found}
         if as_json:
             _print_json(summary)
         else:
@@ -203,13 +228,16 @@ def counts_command(
             for key, value in summary.items():
                 typer.echo(shown(f"{key:18} {value}"))
         return
-    groups = read_ledger(ledger_url, lambda r: counts(r, flt, keys[0]))
+    key, groups = found
+    if isinstance(key, list):  # several keys: each combination, as `tally` counts them
+        _print_tally(key, groups, as_json)
+        return
     if as_json:
-        _print_json({"filter": flt.to_json(), "by": keys[0], "groups": [g.to_json() for g in groups]})
+        _print_json({"filter": flt.to_json(), "by": key, "groups": [g.to_json() for g in groups]})
         return
     if question is not None:
         typer.echo(question.explain(), err=True)
-    _groups_table(keys[0], groups)
+    _groups_table(key, groups)
 
 
 @ledger_app.command("tally")
@@ -223,16 +251,16 @@ def tally_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Events, tokens and cost per combination of 1 to 3 keys (--by, repeatable), largest first."""
-    flt, _ = filter_from_options(words, filters)
-    if not by:
-        raise CommandError("tally needs --by KEY (repeatable): hour, session, turn, kind, agent, ...")
-    _tally(flt, list(dict.fromkeys(by)), ledger_url, blobs_url, as_json)
-
-
-def _tally(flt: Any, keys: list[str], ledger_url: str | None, blobs_url: str | None, as_json: bool) -> None:
     from storage.tally import tally_answer
 
-    answer = read_ledger(ledger_url, lambda r: tally_answer(r, flt, keys))
+    if not by:
+        raise CommandError("tally needs --by KEY (repeatable): hour, session, turn, kind, agent, ...")
+    keys = list(dict.fromkeys(by))
+    answer = read_worded(ledger_url, words, filters, lambda r, flt, _: tally_answer(r, flt, keys))
+    _print_tally(keys, answer, as_json)
+
+
+def _print_tally(keys: list[str], answer: dict[str, Any], as_json: bool) -> None:
     if as_json:
         _print_json(answer)
         return
@@ -282,8 +310,9 @@ def query_command(
     """Events matching a filter or a question in plain words, newest first."""
     from storage.event_reads import event_json, select_events
 
-    flt, question = filter_from_options(words, filters)
-    events = read_ledger(ledger_url, lambda r: select_events(r, flt, limit=limit))
+    flt, question, events = read_worded(
+        ledger_url, words, filters, lambda r, flt, q: (flt, q, select_events(r, flt, limit=limit))
+    )
     if as_json:
         _print_json({"filter": flt.to_json(), "events": [event_json(e) for e in events]})
         return

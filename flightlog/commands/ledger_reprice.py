@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from flightlog.commands.ledger import ledger_app, read_ledger
+from flightlog.commands.ledger import ledger_app, read_worded
 from flightlog.commands.options import (
     NONE_GIVEN,
     BlobsOpt,
@@ -18,7 +18,6 @@ from flightlog.commands.options import (
     JsonOpt,
     LedgerOpt,
     WordsArg,
-    filter_from_options,
     with_filters,
 )
 from flightlog.settings import load_settings
@@ -41,9 +40,8 @@ def reprice_command(
     from recording.reprice import reprice_answer
 
     settings = load_settings()
-    flt, _ = filter_from_options(words, filters)
     table = PriceTable.load(settings.home / "prices.toml")
-    answer = read_ledger(ledger_url, lambda r: reprice_answer(r, flt, table))
+    answer = read_worded(ledger_url, words, filters, lambda r, flt, _: reprice_answer(r, flt, table))
     if as_json:
         typer.echo(json_text(answer))
         return

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from storage.ask import Question
     from storage.ask_known import Known
     from storage.filters import Filter
+    from storage.ledger import Ledger
 
 LedgerOpt = Annotated[
     str | None,
@@ -189,12 +190,16 @@ def secrets_from(path: Path | None, env_names: list[str] | None) -> dict[str, st
     return load_secrets(path, env_names or ())
 
 
-def selection_from(words: list[str] | None, action: list[str] | None, filters: Given) -> Selection:
-    """The exchanges to read back: the filter from plain words and options, narrowed to `--action`s."""
+def selection_from(
+    words: list[str] | None, action: list[str] | None, filters: Given, ledger: Ledger
+) -> Selection:
+    """The exchanges to read back from `ledger`: the filter from plain words (read against its
+    values, as `ask` reads them) and options, narrowed to `--action`s."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.readback.recorded import Selection
+    from storage.known_values import LedgerValues
 
-    flt, question = filter_from_options(words, filters)
+    flt, question = filter_from_options(words, filters, LedgerValues(ledger.engine) if words else None)
     if question is not None:
         typer.echo(question.explain(), err=True)
     return Selection(flt, tuple(action or ()))

@@ -158,7 +158,7 @@ def serve_replay(
     if not 0 <= chunk_delay <= 60:
         raise CommandError(f"--chunk-delay is between 0 and 60 seconds, not {chunk_delay}")
     opened = settings.open_ledger(ledger, blobs)
-    selection = selection_from(words, action, filters)
+    selection = selection_from(words, action, filters, opened)
     exchanges = list(
         iter_exchanges(opened.engine, opened.events, select_action_ids(opened.engine, selection))
     )

@@ -91,12 +91,19 @@ with_replay_options = spread_options("replaying", REPLAY_OPTIONS)
 """`run`'s replay options, for a command with a `replaying: Given` parameter."""
 
 
-def replay_selection(words: str) -> Selection:
-    """The recording named in plain words; a word not understood is refused (it would select all)."""
+def replay_selection(words: str, ledger_url: str) -> Selection:
+    """The recording named in plain words, read against the Ledger's values as `ask` reads them
+    ("session a" where a session is named "a"); a word not understood is refused (it would select
+    all)."""
     # deferred: SQLAlchemy loads slowly; `run` without --replay never needs it
     from addons.readback.recorded import Selection
+    from storage.known_values import LedgerValues
 
-    return Selection(worded_filter(words, f"--replay {words!r}"))
+    reader = load_settings().open_reader(ledger_url)
+    try:
+        return Selection(worded_filter(words, f"--replay {words!r}", LedgerValues(reader)))
+    finally:
+        reader.close()
 
 
 def run_with_replay(
@@ -114,10 +121,11 @@ def run_with_replay(
         raise CommandError(f"--chunk-delay is between 0 and 60 seconds, not {options.chunk_delay}")
     strategies = parse_strategies(options.match)
     rules = load_rules(options.match_rules)
-    selection = replay_selection(replay)
     settings = load_settings()
+    ledger_url = options.ledger or settings.ledger_url
+    selection = replay_selection(replay, ledger_url)
     plan = Plan(
-        ledger_url=options.ledger or settings.ledger_url,
+        ledger_url=ledger_url,
         blobs_url=options.blobs or settings.blobs_url,
         selection=selection,
         strategies=strategies,

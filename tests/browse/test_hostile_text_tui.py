@@ -162,7 +162,7 @@ async def test_a_typed_filter_is_echoed_as_written(hostile: Any) -> None:
         await settle(pilot)
         await pilot.press("slash")
         said = []
-        for question in ("agent [/x][b]y", "agent a [/z]", "by [/x]"):
+        for question in ('agent "[/x][b]y"', "agent a [/z]", "by [/x]"):  # quoted: asked anyway
             app.screen.query_one("#filter", Input).value = question
             await pilot.press("enter")
             await settle(pilot)
