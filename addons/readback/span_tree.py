@@ -12,7 +12,9 @@ A tool call (`execute_tool`, MCP `tools/call`) is put under a model call when th
 an earlier model call of the same run, answered before the tool started, whose answer asked for a
 tool of that name (MCP tools as clients name them too, `mcp__server__tool`). Otherwise it sits
 under the run's root. Calls filed under no run are traces of their own, as they always were. A
-door's dry run executes nothing and is no span.
+door's dry run executes nothing and is no span. The upstream exchanges a door call made
+(`dispatch.upstream.request`/`.response`, one pair per attempt) are client spans under that call's
+`execute_tool` span: what a tool call cost in time is seen down to the request that took it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from addons.readback.genai_spans import (
     Run,
     SpanValue,
     call_id,
+    ident,
     ns,
     root_id,
     root_span,
@@ -50,11 +53,21 @@ Bodies = Callable[[StoredEvent], bytes]
 _OPENING: Final[dict[str, CallKind]] = {
     kinds.HTTP_REQUEST: "http",
     kinds.DISPATCH_CALL: "tool",
+    kinds.DISPATCH_UPSTREAM_REQUEST: "http",
     kinds.MCP_TOOL_CALL: "mcp",
 }
 _CLOSING: Final = frozenset(
-    {kinds.HTTP_RESPONSE, kinds.DISPATCH_REPLY, kinds.DISPATCH_REFUSED, kinds.MCP_TOOL_RESULT}
+    {
+        kinds.HTTP_RESPONSE,
+        kinds.DISPATCH_REPLY,
+        kinds.DISPATCH_REFUSED,
+        kinds.DISPATCH_UPSTREAM_RESPONSE,
+        kinds.MCP_TOOL_RESULT,
+    }
 )
+_DOOR_UPSTREAM: Final = frozenset({kinds.DISPATCH_UPSTREAM_REQUEST, kinds.DISPATCH_UPSTREAM_RESPONSE})
+_DOOR_CALL_ROLE: Final = "call"
+"""The role in a door call's event id (`ACTION:call`, `addons.door.dispatch_record`): its span's id."""
 OPEN_KEPT: Final = 20_000
 """Calls held while their other half is awaited; past it the oldest is given as unanswered."""
 RUNS_KEPT: Final = 10_000
@@ -70,6 +83,8 @@ def call_key(event: StoredEvent) -> str | None:
     if event.kind in (kinds.MCP_TOOL_CALL, kinds.MCP_TOOL_RESULT):
         parent = event.parent if event.parent and event.parent.startswith("mcp:") else None
         return f"mcp\x00{parent or event.action_id}"
+    if event.kind in _DOOR_UPSTREAM:  # `ACTION:upstream.N.request` and `.response`: attempt N's pair
+        return f"upstream\x00{event.event_id.rsplit('.', 1)[0]}"
     if event.kind in _OPENING or event.kind in _CLOSING:
         return f"action\x00{event.action_id}"
     return None
@@ -197,7 +212,8 @@ class SpanTree:
         call = Call(self._kind(opening), key.split("\x00", 1)[1], opening, closing)
         run = run_of(opening)
         start, end = times(call)
-        state = self._run_state(run, start, end)
+        door_upstream = opening.kind in _DOOR_UPSTREAM
+        state = None if door_upstream else self._run_state(run, start, end)
         answer, asked_model, content = ModelAnswer(), None, None
         if call.kind == "model":
             answer_body = self._bodies(closing) if closing is not None else b""
@@ -210,7 +226,10 @@ class SpanTree:
                 content = Content(request_body, answer_body)
         elif self._content and call.kind in ("tool", "mcp"):
             content = Content(self._bodies(opening), self._bodies(closing) if closing is not None else b"")
-        parent = self._parent(call, state, start)
+        if door_upstream:  # under its door call's span, in the same trace; not a call of the run
+            parent: bytes | None = ident(f"{opening.action_id}:{_DOOR_CALL_ROLE}", 8)
+        else:
+            parent = self._parent(call, state, start)
         span = span_of_call(call, run, parent, answer, content, asked_model)
         if state is not None and answer.tools_asked:
             state.asks.append((end, call_id(call), answer.tools_asked))

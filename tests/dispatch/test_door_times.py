@@ -79,3 +79,21 @@ def test_times_are_measured_from_the_calls_own_clock(ledger: Ledger, slow_upstre
     assert times == sorted(times) and len(set(times)) == len(times)
     assert then <= times[0] < then + timedelta(seconds=1)
     assert times[-1] - then >= timedelta(seconds=DELAY)
+
+
+def test_a_real_door_calls_upstream_exchange_is_a_span_under_its_tool_span(
+    ledger: Ledger, slow_upstream: str
+) -> None:
+    """The door's own events, as it files them (`ACTION:call`, `ACTION:upstream.0.request`, ...), give
+    the OTLP tree a client span for the upstream exchange under the call's `execute_tool` span, lasting
+    at least the upstream's delay."""
+    from addons.readback.span_tree import SpanTree
+
+    result = door(ledger, slow_upstream).dispatch({"tool": "slow", "args": {}}, token=token_for("slow"))
+    tree = SpanTree(lambda _: b"")
+    spans = tree.add(ledger.action(result.action_id)) + tree.finish()
+    tool = next(s for s in spans if s.name == "execute_tool slow")
+    upstream = next(s for s in spans if s.name == "GET")
+    assert (upstream.parent_id, upstream.trace_id, upstream.kind) == (tool.span_id, tool.trace_id, "client")
+    assert dict(upstream.attributes)["url.full"] == slow_upstream + "/late"
+    assert upstream.end_ns - upstream.start_ns >= DELAY * 1e9

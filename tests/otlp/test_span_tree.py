@@ -18,6 +18,7 @@ from storage.events import StoredEvent
 T0 = datetime(2026, 12, 6, 12, 0, 0, 123456, tzinfo=UTC)
 CHAT = "https://api.openai.com/v1/chat/completions"
 MESSAGES = "https://api.anthropic.com/v1/messages"
+LOOKUP = "https://lookup.example.com/v1/find?q=x"
 
 
 def event(kind: str, action: str, ms: float, *, role: str = "", **columns: Any) -> StoredEvent:
@@ -61,6 +62,26 @@ def exchange(action: str, ms: float, url: str, *, took: float = 100, **identity:
             **{"status": 200, **answer},
         ),
     ]
+
+
+def door_attempts(action: str, attempts: list[tuple[float, int]], **identity: Any) -> list[StoredEvent]:
+    """A door call's upstream exchanges (`ACTION:upstream.N.request` / `.response`), one pair per
+    (start ms, status) attempt, each answered 10 ms after it left."""
+    out = []
+    for n, (ms, status) in enumerate(attempts):
+        common = {"method": "GET", "url": LOOKUP, **identity}
+        out.append(event("dispatch.upstream.request", action, ms, role=f"upstream.{n}.request", **common))
+        out.append(
+            event(
+                "dispatch.upstream.response",
+                action,
+                ms + 10,
+                role=f"upstream.{n}.response",
+                status=status,
+                **common,
+            )
+        )
+    return out
 
 
 OPENAI_ANSWER = json.dumps(
@@ -153,9 +174,7 @@ ROWS = {
                 session="s1",
                 agent="alpha",
             ),
-            event(
-                "dispatch.upstream.request", "d1", 160, role="up", tool="lookup", session="s1", agent="alpha"
-            ),
+            *door_attempts("d1", [(160, 503), (175, 200)], tool="lookup", session="s1", agent="alpha"),
             event("dispatch.reply", "d1", 200, role="reply", tool="lookup", session="s1", agent="alpha"),
             event(
                 "dispatch.call",
@@ -172,6 +191,8 @@ ROWS = {
         {"a1:response": ANTHROPIC_STREAM},
         [
             ("chat claude-sonnet-4-5", "invoke_agent alpha"),
+            ("GET", "execute_tool lookup"),
+            ("GET", "execute_tool lookup"),
             ("execute_tool lookup", "chat claude-sonnet-4-5"),
             ("execute_tool other", "invoke_agent alpha"),
             ("invoke_agent alpha", None),
@@ -371,7 +392,9 @@ def test_live_a_tool_call_committed_before_the_answer_that_asked_for_it_still_ne
     request, answer, *door = row.events
     tree = SpanTree(lambda e: row.bodies.get(e.event_id, b""), hold=True)
     first = tree.add([request, *door])
-    assert [s.name for s in first] == []  # both tool calls wait: no model call asked for them yet
+    # both tool calls wait (no model call asked for them yet); the door's upstream attempts go at once:
+    # their parent is the door call's span, whichever call asked for it
+    assert [s.name for s in first] == ["GET", "GET"]
     assert tree.roots() == []
     second = tree.add([answer])
     names = {s.span_id: s.name for s in second}
@@ -380,7 +403,7 @@ def test_live_a_tool_call_committed_before_the_answer_that_asked_for_it_still_ne
         ("execute_tool lookup", "chat claude-sonnet-4-5"),
         ("execute_tool other", "root"),
     ]
-    assert set(second + tree.finish()) == set(_tree(row))
+    assert set(first + second + tree.finish()) == set(_tree(row))
 
 
 def test_a_proxy_left_on_forgets_the_runs_quiet_longest(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -399,3 +422,26 @@ def test_a_proxy_left_on_forgets_the_runs_quiet_longest(monkeypatch: pytest.Monk
     assert len(tree.add(exchange("a9", 9, CHAT, session="s1", model="m"))) == 1
     (root,) = tree.roots()
     assert root.span_id == first["s1"].span_id and dict(root.attributes)["flightlog.calls"] == 1
+
+
+@pytest.mark.parametrize("identity", [{"session": "s1", "agent": "alpha"}, {}], ids=["in a run", "in no run"])
+def test_a_door_calls_upstream_attempts_are_client_spans_under_it(identity: dict[str, str]) -> None:
+    """Each upstream exchange a door call made is a client span under the call's `execute_tool` span,
+    in its trace (a run's, or the call's own), with its URL and status; they are not calls of the run
+    (the root counts the door call once)."""
+    events = [
+        event("dispatch.call", "d1", 150, role="call", direction="in", tool="lookup", **identity),
+        *door_attempts("d1", [(160, 503), (175, 200)], tool="lookup", **identity),
+        event("dispatch.reply", "d1", 200, role="reply", tool="lookup", **identity),
+    ]
+    spans = _tree(Row(events))
+    door = next(s for s in spans if s.name == "execute_tool lookup")
+    attempts = [s for s in spans if s.name == "GET"]
+    assert [(s.parent_id, s.trace_id, s.kind) for s in attempts] == [
+        (door.span_id, door.trace_id, "client")
+    ] * 2
+    assert [dict(s.attributes)["http.response.status_code"] for s in attempts] == [503, 200]
+    assert {dict(s.attributes)["url.full"] for s in attempts} == {LOOKUP}
+    assert [(s.start_ns - door.start_ns) // 1_000_000 for s in attempts] == [10, 25]
+    roots = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert [dict(r.attributes)["flightlog.calls"] for r in roots] == ([1] if identity else [])
