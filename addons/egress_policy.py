@@ -39,6 +39,8 @@ from egress.live import RETIRED_FILE, LivePolicy
 from egress.mcp_calls import tool_calls
 from egress.patterns import normalize_host
 from egress.policy_file import FILE_NAME
+from egress.rates import FILE as RATES_FILE
+from egress.rates import RateBook
 from egress.rules import Call, Decision
 from recording import identity as ident
 from recording.action_ids import action_id
@@ -113,9 +115,8 @@ class Egress:
         except PolicyFileError as e:
             raise exceptions.OptionsError(str(e)) from e
         ledger = opts.flightlog_ledger or default_urls()[0]
-        if self.gate is not None and self.gate.budgets is not None:
-            self.gate.budgets.close()
-        self.gate = Gate(live, AskBook(home), BudgetBook(ledger))
+        self._close_books()
+        self.gate = Gate(live, AskBook(home), BudgetBook(ledger), RateBook(home / RATES_FILE))
 
     async def running(self) -> None:
         if self.gate is not None:
@@ -142,8 +143,13 @@ class Egress:
     def done(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
-        if self.gate is not None and self.gate.budgets is not None:
-            self.gate.budgets.close()
+        self._close_books()
+
+    def _close_books(self) -> None:
+        if self.gate is not None:
+            self.gate.rates.close()
+            if self.gate.budgets is not None:
+                self.gate.budgets.close()
 
     # -- tunnels ---------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
 listeners, a sealed command's TUN) and `flightlog mcp-record` await for each call. Order, so the
 cheap and final answers come first and an operator is never asked about a call that would be
 refused anyway: the policy's judgement (retired hosts, the first matching rule, the default); a
-`deny` ends there. Then each rate limit whose scope holds (counted in memory), then each budget
+`deny` ends there. Then each rate limit whose scope holds (counted across the home's processes,
+`egress.rates`), then each budget
 (summed from the Ledger, for model calls), then, if the rule said `ask`, the operator.
 """
 
@@ -20,11 +21,17 @@ from egress.rules import ALLOWED, Call, Decision
 class Gate:
     """The policy in force and the books its limits keep."""
 
-    def __init__(self, live: LivePolicy, asks: AskBook, budgets: BudgetBook | None = None) -> None:
+    def __init__(
+        self,
+        live: LivePolicy,
+        asks: AskBook,
+        budgets: BudgetBook | None = None,
+        rates: RateBook | None = None,
+    ) -> None:
         self.live = live
         self.asks = asks
         self.budgets = budgets
-        self.rates = RateBook()
+        self.rates = rates if rates is not None else RateBook()
 
     @property
     def idle(self) -> bool:

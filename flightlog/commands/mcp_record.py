@@ -82,9 +82,11 @@ def _gate(policy: str, home: Path, who: Identity) -> LineGate | None:
     from egress.gate import Gate
     from egress.live import LivePolicy
     from egress.policy_file import FILE_NAME
+    from egress.rates import FILE as RATES_FILE
+    from egress.rates import RateBook
     from egress.stdio import stdio_gate
 
     live = LivePolicy(Path(policy) if policy else home / FILE_NAME, home)
     if live.policy.empty and not policy:
         return None
-    return stdio_gate(Gate(live, AskBook(home)), who)
+    return stdio_gate(Gate(live, AskBook(home), rates=RateBook(home / RATES_FILE)), who)

@@ -54,6 +54,26 @@ def test_a_rate_counts_calls_in_its_window_per_caller() -> None:
     assert book.take(rate, MODEL_CALL) is not None
 
 
+def test_processes_of_one_home_share_a_rates_count(tmp_path: Path) -> None:
+    """Two books on the home's one file (two workers, or a worker and `mcp-record`) count together:
+    3 calls a minute is 3 whichever process each call reaches, refused at the one that sees the fourth.
+    A home where the file cannot be made still counts, alone (one line says so)."""
+    clock = [100.0]
+    path = tmp_path / "home" / "rates.db"
+    first, second = RateBook(path, clock=lambda: clock[0]), RateBook(path, clock=lambda: clock[0])
+    (rate,) = parse_policy({"rate": [{"name": "r", "requests": 3, "window": "1m"}]}, "x").rates
+    taken = [book.take(rate, MODEL_CALL) for book in (first, second, first, second)]
+    assert taken[:3] == [None, None, None] and taken[3] is not None and "3 in the last 60 s" in taken[3].limit
+    clock[0] += 60.5  # the three age out together
+    assert second.take(rate, MODEL_CALL) is None
+    first.close()
+    second.close()
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the home's folder should be: nothing can be made in it
+    alone = RateBook(blocked / "rates.db", clock=lambda: clock[0])
+    assert [alone.take(rate, MODEL_CALL) is None for _ in range(4)] == [True, True, True, False]
+
+
 def test_a_budget_sums_the_callers_usage_of_the_day(ledger_url: str, tmp_path: Path) -> None:
     """The budget adds up tokens (in + out) and cost of the agent's events since midnight UTC from
     the Ledger itself (yesterday's and other agents' do not count) and refuses once a cap is

@@ -229,3 +229,24 @@ async def test_the_browser_answers_held_requests(world: World) -> None:
             await pilot.press("escape")
     assert [p for _, p, _, _ in world.plain.received if p.startswith("/ask/tui")] == ["/ask/tui-yes"]
     assert results["tui-no"].json()["error"]["rule"] == "review"
+
+
+def test_a_rate_holds_across_the_proxys_workers(tmp_path: Path) -> None:
+    """Four calls a minute for agent `rated`, through a proxy with two workers: twelve calls on twelve
+    connections (the kernel spreads them over both workers) let exactly four through; each worker
+    counting its own share let up to eight."""
+    (tmp_path / "egress.toml").write_text(
+        '[[rate]]\nname = "four-a-minute"\nrequests = 4\nwindow = "1m"\nagents = ["rated"]\n'
+    )
+    with upstream() as plain:
+        args = ["--policy", str(tmp_path / "egress.toml"), "--workers", "2"]
+        proxy = start_proxy(tmp_path / "home", f"sqlite:///{tmp_path / 'ledger.db'}", args=args)
+        try:
+            statuses = []
+            for i in range(12):
+                with httpx.Client(proxy=f"http://rated:x@127.0.0.1:{proxy.port}", timeout=30) as client:
+                    statuses.append(client.get(f"http://127.0.0.1:{plain.port}/fixed?n={i}").status_code)
+        finally:
+            proxy.stop()
+    assert sorted(statuses) == [200] * 4 + [403] * 8, statuses
+    assert statuses[:4] == [200] * 4
