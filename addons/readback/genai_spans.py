@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
+from addons.readback.genai_messages import message_attributes
 from addons.readback.model_answer import ModelAnswer
 from formats.model_apis import Api, api_of
 from storage.events import StoredEvent
@@ -40,9 +41,8 @@ _OPERATIONS: Final[dict[Api, str]] = {
 }
 _PROVIDERS: Final = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
 DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
-"""The span event that carries a model call's content (opt-in)."""
-TOOL_DETAILS_EVENT: Final = "gen_ai.tool.call.details"
-"""The span event that carries a tool call's arguments and result (opt-in)."""
+"""The span event that carries a model call's bodies as recorded (opt-in), for a call whose
+conversation is not one `formats.conversation` reads; a readable one is span attributes instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +90,12 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Content:
-    """The bodies shown as span events: the request's and the answer's, as stored (redacted)."""
+    """The bodies a span shows (opt-in): the request's and the answer's, as stored (redacted), and
+    the answer's content type (a stream or not)."""
 
     request: bytes
     answer: bytes
+    answer_type: str | None = None
 
 
 def ident(text: str, size: int) -> bytes:
@@ -254,22 +256,28 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _content_events(call: Call, content: Content | None, end_ns: int) -> tuple[SpanEvent, ...]:
+def _content(call: Call, content: Content | None, end_ns: int) -> tuple[Attributes, tuple[SpanEvent, ...]]:
+    """A call's content (opt-in) as the conventions carry it: a model call's conversation as message
+    attributes (`addons.readback.genai_messages`; the recorded bodies as an event when it is not one
+    we read), a tool call's arguments and result as attributes."""
     if content is None:
-        return ()
+        return (), ()
     if call.kind == "model":
+        found = message_attributes(call.opening.url, content.request, content.answer, content.answer_type)
+        if found is not None:
+            return found, ()
         attrs: Attributes = (
             ("gen_ai.input.messages", _text(content.request)),
             ("gen_ai.output.messages", _text(content.answer)),
         )
-        return (SpanEvent(DETAILS_EVENT, end_ns, attrs),)
+        return (), (SpanEvent(DETAILS_EVENT, end_ns, attrs),)
     if call.kind in ("tool", "mcp"):
         attrs = (
             ("gen_ai.tool.call.arguments", _text(content.request)),
             ("gen_ai.tool.call.result", _text(content.answer)),
         )
-        return (SpanEvent(TOOL_DETAILS_EVENT, end_ns, attrs),)
-    return ()
+        return attrs, ()
+    return (), ()
 
 
 def span_of_call(
@@ -309,6 +317,8 @@ def span_of_call(
     error = _error(call)
     if error:
         attrs.append(("error.type", error.split(":")[0][:100]))
+    shown, events = _content(call, content, end)
+    attrs += shown
     return SpanValue(
         trace_id=trace_id(run, call),
         span_id=call_id(call),
@@ -319,7 +329,7 @@ def span_of_call(
         attributes=tuple(attrs),
         error=error,
         parent_id=parent,
-        events=_content_events(call, content, end),
+        events=events,
     )
 
 

@@ -223,7 +223,7 @@ class SpanTree:
             request_body = self._bodies(opening) if self._content or not opening.model else b""
             asked_model = opening.model or request_model(request_body)
             if self._content:
-                content = Content(request_body, answer_body)
+                content = Content(request_body, answer_body, kind)
         elif self._content and call.kind in ("tool", "mcp"):
             content = Content(self._bodies(opening), self._bodies(closing) if closing is not None else b"")
         if door_upstream:  # under its door call's span, in the same trace; not a call of the run

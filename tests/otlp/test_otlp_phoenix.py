@@ -157,7 +157,8 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, phoenix_base: str
 ) -> None:
     """Each session is one trace in Phoenix: the root `invoke_agent AGENT`, its model calls under it
-    (`chat MODEL`, tokens, finish reasons, response id, with --otlp-content the bodies as an event) and
+    (`chat MODEL`, tokens, finish reasons, response id, with --otlp-content the conversation, which
+    Phoenix shows as its LLM messages) and
     the MCP call of the tool a model call asked for under that model call; the batch export of the
     same Ledger sends the same tree, span for span."""
     home = tmp_path / "home"
@@ -181,6 +182,7 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
         by_trace.setdefault(span["context"]["trace_id"], []).append(span)
     assert len(by_trace) == 2
     shapes = set()
+    conversations: set[tuple[str, str]] = set()
     for members in by_trace.values():
         (root,) = [s for s in members if not s["parent_id"]]
         assert root["attributes"]["gen_ai.operation.name"] == "invoke_agent"
@@ -197,15 +199,30 @@ def test_a_live_proxy_streams_one_trace_per_session_into_phoenix(
                 assert attrs["gen_ai.response.id"] in ("chatcmpl-test", "chatcmpl-tools", "msg_test")
                 assert child["span_kind"] == "LLM"  # Phoenix counts its tokens as its own:
                 assert attrs["llm.token_count.prompt"] == attrs["gen_ai.usage.input_tokens"]
-                (details,) = child["events"]  # --otlp-content: the bodies as recorded
-                assert details["name"] == "gen_ai.client.inference.operation.details"
-                assert '"model"' in details["attributes"]["gen_ai.input.messages"]
+                # --otlp-content: the conversation as the conventions' message attributes, which Phoenix
+                # reads as its own LLM messages (turns, tool calls, tool results), not a raw body
+                assert not child["events"]
+                assert attrs["llm.input_messages.0.message.role"] == "user"
+                assert attrs["llm.output_messages.0.message.role"] == "assistant"
+                said = attrs.get("llm.output_messages.0.message.content") or attrs.get(
+                    "llm.output_messages.0.message.tool_calls.0.tool_call.function.name"
+                )
+                conversations.add((attrs["llm.input_messages.0.message.content"], said))
+                if attrs.get("llm.input_messages.2.message.role"):
+                    assert attrs["llm.input_messages.2.message.role"] == "tool"
+                    assert attrs["llm.input_messages.2.message.content"] == "5"
             elif child["name"] == "tools/call add":
                 assert attrs["gen_ai.tool.name"] == "add" and attrs["mcp.method.name"] == "tools/call"
                 assert child["span_kind"] == "TOOL"
                 assert by_id[child["parent_id"]]["attributes"]["gen_ai.response.finish_reasons"] == [
                     "tool_calls"
                 ]
+    assert conversations == {
+        ("add 2 and 3", "add"),  # the first call: the model asked for the tool
+        ("add 2 and 3", "The tool said: 5"),  # the second: the tool's result among its input
+        ("again", "Hello!"),
+        ("hi", "Hello!"),
+    }
     assert shapes == {
         (
             "invoke_agent alpha",

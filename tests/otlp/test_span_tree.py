@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from addons.readback.genai_spans import DETAILS_EVENT, TOOL_DETAILS_EVENT, SpanValue, ns
+from addons.readback.genai_spans import DETAILS_EVENT, SpanValue, ns
 from addons.readback.span_tree import SpanTree
 from storage.events import StoredEvent
 
@@ -336,8 +336,9 @@ def test_times_are_the_recorded_ones_in_nanoseconds() -> None:
 
 
 def test_content_is_opt_in() -> None:
-    """Bodies reach the spans only when asked: a model call's request and answer as one details event,
-    a tool's arguments and result as another; by default no span carries any event."""
+    """Content reaches the spans only when asked: a model call's conversation as the conventions'
+    message attributes, a tool's arguments and result as attributes; by default none of them, and
+    no span carries any event."""
     events = [
         *exchange("a1", 0, CHAT, session="s1", model="m"),
         event("dispatch.call", "d1", 150, role="call", tool="t", session="s1"),
@@ -350,16 +351,29 @@ def test_content_is_opt_in() -> None:
         "d1:reply": b"{}",
     }
     row = Row(events, bodies)
-    assert all(not s.events for s in _tree(row))
+    content_keys = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments"}
+    assert all(not s.events and not content_keys & dict(s.attributes).keys() for s in _tree(row))
     chat, tool, _root = _tree(row, content=True)
-    assert [(e.name, dict(e.attributes)) for e in chat.events] == [
-        (
-            DETAILS_EVENT,
-            {"gen_ai.input.messages": '{"messages": []}', "gen_ai.output.messages": OPENAI_ANSWER.decode()},
-        )
+    assert not chat.events and not tool.events
+    said = dict(chat.attributes)
+    assert json.loads(str(said["gen_ai.input.messages"])) == []
+    assert json.loads(str(said["gen_ai.output.messages"])) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "hi"}], "finish_reason": "stop"}
     ]
-    assert [(e.name, dict(e.attributes)) for e in tool.events] == [
-        (TOOL_DETAILS_EVENT, {"gen_ai.tool.call.arguments": '{"a": 1}', "gen_ai.tool.call.result": "{}"})
+    assert {k: v for k, v in tool.attributes if k.startswith("gen_ai.tool.call.")} == {
+        "gen_ai.tool.call.arguments": '{"a": 1}',
+        "gen_ai.tool.call.result": "{}",
+    }
+
+
+def test_a_body_that_is_no_conversation_we_read_is_given_as_recorded() -> None:
+    """A model API whose conversation `formats.conversation` does not read (embeddings): its bodies as
+    recorded, in the details event, rather than nothing."""
+    events = exchange("a1", 0, "https://api.openai.com/v1/embeddings", session="s1", model="m")
+    bodies = {"a1:request": b'{"input": "x"}', "a1:response": b'{"data": []}'}
+    embed, _root = _tree(Row(events, bodies), content=True)
+    assert [(e.name, dict(e.attributes)) for e in embed.events] == [
+        (DETAILS_EVENT, {"gen_ai.input.messages": '{"input": "x"}', "gen_ai.output.messages": '{"data": []}'})
     ]
 
 
