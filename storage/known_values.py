@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from storage.ask_known import pick
 from storage.ask_words import CHECKED
+from storage.escaped import escape, needs_escape
 from storage.reader import Reader, reading
 
 if TYPE_CHECKING:
@@ -31,8 +32,11 @@ class LedgerValues:
         self._hosts: list[str] | None = None
 
     def matches(self, name: str, word: str) -> tuple[str, ...]:
+        """The stored values `word` names (a word holding a non-UTF-8 byte is looked up, and given
+        back, in the escaped form the writer stored it in: `storage.escaped`)."""
         if name not in CHECKED:
             return ()
+        word = escape(word) if needs_escape(word) else word
         key = (name, word.lower())
         if key not in self._seen:
             forms = sorted({word, word.lower(), word.upper()})

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from storage.database import Database, database_of
 from storage.errors import LedgerUnavailable, StorageError, from_library
+from storage.escaped import escape, needs_escape
 from storage.event_sql import Dialect
 from storage.filters import QueryError
 
@@ -52,13 +53,16 @@ class Reader:
         self, sql: str, params: Sequence[Any] = (), doing: str = "read the ledger"
     ) -> list[dict[str, Any]]:
         """The rows of one statement (placeholders `?`); a database error is a `QueryError` naming
-        what was being done."""
+        what was being done. A text parameter neither database can hold (a NUL, a lone surrogate: a
+        non-UTF-8 byte typed in a question) is compared in the escaped form the writer stores such
+        text in (`storage.escaped`), so it finds what was recorded with it instead of failing."""
         if self.dialect == "postgresql":
             sql = sql.replace("?", "%s")
+        args = tuple(escape(p) if isinstance(p, str) and needs_escape(p) else p for p in params)
         try:
             cur = self.conn.cursor()
             try:
-                cur.execute(sql, tuple(params))
+                cur.execute(sql, args)
                 names = [d[0] for d in cur.description or ()]
                 return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
             finally:
