@@ -78,6 +78,8 @@ REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"
 REFUSED_ROLE: Final = "refused"
 ATTEMPT_ROLE: Final = "attempt"
+DISPATCH_CALL_ROLE: Final = "call"
+"""A door call's own event (`ACTION:call`, `addons.door.dispatch_record`): its span's id in a trace."""
 
 
 def event_id(flow_id: str, role: str) -> str:

@@ -55,6 +55,7 @@ from catalog.tool import Tool
 from catalog.wire import body_bytes
 from recording.identity import EMPTY, Identity
 from recording.redact import Redactor
+from storage import kinds
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
@@ -254,7 +255,7 @@ class Dispatcher:
     ) -> Event:
         head, names = self._redact_all_head(head)
         return filing.event(
-            "call",
+            kinds.DISPATCH_CALL_ROLE,
             rec.DRY_RUN if dry_run else rec.CALL,
             "in",
             0,

@@ -66,8 +66,6 @@ _CLOSING: Final = frozenset(
     }
 )
 _DOOR_UPSTREAM: Final = frozenset({kinds.DISPATCH_UPSTREAM_REQUEST, kinds.DISPATCH_UPSTREAM_RESPONSE})
-_DOOR_CALL_ROLE: Final = "call"
-"""The role in a door call's event id (`ACTION:call`, `addons.door.dispatch_record`): its span's id."""
 OPEN_KEPT: Final = 20_000
 """Calls held while their other half is awaited; past it the oldest is given as unanswered."""
 RUNS_KEPT: Final = 10_000
@@ -227,7 +225,7 @@ class SpanTree:
         elif self._content and call.kind in ("tool", "mcp"):
             content = Content(self._bodies(opening), self._bodies(closing) if closing is not None else b"")
         if door_upstream:  # under its door call's span, in the same trace; not a call of the run
-            parent: bytes | None = ident(f"{opening.action_id}:{_DOOR_CALL_ROLE}", 8)
+            parent: bytes | None = ident(kinds.event_id(opening.action_id, kinds.DISPATCH_CALL_ROLE), 8)
         else:
             parent = self._parent(call, state, start)
         span = span_of_call(call, run, parent, answer, content, asked_model)
