@@ -72,11 +72,9 @@ def token_details(
 ) -> str:
     """The parts of a call's tokens that prices treat apart, those its answer stated (a provider that
     says nothing of its cache is not shown as reading none): `cache read 1,200 · reasoning 50`."""
-    parts = [("cache read", cache_read), ("cache write", cache_write), ("reasoning", reasoning)]
-    said = [f"{name} {n:,}" for name, n in parts if n is not None]
-    if cache_write and cache_write_1h:  # Anthropic's one-hour writes, priced higher than five-minute ones
-        said[1 if cache_read is not None else 0] += f" (1h {cache_write_1h:,})"
-    return " · ".join(said)
+    hour = f" (1h {cache_write_1h:,})" if cache_write and cache_write_1h else ""  # priced above 5-minute ones
+    parts = [("cache read", cache_read, ""), ("cache write", cache_write, hour), ("reasoning", reasoning, "")]
+    return " · ".join(f"{name} {n:,}{more}" for name, n, more in parts if n is not None)
 
 
 def spark(values: Sequence[float], width: int) -> str:

@@ -210,16 +210,19 @@ def counts_command(
     from storage.event_reads import counts, totals
     from storage.tally import tally_answer
 
-    def counted(r: Reader, flt: Filter, question: Question | None) -> tuple[Filter, Question | None, Any]:
+    def counted(
+        r: Reader, flt: Filter, question: Question | None
+    ) -> tuple[Filter, Question | None, list[str], Any]:
         keys = list(dict.fromkeys(by or ([question.group_by] if question and question.group_by else [])))
-        if len(keys) > 1:
-            return flt, question, (keys, tally_answer(r, flt, keys))
-        if not keys:
-            return flt, question, totals(r, flt)
-        return flt, question, (keys[0], counts(r, flt, keys[0]))
+        if len(keys) > 1:  # each combination, as `tally` counts them
+            return flt, question, keys, tally_answer(r, flt, keys)
+        return flt, question, keys, counts(r, flt, keys[0]) if keys else totals(r, flt)
 
-    flt, question, found = read_worded(ledger_url, words, filters, counted)
-    if isinstance(found, dict):  # no key: the totals
+    flt, question, keys, found = read_worded(ledger_url, words, filters, counted)
+    if len(keys) > 1:
+        _print_tally(keys, found, as_json)
+        return
+    if not keys:
         summary = {"filter": flt.to_json(), **found}
         if as_json:
             _print_json(summary)
@@ -228,16 +231,12 @@ def counts_command(
             for key, value in summary.items():
                 typer.echo(shown(f"{key:18} {value}"))
         return
-    key, groups = found
-    if isinstance(key, list):  # several keys: each combination, as `tally` counts them
-        _print_tally(key, groups, as_json)
-        return
     if as_json:
-        _print_json({"filter": flt.to_json(), "by": key, "groups": [g.to_json() for g in groups]})
+        _print_json({"filter": flt.to_json(), "by": keys[0], "groups": [g.to_json() for g in found]})
         return
     if question is not None:
         typer.echo(question.explain(), err=True)
-    _groups_table(key, groups)
+    _groups_table(keys[0], found)
 
 
 @ledger_app.command("tally")
