@@ -55,7 +55,6 @@ from catalog.tool import Tool
 from catalog.wire import body_bytes
 from recording.identity import EMPTY, Identity
 from recording.redact import Redactor
-from storage import kinds
 from storage.errors import StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
@@ -255,7 +254,7 @@ class Dispatcher:
     ) -> Event:
         head, names = self._redact_all_head(head)
         return filing.event(
-            kinds.DISPATCH_CALL_ROLE,
+            rec.CALL_ROLE,
             rec.DRY_RUN if dry_run else rec.CALL,
             "in",
             0,

@@ -44,6 +44,7 @@ from storage import kinds
 from storage.events import Event
 
 CALL: Final = kinds.DISPATCH_CALL
+CALL_ROLE: Final = kinds.DISPATCH_CALL_ROLE
 DRY_RUN: Final = kinds.DISPATCH_DRY_RUN
 UPSTREAM_REQUEST: Final = kinds.DISPATCH_UPSTREAM_REQUEST
 UPSTREAM_RESPONSE: Final = kinds.DISPATCH_UPSTREAM_RESPONSE
