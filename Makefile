@@ -7,7 +7,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
-PACKAGES := formats storage catalog recording egress addons tui flightlog
 HOST ?= 127.0.0.1
 PORT ?= 8080
 PREFIX ?= $(HOME)/.local

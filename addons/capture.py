@@ -41,7 +41,6 @@ from addons.wire.flow_records import (
 )
 from addons.wire.heads import header_values, pretty_target, request_head
 from addons.wire.outcomes import STOPPING, failed, left_early
-from addons.wire.streaming import should_tee
 from recording import identity as ident
 from recording.action_ids import action_id
 from recording.capture_setup import (
@@ -56,7 +55,8 @@ from recording.errors import RecordingError
 from recording.events import Processing
 from recording.processing_watch import ProcessingWatch
 from recording.records import Exchange, Record, RequestRecord
-from recording.writer_process import WriterProcess
+from recording.streaming import should_tee
+from recording.writer.process import WriterProcess
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable

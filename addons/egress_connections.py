@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mitmproxy.proxy import context as mcontext
     from mitmproxy.proxy import layer
 
-    from egress.gate import Gate
+    from egress.judge import Gate
 
 PROTOCOL: Final = "protocol"
 

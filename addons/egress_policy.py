@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from addons.egress_connections import EgressConnections, from_tun
 from egress.answers import HEADER, http_body, jsonrpc_body
-from egress.asks import AskBook
+from egress.approvals import AskBook
 from egress.budgets import BudgetBook
 from egress.errors import PolicyFileError
-from egress.gate import Gate
+from egress.judge import Gate
 from egress.live import RETIRED_FILE, LivePolicy
 from egress.mcp_calls import tool_calls
 from egress.patterns import normalize_host

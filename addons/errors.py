@@ -1,12 +1,12 @@
-"""Errors of the proxy's addons: the base every wing's errors derive from, and the hook classes' own.
+"""Errors of the proxy's addons (the mitmproxy shells): a proxy that cannot start, a mode it cannot take.
 
-Each wing keeps its errors in its package's `errors.py` (`wire`, `readback`); the command line and
-the proxy catch `AddonError` and show one line. The recording pipeline, a package of its own, has its
-own base (`recording.errors.RecordingError`), caught beside this one.
+Each is a `formats.errors.FlightlogError`, the one root the command line shows as one line.
 """
 
+from formats.errors import FlightlogError
 
-class AddonError(Exception):
+
+class AddonError(FlightlogError):
     """Base of every error the addons raise."""
 
 

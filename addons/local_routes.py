@@ -1,13 +1,13 @@
 """The proxy's own routes: requests to `flightlog.local` are answered here and never recorded.
 
-`configure()` resolves the proxy's settings once (`addons.door.proxy_settings.resolve`: options,
+`configure()` resolves the proxy's settings once (`door.proxy_settings.resolve`: options,
 then the environment, then FLIGHTLOG_HOME's defaults) and fills the route table
-(`addons.door.routes.Routes`) with parts built from that one value: the Directory
+(`door.routes.Routes`) with parts built from that one value: the Directory
 (`catalog.http_api`), the Ledger's read routes, the dispatch door and the MCP route, each opened on
-its first request. Every request first passes the gate (`addons.door.gatekeeper`): a browser-shaped
+its first request. Every request first passes the gate (`door.gatekeeper`): a browser-shaped
 request from another origin, another Host or with a non-JSON body is refused on every route, and
-each route's declared verb and rows (`addons.door.declarations`) are judged against every caveat
-of the request's token (`catalog.gate`), each refusal filed in the Ledger.
+each route's declared verb and rows (`door.declarations`) are judged against every caveat
+of the request's token (`authority.gate`), each refusal filed in the Ledger.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from addons.door.authority import bearer, browser_refusal
-from addons.door.declarations import directory_route, dispatch_route, graphql_route, ledger_route
-from addons.door.gatekeeper import refused
-from addons.door.mcp_route import mcp_route
-from addons.door.proxy_settings import ProxySettings, resolve
-from addons.door.routes import (
+from door.callers import bearer, browser_refusal
+from door.declarations import directory_route, dispatch_route, graphql_route, ledger_route
+from door.gatekeeper import refused
+from door.mcp_route import mcp_route
+from door.proxy_settings import ProxySettings, resolve
+from door.routes import (
     HOST,
     Answer,
     Handler,
@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from mitmproxy import http, tls
     from mitmproxy.addonmanager import Loader
 
-    from addons.door.gatekeeper import Gatekeeper
-    from addons.door.http_face import Door
     from catalog.directory import Directory
+    from door.gatekeeper import Gatekeeper
+    from door.http_face import Door
 
 log = logging.getLogger("flightlog.routes")
 
@@ -76,7 +76,7 @@ class _Parts:
         self._gatekeeper: Gatekeeper | None = None
 
     def door(self) -> Door:
-        from addons.door.assembly import proxy_door  # deferred: the door loads on the first request
+        from door.assembly import proxy_door  # deferred: the door loads on the first request
 
         with self._lock:
             if self._door is None:
@@ -85,7 +85,7 @@ class _Parts:
 
     def gatekeeper(self) -> Gatekeeper:
         """The gate's shell over the door's root key and Ledger (built with the door)."""
-        from addons.door.assembly import gatekeeper  # deferred: the door loads on the first request
+        from door.assembly import gatekeeper  # deferred: the door loads on the first request
 
         door = self.door()
         with self._lock:
@@ -112,7 +112,7 @@ class _Parts:
         return directory_handler(self.directory())
 
     def ledger_handler(self) -> Handler:
-        from addons.readback.ledger_routes import judged_handler  # deferred: SQLAlchemy, first use
+        from readback.ledger_routes import judged_handler  # deferred: SQLAlchemy, first use
 
         return judged_handler(self.door().dispatcher.ledger)
 
@@ -131,7 +131,7 @@ class _Parts:
 
 
 def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
-    """The route table over one settings value (each route declared: `addons.door.declarations`)."""
+    """The route table over one settings value (each route declared: `door.declarations`)."""
     parts = _Parts(settings)
     routes = Routes()
     routes.add(directory_route(lazy_route(parts.directory_handler), parts.directory))
@@ -171,7 +171,7 @@ class LocalRoutes:
     """Answers `flightlog.local` itself; the capture addon sees the skip mark and records nothing."""
 
     def __init__(self, settings: ProxySettings | None = None) -> None:
-        from addons.door.websocket_face import WebSocketDoor
+        from door.websocket_face import WebSocketDoor
 
         self.settings: ProxySettings | None = None
         self.routes = Routes()
@@ -251,7 +251,7 @@ class LocalRoutes:
         """Plain for every other flow; a coroutine (awaited by mitmproxy) only for our own routes."""
         if not flow.metadata.get("flightlog.local"):
             return None
-        from addons.door.websocket_face import is_upgrade
+        from door.websocket_face import is_upgrade
 
         if is_upgrade(flow.request.headers) and flow.request.path.partition("?")[0].rstrip("/") == DOOR_PATH:
             return self._upgrade(flow)
@@ -264,12 +264,12 @@ class LocalRoutes:
         return self._parts.gatekeeper().answer(self.routes, method, path, query, headers, body)
 
     async def _upgrade(self, flow: http.HTTPFlow) -> None:
-        """A WebSocket to the door (`addons.door.websocket_face`): checked like any door request,
+        """A WebSocket to the door (`door.websocket_face`): checked like any door request,
         then handed to the door's WebSocket end with a one-time ticket for what the upgrade carried."""
         from mitmproxy import http
 
-        from addons.door.gatekeeper import call_head
-        from addons.door.websocket_face import TICKET_HEADER
+        from door.gatekeeper import call_head
+        from door.websocket_face import TICKET_HEADER
 
         req = flow.request
         path, _, query_string = req.path.partition("?")

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from addons.errors import ServeReplayError
-from addons.readback.match_book import Book, ReplayReport
-from addons.readback.recorded import Exchange, PayloadReader, body, canonical_url
-from addons.readback.replay_answers import MARK, answer_fields, is_stream, refusal
-from addons.readback.replay_player import TOKEN, Playback, Player, recorded_duration
-from addons.readback.ws_player import Conversation
 from formats import sse
+from readback.match_book import Book, ReplayReport
+from readback.recorded import Exchange, PayloadReader, body, canonical_url
+from readback.replay_answers import MARK, answer_fields, is_stream, refusal
+from readback.replay_player import TOKEN, Playback, Player, recorded_duration
+from readback.ws_player import Conversation
 from recording.identity import PATH_PREFIX, from_path
-from recording.redact import Redactor
+from recording.redaction.redact import Redactor
 from storage.heads import Fields
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from addons.wire.departures import Departures
 if TYPE_CHECKING:
     from mitmproxy import http
 
-    from recording.writer_process import WriterProcess
+    from recording.writer.process import WriterProcess
 
 log = logging.getLogger("flightlog.capture")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from catalog.contracts import bind_secrets, forms, render_upstream
 from catalog.importers.openapi import import_openapi, tools_from_openapi
-from catalog.refused import RefusedHosts
+from catalog.retired_hosts import RefusedHosts
 from catalog.tool import Tool
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "catalog" / "fixtures" / "petstore.yaml"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import httpx
 
-from addons.door.dispatch import Dispatcher
-from catalog import tokens
+from authority import tokens
 from catalog.tool import Tool
+from door.dispatch import Dispatcher
 from storage.ledger import open_ledger
 from tests.dispatch.upstreams import raw_upstream
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import httpx
 
-from addons.readback.export import export, plan
-from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.serve_replay import Matcher, ServeReplay, build_master
 from bench._pg import add_pg_option, create_database, drop_database
+from readback.export import export, plan
+from readback.recorded import Selection, iter_exchanges, select_action_ids
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 

@@ -3,7 +3,7 @@ the gate's judgement with and without a use spent in the Ledger's database.
 
 `python -m bench.gate [FILES]` (default 25000): a Directory folder of 50 and of FILES rows, asked
 `changed()` with nothing changed, by the inotify watch and by the stat-tag fallback, interleaved in
-rounds; then `catalog.gate.admit` for a Ledger read with a token of five caveats (no uses; one use
+rounds; then `authority.gate.admit` for a Ledger read with a token of five caveats (no uses; one use
 spent per call in a SQLite Ledger; the same on PostgreSQL when FLIGHTLOG_BENCH_PG names one).
 Prints p50/p99 per ask in microseconds.
 """
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from catalog import tokens
-from catalog.caveats import format_instant
+from authority import tokens
+from authority.caveats import format_instant
+from authority.gate import Ask, admit
 from catalog.folder_watch import InotifyWatch, StatWatch
-from catalog.gate import Ask, admit
 from storage.ledger import open_ledger
 from storage.token_uses import TokenUses
 

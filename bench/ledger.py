@@ -36,7 +36,7 @@ from sqlalchemy import text
 
 from bench._pg import add_pg_option, scratch_database
 from bench._probe import probe_line
-from storage import chain
+from storage.chain import links as chain
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 

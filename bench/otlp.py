@@ -25,9 +25,9 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from addons.readback.export import export, export_otlp, plan
-from addons.readback.otlp_live import Follower
-from addons.readback.recorded import Selection
+from readback.export import export, export_otlp, plan
+from readback.otlp_live import Follower
+from readback.recorded import Selection
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 

@@ -14,7 +14,7 @@ import string
 import time
 from collections.abc import Callable
 
-from recording.redact import Redactor
+from recording.redaction.redact import Redactor
 
 SIZE = 100 * 1024
 

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import httpx
 
-from addons.readback.match_book import Book
-from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from flightlog.replay_run import Plan, serving
+from readback.match_book import Book
+from readback.recorded import Selection, iter_exchanges, select_action_ids
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 

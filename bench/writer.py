@@ -40,7 +40,7 @@ from bench.ledger import add_engine_options, engine_names, fresh_ledger
 from recording.action_ids import action_id
 from recording.capture_setup import processing
 from recording.records import Exchange, Record, RequestRecord, ResponseRecord
-from recording.writer import Writer
+from recording.writer.thread import Writer
 from storage.ledger import open_ledger
 
 ANSWER_HEAD = (

@@ -32,7 +32,7 @@ dry run equals the real call byte for byte, with names instead of values. The pl
 
 Arguments are validated against the tool's JSON Schema first (`ArgumentError` names the bad one), and
 a tool whose contract, or whose rendered request, reaches a refused host raises `RefusedHost` naming
-the host and where it hid (`catalog.refused`).
+the host and where it hid (`catalog.retired_hosts`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from catalog.forms.library import function_snippet, sdk_snippet
 from catalog.forms.recorded_mcp import RECORDED_FORM_NAMES, RECORDED_FORM_NOTES, mcp_upstream, recorded_forms
 from catalog.forms.shortcut import shortcut_form
 from catalog.forms.upstream import Request, bind, canonical_json, render, secret_names
-from catalog.refused import RefusedHosts
+from catalog.retired_hosts import RefusedHosts
 from catalog.tool import Tool
 
 __all__ = [

@@ -116,7 +116,7 @@ class Directory:
         self.warnings: tuple[str, ...] = ()
         self.network = False
         """True for a Directory a network door serves: its commits never touch a row that runs a
-        command or code here (`catalog.authority`); the operator's own opens leave it False."""
+        command or code here (`catalog.local_rows`); the operator's own opens leave it False."""
         self.alias_problems: tuple[str, ...] = ()
         """Every alias entry or pattern that names no row (skipped, never fatal: `directory check`)."""
         self._follower: Follower | None = None
@@ -268,7 +268,7 @@ class Directory:
     ) -> Committed:
         self.refresh()
         if self.network:
-            from catalog.authority import refuse_local_changes  # deferred: it loads the contracts
+            from catalog.local_rows import refuse_local_changes  # deferred: it loads the contracts
 
             refuse_local_changes(changes, self.text_at)
         warnings = changeset.check_aliases(changes, self._index, self._aliases)

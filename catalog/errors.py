@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from formats.errors import FlightlogError
 
-class CatalogError(Exception):
+
+class CatalogError(FlightlogError):
     """Base of every error the Directory raises."""
 
 
@@ -92,4 +94,4 @@ class ImporterError(CatalogError):
 
 class LocalCommandRefused(CatalogError):
     """A network door tried to create, change or delete a row that runs a command on this machine
-    (`catalog.authority` refuses it; defined here so the doors name it without loading contracts)."""
+    (`catalog.local_rows` refuses it; defined here so the doors name it without loading contracts)."""

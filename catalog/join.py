@@ -8,7 +8,7 @@
 - `token_uses(engine, identifier)`: how many uses a token (and everything attenuated from it) spent.
 
 The dispatch door's event kinds are `storage.kinds` (shared with the door that writes them); its token
-locator is described in `addons.door.dispatch_record`.
+locator is described in `door.dispatch_record`.
 """
 
 from __future__ import annotations

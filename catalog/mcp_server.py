@@ -19,8 +19,6 @@ from catalog.agent_api import MCP_READ_CAP, AgentApi
 from catalog.agent_tools import ToolSpec, check_arguments, tools
 from catalog.directory import Directory
 from catalog.errors import CatalogError
-from catalog.gate import Row
-from catalog.targets import rows_of_request
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -35,9 +33,11 @@ INSTRUCTIONS: Final = (
 
 Dispatch = Callable[[dict[str, Any], str | None], tuple[bool, str]]
 """Runs one canonical call (with an optional scoped token): (ok, the JSON reply as text)."""
-Authorize = Callable[[str, tuple[Row, ...]], None]
-"""Asks the gate whether the session may do a verb (`read`, `write`) on some rows; raises a
-`CatalogError` (the gate's refusal, filed by whoever wired it) when not."""
+Authorize = Callable[[str, str, dict[str, Any]], None]
+"""Asks the gate whether the session may make one request: (the verb, `read` or `write`; the agent
+API's request name; its arguments as the HTTP bodies name them). Raises a `CatalogError` (the gate's
+refusal, filed by whoever wired it) when not. Which rows a write changes is the wiring side's to
+read (`authority.targets.rows_of_request`): authority judges the Directory, not the other way round."""
 
 
 def build_server(
@@ -67,9 +67,8 @@ def build_server(
             given = {k: v for k, v in kwargs.items() if v is not None}
             try:
                 if authorize is not None:
-                    changes = verb.__name__ in CHANGES
-                    rows = rows_of_request(directory, verb.__name__, _arguments(given)) if changes else ()
-                    authorize("write" if changes else "read", rows)
+                    verb_name = "write" if verb.__name__ in CHANGES else "read"
+                    authorize(verb_name, verb.__name__, _arguments(given))
                 text, failed = str(verb(**given)), False
             except CatalogError as e:
                 text, failed = str(e), True
@@ -173,7 +172,7 @@ def build_server(
     )
     def manifest_resource() -> str:
         if authorize is not None:
-            authorize("read", ())
+            authorize("read", "manifest", {})
         return api.whole_manifest()  # whole: a client preloads it on purpose (the tool pages)
 
     return server

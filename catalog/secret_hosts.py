@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from catalog.errors import CatalogError
 from catalog.forms.upstream import SECRET
-from catalog.refused import decodings
+from catalog.retired_hosts import decodings
 
 DEFAULTS: Final[Mapping[str, tuple[str, ...]]] = {
     "OPENAI_API_KEY": ("api.openai.com",),

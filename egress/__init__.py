@@ -6,6 +6,6 @@ CONNECT, an MCP `tools/call` over HTTP or stdio, a DNS question, a raw connectio
 `rates` are the limits counted over time; `asks` holds a request until an operator answers. The
 mitmproxy shell is `addons.egress_policy`; `flightlog mcp-record` consults the same engine for stdio.
 
-Not to be confused with `catalog.policy`, the policy the tokens `flightlog run` lends are minted from
+Not to be confused with `authority.lending`, the policy the tokens `flightlog run` lends are minted from
 (`FLIGHTLOG_HOME/policy.toml`); this one lives in `FLIGHTLOG_HOME/egress.toml`.
 """

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from formats.errors import FlightlogError
 
-class EgressError(Exception):
+
+class EgressError(FlightlogError):
     """Base of every error the egress policy raises."""
 
 

@@ -12,8 +12,8 @@ import asyncio
 import logging
 from pathlib import Path
 
-from egress.engine import Policy
 from egress.errors import PolicyFileError
+from egress.policy import Policy
 from egress.policy_file import load_policy_file
 from recording.file_stamps import Stamp, stamp
 

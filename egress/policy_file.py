@@ -42,10 +42,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final, cast
 
-from egress.engine import DEFAULT_ASK_TIMEOUT, Policy
 from egress.errors import PolicyFileError
 from egress.limits import PERIODS, PERS, Budget, Per, Period, Rate
 from egress.patterns import any_glob, host_pattern
+from egress.policy import DEFAULT_ASK_TIMEOUT, Policy
 from egress.rules import ACTIONS, Action, Rule, Scope
 
 FILE_NAME: Final = "egress.toml"
@@ -113,7 +113,7 @@ def parse_policy(data: Mapping[str, Any], source: str, home: Path | None = None)
 
 def _retired(home: Path) -> Any:
     from catalog.errors import CatalogError
-    from catalog.refused import load_refused_hosts
+    from catalog.retired_hosts import load_refused_hosts
 
     try:
         return load_refused_hosts(home)

@@ -1,8 +1,8 @@
 """The egress policy for `flightlog mcp-record`: each `tools/call` line a client sends a stdio server.
 
-The same gate as the proxy's (`egress.gate`): a stdio call has no host, so rules naming hosts do not
+The same gate as the proxy's (`egress.judge`): a stdio call has no host, so rules naming hosts do not
 apply to it; rules naming tools (and arguments), agents, sessions and tasks do, as do retired hosts
-hidden in its arguments, `ask` and the default. The relay thread asks it (`recording.mcp_stdio_gate`),
+hidden in its arguments, `ask` and the default. The relay thread asks it (`recording.mcp.stdio_judge`),
 so a held call holds the client's later lines behind it, in order. The policy file is looked at
 (one `stat`) before each call, so an edit is in force for the next one.
 """
@@ -13,11 +13,11 @@ import asyncio
 import json
 
 from egress.answers import jsonrpc_body
-from egress.gate import Gate
+from egress.judge import Gate
 from egress.mcp_calls import tool_calls
 from egress.rules import Call
 from recording.identity import Identity
-from recording.mcp_stdio_gate import LineGate, Refused
+from recording.mcp.stdio_judge import LineGate, Refused
 
 
 def stdio_gate(gate: Gate, identity: Identity) -> LineGate:

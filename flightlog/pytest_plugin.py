@@ -90,9 +90,9 @@ def flightlog_recording(
 ) -> Iterator[Recording]:
     """Record this test's traffic the first time (or with --flightlog-record), replay it afterwards."""
     # deferred: every pytest run loads this plugin; only tests taking the fixture need these
-    from addons.readback.matching import load_rules, parse_strategies
     from flightlog.replay_run import Plan, recording_proxy, serving
     from flightlog.settings import load_settings
+    from readback.matching import load_rules, parse_strategies
     from recording.identity import Identity
 
     item = request.node

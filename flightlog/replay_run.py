@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from addons.proxy_env import Listener, ProxyState, proxy_env
-from addons.readback.match_book import Book, ReplayReport
-from addons.readback.matching import DEFAULT_STRATEGIES, Rules
-from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
-from addons.readback.ws_player import conversation
 from flightlog import proxy_process
 from flightlog.errors import CommandError
 from flightlog.proxy_process import PROVIDER_MODES
+from readback.match_book import Book, ReplayReport
+from readback.matching import DEFAULT_STRATEGIES, Rules
+from readback.recorded import Selection, iter_exchanges, select_action_ids
+from readback.ws_player import conversation
 from recording.identity import EMPTY, Identity
 
 if TYPE_CHECKING:

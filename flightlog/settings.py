@@ -37,7 +37,7 @@ class Settings:
     def open_ledger(self, ledger_url: str | None = None, blobs_url: str | None = None) -> Ledger:
         """Open (creating or migrating) the configured Ledger, or the one named by options."""
         # deferred: SQLAlchemy loads slowly; other commands start without it
-        from storage.chain_keys import ChainKeys
+        from storage.chain.keys import ChainKeys
         from storage.ledger import open_ledger
 
         keys = ChainKeys(self.home)  # this home's chain keys: what it writes, what it verifies with

@@ -8,7 +8,17 @@ the command line shows as one line.
 from __future__ import annotations
 
 
-class FormatError(Exception):
+class FlightlogError(Exception):
+    """The root of every error flightlog raises on purpose: one line a user can act on.
+
+    It lives on the lowest floor so that every room can derive its own tree from it (`StorageError`,
+    `CatalogError`, `RecordingError`, `EgressError`, `ReadbackError`, `DoorError`, `AddonError`,
+    `TuiError`, `CommandError`, ...); the command line catches this one class and prints its message,
+    and anything else is a bug that keeps its traceback.
+    """
+
+
+class FormatError(FlightlogError):
     """Base of the errors `formats` raises."""
 
 

@@ -15,7 +15,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from recording.pipe_writer import PipeWriter
+from recording.writer.pipe_writer import PipeWriter
 
 HOLD_BYTES = 4 * 1024 * 1024
 """An answer whose records wait on this side of a full pipe is held until they are in the kernel,

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 from formats.usage import extract_usage
 from recording.events import Processing
 from recording.prices import PriceTable
-from recording.redact import Redactor
-from recording.secrets import load_secrets
+from recording.redaction.redact import Redactor
+from recording.redaction.secrets import load_secrets
 from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 if TYPE_CHECKING:
-    from recording.writer import Writer
-    from recording.writer_process import WriterSpec
+    from recording.writer.process import WriterSpec
+    from recording.writer.thread import Writer
 
 
 def default_urls(env: Mapping[str, str] = os.environ) -> tuple[str, str]:
@@ -87,7 +87,7 @@ def write_stats(path: Path, writer: Writer) -> None:
 
 def writer_spec(options: Any, collector: str) -> WriterSpec:
     """What the writer process needs, from the proxy's options (empty ones: the environment's)."""
-    from recording.writer_process import WriterSpec
+    from recording.writer.process import WriterSpec
 
     ledger_url, blobs_url = default_urls()
     return WriterSpec(

@@ -5,8 +5,10 @@ Each is a `RecordingError`, which the command line and the proxy's `configure()`
 
 from __future__ import annotations
 
+from formats.errors import FlightlogError
 
-class RecordingError(Exception):
+
+class RecordingError(FlightlogError):
     """Base of the recording pipeline's errors."""
 
 

@@ -20,7 +20,7 @@ from storage.events import Event, PayloadRef, PayloadState
 
 if TYPE_CHECKING:
     from recording.prices import PriceTable
-    from recording.redact import Redactor
+    from recording.redaction.redact import Redactor
 
 UsageFn = Callable[[str, bytes, bytes, str | None, str | None], Any]
 __all__ = ["NOTHING", "Processing", "Spent", "usage_of"]

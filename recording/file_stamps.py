@@ -1,7 +1,7 @@
 """A file's stamp: what a watcher compares to know a file changed without reading it.
 
 The proxy re-reads its secrets and prices (`processing_watch`) and the door its refused hosts and
-secrets (`addons.door.live_config`) when an operator edits them; both look once a second or once a
+secrets (`door.live_config`) when an operator edits them; both look once a second or once a
 call, so a look must be one `stat`, and a file replaced by a rename (a new inode, the same size and
 second) must still count as changed.
 """

@@ -2,7 +2,7 @@
 
 An operator who rotates a secret (or adds one) in the secrets file expects the running proxy to redact
 it from the next request on, not after a restart; the door does the same for its own copy
-(`addons.door.live_config`). A look stats the secrets file (the named one, or
+(`door.live_config`). A look stats the secrets file (the named one, or
 FLIGHTLOG_HOME/secrets.env, which may appear later) and the price override; when a stamp moved it
 builds the processing again and hands it to the writer process. A file that turns unreadable or
 malformed keeps the last good values, said once in one line.

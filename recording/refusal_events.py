@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from recording import events as ev
-from recording import mcp_stdio_events
+from recording.mcp import stdio_events as mcp_stdio_events
 from recording.records import RefusalRecord
 from storage import kinds
 from storage.escaped import escape_event

@@ -23,7 +23,10 @@ from pathlib import Path
 
 import grimp
 
-PACKAGES = ("formats", "storage", "catalog", "recording", "egress", "addons", "tui", "flightlog")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project import packages
+
+PACKAGES = packages()
 
 
 def import_graph(*packages: str) -> grimp.ImportGraph:

@@ -18,8 +18,11 @@ import tokenize
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project import packages
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("formats", "storage", "catalog", "recording", "egress", "addons", "tui", "flightlog")
+PACKAGES = packages()
 FIGURE = re.compile(
     r"(?<![\w.])~?\d+(?:[.,]\d+)*(?:\s?-\s?\d+(?:[.,]\d+)*)?"  # 12, 1.3, 1,200, 153-213
     r"(?: (?:ms|us|µs|ns|s|seconds?|milliseconds?|microseconds?)\b|x\b)"

@@ -8,7 +8,7 @@ connection and fires before an ON CONFLICT clause is considered), the batch runs
 way: SQLite offers only the ids it found absent, PostgreSQL goes through a temporary table and one
 `INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING event_id` (reference/storage.md: ~96k
 rows/s, against ~6.5k through the ORM). The rows that were new are chained into the batch row
-(storage.chain). The columns are the ones `storage.schema` defines.
+(storage.chain.links). The columns are the ones `storage.schema` defines.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from sqlalchemy.engine import Connection
 
-from storage import chain
+from storage.chain import links as chain
 from storage.events import AppendResult, Batch, Conflict
 from storage.rows import COLUMNS, content_fingerprint
 from storage.schema import EventRow
@@ -294,14 +294,14 @@ def write_batch(
     """Inside the caller's transaction: write everything of one batch and account for it.
 
     `rows` are sorted by event_id (the order they are inserted and chained in). The collector's
-    chain lock comes first (storage.chain.lock), so two writers of one collector
+    chain lock comes first (storage.chain.links.lock), so two writers of one collector
     queue before either inserts a row: neither waits on the other's rows while holding the lock.
     On SQLite `rows` carry their time as text (`to_row(..., text_time=True)`), and `leaves` may be
     their `chain.written_leaves` (in `rows`' order), hashed before the transaction began: SQLite's
     write lock is one for the whole database, and every millisecond of CPU spent holding it is one
     the other writers wait. `staged` asks first which events are stored and offers only the others
     (a collector catching up after a start; see `_insert_events_sqlite`, `_insert_events_pg`).
-    `key` is the collector's chain key (`storage.chain_keys`): its batches' digests are keyed.
+    `key` is the collector's chain key (`storage.chain.keys`): its batches' digests are keyed.
     """
     now = datetime.now(UTC)
     chain.lock(conn, batch.collector)

@@ -1,6 +1,6 @@
 """The Ledger's commits in order, for a reader that follows it as it grows (the live OTLP stream).
 
-Every batch a collector commits is a link of its chain (`storage.chain`): numbered 1, 2, ... per
+Every batch a collector commits is a link of its chain (`storage.chain.links`): numbered 1, 2, ... per
 collector in commit order, with the ids of the events it inserted. A follower keeps, per collector,
 the last link it read, and asks for the links after it: nothing committed is skipped, whichever
 process (a proxy worker, the door, `mcp-record`) committed it, and nothing is read twice.

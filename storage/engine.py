@@ -68,7 +68,7 @@ def ping_when_idle(engine: Engine, idle: float = PING_IDLE) -> None:
     SQLAlchemy's `pool_pre_ping` pings at every checkout: a round trip a commit, in the writer's CPU
     and wall time, for a connection used one flush interval before. A
     server that went away within the last second is met by the first statement instead: it
-    invalidates the connection (SQLAlchemy for its own statements, `storage.chain.query` for the
+    invalidates the connection (SQLAlchemy for its own statements, `storage.chain.links.query` for the
     writer's) and the Ledger retries the batch (it is idempotent), as it already must for a server
     lost mid-transaction. A failed ping raises `DisconnectionError`, on which the pool connects
     afresh (SQLAlchemy's documented pessimistic recipe)."""

@@ -5,8 +5,10 @@ Every message is one line a person can act on; the CLI prints it as `flightlog: 
 
 from __future__ import annotations
 
+from formats.errors import FlightlogError
 
-class StorageError(Exception):
+
+class StorageError(FlightlogError):
     """Base of every error the Ledger raises."""
 
 

@@ -17,7 +17,7 @@ them), the duration is the answer event's `at` minus the request event's `at`, t
 
 A stdio MCP session recorded by `flightlog mcp-record` has no HTTP exchange: there each request the
 client (or the server) made opens one (`mcp.tools/call`, `mcp.initialize`, ...; its action is the
-call's key `mcp:SESSION:call:c:ID`, `recording.mcp_stdio_events`) and its result by JSON-RPC id
+call's key `mcp:SESSION:call:c:ID`, `recording.mcp.stdio_events`) and its result by JSON-RPC id
 answers it (`mcp.<method>.result`, or `mcp.result` for a call not seen), progress notifications inner;
 the session's `mcp.start` opens the session's own action and `mcp.exit` answers it.
 """

@@ -1,9 +1,9 @@
 """What a question to the Ledger is about: the frozen `Filter`, its wire form, and a counted row.
 
-Every screen, route and command names the events it means with one `Filter`, so a question typed in
-plain words (`storage.ask`), a filter POSTed as JSON and the TUI's filter bar all mean the same rows.
-The SQL that reads them is `storage.queries`; this module only says what is asked, and refuses what
-cannot be (an unknown field, a wrong type, an empty range), never ignoring it.
+Every screen, route and command names the events it means with one `Filter`, so a question typed in plain
+words (`storage.questions.reading`), a filter POSTed as JSON and the TUI's filter bar all mean the same rows.
+The SQL that reads them is `storage.queries`; this module only says what is asked, and refuses what cannot be
+(an unknown field, a wrong type, an empty range), never ignoring it.
 """
 
 from __future__ import annotations

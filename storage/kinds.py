@@ -12,12 +12,12 @@ Storage is the lowest room both sides see: capture and the door (addons) write t
   the proxy's certificate, or the upstream connection a reverse listener opens as a client connects
   could not be made (the client saw its connection closed). The target in `url`, why in `error`.
 - `capture.lost`: exchanges a proxy answered and could not record (it was killed while its writer was
-  behind): the count in `error`, their ids as the payload (`recording.lost`).
+  behind): the count in `error`, their ids as the payload (`recording.writer.lost`).
 - `capture.overflow`: the writer's queue was full and items were dropped; the count is in `error`.
 - `capture.unrecordable`: a record the Ledger refused (or that could not become an event): its head
   and body bytes, the error in `error`, the refused event's id in `parent`.
 
-The dispatch door's kinds (one dispatch is one action; `addons.door.dispatch_record` says what each
+The dispatch door's kinds (one dispatch is one action; `door.dispatch_record` says what each
 event holds): `dispatch.call`, `dispatch.dry_run`, `dispatch.upstream.request`,
 `dispatch.upstream.response`, `dispatch.reply` and `dispatch.refused`.
 
@@ -29,8 +29,8 @@ CONNECT, a raw TCP or UDP connection, a DNS question from a sealed command).
 
 MCP messages (one event per JSON-RPC message, read by `formats.jsonrpc`; their kind is `mcp_kind`):
 `mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen), from a stdio session
-(`flightlog mcp-record`, `recording.mcp_stdio_events`) or from an exchange through the proxy
-(`recording.mcp_messages`); `mcp.invalid`: a stdio line that is not JSON-RPC; `mcp.start` /
+(`flightlog mcp-record`, `recording.mcp.stdio_events`) or from an exchange through the proxy
+(`recording.mcp.http_messages`); `mcp.invalid`: a stdio line that is not JSON-RPC; `mcp.start` /
 `mcp.exit`: a stdio session's start and end (the exit code in `status`).
 """
 
@@ -79,7 +79,7 @@ RESPONSE_ROLE: Final = "response"
 REFUSED_ROLE: Final = "refused"
 ATTEMPT_ROLE: Final = "attempt"
 DISPATCH_CALL_ROLE: Final = "call"
-"""A door call's own event (`ACTION:call`, `addons.door.dispatch_record`): its span's id in a trace."""
+"""A door call's own event (`ACTION:call`, `door.dispatch_record`): its span's id in a trace."""
 
 
 def event_id(flow_id: str, role: str) -> str:

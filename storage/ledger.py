@@ -23,11 +23,11 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from storage import chain, codec, event_reads
+from storage import codec, event_reads
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
-from storage.chain_keys import ChainKeys, Keys
-from storage.checkpoints import Checkpointer, backstop
+from storage.chain import links as chain
+from storage.chain.keys import ChainKeys, Keys
 from storage.engine import WRITE, make_engine
 from storage.errors import (
     BadLedgerUrl,
@@ -43,6 +43,7 @@ from storage.migrate import migrate
 from storage.rows import Address, from_mapping, payload_address, to_row, validate
 from storage.schema import BlobRow, EventRow
 from storage.spool import Spool
+from storage.wal_checkpoints import Checkpointer, backstop
 
 log = logging.getLogger("flightlog.storage")
 T = TypeVar("T")
@@ -71,7 +72,7 @@ class Prepared(NamedTuple):
     raw_bytes: int
     leaves: list[bytes] | None
     """SQLite: the rows' chain leaves, hashed before the write lock is taken."""
-    key: bytes | None  # the collector's chain key (`storage.chain_keys`), made on its first batch
+    key: bytes | None  # the collector's chain key (`storage.chain.keys`), made on its first batch
 
 
 def _raced(e: BaseException) -> bool:
@@ -100,7 +101,7 @@ class Ledger:
         self, engine: Engine, url: str, blobs: BlobStore, retry_seconds: float = 30.0, keys: Keys = None
     ) -> None:
         self.engine = engine
-        self.keys = keys  # the collectors' chain keys (`storage.chain_keys`); None: unkeyed chains
+        self.keys = keys  # the collectors' chain keys (`storage.chain.keys`); None: unkeyed chains
         self.url = url
         self.blobs = blobs
         self.retry_seconds = retry_seconds
@@ -109,7 +110,7 @@ class Ledger:
         inserted without asking first which are stored (`_append_once`)."""
         database = engine.url.database if engine.dialect.name == "sqlite" else None
         self._checkpoints = Checkpointer(database) if database and database != ":memory:" else None
-        """SQLite: the WAL copied back on a thread, not in the commit filling it (`storage.checkpoints`)."""
+        """SQLite: WAL copied back on a thread, not in the commit filling it (`storage.wal_checkpoints`)."""
 
     # -- writing ---------------------------------------------------------------------------
 

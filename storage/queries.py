@@ -2,9 +2,9 @@
 in Core, the exchanges' list, the time line and the usage sums (`storage.exchanges`,
 `storage.timeline`, `storage.usage_totals`).
 
-Every screen, route and command asks the Ledger through the same frozen `Filter` (`storage.filters`),
-so a question typed in plain words (`storage.ask`), a filter POSTed as JSON and the TUI's filter bar all
-mean the same rows. Pages, counted views and totals are `storage.event_reads`' (SQL text any DB-API
+Every screen, route and command asks the Ledger through the same frozen `Filter` (`storage.filters`), so a
+question typed in plain words (`storage.questions.reading`), a filter POSTed as JSON and the TUI's filter bar
+all mean the same rows. Pages, counted views and totals are `storage.event_reads`' (SQL text any DB-API
 connection runs, so a read command needs no SQLAlchemy); the clauses here are the same text
 (`storage.event_sql`) made Core clauses.
 """

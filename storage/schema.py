@@ -162,7 +162,7 @@ class BlobRow(SQLModel, table=True):
 
 class BatchRow(SQLModel, table=True):
     """The accounting of one delivered batch (bookkeeping, not an event), and its link in the
-    collector's chain of digests (storage/chain.py; NULL for batches from before the chain)."""
+    collector's chain of digests (storage/chain/links.py; NULL for batches from before the chain)."""
 
     __tablename__ = "batches"
     __table_args__ = (Index("ix_batches_chain", "collector", "chain_index", unique=True),)
@@ -216,7 +216,7 @@ class TokenUseRow(SQLModel, table=True):
 
 
 class ChainKeyRow(SQLModel, table=True):
-    """A collector's key registration (storage/chain_seal.py): which key its chain's digests are
+    """A collector's key registration (storage/chain/seal.py): which key its chain's digests are
     keyed with (by id, never the key), where its keyed part begins, and the seal of what no key
     covers; MACed with the key. Written with the collector's first keyed batch. Append-only."""
 

@@ -32,7 +32,7 @@ _SPEND = text(
 
 
 class TokenUses:
-    """The use book of one Ledger (`catalog.gate.UseBook`)."""
+    """The use book of one Ledger (`authority.gate.UseBook`)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

@@ -39,7 +39,7 @@ def _pg_server() -> str:
 @pytest.fixture(autouse=True)
 def _own_flightlog_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test has a FLIGHTLOG_HOME of its own unless it names one: a Ledger opened to write keeps
-    its collectors' chain keys there (storage.chain_keys), never in the runner's ~/.flightlog."""
+    its collectors' chain keys there (storage.chain.keys), never in the runner's ~/.flightlog."""
     if "FLIGHTLOG_HOME" not in os.environ:
         monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path_factory.mktemp("flightlog-home")))
 

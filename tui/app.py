@@ -3,7 +3,7 @@
 The first screen lists exchanges (one line per request with its status, size, duration, model, tokens
 and cost); `v` switches to the events one by one. Both read keyset pages in worker threads (never on
 the UI thread), so a ledger of a million events opens as fast as one of ten. A filter bar takes plain
-words (`storage.ask`) and shows the filter it understood, or why it refused.
+words (`storage.questions.reading`) and shows the filter it understood, or why it refused.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
-from egress.asks import AskBook
+from egress.approvals import AskBook
 from formats.terminal_text import shown
-from storage.ask import ask
 from storage.errors import StorageError
 from storage.filters import Filter
+from storage.questions.reading import ask
 from tui.asks import AsksScreen
 from tui.counts import CountsScreen
 from tui.detail import DetailScreen

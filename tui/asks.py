@@ -1,6 +1,6 @@
 """Requests held by an egress policy's `ask` rule, answered from the browser (`A` opens it).
 
-The same folder `flightlog approve` answers through (`egress.asks`): each line is one held request
+The same folder `flightlog approve` answers through (`egress.approvals`): each line is one held request
 (id, time left, who, what, the rule, a tool call's arguments); `y` lets the selected one through,
 `n` refuses it. The list is read again twice a second, so a new request appears and an answered or
 expired one goes without a key. The text comes from what an agent sent: it is shown as plain text,
@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from egress.asks import AskBook, Pending
+from egress.approvals import AskBook, Pending
 from egress.errors import AskError
 from formats.terminal_text import shown
 

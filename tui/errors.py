@@ -1,5 +1,7 @@
 """Errors of the terminal browser."""
 
+from formats.errors import FlightlogError
 
-class TuiError(Exception):
+
+class TuiError(FlightlogError):
     """Base of every error the browser raises."""

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from storage.ask_known import Known
 from storage.event_reads import counts, select_events
 from storage.events import StoredEvent
 from storage.exchanges import Exchange, select_exchanges
 from storage.filters import Cursor, Filter, Group
-from storage.known_values import LedgerValues
 from storage.mcp_lookups import call_events
+from storage.questions.known import Known
+from storage.questions.known_values import LedgerValues
 from storage.timeline import Timeline, timeline
 from tui.errors import TuiError
 
@@ -41,7 +41,7 @@ Exporter = Callable[[str, list[str]], str]
 """(format: har, mitmproxy or jsonl; action ids) -> one line saying what was written where."""
 McpReader = Callable[[StoredEvent], bytes | None]
 """An MCP message event -> its bytes (an exchange's message is a pointer into the exchange's payload,
-followed in `addons.readback`, out of the browser's reach)."""
+followed in `readback`, out of the browser's reach)."""
 
 
 class Source(Protocol):

@@ -145,7 +145,7 @@ class StdioDoor:
     """`flightlog mcp`'s door (door `mcp`), built on the first verb so the server starts without it.
 
     The session acts with FLIGHTLOG_TOKEN (what a client configuration or `flightlog run` sets),
-    else with a token minted from the operator's policy in FLIGHTLOG_HOME (`catalog.policy`): never
+    else with a token minted from the operator's policy in FLIGHTLOG_HOME (`authority.lending`): never
     more than that policy grants. Every verb asks the gate with it (`authorize`), for the agent and
     task the command was started with; a `call` naming its own token runs with that one instead.
     Refusals are filed in the Ledger like the proxy's."""
@@ -165,8 +165,8 @@ class StdioDoor:
         from datetime import UTC, datetime
 
         # deferred: the policy reads the Directory (SQLAlchemy), loaded on the first verb only
-        from catalog import tokens
-        from catalog.policy import mint_policy_token
+        from authority import tokens
+        from authority.lending import mint_policy_token
 
         with self._lock:
             if self._built is None:
@@ -193,14 +193,16 @@ class StdioDoor:
         result = door.dispatch(call, door="mcp", token=token or lent, identity=self._identity())
         return bool(result.reply.get("ok")), json.dumps(result.reply, ensure_ascii=False)
 
-    def authorize(self, verb: str, rows: tuple[Any, ...]) -> None:
-        """The gate for one verb of the session (a use spent when it spends); a refusal is filed
-        and raised as the verb's error."""
+    def authorize(self, verb: str, request: str, arguments: dict[str, Any]) -> None:
+        """The gate for one request of the session (a use spent when it spends): a write is judged
+        on the rows it changes; a refusal is filed and raised as the verb's error."""
         from datetime import UTC, datetime
 
-        from catalog.gate import Ask, GateRefused, admit
+        from authority.gate import Ask, GateRefused, admit
+        from authority.targets import rows_of_request
 
         door, lent = self._door()
+        rows = rows_of_request(door.directory, request, arguments) if verb == "write" else ()
         who = self._identity()
         ask = Ask(verb, "mcp", datetime.now(UTC), rows, who.agent, who.task)
         try:

@@ -17,7 +17,7 @@ ExplainOpt = Annotated[
 
 
 def print_reply(view: str, reply: dict[str, Any], by: str | None, sort: str | None) -> None:
-    """A `stats`, `totals` or `events` answer (`storage.answer`) as lines to read."""
+    """A `stats`, `totals` or `events` answer (`storage.questions.answer`) as lines to read."""
     if view == "stats":
         stats_table(by, reply["unit"], reply["stats"])
     elif view == "totals":

@@ -2,8 +2,8 @@
 
 The browser may import only storage and catalog, so this command hands it what needs more: the join
 to the Directory (`directory_lookup`), the reading of MCP messages under an exchange (`mcp_reader`),
-the replay (`replayer`, which runs `addons.readback.replay` in process) and the export of a
-selection (`exporter`, `addons.readback.export` into a file).
+the replay (`replayer`, which runs `readback.replay` in process) and the export of a
+selection (`exporter`, `readback.export` into a file).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def replayer(ledger: Ledger) -> Callable[[str], str]:
 
     def replay_action(action_id: str) -> str:
         # deferred: mitmproxy/httpx load slowly; other commands start without them
-        from addons.readback.replay import replay
+        from readback.replay import replay
 
         try:
             return replay(ledger, action_id, {}).render()
@@ -53,12 +53,12 @@ def replayer(ledger: Ledger) -> Callable[[str], str]:
 
 def mcp_reader(ledger: Ledger) -> Callable[[Any], bytes | None]:
     """The browser's MCP message reader (a `tui.source.McpReader`): a message under an exchange is a
-    pointer into the exchange's payload, followed by `addons.readback.mcp_bytes` (which the browser
+    pointer into the exchange's payload, followed by `readback.mcp_bytes` (which the browser
     may not import)."""
 
     def read(event: Any) -> bytes | None:
         # deferred: the recording wing loads only when an MCP message is shown
-        from addons.readback.mcp_bytes import message_bytes
+        from readback.mcp_bytes import message_bytes
 
         return message_bytes(ledger, {"event_id": event.event_id, "payload_sha256": event.payload_sha256})
 
@@ -76,9 +76,9 @@ def exporter(ledger: Ledger, folder: Path) -> Callable[[str, list[str]], str]:
     """
 
     def export_actions(fmt: str, action_ids: list[str]) -> str:
-        from addons.readback.export import export, plan
-        from addons.readback.recorded import Selection
         from flightlog.failures import known_errors
+        from readback.export import export, plan
+        from readback.recorded import Selection
         from tui.errors import TuiError
 
         if fmt not in SUFFIXES:
@@ -184,7 +184,7 @@ def browse(
     if listen or open_to_network:
         raise CommandError("--listen and --open-to-network go with --web")
     # deferred: Textual loads slowly; other commands start without it
-    from egress.asks import AskBook
+    from egress.approvals import AskBook
     from tui.app import BrowseApp
     from tui.source import LedgerSource
 

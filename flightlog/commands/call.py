@@ -20,7 +20,7 @@ from formats.terminal_text import json_text, shown
 
 if TYPE_CHECKING:
     # deferred: mitmproxy/httpx load slowly; other commands start without them
-    from addons.door.dispatch import Dispatcher
+    from door.dispatch import Dispatcher
 
 SecretsOpt = Annotated[
     Path | None,
@@ -87,13 +87,13 @@ def open_dispatcher(
     *,
     network: bool = False,
 ) -> Dispatcher:
-    """The door as the CLI runs it, built the one way the proxy builds it (`addons.door.assembly`):
+    """The door as the CLI runs it, built the one way the proxy builds it (`door.assembly`):
     the same secrets by default (FLIGHTLOG_HOME/secrets.env), root key and refused hosts.
     `network`: the Directory is served to a network door (`flightlog mcp`), so it refuses rows
     that run commands."""
     # deferred: the door (httpx), the Directory (SQLAlchemy) and the token keys load slowly
-    from addons.door.assembly import open_dispatcher as assemble
-    from addons.door.assembly import open_rows
+    from door.assembly import open_dispatcher as assemble
+    from door.assembly import open_rows
     from storage.locations import default_secrets_file
 
     ledger_url = ledger or settings.ledger_url

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from catalog.refused import load_refused_hosts
+from catalog.retired_hosts import load_refused_hosts
 from flightlog.commands.directory import open_from_settings
 from flightlog.commands.options import DirectoryOpt
 from flightlog.errors import CommandError

@@ -21,7 +21,7 @@ from flightlog.settings import Settings, load_settings
 from formats.terminal_text import shown_lines
 
 if TYPE_CHECKING:
-    from addons.readback.behaviour import Step
+    from readback.behaviour import Step
 
 RecordingArg = Annotated[
     str, typer.Argument(help="A Ledger file, a Ledger URL, or a selection in plain words ('session s1').")
@@ -31,8 +31,8 @@ RecordingArg = Annotated[
 def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str | None) -> list[Step]:
     """The steps of one recording, in recorded order."""
     # deferred: the readback modules load SQLAlchemy; `flightlog --help` starts without it
-    from addons.readback.behaviour import steps
-    from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
+    from readback.behaviour import steps
+    from readback.recorded import Selection, iter_exchanges, select_action_ids
 
     selection, worded = Selection(), False
     if "://" in spec:
@@ -48,7 +48,7 @@ def read_recording(spec: str, settings: Settings, ledger: str | None, blobs: str
     opened = settings.open_existing_ledger(url, blobs_url)
     try:
         if worded:  # read against the Ledger's values: "session a" where a session is named "a"
-            from storage.known_values import LedgerValues
+            from storage.questions.known_values import LedgerValues
 
             known = LedgerValues(opened.engine)
             selection = Selection(worded_filter(spec, f"{spec!r} is no Ledger file, URL or selection", known))
@@ -88,7 +88,7 @@ def diff(
 ) -> None:
     """Say what changed in the agent's behaviour from RECORDING_A to RECORDING_B."""
     # deferred: the readback modules load SQLAlchemy; `flightlog --help` starts without it
-    from addons.readback.drift import compare, failures, parse_fail_on
+    from readback.drift import compare, failures, parse_fail_on
 
     rules = parse_fail_on(fail_on or [])
     settings = load_settings()

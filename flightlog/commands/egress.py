@@ -4,7 +4,7 @@
     flightlog approve ID              # let exactly that request through
     flightlog approve ID --refuse     # refuse it (the caller gets the 403 naming the rule)
 
-It writes the answer into FLIGHTLOG_HOME/asks (`egress.asks`), where the proxy holding the request
+It writes the answer into FLIGHTLOG_HOME/asks (`egress.approvals`), where the proxy holding the request
 looks for it; whoever can run this with access to FLIGHTLOG_HOME is the operator.
 """
 
@@ -32,7 +32,7 @@ def approve(
     """Approve (or --refuse) a request held by an `ask` rule of the egress policy; no ID: list them."""
     from dataclasses import asdict
 
-    from egress.asks import AskBook
+    from egress.approvals import AskBook
 
     book = AskBook(load_settings().home)
     if ask_id is None:

@@ -58,8 +58,8 @@ def export(
     from rich.progress import Progress
 
     # deferred: mitmproxy/httpx load slowly; other commands start without them
-    from addons.readback.export import export as run_export
-    from addons.readback.export import export_otlp, plan
+    from readback.export import export as run_export
+    from readback.export import export_otlp, plan
 
     if (fmt == "otlp") != (endpoint is not None):
         raise CommandError("--endpoint URL goes with --format otlp (and only with it)")

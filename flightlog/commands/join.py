@@ -64,10 +64,10 @@ def trace(
 ) -> None:
     """From an event to its tool's contract, checking the recorded request against it."""
     # deferred: mitmproxy/httpx, the Directory (SQLAlchemy) load slowly; other commands start without them
-    from addons.door.assembly import find_in
+    from authority.targets import version_in
     from catalog import join
     from catalog.contracts import render_upstream
-    from catalog.targets import version_in
+    from door.assembly import find_in
 
     settings = load_settings()
     opened = settings.open_existing_ledger(ledger)
@@ -99,8 +99,8 @@ def _trace_mcp(
 ) -> None:
     """From a recorded MCP call (or its result) to its row, checking the call's arguments against it."""
     # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
-    from addons.readback.mcp_bytes import message_bytes, session_servers
     from catalog.mcp_join import CALL, argument_mismatch, arguments_of, row_for_call
+    from readback.mcp_bytes import message_bytes, session_servers
     from storage.mcp_lookups import sharing_call
 
     call = event
@@ -153,8 +153,8 @@ def _all_tools(directory: Path | None, ledger: str | None) -> list[Tool]:
 def mcp_row(name: str, directory: Path | None, ledger: str | None) -> Tool | None:
     """The row called `name` when its upstream is an MCP call (None otherwise or when unknown)."""
     # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
-    from addons.door.assembly import find_in
     from catalog.mcp_join import is_mcp_row
+    from door.assembly import find_in
 
     rows = open_from_settings(directory, ledger)
     try:
@@ -168,8 +168,8 @@ def mcp_uses(opened: Ledger, row: Tool) -> list[dict[str, Any]]:
     """The recorded MCP calls of a row and their results, as event rows; calls carry `arguments`
     and `mismatch` (why the arguments do not fit the row's schema, "" when they do)."""
     # deferred: the Directory and the Ledger (SQLAlchemy) load slowly; other commands start without them
-    from addons.readback.mcp_bytes import message_bytes, session_servers
     from catalog.mcp_join import arguments_of, recorded_calls
+    from readback.mcp_bytes import message_bytes, session_servers
 
     def read(event: dict[str, Any]) -> Any:
         data = message_bytes(opened, event)

@@ -34,8 +34,8 @@ from formats.terminal_text import json_text, shown
 from tui.figures import spend
 
 if TYPE_CHECKING:
-    from storage.ask import Question
     from storage.filters import Filter
+    from storage.questions.reading import Question
     from storage.reader import Reader
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
@@ -69,7 +69,7 @@ def read_worded[T](
     """`read` on the Ledger opened read-only, given the filter its words and options name. The words
     are read against that Ledger's values, as `ask` reads them: "failed calls to slack" where a host
     is api.slack.com, "session a" where a session is named "a"."""
-    from storage.known_values import LedgerValues
+    from storage.questions.known_values import LedgerValues
 
     def worded(reader: Reader) -> T:
         flt, question = filter_from_options(words, filters, LedgerValues(reader) if words else None)
@@ -330,9 +330,9 @@ def ask_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question in plain words ("errors from agent alpha yesterday", "p95 latency by model")."""
-    from storage.answer import answer
-    from storage.ask import ask
-    from storage.known_values import LedgerValues
+    from storage.questions.answer import answer
+    from storage.questions.known_values import LedgerValues
+    from storage.questions.reading import ask
 
     reader = load_settings().open_reader(ledger_url)
     try:

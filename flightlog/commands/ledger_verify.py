@@ -31,7 +31,7 @@ def verify(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     # deferred: SQLAlchemy loads slowly; other commands start without it
-    from storage.verify import verify as run_verify
+    from storage.chain.verify import verify as run_verify
 
     for digest in head or ():
         if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):

@@ -19,7 +19,7 @@ from flightlog.settings import load_settings
 from recording.identity import Identity
 
 if TYPE_CHECKING:
-    from recording.mcp_stdio_gate import LineGate
+    from recording.mcp.stdio_judge import LineGate
 
 
 def mcp_record(
@@ -45,9 +45,9 @@ def mcp_record(
     """
     # deferred: the recording pipeline (and its redaction tables) loads only for this command
     from recording.events import Processing
-    from recording.mcp_stdio import RecordOptions, record
-    from recording.redact import Redactor
-    from recording.secrets import load_secrets
+    from recording.mcp.stdio import RecordOptions, record
+    from recording.redaction.redact import Redactor
+    from recording.redaction.secrets import load_secrets
 
     command = list(ctx.args)
     if command and command[0] == "--":
@@ -78,8 +78,8 @@ def mcp_record(
 
 def _gate(policy: str, home: Path, who: Identity) -> LineGate | None:
     """The egress policy's gate for this session, or None when there is no policy (a byte pump)."""
-    from egress.asks import AskBook
-    from egress.gate import Gate
+    from egress.approvals import AskBook
+    from egress.judge import Gate
     from egress.live import LivePolicy
     from egress.policy_file import FILE_NAME
     from egress.rates import FILE as RATES_FILE

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from flightlog.errors import CommandError
-from recording.secrets import load_secrets
+from recording.redaction.secrets import load_secrets
 
 if TYPE_CHECKING:
     # deferred: mitmproxy/httpx, SQLAlchemy load slowly; other commands start without them
-    from addons.readback.recorded import Selection
-    from storage.ask import Question
-    from storage.ask_known import Known
+    from readback.recorded import Selection
     from storage.filters import Filter
     from storage.ledger import Ledger
+    from storage.questions.known import Known
+    from storage.questions.reading import Question
 
 LedgerOpt = Annotated[
     str | None,
@@ -138,11 +138,11 @@ def filter_from_options(
     words: list[str] | None, filters: Given, known: Known | None = None
 ) -> tuple[Filter, Question | None]:
     """(Filter, Question or None) from plain words and filter options; a field given twice must agree.
-    `known`: the Ledger's values, where the caller has the Ledger open (`storage.ask`)."""
+    `known`: the Ledger's values, where the caller has the Ledger open (`storage.questions.reading`)."""
     # deferred: SQLAlchemy loads slowly; other commands start without it
-    from storage.ask import ask
-    from storage.ask_time import time_bound
     from storage.filters import Filter, iso
+    from storage.questions.reading import ask
+    from storage.questions.times import time_bound
 
     question = ask(" ".join(words), known=known) if words else None
     data = {name: value for name, value in filters.items() if value not in (None, [], ())}
@@ -196,8 +196,8 @@ def selection_from(
     """The exchanges to read back from `ledger`: the filter from plain words (read against its
     values, as `ask` reads them) and options, narrowed to `--action`s."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
-    from addons.readback.recorded import Selection
-    from storage.known_values import LedgerValues
+    from readback.recorded import Selection
+    from storage.questions.known_values import LedgerValues
 
     flt, question = filter_from_options(words, filters, LedgerValues(ledger.engine) if words else None)
     if question is not None:

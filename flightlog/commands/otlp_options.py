@@ -1,4 +1,4 @@
-"""The proxy's options for the live OTLP stream (`addons.readback.otlp_live`)."""
+"""The proxy's options for the live OTLP stream (`readback.otlp_live`)."""
 
 from __future__ import annotations
 

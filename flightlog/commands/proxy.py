@@ -194,8 +194,8 @@ def proxy(
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.capture_options import commit_ms
     from addons.master import ProxyConfig, run_proxy
-    from addons.readback.otlp_live import streaming
     from addons.workers import supervise
+    from readback.otlp_live import streaming
 
     if otlp_content and otlp_endpoint is None:
         raise CommandError("--otlp-content goes with --otlp-endpoint URL")

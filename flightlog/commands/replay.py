@@ -72,7 +72,7 @@ def replay(
 ) -> None:
     """Send a recorded request again, record the new exchange, and diff the answers."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
-    from addons.readback.replay import replay as run_replay
+    from readback.replay import replay as run_replay
 
     settings = load_settings()
     if via_proxy:
@@ -135,10 +135,6 @@ def serve_replay(
     """A hermetic proxy that answers from the Ledger and refuses everything else."""
     import asyncio
 
-    # deferred: mitmproxy/httpx load slowly; other commands start without them
-    from addons.readback.match_book import Book
-    from addons.readback.matching import parse_strategies
-    from addons.readback.recorded import iter_exchanges, select_action_ids
     from addons.serve_replay import (
         Matcher,
         ServeReplay,
@@ -147,6 +143,11 @@ def serve_replay(
         check_modes,
         concealer,
     )
+
+    # deferred: mitmproxy/httpx load slowly; other commands start without them
+    from readback.match_book import Book
+    from readback.matching import parse_strategies
+    from readback.recorded import iter_exchanges, select_action_ids
 
     settings = load_settings()
     listen_host, listen_port = parse_listen(listen)

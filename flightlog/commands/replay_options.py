@@ -19,7 +19,7 @@ from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
 if typing.TYPE_CHECKING:
-    from addons.readback.recorded import Selection
+    from readback.recorded import Selection
     from recording.identity import Identity
 
 ReplayOpt = Annotated[
@@ -96,8 +96,8 @@ def replay_selection(words: str, ledger_url: str) -> Selection:
     ("session a" where a session is named "a"); a word not understood is refused (it would select
     all)."""
     # deferred: SQLAlchemy loads slowly; `run` without --replay never needs it
-    from addons.readback.recorded import Selection
-    from storage.known_values import LedgerValues
+    from readback.recorded import Selection
+    from storage.questions.known_values import LedgerValues
 
     reader = load_settings().open_reader(ledger_url)
     try:
@@ -112,8 +112,8 @@ def run_with_replay(
     """`run --replay`: check the options, select the recording, run COMMAND against it."""
     options = ReplayOptions.given(given)
     # deferred: mitmproxy and SQLAlchemy load slowly; only `run --replay` needs them
-    from addons.readback.matching import load_rules, parse_strategies
     from flightlog.replay_run import Plan, run_replayed
+    from readback.matching import load_rules, parse_strategies
 
     if options.timing not in ("fixed", "recorded"):
         raise CommandError(f"--timing is fixed or recorded, not {options.timing!r}")

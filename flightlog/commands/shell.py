@@ -35,10 +35,10 @@ def default_listeners() -> tuple[Listener, ...]:
 
 def lent_token(task: str | None) -> dict[str, str]:
     """FLIGHTLOG_TOKEN for a child: the one already set (never widened), else one minted from the
-    operator's policy in FLIGHTLOG_HOME over the Directory (`catalog.policy`)."""
+    operator's policy in FLIGHTLOG_HOME over the Directory (`authority.lending`)."""
     # deferred: the Directory (SQLAlchemy) loads only for the commands that lend a token
+    from authority.lending import mint_policy_token
     from catalog.directory import open_directory
-    from catalog.policy import mint_policy_token
 
     if os.environ.get(TOKEN_ENV):
         return {}

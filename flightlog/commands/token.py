@@ -15,7 +15,7 @@ from flightlog.commands.options import NONE_GIVEN, Given, JsonOpt, spread_option
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 
-# TOKENS_DEFERRED: catalog.tokens and catalog.caveats (hmac, hashlib, base64) are imported inside the
+# TOKENS_DEFERRED: authority.tokens and authority.caveats (hmac, hashlib, base64) are imported inside the
 # commands, not here, so that every other `flightlog` command starts without them.
 token_app = typer.Typer(help="Mint, attenuate and inspect scoped tokens.", no_args_is_help=True)
 
@@ -63,7 +63,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def expiry(text: str, now: datetime | None = None) -> str:
     """`30m`/`1h`/`7d` from now, or an ISO instant, as the caveat's instant text."""
-    from catalog.caveats import CaveatError, format_instant, parse_instant  # deferred: see TOKENS_DEFERRED
+    from authority.caveats import CaveatError, format_instant, parse_instant  # deferred: see TOKENS_DEFERRED
 
     now = now or datetime.now(UTC)
     if text[:-1].isdigit() and text[-1:] in _UNITS:
@@ -110,7 +110,7 @@ def caveats_from(
 
 def _describe(text: str, as_json: bool) -> None:
     """Print a token and its limits, as text or JSON."""
-    from catalog import tokens  # deferred: see TOKENS_DEFERRED
+    from authority import tokens  # deferred: see TOKENS_DEFERRED
 
     token = tokens.decode(text)
     limits = token.limits()
@@ -136,10 +136,10 @@ def bindings(tools: list[str]) -> tuple[list[str], list[str]]:
     """`contract = NAME:HASH` pairs for the named rows found in the Directory (so a row rewritten
     later refuses the token), and the names not found (left unbound)."""
     # deferred: the Directory (SQLAlchemy) loads only when a token binds a row's contract
-    from addons.door.assembly import find_in
-    from catalog.authority import contract_hash
     from catalog.directory import open_directory
     from catalog.errors import CatalogError
+    from catalog.local_rows import contract_hash
+    from door.assembly import find_in
 
     settings = load_settings()
     directory = open_directory(settings.ledger_url, settings.directory)
@@ -172,7 +172,7 @@ def mint(
     It holds only the rights named by --grant (default: call); each --tool found in the Directory
     is bound to its current contract, so a rewritten row refuses the token (limit `contract`).
     """
-    from catalog import tokens  # deferred: see TOKENS_DEFERRED
+    from authority import tokens  # deferred: see TOKENS_DEFERRED
 
     wanted = caveats_from(**limits)
     tool = limits.get("tool")
@@ -202,7 +202,7 @@ def attenuate(
     as_json: JsonOpt = False,
 ) -> None:
     """Narrow a token without the root key (a caveat that would not narrow it is refused)."""
-    from catalog import tokens  # deferred: see TOKENS_DEFERRED
+    from authority import tokens  # deferred: see TOKENS_DEFERRED
 
     wanted = caveats_from(**limits)
     if not wanted:
@@ -219,7 +219,7 @@ def inspect(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a token's limits (readable by anyone); --verify checks it against the root key."""
-    from catalog import tokens  # deferred: see TOKENS_DEFERRED
+    from authority import tokens  # deferred: see TOKENS_DEFERRED
 
     if verify:
         tokens.verify(tokens.decode(token), tokens.root_key(load_settings().home))

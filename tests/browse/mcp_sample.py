@@ -24,9 +24,10 @@ from typing import Any
 
 import pytest
 
-from recording import mcp_messages, mcp_stdio_events
 from recording.events import Processing
 from recording.identity import Identity
+from recording.mcp import http_messages as mcp_messages
+from recording.mcp import stdio_events as mcp_stdio_events
 from recording.records import StdioRecord
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from flightlog.cli import main
-from storage.answer import answer
-from storage.ask import ask
 from storage.events import Batch, Event
-from storage.known_values import LedgerValues
 from storage.ledger import Ledger, open_ledger
+from storage.questions.answer import answer
+from storage.questions.known_values import LedgerValues
+from storage.questions.reading import ask
 
 NOW = datetime(2026, 11, 25, 15, 42, tzinfo=UTC)  # a Wednesday
 TODAY = datetime(2026, 11, 25, tzinfo=UTC)

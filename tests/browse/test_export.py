@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from addons.readback.export import export, plan
-from addons.readback.recorded import Selection
+from readback.export import export, plan
+from readback.recorded import Selection
 from storage.filters import Filter
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record

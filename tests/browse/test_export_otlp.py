@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from addons.readback.errors import OtlpError
-from addons.readback.export import export_otlp
-from addons.readback.otlp import traces_url
+from readback.errors import OtlpError
+from readback.export import export_otlp
+from readback.otlp import traces_url
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 

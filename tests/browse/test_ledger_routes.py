@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from addons.readback.ledger_routes import api_token, handle, ledger_handler
+from readback.ledger_routes import api_token, handle, ledger_handler
 from storage.ledger import Ledger
 from tests.browse.sample import BINARY, CHAT_SSE, sample_ledger, sqlite_sample
 

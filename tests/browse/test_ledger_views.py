@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from addons.readback.ledger_routes import handle
-from storage.answer import answer
-from storage.ask import ask
+from readback.ledger_routes import handle
 from storage.event_reads import counts
 from storage.events import Batch, Event
 from storage.filters import Filter
 from storage.ledger import Ledger, open_ledger
+from storage.questions.answer import answer
+from storage.questions.reading import ask
 from tests.browse.sample import NOW, T0, sample_events
 
 TOKEN = "t0ken"

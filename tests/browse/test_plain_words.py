@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from storage.ask import QuestionError, ask
-from storage.ask_known import KnownValues
-from storage.ask_time import time_bound
+from storage.questions.known import KnownValues
+from storage.questions.reading import QuestionError, ask
+from storage.questions.times import time_bound
 
 NOW = datetime(2026, 11, 25, 15, 42, tzinfo=UTC)  # a Wednesday
 TODAY = "2026-11-25T00:00:00Z"

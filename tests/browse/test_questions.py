@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from storage.ask import QuestionError, ask
+from storage.questions.reading import QuestionError, ask
 
 NOW = datetime(2026, 11, 25, 15, 42, tzinfo=UTC)  # a Wednesday
 TODAY = "2026-11-25T00:00:00Z"

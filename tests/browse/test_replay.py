@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from addons.readback.errors import ReplayError
-from addons.readback.replay import fill_body, replay, retarget
+from readback.errors import ReplayError
+from readback.replay import fill_body, replay, retarget
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream

@@ -15,9 +15,9 @@ import httpx
 import jsonschema
 import openai
 
-from addons.readback.export import export, plan
-from addons.readback.recorded import Selection, select_action_ids
 from addons.serve_replay import concealer
+from readback.export import export, plan
+from readback.recorded import Selection, select_action_ids
 from storage.ledger import open_ledger
 from tests.browse.test_serve_replay import WORDS, ask, serve_replay, sse_chunks
 from tests.browse.upstream import Reply, upstream

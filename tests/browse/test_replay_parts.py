@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gzip
 
-from addons.readback.answer_diff import Answer, body_lines, diff_answers
-from addons.readback.recorded import canonical_url
-from addons.readback.replay_player import Playback
 from formats.codings import readable
+from readback.answer_diff import Answer, body_lines, diff_answers
+from readback.recorded import canonical_url
+from readback.replay_player import Playback
 from storage.heads import build_head, parse_head
 
 

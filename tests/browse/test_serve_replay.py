@@ -17,8 +17,8 @@ import httpx
 import openai
 import pytest
 
-from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
 from addons.serve_replay import Conceal, Matcher, ServeReplay, answer_fields, build_master
+from readback.recorded import Selection, iter_exchanges, select_action_ids
 from storage.ledger import Ledger
 from tests.browse.recorded_exchanges import head, record
 from tests.browse.upstream import Reply, Seen, upstream

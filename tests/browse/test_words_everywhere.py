@@ -1,9 +1,9 @@
 """Plain words read the same at every door that takes them: against the Ledger's own values.
 
 `ledger ask` reads "calls to anthropic" as host api.anthropic.com because the Ledger holds that host
-(`storage.known_values`). The other doors that take words (`ledger query`, `counts`, `tally`,
+(`storage.questions.known_values`). The other doors that take words (`ledger query`, `counts`, `tally`,
 `reprice`, `export`, `run --replay`'s selection and the browser's filter bar) read them the same way,
-through the one reader (`storage.ask` with the Ledger's `Known`); before, they read without the
+through the one reader (`storage.questions.reading` with the Ledger's `Known`); before, they read without the
 Ledger's values and refused "anthropic" as a word they did not understand. A word the Ledger does not
 hold is still refused, naming it, at every door.
 """

@@ -65,7 +65,7 @@ def test_a_dispatch_takes_its_id_from_the_clock() -> None:
     browser replay test in tests/browse/test_replay.py)."""
     import time
 
-    from addons.door import dispatch_record
+    from door import dispatch_record
 
     before = int(time.time() * 1000)
     dispatched = dispatch_record.new_action_id()

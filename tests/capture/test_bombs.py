@@ -14,7 +14,7 @@ from pathlib import Path
 import brotli
 import pytest
 
-from recording.redact import Redactor
+from recording.redaction.redact import Redactor
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.capture.test_kill_writer import writer_pid
 from tests.support.proxy import live_proxy

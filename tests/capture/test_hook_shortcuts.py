@@ -16,10 +16,10 @@ from mitmproxy.http import Headers
 from mitmproxy.proxy.server_hooks import ClientConnectedHook
 from mitmproxy.test import taddons, tflow
 
-from addons.door.routes import HOST
 from addons.hook_dispatch import skip_idle_addons
 from addons.local_routes import for_us
 from addons.wire.heads import header_values
+from door.routes import HOST
 
 
 class Calls:

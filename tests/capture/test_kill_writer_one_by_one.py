@@ -27,7 +27,7 @@ from sqlalchemy import text
 from recording.events import Processing
 from recording.identity import Identity
 from recording.records import Exchange, RequestRecord
-from recording.writer_process import WriterProcess, WriterSpec
+from recording.writer.process import WriterProcess, WriterSpec
 from storage.ledger import Ledger, open_ledger
 
 pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from catalog import tokens
+from authority import tokens
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event
 from tests.support.proxy import LiveProxy, live_proxy

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from recording.pipe_reader import (
+from recording.writer.pipe_reader import (
     POLL,
     POLL_GAP,
     POLL_MAX,

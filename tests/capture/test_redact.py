@@ -13,7 +13,7 @@ import brotli
 import pytest
 import zstandard
 
-from recording.redact import Redactor
+from recording.redaction.redact import Redactor
 
 CANARY = "sk-canary-7f3a9c1e5b2d8f4a"
 ODD = "p@ss w/rd+é<&>~"  # characters that every escaping scheme treats differently
@@ -304,7 +304,7 @@ def test_pure_modules_do_not_import_mitmproxy() -> None:
     import sys
 
     code = (
-        "import sys, recording.secrets, recording.redact\n"
+        "import sys, recording.redaction.secrets, recording.redaction.redact\n"
         "import formats.usage, recording.prices\n"
         "sys.exit(1 if any(m.split('.')[0] == 'mitmproxy' for m in sys.modules) else 0)"
     )

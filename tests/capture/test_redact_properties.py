@@ -10,7 +10,7 @@ from urllib.parse import quote, quote_plus
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from recording.redact import Redactor
+from recording.redaction.redact import Redactor
 
 # Secrets look like real keys: a prefix and a random tail, long enough to be unlikely by chance.
 _KEY_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"

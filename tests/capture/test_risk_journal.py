@@ -7,8 +7,8 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from recording.lost import settle_left_behind
-from recording.risk_journal import RiskJournal, hold, journal_path, read_ids
+from recording.writer.lost import settle_left_behind
+from recording.writer.risk_journal import RiskJournal, hold, journal_path, read_ids
 from storage import kinds
 from storage.events import Batch, Event
 from storage.ledger import open_ledger

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recording.errors import RecordingError, SecretsError
-from recording.secrets import load_secrets
+from recording.redaction.secrets import load_secrets
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -84,7 +84,7 @@ def test_hosts_lines_bind_secrets_and_old_files_read_as_before(tmp_path: Path) -
     without them reads exactly as before (its secrets then go to their defaults: the known
     providers' hosts, else nowhere until named); a malformed hosts line is one clear error."""
     from catalog.secret_hosts import SecretHosts
-    from recording.secrets import load_secret_hosts, parse_secret_hosts, parse_secrets
+    from recording.redaction.secrets import load_secret_hosts, parse_secret_hosts, parse_secrets
 
     old = "OPENAI_API_KEY=sk-proj-abc123\nMY_KEY=my-value-1\n"
     path = _write(tmp_path, old + "MY_KEY.hosts = api.my.example:8443, *.my.example\n")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from addons.door.routes import Declared, Route, Routes
 from addons.proxy_env import Listener, proxy_env
 from addons.sync_paths import matches
-from addons.wire.streaming import should_tee
+from door.routes import Declared, Route, Routes
 from recording.identity import Identity, from_headers, from_proxy_authorization, parse_user
+from recording.streaming import should_tee
 
 
 def test_identity_from_proxy_credentials_and_headers() -> None:
@@ -175,7 +175,7 @@ def test_pipe_writer_never_blocks_and_delivers_every_byte_in_order() -> None:
     import threading
     import time
 
-    from recording.pipe_writer import PipeWriter
+    from recording.writer.pipe_writer import PipeWriter
 
     frames = [bytes([n]) * (3 * 1024 * 1024 + n) for n in range(4)]
     read_end, write_end = os.pipe()
@@ -211,8 +211,8 @@ def test_large_bodies_cross_the_pipe_beside_the_pickle_once_each() -> None:
     records sent once) and reads back into records equal to the ones put."""
     import io
 
-    from recording.pipe_frames import frame, read_frame
     from recording.records import Buffers, Exchange, RequestRecord, ResponseRecord, from_wire, to_wire
+    from recording.writer.pipe_frames import frame, read_frame
 
     ex = Exchange("f", "out", "POST", "http://h/v1/chat/completions", "h", Identity(agent="a"))
     asked, answer = b"q" * 100_000, b"a" * 200_000

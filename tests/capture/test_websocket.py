@@ -187,8 +187,8 @@ def test_exports_carry_the_messages(recorded: tuple[Path, list[Event], list[obje
 
     from mitmproxy.io import FlowReader
 
-    from addons.readback.export import export, plan
-    from addons.readback.recorded import Selection
+    from readback.export import export, plan
+    from readback.recorded import Selection
     from storage.filters import Filter
 
     base, _, pairs = recorded

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from recording.events import Processing
 from recording.identity import Identity
 from recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
-from recording.writer import Writer
+from recording.writer.thread import Writer
 from storage.ledger import Ledger, open_ledger
 
 
@@ -218,7 +218,7 @@ def test_an_event_the_ledger_refuses_does_not_block_the_rest(tmp_path: Path) -> 
     the refused event is filed in its place as `capture.unrecordable` naming it and the error."""
     from datetime import UTC, datetime
 
-    from recording.refusals import one_by_one
+    from recording.writer.refusals import one_by_one
     from storage.events import Batch, Event
 
     url, blobs = f"sqlite:///{tmp_path / 'ledger.db'}", (tmp_path / "blobs").as_uri()

@@ -1,7 +1,7 @@
 """The writer process behind a pipe: everything put lands, a dead proxy loses nothing it handed over,
 Ctrl-C does not cut the drain short, a crashed writer is restarted, and the bound drops and counts.
 
-Each test drives the real `WriterProcess` (a real child `python -m recording.writer_child`) against a
+Each test drives the real `WriterProcess` (a real child `python -m recording.writer.child`) against a
 real Ledger; the proxy-killed case runs the parent side in a subprocess so it can be SIGKILLed.
 """
 
@@ -24,7 +24,7 @@ from sqlalchemy import text
 from recording.events import Processing
 from recording.identity import Identity
 from recording.records import Exchange, RequestRecord, ResponseRecord, StreamChunk
-from recording.writer_process import RESTART_MAX, WriterProcess, WriterSpec, restart_delay
+from recording.writer.process import RESTART_MAX, WriterProcess, WriterSpec, restart_delay
 from storage.ledger import Ledger, open_ledger
 
 ROOT = Path(__file__).resolve().parents[2]

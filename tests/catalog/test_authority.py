@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from catalog import caveats, tokens
-from catalog.authority import (
+from authority import caveats, tokens
+from authority.gate import Ask, GateRefused, admit
+from authority.lending import LendingError, Policy, load_policy, parse_policy, policy_caveats
+from authority.targets import placed
+from catalog.contracts import forms
+from catalog.directory import open_directory
+from catalog.local_rows import (
     LocalCommandRefused,
     contract_hash,
     frontmatter_runs_locally,
     text_runs_locally,
 )
-from catalog.contracts import forms
-from catalog.directory import open_directory
-from catalog.gate import Ask, GateRefused, admit
-from catalog.policy import Policy, PolicyError, load_policy, parse_policy, policy_caveats
-from catalog.targets import placed
 from catalog.tool import Tool
 from storage.ledger import open_ledger
 from storage.token_uses import TokenUses
@@ -173,9 +173,9 @@ def test_the_default_policy_lends_remote_rows_only(tmp_path: Path) -> None:
 
 def test_a_bad_policy_is_one_clear_error(tmp_path: Path) -> None:
     """An unknown key or right in policy.toml is refused, naming it."""
-    with pytest.raises(PolicyError, match="unknown key 'admin'"):
+    with pytest.raises(LendingError, match="unknown key 'admin'"):
         parse_policy({"admin": True})
-    with pytest.raises(PolicyError, match="grants"):
+    with pytest.raises(LendingError, match="grants"):
         parse_policy({"grants": ["root"]})
     (tmp_path / "policy.toml").write_text('grants = ["call", "ledger"]\nexpires = "2h"\n')
     assert load_policy(tmp_path).grants == ("call", "ledger")

@@ -10,7 +10,7 @@ import pytest
 
 from catalog.contracts import forms, render_upstream
 from catalog.errors import CatalogError, RefusedHost
-from catalog.refused import RefusedHosts, check, load_refused_hosts
+from catalog.retired_hosts import RefusedHosts, check, load_refused_hosts
 from catalog.tool import Tool
 
 REFUSED = RefusedHosts(("old.example", "10.0.0.5"))

@@ -141,7 +141,7 @@ def test_a_session_writes_only_what_its_token_grants(tmp_path: Path, home: Path)
 
 
 def mint(home: Path, *caveats: str) -> str:
-    from catalog import tokens
+    from authority import tokens
 
     return tokens.mint(tokens.root_key(home), list(caveats)).encode()
 
@@ -184,7 +184,7 @@ def test_a_session_outlives_its_policy_token(tmp_path: Path, home: Path, monkeyp
     (home / "policy.toml").write_text('expires = "1s"\n')
     door = StdioDoor(None, None, None)
     first = door._door()[1]
-    door.authorize("read", ())
+    door.authorize("read", "manifest", {})
     time.sleep(1.2)
-    door.authorize("read", ())  # refused by `expires` before the token was minted again
+    door.authorize("read", "manifest", {})  # refused by `expires` before the token was minted again
     assert door._door()[1] != first

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from addons.door.dispatch import Dispatcher
-from catalog import tokens
+from authority import tokens
 from catalog.secret_hosts import SecretHosts
 from catalog.tool import Tool
+from door.dispatch import Dispatcher
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.upstreams import Received, raw_upstream
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 from sqlalchemy import create_engine, text
 
-from catalog import tokens
+from authority import tokens
 from catalog.directory import starter_folder
 from catalog.tool import Tool
 from tests.dispatch.conftest import SECRET, weather

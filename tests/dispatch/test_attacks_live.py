@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from catalog import tokens
-from catalog.authority import contract_hash
+from authority import tokens
 from catalog.directory import open_directory, starter_folder
+from catalog.local_rows import contract_hash
 from catalog.tool import Tool
 from tests.dispatch.conftest import HOSTS_LINE, SECRET, weather
 from tests.dispatch.upstreams import raw_upstream

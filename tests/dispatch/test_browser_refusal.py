@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from addons.door.authority import browser_refusal
-from addons.door.checks import inner_asks
-from addons.door.declarations import directory_route, dispatch_route, ledger_route
-from addons.door.routes import Declared, Route, RouteError, Routes
+from door.callers import browser_refusal
+from door.checks import inner_asks
+from door.declarations import directory_route, dispatch_route, ledger_route
+from door.errors import RouteError
+from door.routes import Declared, Route, Routes
 
 JSON = {"content-type": "application/json"}
 

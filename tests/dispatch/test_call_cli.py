@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog import tokens
+from authority import tokens
 from tests.dispatch.conftest import HOSTS_LINE, SECRET, flightlog, weather
 from tests.dispatch.upstreams import Received, raw_upstream
 from tests.support.terminal import obeyable

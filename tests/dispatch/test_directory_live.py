@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from catalog.authority import contract_hash
+from catalog.local_rows import contract_hash
 from catalog.tool import Tool
 from tests.dispatch.gate_world import World, gate_world, limit_of
 

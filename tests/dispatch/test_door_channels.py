@@ -14,11 +14,11 @@ import pytest
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, RejectConnection, Request, TextMessage
 
-from addons.door.checks import inner_asks
-from addons.door.declarations import graphql_route
-from addons.door.routes import Routes
-from addons.door.websocket_face import TICKET_HEADER, WebSocketDoor
 from catalog.graphql_call import request_body
+from door.checks import inner_asks
+from door.declarations import graphql_route
+from door.routes import Routes
+from door.websocket_face import TICKET_HEADER, WebSocketDoor
 from tests.dispatch.test_attacks_live import (
     credentials,
     directory_state,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog import tokens
+from authority import tokens
 from recording.identity import Identity
 from storage.ledger import Ledger, open_ledger
 from tests.dispatch.conftest import NO_TOKEN, ROOT, SECRET, Factory

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from addons.door.http_face import Door
-from catalog import tokens
+from authority import tokens
 from catalog.contracts import render_upstream
+from door.http_face import Door
 from storage.ledger import Ledger
 from tests.dispatch.conftest import ROOT, SECRET, Factory
 from tests.dispatch.upstreams import Received

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from addons.door.dispatch import Dispatcher
 from catalog.tool import Tool
+from door.dispatch import Dispatcher
 from storage.ledger import Ledger
 from tests.dispatch.conftest import REFUSED, ROOT, SECRETS, token_for
 
@@ -87,7 +87,7 @@ def test_a_real_door_calls_upstream_exchange_is_a_span_under_its_tool_span(
     """The door's own events, as it files them (`ACTION:call`, `ACTION:upstream.0.request`, ...), give
     the OTLP tree a client span for the upstream exchange under the call's `execute_tool` span, lasting
     at least the upstream's delay."""
-    from addons.readback.span_tree import SpanTree
+    from readback.span_tree import SpanTree
 
     result = door(ledger, slow_upstream).dispatch({"tool": "slow", "args": {}}, token=token_for("slow"))
     tree = SpanTree(lambda _: b"")

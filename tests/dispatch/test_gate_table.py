@@ -3,7 +3,7 @@ itself; one that does not limit that verb lets it through; a token allowing all 
 
 The doors are read from the code, not listed by hand: the proxy's route table (`build_routes`: each
 route's prefix, door and declared verbs), `flightlog mcp`'s door (`StdioDoor`, the server's verbs)
-and `flightlog call`. The caveats are `catalog.caveats.KEYS`, the verbs `catalog.gate.VERBS`. A new
+and `flightlog call`. The caveats are `authority.caveats.KEYS`, the verbs `authority.gate.VERBS`. A new
 route, verb, door or caveat without an entry here fails `test_the_table_covers_every_door_verb_and_caveat`.
 
 Each request runs in-process through the real parts: the proxy's `LocalRoutes.answer` (the gate, the
@@ -25,14 +25,14 @@ from typing import Any
 import anyio
 import pytest
 
-from addons.door.proxy_settings import ProxySettings
 from addons.local_routes import LocalRoutes, build_routes
-from catalog import tokens
-from catalog.authority import contract_hash
-from catalog.caveats import DOORS, KEYS, format_instant
-from catalog.gate import RULES, VERBS
+from authority import tokens
+from authority.caveats import DOORS, KEYS, format_instant
+from authority.gate import RULES, VERBS
 from catalog.graphql_call import OPERATION
+from catalog.local_rows import contract_hash
 from catalog.mcp_server import build_server
+from door.proxy_settings import ProxySettings
 from flightlog.commands.agent_api import StdioDoor
 from flightlog.commands.call import open_dispatcher
 from flightlog.settings import load_settings

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from catalog import join, tokens
+from authority import tokens
+from authority.targets import Located
+from catalog import join
 from catalog.contracts import render_upstream
-from catalog.targets import Located
 from catalog.tool import Tool
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from catalog import tokens
+from authority import tokens
 from tests.dispatch.conftest import flightlog
 from tests.dispatch.test_attacks_live import shell_row
 from tests.support.proxy import live_proxy

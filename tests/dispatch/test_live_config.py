@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from addons.door.assembly import open_dispatcher, open_rows
+from door.assembly import open_dispatcher, open_rows
 from storage.ledger import open_ledger
 from tests.dispatch.conftest import HOSTS_LINE, weather
 from tests.dispatch.upstreams import raw_upstream

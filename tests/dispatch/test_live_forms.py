@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from catalog import tokens
+from authority import tokens
 from catalog.contracts import ALWAYS_FORMS, FORM_NAMES, canonical_json
 from tests.dispatch.conftest import HOSTS_LINE, SECRET, flightlog
 from tests.dispatch.form_runners import ARGS, BIN, RUNNERS, TOOL, World

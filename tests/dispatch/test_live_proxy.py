@@ -15,7 +15,7 @@ import pytest
 import yaml
 from sqlalchemy import create_engine, text
 
-from catalog import tokens
+from authority import tokens
 from catalog.contracts import forms
 from tests.dispatch.conftest import HOSTS_LINE, SECRET, flightlog, rows, weather
 from tests.dispatch.upstreams import Received, raw_upstream

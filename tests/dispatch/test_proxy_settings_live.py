@@ -21,8 +21,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from addons.door.proxy_settings import resolve
-from catalog import tokens
+from authority import tokens
+from door.proxy_settings import resolve
 from tests.dispatch.conftest import HOSTS_LINE, weather
 from tests.support.proxy import live_proxy
 

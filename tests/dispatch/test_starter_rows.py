@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from addons.door.dispatch import Dispatcher
+from door.dispatch import Dispatcher
 from flightlog.commands.call import open_dispatcher
 from flightlog.settings import load_settings
 from storage.ledger import open_ledger

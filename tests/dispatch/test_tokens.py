@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from catalog import tokens
-from catalog.caveats import CaveatError, parse
-from catalog.gate import Ask, GateRefused, Row, admit
-from catalog.tokens import TokenError, TokenRefused
+from authority import tokens
+from authority.caveats import CaveatError, parse
+from authority.gate import Ask, GateRefused, Row, admit
+from authority.tokens import TokenError, TokenRefused
 from storage.ledger import open_ledger
 from storage.token_uses import TokenUses
 

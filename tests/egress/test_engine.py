@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from egress.engine import Policy
+from egress.policy import Policy
 from egress.policy_file import parse_policy
 from egress.rules import Call
 

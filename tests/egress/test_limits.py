@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from egress.asks import AskBook
+from egress.approvals import AskBook
 from egress.budgets import BudgetBook
 from egress.errors import AskError
 from egress.policy_file import parse_policy

@@ -195,7 +195,7 @@ def anyio_backend() -> str:
 async def test_the_browser_answers_held_requests(world: World) -> None:
     """In `flightlog browse`, `A` lists the held requests; `y` lets the selected one through to the
     upstream and `n` refuses the next (its client gets the 403 naming the rule)."""
-    from egress.asks import AskBook
+    from egress.approvals import AskBook
     from tests.browse.tui_support import make_app, settle
     from tui.app import BrowseApp
     from tui.asks import AsksScreen

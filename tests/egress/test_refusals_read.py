@@ -15,11 +15,11 @@ import httpx
 import pytest
 from textual.widgets import DataTable
 
-from storage.ask import ask
 from storage.event_reads import counts
 from storage.events import Batch, Event
 from storage.filters import Filter
 from storage.ledger import Ledger, open_ledger
+from storage.questions.reading import ask
 from tests.browse.tui_support import make_app, settle
 from tests.support.proxy import live_proxy
 from tests.support.upstream import upstream

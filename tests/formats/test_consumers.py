@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 import brotli
 import pytest
 
-from addons.door.upstream import _jsonrpc_answer
-from addons.readback.behaviour import step
+from door.upstream import _jsonrpc_answer
 from formats import codings, sse
 from formats.conversation import conversation
 from formats.usage import Usage, extract_usage
-from recording.mcp_messages import Memory, derived, message_at
+from readback.behaviour import step
+from recording.mcp.http_messages import Memory, derived, message_at
 from storage.events import Event
 from tui.body import render
 

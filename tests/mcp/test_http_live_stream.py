@@ -19,8 +19,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text
 
-from addons.readback.mcp_bytes import message_bytes
-from recording.mcp_messages import message_at
+from readback.mcp_bytes import message_bytes
+from recording.mcp.http_messages import message_at
 from storage.events import StoredEvent
 from storage.ledger import Ledger, open_ledger
 from tests.mcp.test_http_proxy import server

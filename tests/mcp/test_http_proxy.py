@@ -16,7 +16,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text
 
-from recording.mcp_messages import message_at
+from recording.mcp.http_messages import message_at
 from storage.events import StoredEvent
 from storage.ledger import Ledger, open_ledger
 from tests.mcp.support import SDK_SERVER

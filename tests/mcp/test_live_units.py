@@ -1,4 +1,4 @@
-"""The pure part of reading an open MCP event stream (`recording.mcp_live`): chunks cut
+"""The pure part of reading an open MCP event stream (`recording.mcp.live`): chunks cut
 anywhere give each message once, numbered as the stream's end numbers them, with bounded memory."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 from datetime import UTC, datetime
 
 from recording.events import Processing
-from recording.mcp_live import live
-from recording.mcp_messages import READ_MAX, Memory, derived, message_at
+from recording.mcp.http_messages import READ_MAX, Memory, derived, message_at
+from recording.mcp.live import live
 from recording.records import StreamChunk
-from recording.redact import Redactor
+from recording.redaction.redact import Redactor
 from storage.events import Event
 
 GET_HEAD = b"GET /mcp HTTP/1.1\r\nhost: h\r\naccept: text/event-stream\r\nmcp-session-id: S1\r\n\r\n"

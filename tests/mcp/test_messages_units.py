@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from formats import jsonrpc as rpc
 from recording.identity import Identity
-from recording.mcp_messages import Memory, derived, message_at
+from recording.mcp.http_messages import Memory, derived, message_at
 from recording.records import StdioRecord, from_wire, to_wire
 from storage.events import Event
 from storage.kinds import mcp_kind
@@ -110,7 +110,7 @@ def test_a_gzipped_batch_and_its_sse_answers_become_one_event_each_pointing_at_t
 
 def test_plain_words_about_mcp_calls() -> None:
     """'MCP calls' are the `mcp.tools/call` events; 'MCP tools' counts them by tool."""
-    from storage.ask import ask
+    from storage.questions.reading import ask
 
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     q = ask("which MCP tools did agent alpha call today", now=now)

@@ -10,7 +10,7 @@ from collections import deque
 
 import pytest
 
-from recording import mcp_stdio
+from recording.mcp import stdio as mcp_stdio
 
 
 def test_a_request_is_in_the_inbox_before_its_result_even_when_its_thread_stalls_after_the_write(
@@ -63,7 +63,7 @@ def test_each_line_is_stamped_when_its_end_was_read_not_when_the_recorder_got_to
     busy recorder): each line carries the time the relay read the chunk that ended it, so the call
     lasts exactly what it lasted between client and server; a line cut short at the end carries the
     time of its side's last read."""
-    from recording.mcp_stdio import Recording, RecordOptions
+    from recording.mcp.stdio import Recording, RecordOptions
     from recording.records import StdioRecord
 
     class Kept:

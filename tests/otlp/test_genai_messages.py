@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from addons.readback.genai_messages import message_attributes
+from readback.genai_messages import message_attributes
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 RESPONSES = "https://api.openai.com/v1/responses"

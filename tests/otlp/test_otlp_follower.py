@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from addons.readback.otlp_live import Follower
+from readback.otlp_live import Follower
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 

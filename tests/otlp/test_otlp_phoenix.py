@@ -24,8 +24,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from addons.readback.export import export_otlp, plan
-from addons.readback.recorded import Selection
+from readback.export import export_otlp, plan
+from readback.recorded import Selection
 from recording.identity import Identity
 from storage.ledger import open_ledger
 from tests.mcp.support import SDK_SERVER, recorded, session_events

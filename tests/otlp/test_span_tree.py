@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from addons.readback.genai_spans import DETAILS_EVENT, SpanValue, ns
-from addons.readback.span_tree import SpanTree
+from readback.genai_spans import DETAILS_EVENT, SpanValue, ns
+from readback.span_tree import SpanTree
 from storage.events import StoredEvent
 
 T0 = datetime(2026, 12, 6, 12, 0, 0, 123456, tzinfo=UTC)
@@ -423,7 +423,7 @@ def test_live_a_tool_call_committed_before_the_answer_that_asked_for_it_still_ne
 def test_a_proxy_left_on_forgets_the_runs_quiet_longest(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past `RUNS_KEPT` runs whose roots were given, the quiet-longest is forgotten: a later call of it
     starts the run again (its root, same ids, counts from there), and memory stays bounded."""
-    from addons.readback import span_tree
+    from readback import span_tree
 
     monkeypatch.setattr(span_tree, "RUNS_KEPT", 2)
     clock = [0.0]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from addons.readback.behaviour import Step, mcp_called, step
-from addons.readback.drift import DriftError, compare, failures, parse_fail_on
+from readback.behaviour import Step, mcp_called, step
+from readback.drift import compare, failures, parse_fail_on
+from readback.errors import DriftError
 from tests.replay.conftest import agent, flightlog
 from tests.support.upstream import upstream
 

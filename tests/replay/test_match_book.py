@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from addons.readback.match_book import Book
-from addons.readback.recorded import Selection, iter_exchanges, select_action_ids
+from readback.match_book import Book
+from readback.recorded import Selection, iter_exchanges, select_action_ids
 from storage.ledger import Ledger, open_ledger
 from tests.browse.recorded_exchanges import head, record
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from addons.readback.matching import (
+from readback.matching import (
     MatchingError,
     Request,
     default_rules,

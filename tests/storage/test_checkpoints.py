@@ -1,5 +1,5 @@
 """SQLite: the writer's commits leave the WAL's copy back into the database file to a thread of its
-own (`storage.checkpoints`), and an in-line backstop keeps the WAL bounded under any load."""
+own (`storage.wal_checkpoints`), and an in-line backstop keeps the WAL bounded under any load."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import checkpoints
+from storage import wal_checkpoints as checkpoints
 from storage.events import Batch
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event

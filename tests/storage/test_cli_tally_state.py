@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from addons.readback.ledger_routes import handle
+from readback.ledger_routes import handle
 from storage.ledger import open_ledger
 from tests.storage.factory import batch, event
 from tests.storage.test_cli_ledger import flightlog

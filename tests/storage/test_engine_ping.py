@@ -105,7 +105,7 @@ def test_an_append_on_a_connection_lost_within_the_window_retries_once_and_lands
     pg_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The writer's connection dies between two commits 50 ms apart (no ping guards it): the
-    statement that meets it invalidates it (storage.chain.query), the Ledger says so in one warning
+    statement that meets it invalidates it (storage.chain.links.query), the Ledger says so in one warning
     line naming the server's reason and retries on a new connection, and the batch lands whole."""
     ledger = open_ledger(pg_url, (tmp_path / "blobs").as_uri(), retry_seconds=10)
     try:

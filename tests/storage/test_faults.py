@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from storage.chain.verify import verify
 from storage.errors import BlobStoreUnavailable, CorruptPayload, DiskFull
 from storage.events import INLINE_MAX
 from storage.ledger import Ledger, open_ledger
-from storage.verify import verify
 from tests.storage.factory import batch, event
 
 

@@ -23,7 +23,7 @@ from sqlalchemy import text
 
 from storage import event_sql
 from storage.append import HASH_APART_MIN, hash_apart
-from storage.chain_verify import verify_chain
+from storage.chain.rederive import verify_chain
 from storage.events import AppendResult, Event
 from storage.ledger import Ledger, open_ledger
 from storage.rows import COLUMNS, to_row
@@ -333,7 +333,7 @@ def test_a_leaf_is_the_same_whatever_form_the_writer_holds_its_time_and_bytes_in
     what `stored_leaf` derives from the row as either engine gives it back."""
     from datetime import UTC, datetime, timedelta, timezone
 
-    from storage import chain
+    from storage.chain import links as chain
 
     row = to_row(event(3, b"body"), ("a" * 64, 4, True))
     at, head = COLUMNS.index("at"), COLUMNS.index("head")
@@ -387,7 +387,7 @@ def test_sqlite_hour_index_takes_an_hours_events_at_its_end(
     included) still reads the index alone. The checkpoint thread is kept from firing: the frames are
     counted by this test's own checkpoint, which a background one running at the same moment would
     find busy (seen on a loaded machine)."""
-    monkeypatch.setattr("storage.checkpoints.PAGES", 10**9)
+    monkeypatch.setattr("storage.wal_checkpoints.PAGES", 10**9)
     with_index = _commit_frames(tmp_path / "with.db", hour_index=True)
     without = _commit_frames(tmp_path / "without.db", hour_index=False)
     assert 0 < with_index - without <= 8, (with_index, without)

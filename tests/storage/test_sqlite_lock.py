@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy
 
-from recording.refusals import outage
+from recording.writer.refusals import outage
 from storage import sqlite_setup
 from storage.errors import LedgerBusy
 from storage.ledger import open_ledger

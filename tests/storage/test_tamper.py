@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.chain_verify import verify_chain
+from storage.chain.rederive import verify_chain
 from storage.engine import make_engine
 from storage.ledger import Ledger, open_ledger
 from storage.migrate import migrate
@@ -257,7 +257,7 @@ def rechain(ledger: Ledger, tamper: Tamperer, start: int, key: bytes | None = No
     """What an attacker who knows the algorithm does after editing a row: recompute the leaves and
     digests of batch `start` and every later one, so each link checks out again, with the
     collector's chain `key` when the attacker holds it too (else plain digests, all it can make)."""
-    from storage import chain
+    from storage.chain import links as chain
 
     with ledger.engine.connect() as conn:
         rows = conn.exec_driver_sql(

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import chain
-from storage.chain_keys import ChainKeys
+from storage.chain import links as chain
+from storage.chain.keys import ChainKeys
+from storage.chain.verify import VerifyReport, verify
 from storage.ledger import Ledger, open_ledger
 from storage.rows import COLUMNS
-from storage.verify import VerifyReport, verify
 from tests.storage.factory import batch, event
 from tests.storage.tamper import Tamperer
 
@@ -107,7 +107,7 @@ def replace_row(w: World) -> None:
 
 
 def ghost_chain(w: World) -> None:
-    """A new collector whose chain is computed with `storage.chain` as the writer does, no key."""
+    """A new collector whose chain is computed with `storage.chain.links` as the writer does, no key."""
     w.tamper.run(
         f"INSERT INTO events ({COLS}) {copy_of('ev-000004', event_id="'ev-ghost'", collector="'ghost'")}",
         drop=TRIGGERS,

@@ -1,6 +1,6 @@
 """The batch chain and append-only from any connection.
 
-Each batch row gains its link in its collector's chain (storage/chain.py): `chain_index` (1, 2, ...
+Each batch row gains its link in its collector's chain (storage/chain/links.py): `chain_index` (1, 2, ...
 per collector), `digest`, the `event_ids` it inserted (JSON array, digest order), a short prefix of
 each event's leaf (`event_leaves`) and the `event_columns` its rows were hashed over. Batches
 recorded before this revision keep NULL there: their events are counted, not chained, and each

@@ -1,7 +1,7 @@
-"""Keyed chains: each collector's key registration, `chain_keys` (storage/chain_seal.py).
+"""Keyed chains: each collector's key registration, `chain_keys` (storage/chain/seal.py).
 
 From this revision on a collector's batch digests are HMACs under a key kept in FLIGHTLOG_HOME
-(storage/chain_keys.py), and its first keyed batch registers it here: the key's id, the index of
+(storage/chain/keys.py), and its first keyed batch registers it here: the key's id, the index of
 its first keyed batch, the seal of what no key covers, MACed with the key. The chains written
 before stay as they are: `ledger verify` checks them as before and says they are unkeyed. The table
 is append-only like the batches.

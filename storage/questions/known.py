@@ -1,0 +1,47 @@
+"""The values a question's words may name: what the Ledger holds for agent, tool, model, host, ...
+
+A plain-words reader that took any word after `agent` as an agent's name read "what did the agent do"
+as `agent=do`. So a value is taken only when the Ledger holds it (or it was quoted or `=`-given), and a
+bare word ("tokens alpha used", "calls to slack") names a field only through the Ledger's values. The
+reader stays pure: it asks a `Known`, which the Ledger answers (`storage.questions.known_values`) and a test
+answers from a mapping (`KnownValues`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class Known(Protocol):
+    """The Ledger's values of a field that a word names."""
+
+    def matches(self, name: str, word: str) -> tuple[str, ...]:
+        """Values of field `name` equal to `word` ignoring case; for `host`, else those having `word`
+        as one of their dot-separated labels ("slack" names api.slack.com)."""
+        ...
+
+
+def host_labels(host: str) -> list[str]:
+    """The dot-separated labels of a host without its port: `api.slack.com:443` -> api, slack, com."""
+    return host.lower().rsplit(":", 1)[0].split(".") if host.count(":") <= 1 else [host.lower()]
+
+
+def pick(name: str, word: str, values: Collection[str]) -> tuple[str, ...]:
+    """The values `word` names among `values` (the rule `Known.matches` states)."""
+    low = word.lower()
+    exact = tuple(sorted({v for v in values if v.lower() == low}))
+    if exact or name != "host":
+        return exact
+    return tuple(sorted({v for v in values if low in host_labels(v)}))
+
+
+@dataclass(frozen=True, slots=True)
+class KnownValues:
+    """Known values held in memory: field -> the values the Ledger holds."""
+
+    values: Mapping[str, Collection[str]] = field(default_factory=dict)
+
+    def matches(self, name: str, word: str) -> tuple[str, ...]:
+        return pick(name, word, self.values.get(name, ()))

@@ -1,0 +1,350 @@
+"""A question in plain words, read deterministically into a `Filter` and a view; never into SQL.
+
+"errors from agent alpha yesterday", "cost by model this week", "slowest calls", "calls slower than
+1 second", "how much did gpt-4o cost today", "which tools were used today", "refused calls": each
+word is a value for a field, part of a time phrase, a grouping, a duration, an order, or a known
+filler word. A word it does not understand is never dropped: the question is refused with one line
+naming it, so plain words never silently answer a different question. Phrases that cannot mean one
+filter (two agents, a grouping it cannot count by, a field without a value, SQL) are refused too.
+
+The reading rules, in the order they are tried for each word:
+- `field=value` or `field:value`, or a field name followed by its value (`agent alpha`, `in session s1`);
+- time (`storage.questions.times`): today, yesterday, this/last hour|week|month, last N days, since DATE, ...;
+- grouping: by|per hour|session|turn|kind|agent|model|tool|task|host|status, hourly; and "which tools",
+  "tools used" (counted by tool);
+- durations: slower|longer than, over, at least, more than D (at least D); faster than, under, less
+  than D (below D); D is "1s", "500 ms", "two seconds", "a minute";
+- order: slowest, fastest, costliest/most expensive, largest, oldest, newest; "top N" keeps N;
+- totals: "how much", "how many", total, sum (one sum instead of a list of events);
+- status: errors/failed, ok, server/client errors, not found, rate limited, 4xx, a code (404, 404s);
+  refused/denied/blocked (the door's refusals);
+- HTTP methods (GET only in capitals, since "get" is an everyday word), inbound/outbound;
+- MCP: `MCP calls` are the `mcp.tools/call` events, `MCP tools` the same counted by tool;
+- a bare model name (gpt-4o, claude-..., o3-mini), a host (a word with a dot, localhost, an IP), a path
+  (`/v1/chat`) or a whole URL;
+- filler words (requests, calls, show, the, ...) are understood and change nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from storage.filters import Filter, QueryError
+from storage.kinds import MCP_TOOL_CALL as MCP_CALL
+from storage.questions.known import Known
+from storage.questions.times import QuestionError, TimeWords
+from storage.questions.views import ViewWords
+from storage.questions.vocabulary import (
+    CHECKED,
+    ERRORS,
+    FIELD_ALIASES,
+    FIELDS,
+    FILLER,
+    FUNCTION_WORDS,
+    HINT,
+    METHODS,
+    MODEL,
+    OK,
+    REFUSED,
+    REFUSED_KIND,
+    RESOLVED,
+    SQL,
+    STATUS_WORDS,
+    TOTAL_WORDS,
+    quoted_tokens,
+)
+
+__all__ = ["Question", "QuestionError", "ask"]
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a question was read as: the filter, the view (events, a total, counted by a key, or a
+    figure summarized), and how many rows at most."""
+
+    text: str
+    filter: Filter
+    group_by: str | None = None
+    total: bool = False
+    limit: int | None = None
+    stat: str | None = None
+    metric: str | None = None
+
+    @property
+    def view(self) -> str:
+        """`stats` (a figure summarized, per key if grouped), `groups` (counted by a key), `totals`
+        (one sum) or `events` (a page of them)."""
+        if self.metric:
+            return "stats"
+        return "groups" if self.group_by else "totals" if self.total else "events"
+
+    def explain(self) -> str:
+        """One line for the answer: what was understood."""
+        parts = [self.filter.describe()]
+        if self.metric:
+            unit = {"duration": "duration_ms", "cost": "cost_usd", "tokens": "tokens in+out"}[self.metric]
+            parts.append(f"{self.stat} of {unit}" + (f" by {self.group_by}" if self.group_by else ""))
+        elif self.group_by:
+            parts.append(f"counted by {self.group_by}")
+        elif self.total:
+            parts.append("summed")
+        if self.limit is not None:
+            parts.append(f"at most {self.limit}")
+        return "read as: " + ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.text,
+            "filter": self.filter.to_json(),
+            "group_by": self.group_by,
+            "view": self.view,
+            "limit": self.limit,
+            "stat": self.stat,
+            "metric": self.metric,
+            "read_as": self.explain(),
+        }
+
+
+class _Reader(TimeWords, ViewWords):
+    """Walks the words once, filling fields; one instance per question."""
+
+    def __init__(self, text: str, now: datetime, known: Known | None) -> None:
+        self.text = text
+        self.now = now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC)
+        pairs = quoted_tokens(text)
+        self.words = [w for w, _ in pairs]
+        self.quoted = [q for _, q in pairs]
+        self.i = 0
+        self.known = known
+        self.values: dict[str, Any] = {}
+        self.url: list[str] = []
+        self.group_by: str | None = None
+        self.unknown: list[str] = []
+        self.notes: dict[str, str] = {}
+        self.total = False
+        self.limit: int | None = None
+        self.stat: str | None = None
+        self.metrics: list[str] = []
+
+    def peek(self, ahead: int = 0) -> str | None:
+        j = self.i + ahead
+        return self.words[j] if j < len(self.words) else None
+
+    def take(self) -> str:
+        word = self.words[self.i]
+        self.i += 1
+        return word
+
+    def set(self, name: str, value: Any) -> None:
+        old = self.values.get(name)
+        if name == "status" and old is not None:
+            self.values[name] = narrower(old, value)
+            return
+        if old is not None and old != value:
+            raise QuestionError(f"one question takes one {name}: {old!r} or {value!r}?")
+        self.values[name] = value
+
+    def value_for(self, name: str) -> str:
+        value = self.peek()
+        if value is None:
+            raise QuestionError(f"{name!r} needs a value (e.g. '{name} alpha')")
+        self.i += 1
+        return value
+
+    def read(self) -> Question:
+        if not self.words:
+            raise QuestionError("ask a question, e.g. 'errors from agent alpha yesterday'")
+        if SQL.search(self.text):
+            raise QuestionError("questions are plain words, never SQL (e.g. 'errors by model today')")
+        while self.peek() is not None:
+            self.word()
+        if self.unknown:
+            named = ", ".join(
+                repr(w) + (f" ({self.notes[w]})" if w in self.notes else "")
+                for w in dict.fromkeys(self.unknown)
+            )
+            raise QuestionError(f"did not understand {named}: {HINT}")
+        metric = self.metric()
+        try:
+            flt = Filter(url=tuple(self.url), **self.values)
+        except QueryError as e:
+            raise QuestionError(str(e)) from e
+        return Question(
+            self.text, flt, self.group_by, total=self.total, limit=self.limit, stat=self.stat, metric=metric
+        )
+
+    def word(self) -> None:
+        word = self.take()
+        low = word.lower()
+        if ("=" in word or ":" in word) and self.field_pair(word):
+            return
+        if self.order(low) or self.time(low) or self.grouping(low) or self.counted(low) or self.took(low):
+            return
+        if self.summary(low):
+            return
+        if self.status_phrase(low):
+            return
+        name = FIELD_ALIASES.get(low, low)
+        if name in FIELDS or name in ("url", "direction"):
+            self.field_word(name, low)
+        elif low in ERRORS:
+            self.set("status", "errors")
+        elif low in OK:
+            self.set("status", "ok")
+        elif low in STATUS_WORDS:
+            self.set("status", STATUS_WORDS[low])
+        elif re.fullmatch(r"[1-5]xx", low):
+            self.set("status", low)
+        elif re.fullmatch(r"[1-5]\d\ds?", low):
+            self.set("status", low[:3])
+        elif low in REFUSED:
+            self.set("kind", REFUSED_KIND)
+        elif word.upper() in METHODS and (word.isupper() or low != "get"):
+            self.set("method", word.upper())
+        elif low == "mcp":  # "MCP calls": tool calls over MCP; "MCP tools": counted by tool
+            self.set("kind", MCP_CALL)
+            if (self.peek() or "").lower() in ("tool", "tools"):
+                self.i += 1
+                self.group("tool")
+        elif low in ("inbound", "incoming"):
+            self.set("direction", "in")
+        elif low in ("outbound", "outgoing"):
+            self.set("direction", "out")
+        elif low in TOTAL_WORDS:
+            self.total = True
+        elif MODEL.match(word):
+            self.set("model", low)
+        elif self.place(word):
+            return
+        elif low not in FILLER and not self.resolve(word):
+            self.unknown.append(word)
+
+    def field_word(self, name: str, said: str) -> None:
+        """A field's name, then its value: a value the Ledger holds, a quoted one, or a model's name;
+        a function word after it leaves the field a plain noun ("what did the agent do"), unless the
+        Ledger holds it as that field's value ("session a" where a session is named "a")."""
+        nxt = self.peek()
+        held = (
+            nxt is not None and name in CHECKED and self.known is not None and self.known.matches(name, nxt)
+        )
+        if nxt is not None and not self.quoted[self.i] and nxt.lower() in FUNCTION_WORDS and not held:
+            if name in CHECKED:
+                return
+            self.field(name, self.value_for(said))
+            return
+        if nxt is None:
+            raise QuestionError(f"{said!r} needs a value (e.g. '{said} alpha')")
+        quoted = self.quoted[self.i]
+        value = self.take()
+        if name in CHECKED and not quoted and self.known is not None:
+            if name == "model" and MODEL.match(value):
+                self.field(name, value)
+                return
+            found = self.known.matches(name, value)
+            if not found:
+                self.unknown.append(value)
+                self.notes[value] = f"no {name} of that name in the Ledger; quote it to ask anyway"
+                return
+            value = self.one(name, value, found)
+        self.field(name, value)
+
+    def holds(self, word: str) -> bool:
+        """Whether the Ledger holds `word` as a value of a field a bare word may name."""
+        return self.known is not None and any(self.known.matches(name, word) for name in RESOLVED)
+
+    def resolve(self, word: str) -> bool:
+        """A bare word the Ledger holds as exactly one field's value: 'tokens alpha used' (an agent),
+        'calls to slack' (the host api.slack.com), 'LEDGER_COUNTS calls' (a tool)."""
+        if self.known is None:
+            return False
+        found = {name: m for name in RESOLVED if (m := self.known.matches(name, word))}
+        if not found:
+            return False
+        if len(found) > 1:
+            said = " or ".join(f"'{name} {word}'" for name in found)
+            raise QuestionError(f"{word!r} is a value of {', '.join(found)}: say {said}")
+        ((name, values),) = found.items()
+        self.set(name, self.one(name, word, values).lower() if name in ("host", "model") else values[0])
+        return True
+
+    @staticmethod
+    def one(name: str, word: str, values: tuple[str, ...]) -> str:
+        if len(values) > 1:
+            shown = ", ".join(values[:5]) + (", ..." if len(values) > 5 else "")
+            raise QuestionError(f"{word!r} names several {name}s ({shown}): say which")
+        return values[0]
+
+    def field_pair(self, word: str) -> bool:
+        name, _, value = re.split(r"([=:])", word, maxsplit=1)
+        name = FIELD_ALIASES.get(name.lower(), name.lower())
+        if name.startswith("http") or "/" in name:
+            return False
+        if name in ("since", "after", "until", "before"):
+            self.bound(name, value)
+            return True
+        if name not in FIELDS and name not in ("url", "direction"):
+            return False
+        if not value:
+            raise QuestionError(f"{name!r} needs a value (e.g. '{name}=alpha')")
+        self.field(name, value)
+        return True
+
+    def field(self, name: str, value: str) -> None:
+        if name == "url":
+            self.url.append(value)
+        elif name == "status":
+            low = value.lower()
+            self.set("status", "errors" if low in ERRORS else "ok" if low in OK else low.removesuffix("s"))
+        elif name == "method":
+            self.set("method", value.upper())
+        elif name == "direction":
+            self.set("direction", {"inbound": "in", "outbound": "out"}.get(value.lower(), value.lower()))
+        elif name in ("host", "model"):
+            self.set(name, value.lower())
+        else:
+            self.set(name, value)
+
+    def place(self, word: str) -> bool:
+        """A host, a path or a whole URL, as in 'calls to api.openai.com' or 'POST to /v1/chat'."""
+        if re.match(r"^https?://", word, re.IGNORECASE):
+            parts = urlsplit(word)
+            if parts.hostname:
+                self.set("host", parts.hostname.lower())
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            if path not in ("", "/"):
+                self.url.append(path)
+            return True
+        if word.startswith("/") and len(word) > 1:
+            self.url.append(word)
+            return True
+        if re.fullmatch(r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:\d+)?", word) and not word[0].isdigit():
+            self.set("host", word.lower())
+            return True
+        if re.fullmatch(r"\d+(\.\d+){3}(:\d+)?|localhost(:\d+)?", word):
+            self.set("host", word.lower())
+            return True
+        return False
+
+
+def narrower(old: str, new: str) -> str:
+    """Two statuses that agree ('5xx errors', 'failed 500s', '4xx 404'): the narrower; others are
+    refused."""
+    for broad, narrow in ((old, new), (new, old)):
+        if broad == narrow or (broad == "errors" and narrow[0] in "45"):
+            return narrow
+        if broad.endswith("xx") and narrow[0] == broad[0] and narrow.isdigit():
+            return narrow
+    raise QuestionError(f"one question takes one status: {old!r} or {new!r}?")
+
+
+def ask(text: str, now: datetime | None = None, known: Known | None = None) -> Question:
+    """Read a question in plain words; `now` fixes the clock for 'today', 'last hour' and the like.
+
+    `known` answers which values the Ledger holds: a value after a field's name, and a bare word
+    naming one, is taken only when the Ledger holds it. Without it (no Ledger at hand) a value after a
+    field's name is taken as given and a bare word is not guessed at."""
+    return _Reader(text, now or datetime.now(UTC), known).read()

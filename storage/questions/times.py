@@ -1,0 +1,233 @@
+"""The time phrases of a plain-words question: today, yesterday, this/last hour|week|month, (the)
+last|past N minutes|hours|days|weeks, N minutes|hours|days ago, since|after|until|before DATE, on
+DATE, a bare DATE, a weekday (the most recent one, today included).
+
+A mixin of the question reader (`storage.questions.reading`): it reads words off the reader's cursor and sets
+the filter's `since` and `until` (inclusive, exclusive; UTC; whole days for a date). `time_bound` reads every
+command's `--since`/`--until` with the same words, so `--since yesterday` means what "since yesterday" means
+in a question, wherever it is typed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from storage.filters import QueryError, parse_time
+from storage.questions.vocabulary import DATE, NUMBERS, UNITS, tokens
+
+
+class QuestionError(QueryError):
+    """A question that cannot be read as one filter; the message says why."""
+
+
+def day(when: datetime) -> datetime:
+    return when.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def weekday(now: datetime, name: str) -> tuple[datetime, datetime]:
+    """The most recent day named `name` (today, when today is so named), as a whole UTC day."""
+    back = (now.weekday() - WEEKDAYS.index(name.lower())) % 7
+    start = day(now) - timedelta(days=back)
+    return start, start + timedelta(days=1)
+
+
+def parse_date(word: str) -> tuple[datetime, datetime]:
+    """A date (the whole UTC day) or a datetime (that instant to the next minute) as [start, end)."""
+    try:
+        when = datetime.fromisoformat(word.upper().replace("Z", "+00:00"))
+    except ValueError as e:
+        raise QuestionError(f"{word!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from e
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    if len(word) == 10:
+        return when, when + timedelta(days=1)
+    return when, when + timedelta(minutes=1)
+
+
+class TimeWords:
+    """Reads time phrases; the reader provides `now`, `i`, `peek`, `take`, `set` and `value_for`."""
+
+    now: datetime
+    i: int
+    words: list[str]
+
+    def peek(self, ahead: int = 0) -> str | None:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def take(self) -> str:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def set(self, name: str, value: Any) -> None:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def value_for(self, name: str) -> str:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def set_range(self, since: datetime | None, until: datetime | None) -> None:
+        if since is not None:
+            self.set("since", since)
+        if until is not None:
+            self.set("until", until)
+
+    def time(self, low: str) -> bool:
+        today = day(self.now)
+        if low == "today":
+            self.set_range(today, None)
+        elif low == "yesterday":
+            self.set_range(today - timedelta(days=1), today)
+        elif low in ("this", "last", "past") and self.period(low):
+            return True
+        elif low in ("since", "after", "until", "before"):
+            phrase = self.phrase()
+            if phrase is None:
+                self.bound(low, self.value_for(low))
+            else:
+                start, end = phrase
+                self.set("since" if low in ("since", "after") else "until", end if low == "after" else start)
+        elif low == "on" and DATE.match((self.peek() or "").lower()):
+            self.set_range(*parse_date(self.take()))
+        elif DATE.match(low):
+            self.set_range(*parse_date(low))
+        elif low in WEEKDAYS:  # "on tuesday", "tuesday's errors" (never "mondays": every one)
+            self.set_range(*weekday(self.now, low))
+        else:
+            return self.ago(low)
+        return True
+
+    def phrase(self) -> tuple[datetime, datetime] | None:
+        """A time phrase after since/until ('since last week', 'before 2 hours ago'): its [start,
+        end), the end `now` when open; None when the next words are no phrase (a date, today)."""
+        nxt = (self.peek() or "").lower()
+        if nxt not in ("this", "last", "past") and not (nxt.isdigit() or nxt in NUMBERS):
+            return None
+        sub = _Bound(self.words[self.i :], self.now)
+        if not sub.time(sub.take().lower()) or "since" not in sub.range:
+            return None
+        self.i += sub.i
+        return sub.range["since"], sub.range.get("until", self.now)
+
+    def ago(self, low: str) -> bool:
+        """'2 hours ago', 'three days ago': from then on."""
+        unit = (self.peek() or "").lower().removesuffix("s")
+        if (
+            not (low.isdigit() or low in NUMBERS)
+            or unit not in UNITS
+            or (self.peek(1) or "").lower() != "ago"
+        ):
+            return False
+        self.i += 2
+        count = int(low) if low.isdigit() else NUMBERS[low]
+        self.set_range(self.now - timedelta(seconds=count * UNITS[unit]), None)
+        return True
+
+    def period(self, low: str) -> bool:
+        """'this week', 'last month', 'last hour', 'last 3 days', 'past two hours'."""
+        nxt = (self.peek() or "").lower()
+        if nxt.isdigit() or nxt in NUMBERS:
+            count = int(nxt) if nxt.isdigit() else NUMBERS[nxt]
+            unit = (self.peek(1) or "").lower().removesuffix("s")
+            if unit not in UNITS:
+                raise QuestionError(f"'{low} {nxt}' needs a unit: minutes, hours, days or weeks")
+            if count < 1:
+                raise QuestionError(f"'{low} {nxt} {unit}s' is an empty time range")
+            self.i += 2
+            self.set_range(self.now - timedelta(seconds=count * UNITS[unit]), None)
+            return True
+        unit = nxt.removesuffix("s") if nxt.endswith("s") and low != "this" else nxt
+        if unit not in ("minute", "hour", "day", "week", "month"):
+            return False
+        self.i += 1
+        today = day(self.now)
+        if low == "this":
+            start = {
+                "minute": self.now.replace(second=0, microsecond=0),
+                "hour": self.now.replace(minute=0, second=0, microsecond=0),
+                "day": today,
+                "week": today - timedelta(days=today.weekday()),
+                "month": today.replace(day=1),
+            }[unit]
+            self.set_range(start, None)
+        elif unit == "week" and low == "last":
+            monday = today - timedelta(days=today.weekday())
+            self.set_range(monday - timedelta(days=7), monday)
+        elif unit == "month" and low == "last":
+            first = today.replace(day=1)
+            self.set_range((first - timedelta(days=1)).replace(day=1), first)
+        elif unit == "month":
+            self.set_range(self.now - timedelta(days=30), None)
+        else:
+            self.set_range(self.now - timedelta(seconds=UNITS[unit]), None)
+        return True
+
+    def bound(self, word: str, value: str) -> None:
+        low = value.lower()
+        today = day(self.now)
+        if low == "today":
+            start, end = today, today + timedelta(days=1)
+        elif low == "yesterday":
+            start, end = today - timedelta(days=1), today
+        elif DATE.match(low):
+            start, end = parse_date(low)
+        elif low in WEEKDAYS:
+            start, end = weekday(self.now, low)
+        else:
+            raise QuestionError(
+                f"'{word} {value}': give a date (YYYY-MM-DD), a weekday, 'today' or 'yesterday'"
+            )
+        if word in ("since", "after"):
+            self.set("since", start if word == "since" else end)
+        else:
+            self.set("until", start)
+
+
+class _Bound(TimeWords):
+    """Reads one option's value as time words; what it sets is the range those words name."""
+
+    def __init__(self, words: list[str], now: datetime) -> None:
+        self.now = now
+        self.words = words
+        self.i = 0
+        self.range: dict[str, datetime] = {}
+
+    def peek(self, ahead: int = 0) -> str | None:
+        j = self.i + ahead
+        return self.words[j] if j < len(self.words) else None
+
+    def take(self) -> str:
+        self.i += 1
+        return self.words[self.i - 1]
+
+    def set(self, name: str, value: Any) -> None:
+        self.range[name] = value
+
+    def value_for(self, name: str) -> str:
+        if self.peek() is None:
+            raise QuestionError(f"{name!r} needs a date, 'today' or 'yesterday'")
+        return self.take()
+
+
+TIME_HELP = (
+    "ISO 8601 (UTC) or words: today, yesterday, monday, this week, last 3 days, 2 hours ago, 2026-11-01"
+)
+
+
+def time_bound(option: str, value: str, now: datetime | None = None) -> datetime:
+    """An option's time (`--since`, `--until`): an ISO 8601 time, or time words as a question reads
+    them; words naming a range (yesterday, last week) give its start, for either option."""
+    try:
+        return parse_time(value)
+    except QueryError:
+        pass
+    clock = (now or datetime.now(UTC)).astimezone(UTC)
+    reader = _Bound(tokens(value), clock)
+    while reader.peek() is not None:
+        if not reader.time(reader.take().lower()):
+            break
+    else:
+        start = reader.range.get("since") or reader.range.get("until")
+        if start is not None:
+            return start
+    raise QuestionError(f"{option} {value!r}: not a time; {TIME_HELP}")
