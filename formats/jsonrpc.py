@@ -225,7 +225,8 @@ class StdioLines:
 READ_MAX: Final = 8 * 1024 * 1024
 """Larger bodies and messages are not parsed for their calls (the proxy does not read request bodies
 over 8 MiB either): one that may hold a call is `unreadable`."""
-_WHITESPACE: Final = b" \t\r\n\x0b\x0c"
+_FIRST_BYTE: Final = re.compile(rb"[^ \t\r\n\x0b\x0c]")
+"""The first byte after JSON's whitespace (and the two more Python's `strip` takes)."""
 _SPELLED: Final = {"jsonrpc", "method", "params", "id", "name", "arguments"}
 """Keys a server may read whatever their letter case (Go's encoding/json does): one spelled in
 another case is read as unreadable rather than ignored."""
@@ -283,7 +284,8 @@ def looks_like_json(data: bytes) -> bool:
     head = data[:4]
     if head.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
         return True
-    return data.lstrip(_WHITESPACE)[:1] in (b"{", b"[")
+    first = _FIRST_BYTE.search(data)
+    return first is not None and first.group() in (b"{", b"[")
 
 
 def tool_calls(data: bytes | None, limit: int = READ_MAX) -> ToolCalls:
@@ -297,7 +299,7 @@ def tool_calls(data: bytes | None, limit: int = READ_MAX) -> ToolCalls:
     if not data:
         return NOT_RPC
     if len(data) > limit:
-        if looks_like_json(data[:4096]):
+        if looks_like_json(data):
             return ToolCalls(unreadable=f"{len(data):,} bytes, over the {limit:,} a call is read up to")
         return NOT_RPC
     try:
