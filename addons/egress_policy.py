@@ -118,16 +118,7 @@ class Egress:
         if self.gate is not None:
             if self.looks_itself:
                 self._watch = asyncio.create_task(self.gate.live.run())
-            policy = self.gate.live.policy
-            if not policy.empty:
-                log.info(
-                    "flightlog: egress policy %s: %d rules, %d budgets, %d rates, default %s",
-                    policy.source,
-                    len(policy.rules),
-                    len(policy.budgets),
-                    len(policy.rates),
-                    policy.default,
-                )
+            self.gate.live.announce()  # once for the proxy: a worker's is quiet (`egress.live`)
 
     def look_at_files(self) -> None:
         """A watched file changed (a worker's supervisor saw it): capture looks at its own (secrets,

@@ -166,6 +166,7 @@ class Supervisor:
         ensure_ca(self.config.confdir)
         path = policy_path(self.config.policy, self.config.home)
         self.policy = LivePolicy(path, self.config.home, named=bool(self.config.policy), say=self.announce)
+        self.policy.announce()
         self.plan = plan_ports(self.config.modes, self.config.listen_host, self.config.listen_port)
         wake_r, wake_w = socket.socketpair()
         wake_r.setblocking(False)

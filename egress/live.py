@@ -108,6 +108,15 @@ class LivePolicy:
                 return f"{path} is empty"
         return None
 
+    def announce(self) -> None:
+        """Say which policy is in force, when there is one (at start)."""
+        policy = self.policy
+        if not policy.empty:
+            self.say(
+                f"flightlog: egress policy {policy.source}: {len(policy.rules)} rules, "
+                f"{len(policy.budgets)} budgets, {len(policy.rates)} rates, default {policy.default}"
+            )
+
     def _counts(self) -> str:
         policy = self.policy
         return f"{len(policy.rules)} rules, default {policy.default}"

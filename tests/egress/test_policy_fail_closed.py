@@ -193,3 +193,9 @@ def test_a_real_proxy_still_refuses_after_the_policy_file_breaks(breakage: str, 
     assert _until(lambda: _lines(world, REREAD) > reread), world.proxy.log()
     assert _lines(world, KEEPING) == keeping + 1 and _lines(world, REREAD) == reread + 1
     assert _statuses(world, "/secret/after") == {403}
+
+
+def test_the_policy_in_force_is_said_once_for_the_proxy(world: World) -> None:
+    """At start, the policy in force is said in one line for the proxy, not one per worker."""
+    said = [x for x in world.proxy.log().splitlines() if f"egress policy {world.policy}:" in x]
+    assert len(said) == 1 and "1 rules" in said[0], world.proxy.log()
