@@ -15,26 +15,12 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from formats.model_apis import PROVIDERS, Provider, provider_for_host, provider_named
 
-@dataclass(frozen=True, slots=True)
-class AiApi:
-    """A model API: where it lives, and the variable (plus path) its SDKs take as base URL."""
-
-    name: str
-    url: str
-    variable: str
-    path: str
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.url).hostname or ""
-
-
-AI_APIS: Final = (
-    AiApi("openai", "https://api.openai.com", "OPENAI_BASE_URL", "/v1"),
-    AiApi("anthropic", "https://api.anthropic.com", "ANTHROPIC_BASE_URL", ""),
-)
-"""In port order: the first listens on the forward port + 1, the next on + 2."""
+AiApi = Provider
+AI_APIS: Final = PROVIDERS
+"""In port order: the first listens on the forward port + 1, the next on + 2 (`formats.model_apis`,
+the one list of model APIs: what a listener stands for is what usage and budgets read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +44,8 @@ class AiListener:
         return f"{parts.hostname}:{port}"
 
 
-def api_named(name: str) -> AiApi | None:
-    return next((api for api in AI_APIS if api.name == name), None)
-
-
-def api_for_host(host: str) -> AiApi | None:
-    return next((api for api in AI_APIS if api.host == host), None)
+api_named = provider_named
+api_for_host = provider_for_host
 
 
 def mode_target_host(mode: str) -> str:

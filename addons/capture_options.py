@@ -11,8 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-DEFAULT_OUTBOUND: Final = ("api.openai.com", "api.anthropic.com")
-"""Reverse-proxy targets whose traffic is outbound by default: the model APIs an agent calls."""
+from formats.model_apis import PROVIDERS
+
+DEFAULT_OUTBOUND: Final = tuple(provider.host for provider in PROVIDERS)
+"""Reverse-proxy targets whose traffic is outbound by default: the model APIs an agent calls
+(`formats.model_apis`, the one list of them)."""
 MAX_COMMIT_MS: Final = 10_000
 """The longest `flightlog_commit_ms`: past it what a writer holds unwritten is a risk, not a saving."""
 MAX_REQUEST_BODY: Final = 8 * 1024 * 1024

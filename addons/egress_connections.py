@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, Protocol
 
-from egress.patterns import normalize_host
 from egress.rules import Call, Decision
 from recording import identity as ident
 from recording.action_ids import action_id, new_action_id
@@ -83,9 +82,7 @@ class EgressConnections:
 
         who = self.owner.tun_identity
         for question in flow.request.questions:
-            call = Call(
-                "dns", normalize_host(question.name), None, "DNS", "", who.agent, who.session, who.task
-            )
+            call = Call("dns", question.name, None, "DNS", "", who.agent, who.session, who.task)
             decision = gate.live.policy.judge_host(call)
             if decision is not None and decision.action == "deny":
                 flow.response = flow.request.fail(response_codes.REFUSED)

@@ -36,8 +36,7 @@ from egress.budgets import BudgetBook
 from egress.errors import PolicyFileError
 from egress.judge import Gate
 from egress.live import RETIRED_FILE, LivePolicy
-from egress.mcp_calls import tool_calls
-from egress.patterns import normalize_host
+from egress.mcp_calls import calls_in_message, unread_body
 from egress.policy_file import FILE_NAME
 from egress.rates import FILE as RATES_FILE
 from egress.rates import RateBook
@@ -62,7 +61,6 @@ META_EXCHANGE = "flightlog.exchange"
 """Capture's record of a flow's exchange (`addons.capture`): present exactly when it records the flow."""
 META_JUDGED = "flightlog.egress.judged"
 META_MODEL = "flightlog.egress.model"
-JSON_TYPES = ("application/json", "application/json-rpc")
 Rpc = tuple[list[Any], bool]
 """The JSON-RPC ids of a body's calls (to answer each) and whether it was a batch."""
 
@@ -108,10 +106,8 @@ class Egress:
             return
         home = flightlog_home()
         path = Path(opts.flightlog_policy).expanduser() if opts.flightlog_policy else home / FILE_NAME
-        if opts.flightlog_policy and not path.is_file():
-            raise exceptions.OptionsError(f"egress policy file not found: {path}")
         try:
-            live = LivePolicy(path, home)
+            live = LivePolicy(path, home, named=bool(opts.flightlog_policy))
         except PolicyFileError as e:
             raise exceptions.OptionsError(str(e)) from e
         ledger = opts.flightlog_ledger or default_urls()[0]
@@ -122,16 +118,7 @@ class Egress:
         if self.gate is not None:
             if self.looks_itself:
                 self._watch = asyncio.create_task(self.gate.live.run())
-            policy = self.gate.live.policy
-            if not policy.empty:
-                log.info(
-                    "flightlog: egress policy %s: %d rules, %d budgets, %d rates, default %s",
-                    policy.source,
-                    len(policy.rules),
-                    len(policy.budgets),
-                    len(policy.rates),
-                    policy.default,
-                )
+            self.gate.live.announce()  # once for the proxy: a worker's is quiet (`egress.live`)
 
     def look_at_files(self) -> None:
         """A watched file changed (a worker's supervisor saw it): capture looks at its own (secrets,
@@ -160,7 +147,7 @@ class Egress:
             return
         request = flow.request
         who = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
-        call = Call("connect", normalize_host(request.host), request.port, "CONNECT", "", *_who(who))
+        call = Call("connect", request.host, request.port, "CONNECT", "", *_who(who))
         decision = gate.live.policy.judge_host(call)
         if decision is None or decision.action != "deny":
             return
@@ -184,7 +171,13 @@ class Egress:
         if not flow.request.stream or self.gate is None or self.gate.idle:
             return None
         flow.metadata[META_JUDGED] = True
-        return self._judge(flow, exchange, [_call(flow, exchange)], None)
+        call = _call(flow, exchange)
+        if self.gate.live.policy.reads_mcp:  # a body too large to read may hold a tools/call
+            size = flow.request.headers.get("content-length")
+            ctype = flow.request.headers.get("content-type", "")
+            asked = unread_body(call, int(size) if size and size.isdigit() else None, ctype)
+            return self._judge(flow, exchange, list(asked.calls), None)
+        return self._judge(flow, exchange, [call], None)
 
     def judge_request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """The `request` hook (run before capture's): judge the call, or each `tools/call` in it."""
@@ -195,17 +188,11 @@ class Egress:
         if exchange is None:
             return None
         call = _call(flow, exchange)
-        found = None
-        if gate.live.policy.reads_mcp and call.method == "POST":
-            ctype = flow.request.headers.get("content-type", "")
-            if not ctype or ctype.split(";", 1)[0].strip().lower() in JSON_TYPES:
-                found = tool_calls(flow.request.raw_content)
-        if not found:
+        if not gate.live.policy.reads_mcp or not flow.request.raw_content:
             return self._judge(flow, exchange, [call], None)
-        body = flow.request.raw_content or b""
-        rpc = ([c.id for c in found if c.id is not None], body.lstrip()[:1] == b"[")
-        calls = [replace(call, tool=c.name, arguments=c.arguments) for c in found]
-        return self._judge(flow, exchange, calls, rpc)
+        asked = calls_in_message(flow.request.raw_content, call)  # the one tools/call reader
+        rpc = (list(asked.ids), asked.batch) if asked.tool_calls else None
+        return self._judge(flow, exchange, list(asked.calls), rpc)
 
     def _judge(
         self, flow: http.HTTPFlow, exchange: Exchange, calls: list[Call], rpc: Rpc | None
@@ -320,7 +307,7 @@ def _call(flow: http.HTTPFlow, exchange: Exchange) -> Call:
     request = flow.request
     return Call(
         "http",
-        normalize_host(request.host),
+        request.host,
         request.port,
         request.method,
         request.path,

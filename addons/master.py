@@ -29,6 +29,7 @@ from addons.proxy_config import ProxyConfig
 from addons.published import Ready
 from addons.sync_paths import SyncPaths
 from addons.websockets import WebSocketCapture
+from egress.live import LOG_NAME as POLICY_LOG
 from storage.locations import private_home
 
 if TYPE_CHECKING:
@@ -248,6 +249,7 @@ async def serve(
         flightlog.capture.listening.reuse_port = True  # the worker's ports are shared with the others
         flightlog.capture.listening.udp = link.udp
         flightlog.capture.looks_itself = flightlog.egress.looks_itself = False  # the supervisor looks
+        logging.getLogger(POLICY_LOG).disabled = True  # and says what a policy edit did, once
         link.watch(loop, stop, flightlog.egress.look_at_files)  # capture's files, then the policy's
     await flightlog.start()  # the writer runs before the port accepts a connection
     if not stopped.is_set():  # a stop asked for until now: mitmproxy's run() would clear it and serve on

@@ -12,7 +12,8 @@ Once every worker listens, the supervisor prints the one start line and writes `
 its own pid, as a single proxy does, so `flightlog run` and `flightlog env` see no difference.
 It also looks at the secrets and price files the workers named, once a second for all of them,
 and nudges every worker to re-read them when one changed (`processing_watch`): an idle proxy
-wakes once a second, however many workers it has.
+wakes once a second, however many workers it has. The egress policy it reads itself as well, to
+say once for the proxy what an edit did (the workers re-read it quietly, `egress.live`).
 SIGINT/SIGTERM on it stops every worker (SIGTERM) and waits while each drains its writer.
 
 A worker that fails to start stops them all: the first one's reason is the one error line. A
@@ -46,6 +47,7 @@ from addons.published import forget_state, start_line, write_state
 from addons.shared_ports import PortPlan, plan_ports
 from addons.stopping import Drained
 from addons.worker_link import Lines, WorkerLink, send
+from egress.live import LivePolicy, policy_path
 from recording.file_stamps import Stamp, stamp
 from recording.processing_watch import INTERVAL
 from storage.locations import private_home
@@ -154,12 +156,17 @@ class Supervisor:
         self.seen: tuple[Stamp, ...] | None = None
         """Their stamps at the last look; None before the first, which therefore nudges."""
         self.next_look = math.inf
+        self.policy: LivePolicy | None = None
+        """The egress policy as the workers read it: the one voice of its edits."""
 
     def run(self) -> None:
         """Until SIGINT/SIGTERM; an AddonError (one line) if the workers do not start."""
         private_home(self.config.home)
         self.config.confdir.mkdir(parents=True, exist_ok=True)
         ensure_ca(self.config.confdir)
+        path = policy_path(self.config.policy, self.config.home)
+        self.policy = LivePolicy(path, self.config.home, named=bool(self.config.policy), say=self.announce)
+        self.policy.announce()
         self.plan = plan_ports(self.config.modes, self.config.listen_host, self.config.listen_port)
         wake_r, wake_w = socket.socketpair()
         wake_r.setblocking(False)
@@ -233,6 +240,8 @@ class Supervisor:
         """Stat the workers' secrets and price files; when a stamp moved, nudge every worker to
         look too (each compares with what it last read, so a nudge too many costs two stats)."""
         self.next_look = time.monotonic() + INTERVAL
+        if self.policy is not None:
+            self.policy.look()
         now = tuple(stamp(path) for path in self.watched)
         if now == self.seen:
             return

@@ -13,7 +13,13 @@ The error names the host and where it hid, e.g.
 (percent-encoded twice)`.
 
 The list is configured in `FLIGHTLOG_HOME/refused_hosts.txt`, one host per line, `#` starting a
-comment; it lives outside the Directory so that an agent writing rows cannot edit it.
+comment; it lives outside the Directory so that an agent writing rows cannot edit it. Each line is a
+pattern of the one host language (`formats.hosts`, as egress rules and secrets' hosts write them): a
+name (it and its subdomains; in Unicode or punycode alike), `*.name` or `.name`, an address in any
+spelling, a network (`10.0.0.0/8`); a URL or a `:PORT` is read for its host (a retired host is
+retired on every port). Names and addresses are found in text as written (both IDNA spellings of a
+name); every host of a URL in the text is also read as a host, so an address spelled otherwise
+(`http://2130706433/`) or inside a listed network is found too.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any, Final
 from urllib.parse import unquote_plus, urlsplit
 
 from catalog.errors import CatalogError, RefusedHost
+from formats.hosts import HostError, HostPattern, normalize_host, parse_pattern, split_port
 
 FILE_NAME: Final = "refused_hosts.txt"
 MAX_DEPTH: Final = 8
@@ -35,36 +42,69 @@ SHELL_MAX: Final = 64 * 1024
 """Texts up to this long are also read with shell quoting removed (commands are short; a large
 body is not run by a shell, and unquoting it would cost more than the check is worth)."""
 _IP: Final = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_URL_HOST: Final = re.compile(
+    r"(?i)(?:\b[a-z][a-z0-9+.-]*:)?//(?:[^\s/?#@\"'<>\\]*@)?(\[[^\]\s]*\]|[^\s/?#:\"'<>\\]+)"
+)
+"""The host of each URL in a text (`//host`, after any user info)."""
 _JSON_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
 _ENCODINGS: Final = ("", "percent-encoded", "percent-encoded twice", "percent-encoded three times")
 
 
 @dataclass(frozen=True)
 class RefusedHosts:
-    """The configured list of refused hosts and the one pattern that finds any of them in text."""
+    """The configured list of refused hosts, read as host patterns, and the one regular expression
+    that finds the names and addresses of them written in a text."""
 
     hosts: tuple[str, ...] = ()
+    """The list's entries, canonical (`formats.hosts`): a name, `*.name`, `.name`, an address, a network."""
+    patterns: tuple[HostPattern, ...] = field(default=(), init=False, repr=False, compare=False)
     pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        clean = tuple(sorted({normalize_host(h) for h in self.hosts if h.strip()}))
-        object.__setattr__(self, "hosts", clean)
-        object.__setattr__(self, "pattern", _pattern(clean) if clean else None)
+        patterns = {p.text: p for p in (read_entry(h) for h in self.hosts if h.strip())}
+        object.__setattr__(self, "hosts", tuple(sorted(patterns)))
+        object.__setattr__(self, "patterns", tuple(patterns[h] for h in sorted(patterns)))
+        literal = sorted({text for p in self.patterns for text in _spellings(p)})
+        object.__setattr__(self, "pattern", _pattern(tuple(literal)) if literal else None)
 
     def __bool__(self) -> bool:
         return bool(self.hosts)
 
+    def covering(self, host: str) -> str | None:
+        """The entry that retires canonical `host` (itself, or a name it lies under), else None."""
+        return next((p.text for p in self.patterns if p.covers(host)), None)
+
     def find_in_text(self, text: str) -> tuple[str, str, str] | None:
         """The first refused host in a text under any of its decodings: (listed host, how it was
         encoded, the decoded text)."""
-        if self.pattern is None:
+        if not self.patterns:
             return None
         for label, variant in decodings(text):
             lowered = variant.lower()
-            for match in self.pattern.finditer(lowered):
-                if _starts_a_host(lowered, match):
-                    return match.group("host"), label, variant
+            if self.pattern is not None:
+                for match in self.pattern.finditer(lowered):
+                    if _starts_a_host(lowered, match) and (entry := self._entry_of(lowered, match)):
+                        return entry, label, variant
+            for match in _URL_HOST.finditer(variant):
+                try:
+                    host = normalize_host(match.group(1))
+                except HostError:
+                    continue
+                if (entry := self.covering(host)) is not None:
+                    return entry, label, variant
         return None
+
+    def _entry_of(self, text: str, match: re.Match[str]) -> str | None:
+        """The entry a name or address found as written in a text stands for: a `*.name` entry
+        only when a subdomain's dot comes before it."""
+        try:
+            host = normalize_host(match.group("host"))
+        except HostError:
+            return None
+        found = self.covering(host)
+        if found is None and match.start() and text[match.start() - 1] == ".":
+            found = self.covering("sub." + host)
+        return found
 
     def check(self, value: Any, where: str = "the contract") -> None:
         """Raise `RefusedHost` naming the host and where it hid, when `value` reaches one.
@@ -118,13 +158,33 @@ class RefusedHosts:
 _NOTHING: Final = object()
 
 
-def normalize_host(host: str) -> str:
-    """A host as the list keeps it: lower case, no scheme, port, path or trailing dot."""
-    given = host.strip().lower()
-    host = (urlsplit(given if "://" in given else f"//{given}").hostname or "").strip(".")
-    if not re.fullmatch(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*", host):
-        raise CatalogError(f'"{given}" is not a host name a refused-hosts list can hold')
-    return host
+def read_entry(text: str) -> HostPattern:
+    """One entry of the list as a host pattern (canonical `text`): a URL or `:PORT` read for its host."""
+    given = text.strip()
+    try:
+        if "://" in given:
+            given = urlsplit(given).netloc.rpartition("@")[2]
+        body, _ = split_port(given)
+        found = parse_pattern(body)
+    except (HostError, ValueError) as e:
+        raise CatalogError(f'"{text.strip()}" is not a host a refused-hosts list can hold ({e})') from e
+    if found.kind in ("any", "glob"):
+        raise CatalogError(f'"{text.strip()}": a refused-hosts list names hosts, domains or networks')
+    canonical = {"suffix": "*." + found.name, "domain": "." + found.name}.get(found.kind, found.name)
+    return HostPattern(canonical, found.kind, found.name, None, found.network, found.regex)
+
+
+def _spellings(pattern: HostPattern) -> tuple[str, ...]:
+    """How a name or address may be written in a text as is: a name in punycode and in Unicode."""
+    if pattern.kind == "network":
+        return ()
+    if pattern.kind == "address":
+        return (pattern.name,)
+    try:
+        unicode = pattern.name.encode("ascii").decode("idna").lower()
+    except UnicodeError:
+        return (pattern.name,)
+    return tuple({pattern.name, unicode})
 
 
 def load_refused_hosts(home: Path) -> RefusedHosts:

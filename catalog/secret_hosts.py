@@ -11,9 +11,12 @@ it may be sent to, and before anything is bound the rendered contract is read fo
   server, a query parameter holding a URL), percent-encoded or JSON-escaped or not;
 - a shell command: it can send the secret anywhere, so only a secret bound to `local` goes in one.
 
-Host patterns (`SecretHosts`): `api.example.com` (that host, any port), `api.example.com:8443`
-(that port only; a URL without a port has its scheme's), `*.example.com` (its subdomains), `local`
-(commands run on this machine), `*` (anywhere: the operator unbinds the secret on purpose).
+Host patterns (`SecretHosts`) are the one host language's (`formats.hosts`, as egress rules and
+retired hosts write them): `api.example.com` (that host, any port), `api.example.com:8443` (that
+port only; a URL without a port has its scheme's), `*.example.com` (its subdomains), `.example.com`
+(the domain and its subdomains), an address in any spelling or a network; plus `local` (commands
+run on this machine) and `*` (anywhere: the operator unbinds the secret on purpose). A URL's host
+is compared canonically too: `http://2130706433/` reaches 127.0.0.1, `bücher.example` its punycode.
 
 Known providers' keys are bound by default (`DEFAULTS`); any other secret goes nowhere until its
 hosts are named (`NAME.hosts=...` in the secrets file). flightlog's own Ledger token goes only to
@@ -22,6 +25,7 @@ hosts are named (`NAME.hosts=...` in the secrets file). flightlog's own Ledger t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -31,6 +35,7 @@ from urllib.parse import urlsplit
 from catalog.errors import CatalogError
 from catalog.forms.upstream import SECRET
 from catalog.retired_hosts import decodings
+from formats.hosts import HostError, HostPattern, normalize_host, parse_pattern
 
 DEFAULTS: Final[Mapping[str, tuple[str, ...]]] = {
     "OPENAI_API_KEY": ("api.openai.com",),
@@ -54,6 +59,7 @@ OWN: Final[Mapping[str, tuple[str, ...]]] = {"FLIGHTLOG_LEDGER_TOKEN": ("flightl
 """flightlog's own credentials: fixed, never widened by a file."""
 LOCAL: Final = "local"
 ANYWHERE: Final = "*"
+UNREADABLE: Final = "(unreadable)"
 _URL: Final = re.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*:)?//[^\s\"'<>\\]+")
 _PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
@@ -84,13 +90,12 @@ def place_of(url: str) -> Place | None:
     try:
         split = urlsplit(SECRET.sub("secret", url.strip()))  # a `[NAME]` reads as an IPv6 bracket
         port = split.port
-    except ValueError:
-        return Place("(unreadable)")
-    if not split.hostname:
-        return None
-    return Place(
-        split.hostname.lower().rstrip("."), port if port is not None else _PORTS.get(split.scheme.lower())
-    )
+        if not split.hostname:
+            return None
+        host = normalize_host(split.hostname)
+    except ValueError:  # HostError too: neither a name nor an address
+        return Place(UNREADABLE)
+    return Place(host, port if port is not None else _PORTS.get(split.scheme.lower()))
 
 
 def allows(pattern: str, place: Place) -> bool:
@@ -100,14 +105,17 @@ def allows(pattern: str, place: Place) -> bool:
         return True
     if pattern == LOCAL or place.host == LOCAL:
         return pattern == place.host == LOCAL
-    wanted = place_of("//" + pattern)
-    if wanted is None:
-        return False
-    if wanted.port is not None and wanted.port != place.port:
-        return False
-    if wanted.host.startswith("*."):
-        return place.host.endswith(wanted.host[1:])
-    return wanted.host == place.host
+    wanted = _pattern(pattern)
+    return wanted is not None and place.host != UNREADABLE and wanted.matches(place.host, place.port)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern(text: str) -> HostPattern | None:
+    """A secret's host pattern (the secrets file's lines are checked when read: None allows nothing)."""
+    try:
+        return parse_pattern(text)
+    except HostError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from door.routes import Declared, Handler, Headers, Query, Route
+from formats.jsonrpc import tool_calls
 
 if TYPE_CHECKING:
     from catalog.directory import Directory
@@ -83,15 +84,21 @@ def directory_route(handler: Handler, directory: Rows) -> Route:
     return Route("/api/directory/", "http", frozenset({"read", "write"}), declare, handler)
 
 
+UNREADABLE_CALL: Final = "(unreadable)"
+"""The tool `mcp_message` names for a message that may be a `tools/call` but cannot be read for
+certain (a duplicate key, JSON that does not parse): declared as a change of nothing a token names."""
+
+
 def mcp_message(body: bytes) -> tuple[str | None, Any]:
-    """(the tool a `tools/call` message names, its arguments), or (None, None) for anything else."""
-    message = _json(body)
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
+    """(the tool a `tools/call` message names, its arguments), (None, None) for anything else, and
+    (`UNREADABLE_CALL`, the reason) for what cannot be read for certain: the one reader of calls,
+    `formats.jsonrpc.tool_calls`, the egress policy's too."""
+    found = tool_calls(body)
+    if found.unreadable is not None:
+        return UNREADABLE_CALL, found.unreadable
+    if len(found.calls) != 1 or found.batch:
         return None, None
-    params = message.get("params")
-    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
-        return None, None
-    return params["name"], params.get("arguments")
+    return found.calls[0].name, found.calls[0].arguments
 
 
 def mcp_route(handler: Handler, directory: Rows) -> Route:
@@ -99,6 +106,10 @@ def mcp_route(handler: Handler, directory: Rows) -> Route:
 
     def declare(method: str, path: str, query: Query, headers: Headers, body: bytes) -> Declared:
         tool, arguments = mcp_message(body)
+        if tool == UNREADABLE_CALL:
+            from authority.targets import UNREADABLE  # deferred: first request
+
+            return Declared("write", (UNREADABLE,))
         if tool == "call":
             return Declared("call", handler_judges=True)
         if tool in CHANGES:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from door.callers import bearer
-from door.declarations import mcp_message
+from door.declarations import UNREADABLE_CALL, mcp_message
 from door.declarations import mcp_route as declared_mcp_route
 from door.gatekeeper import call_head, identity_of
 from door.routes import HOST, Answer, Handler, Headers, Query, Route, json_answer, lazy_route
@@ -148,6 +148,8 @@ def _handle(
     if isinstance(message, list):
         return _refused(400, "call", "JSON-RPC batches are not accepted; send one message per request")
     tool, arguments = mcp_message(body)
+    if tool == UNREADABLE_CALL:
+        return _refused(400, "call", f"an MCP message the door cannot read for certain: {arguments}")
     if tool != "call":
         return call(method, path, query, headers, body)
     assert isinstance(message, dict)

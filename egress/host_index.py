@@ -1,7 +1,8 @@
 """Which rules may match a host, without reading every rule: the policy stays cheap at 1,000 rules.
 
-Rules are indexed by their host patterns: exact names in a dict, `*.domain` and `.domain` under the
-domain (a host looks up itself and each parent domain: a handful of dict reads), and the rest
+Rules are indexed by their host patterns: exact names and addresses (canonical) in a dict,
+`*.domain` and `.domain` under the domain (a host looks up itself and each parent domain: a
+handful of dict reads), and the rest
 (`*`, no hosts at all, networks, globs) in short lists tried in turn. `candidates(host)` is a superset
 of the rules whose host condition holds, in file order; the engine still checks each one whole, so
 the index can only make a decision faster, never different. Answers are kept per host (bounded).
@@ -32,7 +33,7 @@ class HostIndex:
             for pattern in rule.scope.hosts:
                 if pattern.kind == "any":
                     self._everywhere.append(i)
-                elif pattern.kind == "exact":
+                elif pattern.kind in ("exact", "address"):
                     self._exact.setdefault(pattern.name, []).append(i)
                 elif pattern.kind in ("suffix", "domain"):
                     self._domains.setdefault(pattern.name, []).append(i)

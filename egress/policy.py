@@ -13,6 +13,10 @@ command's TUN, stdio MCP):
    outcome from the order of the file.)
 3. **Default**: `default = "allow"` (the default) or `"deny"`, rule name `default`.
 
+Before all three, what cannot be judged is refused: a host that is neither a name nor an address
+(rule `host`), and, when a rule looks at tools, a body or message that may hold a `tools/call` but
+cannot be read for certain (rule `unreadable`, `egress.mcp_calls`).
+
 Limits (budgets, rates) are asked by the gate after a call is allowed (`egress.judge`).
 """
 
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
 
 RETIRED: Final = "retired-hosts"
 DEFAULT: Final = "default"
+HOST: Final = "host"
+UNREADABLE: Final = "unreadable"
 DEFAULT_ASK_TIMEOUT: Final = 120.0
 NARROWED_MAX: Final = 4096
 
@@ -50,7 +56,8 @@ class Policy:
     empty: bool = field(init=False, compare=False)
     """Nothing to judge: every call is allowed without looking at it."""
     reads_mcp: bool = field(init=False, compare=False)
-    """Whether any rule (or the retired hosts) needs a `tools/call`'s name and arguments."""
+    """Whether any rule, budget or rate (or the retired hosts) needs a `tools/call`'s name and
+    arguments: then a call that cannot be read is refused."""
     _narrowed: dict[tuple[object, ...], tuple[int, ...]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
@@ -61,11 +68,18 @@ class Policy:
         object.__setattr__(self, "index", HostIndex(self.rules))
         nothing = not self.rules and self.default == "allow" and not self.budgets and not self.rates
         object.__setattr__(self, "empty", nothing and not self.retired)
-        tools = any(r.scope.tools is not None or r.scope.args for r in self.rules)
+        scopes = (
+            [r.scope for r in self.rules] + [b.scope for b in self.budgets] + [r.scope for r in self.rates]
+        )
+        tools = any(s.tools is not None or s.args for s in scopes)
         object.__setattr__(self, "reads_mcp", bool(self.retired) or tools)
 
     def judge(self, call: Call) -> Decision:
         """Retired hosts, then the first rule that matches, then the default (module docstring)."""
+        if call.host_error is not None or call.unreadable is not None:
+            refused = self._unjudgeable(call)
+            if refused is not None:
+                return refused
         if self.retired:
             refused = self._retired(call)
             if refused is not None:
@@ -80,7 +94,16 @@ class Policy:
     def _candidates(self, call: Call) -> tuple[int, ...]:
         """The rules whose host, method and caller conditions hold for `call`, in order: only their
         path, tool and argument conditions are left to check (most rules drop out here, once)."""
-        key = (call.kind, call.host, call.port, call.method, call.agent, call.session, call.task)
+        key = (
+            call.kind,
+            call.protocol,
+            call.host,
+            call.port,
+            call.method,
+            call.agent,
+            call.session,
+            call.task,
+        )
         found = self._narrowed.get(key)
         if found is None:
             rules = self.rules
@@ -94,7 +117,11 @@ class Policy:
     def judge_host(self, call: Call) -> Decision | None:
         """For a connection before any request in it is seen (a CONNECT, a TUN connection, a DNS
         question): the decision when the first rule that could apply needs nothing but the host and
-        caller to decide, else None (each request inside is judged on its own)."""
+        caller to decide, else None (each request inside is judged on its own). For a tunnel asked
+        for (`connect`), what it will carry is not known yet: a rule naming a protocol is left to
+        the connection or requests inside, as a rule naming paths is."""
+        if call.host_error is not None:
+            return self._unjudgeable(call)
         if self.retired:
             refused = self._retired(call)
             if refused is not None:
@@ -106,9 +133,10 @@ class Policy:
             scope = rule.scope
             if not scope.matches_caller(call):
                 continue
-            if scope.hosts and not any(h.matches(call.host, call.port) for h in scope.hosts):
+            tunnel = call.kind == "connect"
+            if not scope.matches_where(call, protocol_known=not tunnel):
                 continue
-            if scope.about_requests:
+            if scope.about_requests or (tunnel and scope.protocols is not None):
                 if rule.action != "deny":
                     return None  # some request may be allowed (or asked about): judge each
                 some_denied = True
@@ -119,6 +147,15 @@ class Policy:
         if some_denied and self.default != "deny":
             return None
         return self._fallback()
+
+    def _unjudgeable(self, call: Call) -> Decision | None:
+        """A refusal of what cannot be judged (module docstring), or None: `unreadable` is judged
+        as the request it came in when no rule looks at tools."""
+        if call.host_error is not None:
+            return Decision("deny", HOST, f"the host cannot be judged: {call.host_error}")
+        if call.unreadable is not None and self.reads_mcp:
+            return Decision("deny", UNREADABLE, f"a tool call the policy cannot read: {call.unreadable}")
+        return None
 
     def _decided(self, rule: Rule) -> Decision:
         if rule.action == "allow":
@@ -135,9 +172,8 @@ class Policy:
 
         assert self.retired is not None
         host = call.host
-        for retired in self.retired.hosts:
-            if host == retired or host.endswith("." + retired):
-                return Decision("deny", RETIRED, f"host {host} is retired ({retired} in refused_hosts.txt)")
+        if host and (retired := self.retired.covering(host)) is not None:
+            return Decision("deny", RETIRED, f"host {host} is retired ({retired} in refused_hosts.txt)")
         try:
             if call.path and call.kind == "http":
                 self.retired.check(call.path, "the URL")

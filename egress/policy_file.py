@@ -11,10 +11,16 @@ action = "deny"           # allow | deny | ask
 tools = ["shell_*"]       # MCP tools/call names; args = { path = "/etc/*" } for their arguments
 [[rule]]
 action = "allow"
-hosts = ["api.anthropic.com", ".github.com"]
+hosts = ["api.anthropic.com", ".github.com"]   # the one host language (`formats.hosts`)
 methods = ["GET", "POST"]
 paths = ["/v1/*"]
 agents = ["alpha"]        # sessions = [...], tasks = [...]
+[[rule]]
+name = "git-over-ssh"
+action = "allow"
+protocol = "tcp"          # http | tcp | udp | dns | quic | stdio, or a list (default: every one)
+hosts = "github.com"
+port = 22                 # a port, "8000-8999", or a list of those (default: every port)
 
 [[budget]]                # model calls' usage from the Ledger; refused once reached
 name = "alpha-daily"
@@ -46,11 +52,13 @@ from egress.errors import PolicyFileError
 from egress.limits import PERIODS, PERS, Budget, Per, Period, Rate
 from egress.patterns import any_glob, host_pattern
 from egress.policy import DEFAULT_ASK_TIMEOUT, Policy
-from egress.rules import ACTIONS, Action, Rule, Scope
+from egress.rules import ACTIONS, PROTOCOLS, Action, Rule, Scope
 
 FILE_NAME: Final = "egress.toml"
 TOP: Final = frozenset({"default", "ask_timeout", "retired_hosts", "rule", "budget", "rate"})
-SCOPE_KEYS: Final = ("hosts", "methods", "paths", "agents", "sessions", "tasks", "tools", "args")
+SCOPE_KEYS: Final = (
+    "hosts", "protocol", "port", "methods", "paths", "agents", "sessions", "tasks", "tools", "args"
+)  # fmt: skip
 RULE_KEYS: Final = frozenset({"name", "action", *SCOPE_KEYS})
 BUDGET_KEYS: Final = frozenset({"name", "per", "period", "tokens", "cost_usd", *SCOPE_KEYS})
 RATE_KEYS: Final = frozenset({"name", "per", "requests", "window", *SCOPE_KEYS})
@@ -60,15 +68,22 @@ _UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _METHOD: Final = re.compile(r"^[A-Z]{1,20}$")
 
 
+def policy_text(path: Path) -> str | None:
+    """The file's text; None when there is no file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PolicyFileError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
+
+
 def load_policy_file(path: Path, home: Path | None = None) -> Policy:
     """The policy in `path` (with `home`'s retired hosts unless it says `retired_hosts = false`);
     an empty policy when the file does not exist."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text = policy_text(path)
+    if text is None:
         return parse_policy({}, str(path), home)
-    except (OSError, UnicodeDecodeError) as e:
-        raise PolicyFileError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -225,19 +240,74 @@ def scope(table: Mapping[str, Any], where: str) -> Scope:
             raise PolicyFileError(f"{where}: methods: {bad[0]!r} is not an HTTP method")
     globs = {k: _strings(table, k, where) for k in ("paths", "agents", "sessions", "tasks", "tools")}
     args = _args(table.get("args"), where)
+    protocols = _protocols(table, where)
+    ports = _ports(table.get("port"), where) if "port" in table else ()
+    if protocols is not None:
+        if "http" not in protocols and (methods is not None or globs["paths"] is not None):
+            raise PolicyFileError(f"{where}: methods and paths name HTTP requests: add http to protocol")
+        if not protocols & {"http", "stdio"} and (globs["tools"] is not None or args):
+            raise PolicyFileError(f"{where}: tools and args name MCP calls (over http or stdio)")
     written = [
-        f"{k}={','.join(v)}"
+        f"port={','.join(_range_text(r) for r in ports)}"
+        if k == "port"
+        else f"{k}={','.join(_strings(table, k, where) or ())}"
         for k in SCOPE_KEYS
-        if k != "args" and (v := _strings(table, k, where)) is not None
+        if k in table and k != "args"
     ]
     written += [f"args.{'.'.join(keys)}={','.join(vals)}" for keys, vals in args]
     return Scope(
         hosts=hosts,
+        protocols=protocols,
+        ports=ports,
         methods=frozenset(methods) if methods is not None else None,
         **{k: any_glob(v) if v is not None else None for k, v in globs.items()},
         args=tuple((keys, any_glob(vals)) for keys, vals in args),
         text=" ".join(written),
     )
+
+
+def _protocols(table: Mapping[str, Any], where: str) -> frozenset[str] | None:
+    names = _strings(table, "protocol", where)
+    if names is None:
+        return None
+    lowered = {n.lower() for n in names}
+    if bad := sorted(lowered - set(PROTOCOLS)):
+        raise PolicyFileError(f"{where}: protocol is one of {', '.join(PROTOCOLS)}, not {bad[0]!r}")
+    return frozenset(lowered)
+
+
+def _ports(value: Any, where: str) -> tuple[tuple[int, int], ...]:
+    """`port = 22`, `"8000-8999"` or a non-empty list of those, as inclusive ranges."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise PolicyFileError(f'{where}: port is a port, a range like "8000-8999" or a non-empty list')
+    ranges = []
+    for item in items:
+        first, _, last = str(item).partition("-") if isinstance(item, str) else (item, "", item)
+        try:
+            lo, hi = _port_number(first), _port_number(last if last != "" else first)
+        except ValueError:
+            raise PolicyFileError(
+                f'{where}: port {item!r} is not a port (1-65535) or a range like "8000-8999"'
+            ) from None
+        if lo > hi:
+            raise PolicyFileError(f"{where}: port range {item!r} ends before it starts")
+        ranges.append((lo, hi))
+    return tuple(ranges)
+
+
+def _port_number(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(value)
+    number = int(value.strip()) if isinstance(value, str) and value.strip().isdigit() else value
+    if not isinstance(number, int) or not 0 < number < 65536:
+        raise ValueError(value)
+    return number
+
+
+def _range_text(port_range: tuple[int, int]) -> str:
+    lo, hi = port_range
+    return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
 def _args(value: Any, where: str) -> list[tuple[tuple[str, ...], list[str]]]:

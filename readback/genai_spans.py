@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
-from formats.model_apis import Api, api_of
+from formats.model_apis import OFFICIAL, Api, api_of
 from readback.genai_messages import message_attributes
 from readback.model_answer import ModelAnswer
 from storage.events import StoredEvent
@@ -39,7 +39,6 @@ _OPERATIONS: Final[dict[Api, str]] = {
     "openai.embeddings": "embeddings",
     "openai.completions": "text_completion",
 }
-_PROVIDERS: Final = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
 DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 """The span event that carries a model call's bodies as recorded (opt-in), for a call whose
 conversation is not one `formats.conversation` reads; a readable one is span attributes instead."""
@@ -152,9 +151,10 @@ def tokens(event: StoredEvent | None, column: str) -> int | None:
 
 def provider(host: str, url: str) -> str:
     """`gen_ai.provider.name`: the official hosts by name, the rest by the API shape they speak."""
-    if host in _PROVIDERS:
-        return _PROVIDERS[host]
-    return "anthropic" if urlsplit(url).path.endswith("/messages") else "openai"
+    if host in OFFICIAL:
+        return OFFICIAL[host]
+    api = api_of(url)
+    return api.split(".")[0] if api is not None else "openai"
 
 
 def _error(call: Call) -> str | None:

@@ -4,10 +4,12 @@ server; the client gets a JSON-RPC error line instead, and the refusal is record
 Without a gate the relay stays the byte pump of `recording.mcp.stdio`. With one (`flightlog
 mcp-record` passes the egress policy's, `egress.stdio`), the client's side is cut into lines (MCP's
 stdio framing): every line goes to the inbox as read (it is what the client sent, recorded as
-before), lines are forwarded whole and in order, and a line naming `"tools/call"` is first asked
-of the gate, which may hold it (an `ask`) before answering. A refused line is not forwarded; its
-answer must reach the client between the server's lines, never inside one: the server's side
-notes whether its last byte ended a line, and an answer waits for that under the same lock.
+before), lines are forwarded whole and in order, and a line naming `"tools/call"` is first asked of
+the gate, which may hold it (an `ask`) before answering (`might_call`: also a line that escapes a
+character, as a JSON-escaped slash in the method does, or is too large to look into). A refused line
+is not forwarded; its answer must reach the client between the server's lines, never inside one: the
+server's side notes whether its last byte ended a line, and an answer waits for that under the same
+lock.
 """
 
 from __future__ import annotations
@@ -21,12 +23,19 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from formats.jsonrpc import READ_MAX
 from recording.identity import Identity
 from recording.mcp.stdio_events import STDIO_HOST, call_action
 from recording.records import Exchange, RefusalRecord
 
 READ_SIZE = 65536
-CALL_MARK = b'"tools/call"'
+CALL_MARK = b"tools/call"
+
+
+def might_call(line: bytes) -> bool:
+    """Whether a client's line may hold a `tools/call`: it names one, escapes a character in a
+    string (`tools\\/call`, `\\u0074ools/call` name it too), or is too long to look into."""
+    return CALL_MARK in line or b"\\" in line or len(line) > READ_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +106,7 @@ def client_pump(
         while (nl := pending.find(b"\n")) >= 0:
             line = bytes(pending[: nl + 1])
             del pending[: nl + 1]
-            said = gate(line) if CALL_MARK in line else None
+            said = gate(line) if might_call(line) else None
             if said is None:
                 forward += line
                 continue

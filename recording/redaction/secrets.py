@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from formats.hosts import HostError, parse_pattern
 from recording.errors import SecretsError
 
 #: Values shorter than this are refused: replacing them would shred unrelated bytes.
@@ -21,7 +22,6 @@ MIN_LENGTH = 4
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 _HOSTS_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\.hosts\s*=\s*(.*?)\s*$")
-_HOST_PATTERN = re.compile(r"^(\*|local|(\*\.)?[a-z0-9.-]+(:\d{1,5})?|\[[0-9a-f:.]+\](:\d{1,5})?)$")
 _DOUBLE_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "$": "$", "`": "`"}
 
 
@@ -79,14 +79,26 @@ def parse_secret_hosts(text: str, source: str = "secrets") -> dict[str, tuple[st
             continue
         value = _unquote(match.group(2))
         patterns = tuple(p.strip().lower() for p in (value or "").split("#")[0].split(",") if p.strip())
-        bad = [p for p in patterns if not _HOST_PATTERN.match(p)]
+        bad = [p for p in patterns if not _host_pattern(p)]
         if value is None or not patterns or bad:
             raise SecretsError(
                 f"{source}: line {number}: {match.group(1)}.hosts takes hosts like api.example.com,"
-                f" api.example.com:8443, *.example.com, local or * (got {(bad or [match.group(2)])[0]!r})"
+                f" api.example.com:8443, *.example.com, 10.0.0.0/8, local or *"
+                f" (got {(bad or [match.group(2)])[0]!r})"
             )
         hosts[match.group(1)] = patterns
     return hosts
+
+
+def _host_pattern(text: str) -> bool:
+    """Whether a `NAME.hosts` entry is `local` or a pattern of the one host language (`formats.hosts`)."""
+    if text == "local":
+        return True
+    try:
+        parse_pattern(text)
+    except HostError:
+        return False
+    return True
 
 
 def load_secret_hosts(file: Path | None) -> dict[str, tuple[str, ...]]:

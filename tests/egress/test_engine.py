@@ -57,6 +57,17 @@ MATCHES = [
         tool("rm", {"opts": 1}),
     ),
     ({"args": {"n": ["5", "6"]}}, tool("any", {"n": 6}), tool("any", {"n": 7})),
+    ({"args": {"path": "/etc/*"}}, tool("fs", {"PATH": "/etc/x"}), tool("fs", {"Path": "/ok"})),
+    ({"protocol": "tcp"}, Call("tcp", "h", 22), http("h")),
+    ({"protocol": ["udp", "quic"]}, Call("quic", "h", 443), Call("tcp", "h", 443)),
+    ({"protocol": "http"}, http("h"), Call("mcp", "", None, "MCP", "", tool="t")),
+    ({"protocol": "stdio", "tools": "t"}, Call("mcp", "", None, "MCP", "", tool="t"), tool("t")),
+    ({"port": 22}, Call("tcp", "h", 22), Call("tcp", "h", 23)),
+    ({"port": ["8000-8999", 443]}, http("h", port=8080), http("h", port=9000)),
+    ({"hosts": "h.example:443"}, Call("dns", "H.Example."), Call("dns", "other.example")),
+    ({"port": 53, "hosts": "x.example"}, Call("dns", "x.example"), Call("tcp", "x.example", 80)),
+    ({"hosts": "127.0.0.0/8"}, http("2130706433"), http("128.0.0.1")),
+    ({"hosts": "bücher.example"}, http("xn--bcher-kva.example"), http("buecher.example")),
 ]
 
 
@@ -168,3 +179,26 @@ def test_the_host_index_never_changes_a_decision(rules: list[Any], host: str, po
     expected = next((r for r in built.rules if r.scope.matches(call)), None)
     decision = built.judge(call)
     assert decision.rule == (expected.name if expected else "default")
+
+
+def test_a_tunnel_is_left_to_what_it_carries_when_a_rule_names_a_protocol() -> None:
+    """A CONNECT does not say what it will carry: a rule naming a protocol neither opens nor closes
+    it (the connection or requests inside are judged), while a host alone still decides."""
+    ssh = policy({"name": "ssh", "action": "allow", "protocol": "tcp", "hosts": "github.com", "port": 22},
+                 default="deny")  # fmt: skip
+    assert ssh.judge_host(Call("connect", "github.com", 22, "CONNECT", "")) is None
+    assert ssh.judge_host(Call("connect", "gitlab.com", 22, "CONNECT", "")).rule == "default"  # type: ignore[union-attr]
+    assert ssh.judge(Call("tcp", "github.com", 22)).rule == "ssh"
+    no_raw = policy({"name": "no-raw", "action": "deny", "protocol": "tcp"})
+    assert no_raw.judge_host(Call("connect", "any.example", 443, "CONNECT", "")) is None
+    assert no_raw.judge(Call("tcp", "any.example", 443)).rule == "no-raw"
+
+
+def test_a_host_that_is_neither_name_nor_address_is_refused_first() -> None:
+    """What cannot be read as a host cannot be compared with any rule: refused (rule `host`), by a
+    connection's judgement too, whatever the rules allow."""
+    rules = policy({"action": "allow", "hosts": "*"})
+    for raw in ("exa mple.com", "999.1.1.1", "a..b"):
+        call = Call("http", raw, 80, "GET", "/")
+        assert call.host_error is not None and rules.judge(call).rule == "host"
+        assert rules.judge_host(Call("connect", raw, 443, "CONNECT", "")).rule == "host"  # type: ignore[union-attr]

@@ -94,6 +94,14 @@ BAD = [
     ('[[rule]]\naction = "deny"\nhosts = ["a.example:99999"]', "no port between 1 and 65535"),
     ('[[rule]]\naction = "deny"\nhosts = ["10.0.0.0/33"]', "is not a network"),
     ('[[rule]]\naction = "deny"\nmethods = ["GET /"]', "is not an HTTP method"),
+    ('[[rule]]\naction = "deny"\nhosts = ["*.10.0.0.1"]', "an address has no subdomains"),
+    ('[[rule]]\naction = "deny"\nhosts = ["999.0.0.1"]', "numeric but"),
+    ('[[rule]]\naction = "deny"\nprotocol = "ftp"', "protocol is one of http, tcp, udp, dns, quic, stdio"),
+    ('[[rule]]\naction = "deny"\nport = 0', "port 0 is not a port"),
+    ('[[rule]]\naction = "deny"\nport = "90-80"', "ends before it starts"),
+    ('[[rule]]\naction = "deny"\nport = []', "port is a port, a range"),
+    ('[[rule]]\naction = "deny"\nprotocol = "tcp"\npaths = ["/x"]', "add http to protocol"),
+    ('[[rule]]\naction = "deny"\nprotocol = "dns"\ntools = ["x"]', "tools and args name MCP calls"),
     ('[[rule]]\naction = "deny"\nname = "a:b"', "name is 1-64 letters"),
     ('[[rule]]\naction = "deny"\nname = "x"\n[[rule]]\naction = "allow"\nname = "x"', "'x' is used twice"),
     ('[[rule]]\naction = "deny"\nargs = { path = 3 }', "args.path is a glob"),
@@ -138,5 +146,8 @@ def test_the_readme_example_is_a_policy(tmp_path: Path) -> None:
     path = tmp_path / "egress.toml"
     path.write_text(blocks[0])
     policy = load_policy_file(path, tmp_path)
-    assert [r.name for r in policy.rules] == ["no-shell-tools", "model-apis", "review-payments"]
+    names = ["no-shell-tools", "model-apis", "git-over-ssh", "review-payments"]
+    assert [r.name for r in policy.rules] == names
     assert policy.default == "deny" and len(policy.budgets) == 1 and len(policy.rates) == 1
+    assert policy.judge(Call("tcp", "GitHub.com", 22)).rule == "git-over-ssh"
+    assert policy.judge(Call("tcp", "github.com", 23)).rule == "default"
