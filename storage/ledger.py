@@ -27,7 +27,7 @@ from storage import codec, event_reads
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
 from storage.chain import links as chain
-from storage.chain.keys import ChainKeys, Keys
+from storage.chain.signing import Keys, LedgerKeys, Signer
 from storage.engine import WRITE, make_engine
 from storage.errors import (
     BadLedgerUrl,
@@ -72,7 +72,10 @@ class Prepared(NamedTuple):
     raw_bytes: int
     leaves: list[bytes] | None
     """SQLite: the rows' chain leaves, hashed before the write lock is taken."""
-    key: bytes | None  # the collector's chain key (`storage.chain.keys`), made on its first batch
+    key: bytes | None  # a MAC chain key (`storage.chain.keys`): a Ledger written as before signatures
+    signer: Signer | None  # the collector's signing key (`storage.chain.signing`), made on its first batch
+    also: Callable[[Connection], None] | None = None
+    """What commits with the batch and nowhere else (`storage.retention.prune`'s marks)."""
 
 
 def _raced(e: BaseException) -> bool:
@@ -114,7 +117,7 @@ class Ledger:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def append(self, batch: Batch) -> AppendResult:
+    def append(self, batch: Batch, also: Callable[[Connection], None] | None = None) -> AppendResult:
         """Commit one batch (blobs, events, batch row, position) in one transaction.
 
         Large payloads are uploaded first; only then does the transaction that references them
@@ -131,8 +134,12 @@ class Ledger:
         leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
-        key = self.keys.key_for(batch.collector) if self.keys is not None else None
-        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves, key)
+        key, signer = None, None
+        if isinstance(self.keys, LedgerKeys):
+            signer = self.keys.signer(batch.collector)
+        elif self.keys is not None:
+            key = self.keys.key_for(batch.collector)
+        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves, key, signer, also)
         return self._retry(lambda: self._append_once(ready))
 
     def _address(self, events: Sequence[Event]) -> tuple[dict[int, Address], dict[str, bytes]]:
@@ -182,7 +189,14 @@ class Ledger:
             if self._checkpoints is not None:
                 backstop(conn.connection.info, conn.connection.driver_connection)
             with conn.execution_options(**WRITE).begin():
-                write = functools.partial(write_batch, staged=staged, leaves=ready.leaves, key=ready.key)
+                write = functools.partial(
+                    write_batch,
+                    staged=staged,
+                    leaves=ready.leaves,
+                    key=ready.key,
+                    signer=ready.signer,
+                    also=ready.also,
+                )
                 result = write(conn, ready.batch, ready.rows, blobs, ready.raw_bytes)
         if self._checkpoints is not None:
             self._checkpoints.committed(result.new)
@@ -195,7 +209,15 @@ class Ledger:
         with self.engine.connect() as conn, conn.begin():
             blobs = self._blobs(conn, ready)
             return write_batch(
-                conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, key=ready.key
+                conn,
+                ready.batch,
+                ready.rows,
+                blobs,
+                ready.raw_bytes,
+                staged=staged,
+                key=ready.key,
+                signer=ready.signer,
+                also=ready.also,
             )
 
     def _blobs(self, conn: Connection, ready: Prepared) -> list[BlobRecord]:
@@ -334,7 +356,7 @@ def open_ledger(
     """Open (creating or migrating) the Ledger at `url`, with its blob store at `blobs_url`.
 
     Without `blobs_url`, a SQLite ledger keeps its blobs in a `blobs` folder beside the database
-    file; a PostgreSQL ledger needs one named. Chains are keyed with `keys` (default: FLIGHTLOG_HOME's).
+    file; a PostgreSQL ledger needs one named. Batches are signed with `keys` (default: FLIGHTLOG_HOME's).
     """
     engine = make_engine(url)
     if blobs_url is None:
@@ -347,5 +369,5 @@ def open_ledger(
     except DBAPIError as e:
         engine.dispose()
         raise translate(e, url) from e
-    keys = keys if keys is not None else ChainKeys(flightlog_home())
+    keys = keys if keys is not None else LedgerKeys(flightlog_home())
     return Ledger(engine, url, open_blob_store(blobs_url), retry_seconds=retry_seconds, keys=keys)

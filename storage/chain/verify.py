@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import io
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 
 from storage import codec, kinds
 from storage.chain.rederive import ChainReport, verify_chain
+from storage.chain.signing import LedgerKeys
 from storage.errors import CorruptPayload, MissingPayload, StorageError
 from storage.ledger import BLOBS, EVENTS, Ledger
 
@@ -49,6 +50,12 @@ class VerifyReport:
         return not (self.corrupted or self.missing or self.orphaned) and self.chain.ok
 
 
+def trusted_roots(ledger: Ledger) -> set[str]:
+    """The root public key of the FLIGHTLOG_HOME the Ledger was opened with, when it holds one."""
+    own = ledger.keys.root_public() if isinstance(ledger.keys, LedgerKeys) else None
+    return {own} if own else set()
+
+
 def _leading_count(error: str | None) -> int:
     """The count a `capture.lost` or `capture.overflow` event's error starts with."""
     word = (error or "").split(" ", 1)[0]
@@ -73,16 +80,19 @@ def verify(
     seed: int | None = None,
     anchors: Sequence[str] = (),
     keys: Mapping[str, bytes] | None = None,
+    roots: Collection[str] = (),
 ) -> VerifyReport:
-    """Check every chain (against `anchors`, heads printed earlier) with the chain keys the Ledger
-    was opened with (`storage.chain.keys`), `sample_pct` percent of the payloads (all by default)
-    and the store's orphans. `keys` replaces the keys held (a verifier elsewhere holding others)."""
+    """Check every chain (against `anchors`, heads printed earlier) with the keys the Ledger was
+    opened with (`storage.chain.signing`), `sample_pct` percent of the payloads (all by default)
+    and the store's orphans. `keys` replaces the MAC keys held (a verifier elsewhere holding
+    others); `roots` are root public keys to trust beside this home's own root."""
     if not 0 < sample_pct <= 100:
         raise StorageError(f"--sample must be in (0, 100], got {sample_pct}")
     fraction = sample_pct / 100.0
     report = VerifyReport()
     held = keys if keys is not None else ledger.keys.held() if ledger.keys is not None else {}
-    report.chain = ledger._read(lambda conn: verify_chain(conn, anchors, keys=held))
+    trusted = set(roots) | trusted_roots(ledger)
+    report.chain = ledger._read(lambda conn: verify_chain(conn, anchors, keys=held, roots=trusted))
     with ledger.engine.connect() as conn:
         total = int(conn.execute(select(func.count()).select_from(BLOBS)).scalar_one())
         referenced = {r[0] for r in conn.execute(select(EVENTS.c.payload_sha256).distinct())}
