@@ -34,6 +34,7 @@ from storage.errors import (
     BlobStoreUnavailable,
     LedgerUnavailable,
     MissingPayload,
+    PrunedPayload,
     StorageError,
     from_library,
 )
@@ -41,7 +42,7 @@ from storage.events import INLINE_MAX, AppendResult, Batch, Event, PayloadRef, S
 from storage.locations import flightlog_home
 from storage.migrate import migrate
 from storage.rows import Address, from_mapping, payload_address, to_row, validate
-from storage.schema import BlobRow, EventRow
+from storage.schema import BlobRow, EventRow, PrunedRow
 from storage.spool import Spool
 from storage.wal_checkpoints import Checkpointer, backstop
 
@@ -49,6 +50,7 @@ log = logging.getLogger("flightlog.storage")
 T = TypeVar("T")
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 BLOBS = BlobRow.__table__  # type: ignore[attr-defined]
+PRUNED = PrunedRow.__table__  # type: ignore[attr-defined]
 
 
 def translate(e: BaseException, url: str) -> StorageError:
@@ -299,25 +301,34 @@ class Ledger:
         """Every event of one action, in (at, seq, event_id) order."""
         return event_reads.action(self.engine, action_id)
 
-    def payload(self, sha256: str) -> bytes:
-        """A payload's exact bytes, re-hashed; `CorruptPayload`/`MissingPayload` otherwise."""
-        query = select(BLOBS.c.location, BLOBS.c.data).where(BLOBS.c.sha256 == sha256.lower())
+    def _frame_row(self, sha: str) -> tuple[str, bytes | None]:
+        """A payload's location and inline frame; `MissingPayload` without a blob row,
+        `PrunedPayload` for one pruned under a signed record (`storage.retention.prune`)."""
+        query = (
+            select(BLOBS.c.location, BLOBS.c.data, PRUNED.c.pruned_at, PRUNED.c.reason)
+            .select_from(BLOBS.outerjoin(PRUNED, PRUNED.c.sha256 == BLOBS.c.sha256))
+            .where(BLOBS.c.sha256 == sha)
+        )
         rows = self._read(lambda c: c.execute(query).all())
         if not rows:
-            raise MissingPayload(sha256)
-        location, data = rows[0]
-        frame = bytes(data) if location == "inline" else self.blobs.get(sha256.lower())
-        return codec.decompress(frame, sha256.lower())
+            raise MissingPayload(sha)
+        location, data, pruned_at, reason = rows[0]
+        if pruned_at is not None:
+            raise PrunedPayload(sha, str(pruned_at), str(reason))
+        return str(location), None if data is None else bytes(data)
+
+    def payload(self, sha256: str) -> bytes:
+        """A payload's exact bytes, re-hashed; `CorruptPayload`/`MissingPayload`/`PrunedPayload` otherwise."""
+        sha = sha256.lower()
+        location, data = self._frame_row(sha)
+        frame = data if location == "inline" and data is not None else self.blobs.get(sha)
+        return codec.decompress(frame, sha)
 
     def open_frame(self, sha256: str) -> IO[bytes]:
         """A payload's stored zstd frame as a stream (inline or from the blob store)."""
         sha = sha256.lower()
-        query = select(BLOBS.c.location, BLOBS.c.data).where(BLOBS.c.sha256 == sha)
-        rows = self._read(lambda c: c.execute(query).all())
-        if not rows:
-            raise MissingPayload(sha256)
-        location, data = rows[0]
-        return io.BytesIO(bytes(data)) if location == "inline" else self.blobs.open(sha)
+        location, data = self._frame_row(sha)
+        return io.BytesIO(data) if location == "inline" and data is not None else self.blobs.open(sha)
 
     def payload_chunks(self, sha256: str) -> Iterator[bytes]:
         """A payload's exact bytes in chunks, in bounded memory whatever its size.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from flightlog.commands.answer_text import ExplainOpt, print_reply
-from flightlog.commands.ledger_verify import verify
+from flightlog.commands.ledger_verify import checkpoint, verify
 from flightlog.commands.options import (
     NONE_GIVEN,
     BlobsOpt,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
 ledger_app.command()(verify)
+ledger_app.command()(checkpoint)
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Events at most.")]
 ByOpt = Annotated[
     list[str] | None,
