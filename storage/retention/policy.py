@@ -121,31 +121,35 @@ def due_sql(policy: Policy, dialect: str, now: datetime, params: list[Any]) -> s
     def cutoff(days: float) -> Any:
         return bind_time(dialect, now - timedelta(days=days))  # type: ignore[arg-type]
 
-    def case(column: str, rules: dict[str, float], hosts: bool) -> str:
-        whens = []
+    def case(column: str, rules: dict[str, float], hosts: bool) -> tuple[str, list[Any]]:
+        whens, bound = [], []
         for name, days in sorted(rules.items()):
             if hosts and name.startswith("*."):
                 whens.append(
                     f"WHEN lower({column}) = ? OR lower({column}) LIKE ? ESCAPE '{LIKE_ESCAPE}' THEN ?"
                 )
-                params.extend([name[2:], _like(name[2:]), cutoff(days)])
+                bound += [name[2:], _like(name[2:]), cutoff(days)]
             else:
                 whens.append(f"WHEN {'lower(' + column + ')' if hosts else column} = ? THEN ?")
-                params.extend([name, cutoff(days)])
-        return f"CASE {' '.join(whens)} END" if whens else "NULL"
+                bound += [name, cutoff(days)]
+        return (f"(CASE {' '.join(whens)} END)" if whens else "NULL"), bound
 
-    agent = case("e.agent", policy.agents, False)
-    host = case("e.host", policy.hosts, True)
+    agent, agent_params = case("e.agent", policy.agents, False)
+    host, host_params = case("e.host", policy.hosts, True)
     parts = []
     if policy.larger_than is not None:
         parts.append("b.size > ?")
         params.append(policy.larger_than)
-    parts.append(f"({agent}) > e.at")  # a rule names the agent and the event is older than it keeps
-    parts.append(f"({host}) > e.at")
+    if policy.agents:  # a rule names the agent and the event is older than it keeps
+        parts.append(f"{agent} > e.at")
+        params.extend(agent_params)
+    if policy.hosts:
+        parts.append(f"{host} > e.at")
+        params.extend(host_params)
     if policy.older_than_days is not None:
-        parts.append(f"(({agent}) IS NULL AND ({host}) IS NULL AND e.at < ?)")
-        params.append(cutoff(policy.older_than_days))
-    return "(" + " OR ".join(parts) + ")"
+        parts.append(f"({agent} IS NULL AND {host} IS NULL AND e.at < ?)")
+        params.extend([*agent_params, *host_params, cutoff(policy.older_than_days)])
+    return "(" + (" OR ".join(parts) or "1 = 0") + ")"
 
 
 def due_payloads(reader: Reader, policy: Policy, now: datetime) -> list[dict[str, Any]]:
