@@ -21,7 +21,6 @@ from readback.recorded import (
     Exchange,
     PayloadReader,
     Selection,
-    body,
     body_or_note,
     iter_exchanges,
     select_action_ids,
@@ -141,7 +140,7 @@ def websocket_data(exchange: Exchange, read: PayloadReader) -> Any:
 
     data = WebSocketData()
     for event in exchange.websocket:
-        content = body(event, read)
+        content = body_or_note(event, read)[0]
         if event.kind.endswith(".close"):
             data.close_code = event.status
             data.close_reason = content.decode("utf-8", "replace")

@@ -66,9 +66,11 @@ def exchange_from_events(events: Sequence[StoredEvent]) -> Exchange | None:
 
 
 def body(event: StoredEvent | None, read: PayloadReader) -> bytes:
-    """The stored body bytes of an event (empty when it kept none, or its bytes were pruned),
-    verified by the Ledger."""
-    return body_or_note(event, read)[0]
+    """The stored body bytes of an event (empty when it kept none), verified by the Ledger; bytes
+    pruned since raise `PrunedPayload` (a replay must not send a body it no longer has)."""
+    if event is None or event.payload_sha256 is None or event.payload_state not in ("complete", "partial"):
+        return b""
+    return read(event.payload_sha256)
 
 
 def body_or_note(event: StoredEvent | None, read: PayloadReader) -> tuple[bytes, str | None]:

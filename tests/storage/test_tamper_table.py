@@ -126,13 +126,15 @@ def change(w: World, kind: str, collector: str, index: int) -> None:
         sql(w, f"INSERT INTO events ({COLS}) SELECT {values} FROM events WHERE event_id = '{ids[0]}'")
         sql(
             w,
-            f"UPDATE batches SET event_ids = '{json.dumps([*ids, forged])}' WHERE {where} AND chain_index = {index}",
+            f"UPDATE batches SET event_ids = '{json.dumps([*ids, forged])}'"
+            f" WHERE {where} AND chain_index = {index}",
         )
     elif kind == "drop batch":
         among = ", ".join(f"'{i}'" for i in ids)
         sql(
             w,
-            f"DELETE FROM events WHERE event_id IN ({among}); DELETE FROM batches WHERE {where} AND chain_index = {index}",
+            f"DELETE FROM events WHERE event_id IN ({among});"
+            f" DELETE FROM batches WHERE {where} AND chain_index = {index}",
         )
         sql(w, f"UPDATE batches SET chain_index = chain_index - 1 WHERE {where} AND chain_index > {index}")
     elif kind == "truncate":
@@ -165,8 +167,9 @@ def reregister(w: World, collector: str, root: Ed25519PrivateKey) -> Ed25519Priv
     sql(
         w,
         f"DELETE FROM signing_keys WHERE collector = '{collector}';"
-        " INSERT INTO signing_keys (collector, public_key, first_index, seal, root_key, signature, registered_at)"
-        f" VALUES ('{collector}', '{public}', {first}, '{seal}', '{public_hex(root)}', '{signature}', '{at}')",
+        " INSERT INTO signing_keys (collector, public_key, first_index, seal, root_key, signature,"
+        f" registered_at) VALUES ('{collector}', '{public}', {first}, '{seal}', '{public_hex(root)}',"
+        f" '{signature}', '{at}')",
     )
     return new
 
@@ -222,7 +225,8 @@ def attack(w: World, kind: str, where: str, scope: str, who: str) -> None:
         sql(
             w,
             "INSERT INTO signing_keys (collector, public_key, first_index, seal, root_key, signature,"
-            f" registered_at) VALUES ('ghost', '{public_hex(ghost)}', 1, '{seal}', '{public_hex(attacker_root)}',"
+            f" registered_at) VALUES ('ghost', '{public_hex(ghost)}', 1, '{seal}',"
+            f" '{public_hex(attacker_root)}',"
             f" '{signature}', '2026-12-01')",
         )
         return
