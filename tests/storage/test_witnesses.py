@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import boto3
 import pytest
@@ -103,7 +104,7 @@ def test_an_s3_witness_keeps_checkpoints_under_object_lock(s3_endpoint: str, tmp
 class Kept(BaseHTTPRequestHandler):
     """A witness service as an operator might run elsewhere: POST keeps a line, GET gives them all."""
 
-    lines: list[bytes] = []
+    lines: ClassVar[list[bytes]] = []
 
     def do_POST(self) -> None:
         self.lines.append(self.rfile.read(int(self.headers["content-length"])))
