@@ -86,6 +86,19 @@ OPTIONS: tuple[tuple[str, object, object, str], ...] = (
         " a later commit). `flightlog proxy` gives 100 when its processes outnumber the cores.",
     ),
     ("flightlog_stats_file", str, "", "Write the writer's counters here as JSON at exit."),
+    (
+        "flightlog_witness",
+        Sequence[str],
+        [],
+        "Witnesses the writer publishes signed checkpoints to (file:///PATH, s3://BUCKET/PREFIX with Object"
+        " Lock, https://URL); default: FLIGHTLOG_WITNESS (space-separated).",
+    ),
+    (
+        "flightlog_checkpoint_interval",
+        int,
+        300,
+        "Seconds between the writer's checkpoints (published when the Ledger moved; and once at stop).",
+    ),
 )
 """The options `load()` declares: name, type, default, help."""
 

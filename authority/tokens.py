@@ -30,9 +30,7 @@ import base64
 import binascii
 import hashlib
 import hmac
-import os
 import secrets
-import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +38,7 @@ from typing import Final
 
 from authority.caveats import Caveat, CaveatError, Limits, fold, fold_onto, narrows, parse
 from authority.errors import AuthorityError
-from storage.locations import private_home
+from storage.key_files import KeyFileError, secret_key
 
 PREFIX: Final = "flt_"
 SIG_BYTES: Final = 32
@@ -174,24 +172,7 @@ def root_key(home: Path) -> bytes:
 
     A key file readable by group or others is refused: whoever reads it can mint any token.
     """
-    path = home / ROOT_KEY_FILE
     try:
-        private_home(home)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    except OSError as e:
-        raise TokenError(f"cannot create the root key {path}: {e.strerror}") from e
-    else:
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(32))
-    try:
-        mode = path.stat().st_mode
-        key = path.read_bytes()
-    except OSError as e:
-        raise TokenError(f"cannot read the root key {path}: {e.strerror}") from e
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise TokenError(f"the root key {path} is readable by others (mode {mode & 0o777:o}); chmod 600 it")
-    if len(key) < 32:
-        raise TokenError(f"the root key {path} is shorter than 32 bytes; remove it to make a new one")
-    return key
+        return secret_key(home, home / ROOT_KEY_FILE, 32, "root key", exact=False)
+    except KeyFileError as e:
+        raise TokenError(str(e)) from e

@@ -25,7 +25,7 @@ from door.live_config import LiveConfig
 from door.proxy_settings import ProxySettings
 from door.routes import Headers, Query
 from readback.ledger_routes import api_token
-from storage.chain.keys import ChainKeys
+from storage.chain.signing import LedgerKeys
 from storage.ledger import Ledger, open_ledger
 
 
@@ -109,7 +109,7 @@ def proxy_door(settings: ProxySettings, directory: Directory | None = None) -> D
     rows = directory or open_rows(settings.ledger_url, settings.directory, network=True)
     dispatcher = open_dispatcher(
         settings.home,
-        open_ledger(settings.ledger_url, settings.blobs_url, keys=ChainKeys(settings.home)),
+        open_ledger(settings.ledger_url, settings.blobs_url, keys=LedgerKeys(settings.home)),
         rows,
         settings.secrets_file,
         settings.secret_env,

@@ -37,10 +37,10 @@ class Settings:
     def open_ledger(self, ledger_url: str | None = None, blobs_url: str | None = None) -> Ledger:
         """Open (creating or migrating) the configured Ledger, or the one named by options."""
         # deferred: SQLAlchemy loads slowly; other commands start without it
-        from storage.chain.keys import ChainKeys
+        from storage.chain.signing import LedgerKeys
         from storage.ledger import open_ledger
 
-        keys = ChainKeys(self.home)  # this home's chain keys: what it writes, what it verifies with
+        keys = LedgerKeys(self.home)  # this home's keys: what it signs with, what it verifies with
         return open_ledger(ledger_url or self.ledger_url, blobs_url or self.blobs_url, keys=keys)
 
     def open_reader(self, ledger_url: str | None = None) -> Reader:

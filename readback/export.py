@@ -21,7 +21,7 @@ from readback.recorded import (
     Exchange,
     PayloadReader,
     Selection,
-    body,
+    body_or_note,
     iter_exchanges,
     select_action_ids,
     select_event_ids,
@@ -48,7 +48,9 @@ def _flightlog_version() -> str:
 def event_json(event: StoredEvent, read: PayloadReader) -> dict[str, Any]:
     """One event as a JSON line: its stored fields, and its payload as text or base64."""
     out = event.to_json()
-    data = body(event, read)
+    data, pruned = body_or_note(event, read)
+    if pruned is not None:
+        out["pruned"] = pruned
     text = None
     if data and event.payload_text:
         try:
@@ -87,6 +89,7 @@ def mitmproxy_flow(exchange: Exchange, read: PayloadReader) -> http.HTTPFlow:
     client = connection.Client(peername=("0.0.0.0", 0), sockname=("0.0.0.0", 0), timestamp_start=start)
     server = connection.Server(address=(host, port))
     flow = http.HTTPFlow(client, server)
+    request_body, request_pruned = body_or_note(req, read)
     flow.request = http.Request(
         host=host,
         port=port,
@@ -96,19 +99,20 @@ def mitmproxy_flow(exchange: Exchange, read: PayloadReader) -> http.HTTPFlow:
         path=target,
         http_version=head.start[2] or b"HTTP/1.1",
         headers=http.Headers(head.fields),
-        content=body(req, read),
+        content=request_body,
         trailers=None,
         timestamp_start=start,
         timestamp_end=start,
     )
     answer = exchange.response_head
+    response_body, response_pruned = body_or_note(resp, read)
     if resp is not None and answer is not None and resp.status is not None:
         flow.response = http.Response(
             http_version=answer.start[0] or b"HTTP/1.1",
             status_code=resp.status,
             reason=answer.start[2],
             headers=http.Headers(answer.fields),
-            content=body(resp, read),
+            content=response_body,
             trailers=None,
             timestamp_start=end,
             timestamp_end=end,
@@ -119,6 +123,10 @@ def mitmproxy_flow(exchange: Exchange, read: PayloadReader) -> http.HTTPFlow:
     if exchange.websocket:
         flow.websocket = websocket_data(exchange, read)
     flow.comment = f"flightlog action {exchange.action_id}"
+    for side, note in (("request", request_pruned), ("response", response_pruned)):
+        if note is not None:  # the bytes are gone: the flow says so where a reader looks
+            flow.comment += f"; {side} body {note}"
+            flow.metadata[f"flightlog_{side}_pruned"] = note
     flow.metadata["flightlog_action"] = exchange.action_id
     flow.live = False
     return flow
@@ -132,7 +140,7 @@ def websocket_data(exchange: Exchange, read: PayloadReader) -> Any:
 
     data = WebSocketData()
     for event in exchange.websocket:
-        content = body(event, read)
+        content = body_or_note(event, read)[0]
         if event.kind.endswith(".close"):
             data.close_code = event.status
             data.close_reason = content.decode("utf-8", "replace")

@@ -14,7 +14,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 from formats import codings
-from readback.recorded import Exchange, PayloadReader, body
+from readback.recorded import Exchange, PayloadReader, body, body_or_note
 from storage.heads import Fields, Head
 from storage.rows import TOKEN_DETAILS
 
@@ -85,7 +85,7 @@ def headers_size(raw_head: bytes, http_version: bytes) -> int:
 
 def har_request(x: Exchange, read: PayloadReader) -> dict[str, Any]:
     req, head = x.request, x.request_head
-    raw = body(req, read)
+    raw, pruned = body_or_note(req, read)
     out: dict[str, Any] = {
         "method": req.method or head.start[0].decode("latin-1"),
         "url": req.url or "",
@@ -102,6 +102,12 @@ def har_request(x: Exchange, read: PayloadReader) -> dict[str, Any]:
         if encoding:
             post["_encoding"] = encoding
         out["postData"] = post
+    if pruned is not None:
+        out["postData"] = {
+            "mimeType": head.get("content-type") or UNKNOWN_MIME,
+            "text": "",
+            "comment": pruned,
+        }
     return out
 
 
@@ -120,12 +126,14 @@ def har_response(x: Exchange, read: PayloadReader) -> dict[str, Any]:
             "bodySize": -1,
             "_error": (resp.error if resp is not None else None) or "no answer was recorded",
         }
-    raw = body(resp, read)
+    raw, pruned = body_or_note(resp, read)
     readable = codings.readable(raw, head.get("content-encoding"))
     decoded = readable.data
     content: dict[str, Any] = {"size": len(decoded), "mimeType": head.get("content-type") or UNKNOWN_MIME}
     if readable.cut:
         content["comment"] = f"text cut: {readable.problem}"
+    if pruned is not None:
+        content["comment"] = pruned
     if readable.codings:
         content["compression"] = len(decoded) - len(raw)
     if decoded:

@@ -36,7 +36,7 @@ from typing import Any, Final, Protocol
 from sqlalchemy.engine import Engine
 
 from readback.errors import ReadbackError
-from storage.errors import StorageError
+from storage.errors import PrunedPayload, StorageError
 from storage.event_reads import counts, event_json, groups_json, totals
 from storage.events import StoredEvent
 from storage.filters import GROUP_BYS, Filter, QueryError, parse_time
@@ -152,6 +152,8 @@ def _blob(ledger: LedgerReader, rest: str, *_: Any) -> Response:
         return _error(400, "a blob is addressed by its SHA-256 in hex (64 characters)")
     try:
         data = ledger.payload(sha)
+    except PrunedPayload as e:  # its events stay; the bytes are gone on purpose, under a signed record
+        return _error(410, str(e))
     except StorageError as e:
         missing = "missing" in type(e).__name__.lower() or "no payload" in str(e).lower()
         return _error(404 if missing else 500, str(e))

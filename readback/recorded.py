@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from sqlalchemy.engine import Engine
 
 from storage import kinds
+from storage.errors import PrunedPayload
 from storage.event_reads import cursor, select_events
 from storage.events import StoredEvent
 from storage.filters import Filter
@@ -65,10 +66,22 @@ def exchange_from_events(events: Sequence[StoredEvent]) -> Exchange | None:
 
 
 def body(event: StoredEvent | None, read: PayloadReader) -> bytes:
-    """The stored body bytes of an event (empty when it kept none), verified by the Ledger."""
+    """The stored body bytes of an event (empty when it kept none), verified by the Ledger; bytes
+    pruned since raise `PrunedPayload` (a replay must not send a body it no longer has)."""
     if event is None or event.payload_sha256 is None or event.payload_state not in ("complete", "partial"):
         return b""
     return read(event.payload_sha256)
+
+
+def body_or_note(event: StoredEvent | None, read: PayloadReader) -> tuple[bytes, str | None]:
+    """The stored body bytes of an event, or no bytes and "pruned on DATE (reason)" when they were
+    removed under a signed prune record (`storage.retention.prune`): what an export shows instead."""
+    if event is None or event.payload_sha256 is None or event.payload_state not in ("complete", "partial"):
+        return b"", None
+    try:
+        return read(event.payload_sha256), None
+    except PrunedPayload as e:
+        return b"", e.note
 
 
 def canonical_url(url: str) -> str:

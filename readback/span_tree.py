@@ -42,7 +42,7 @@ from readback.genai_spans import (
     times,
 )
 from readback.model_answer import ModelAnswer, decoded, read_model_answer, request_model
-from readback.recorded import PayloadReader, body
+from readback.recorded import PayloadReader, body_or_note
 from storage import kinds
 from storage.events import StoredEvent
 from storage.heads import parse_head
@@ -92,7 +92,7 @@ def ledger_bodies(read: PayloadReader) -> Bodies:
     """Bodies from the Ledger's payloads, their content-encoding (named in the head) removed."""
 
     def bodies(event: StoredEvent) -> bytes:
-        data = body(event, read)
+        data = body_or_note(event, read)[0]  # a pruned body: none (the event's state still says it had one)
         if not data:
             return b""
         return decoded(data, parse_head(event.head).get("content-encoding") if event.head else None)

@@ -98,4 +98,6 @@ def writer_spec(options: Any, collector: str) -> WriterSpec:
         stats_file=options.flightlog_stats_file,
         flush_interval=options.flightlog_commit_ms / 1000,
         journal=str(flightlog_home() / "journal"),
+        witnesses=tuple(options.flightlog_witness) or tuple(os.environ.get("FLIGHTLOG_WITNESS", "").split()),
+        checkpoint_interval=float(options.flightlog_checkpoint_interval),
     )

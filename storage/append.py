@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +27,7 @@ from typing import Any, Final
 from sqlalchemy.engine import Connection
 
 from storage.chain import links as chain
+from storage.chain.signing import Signer
 from storage.events import AppendResult, Batch, Conflict
 from storage.rows import COLUMNS, content_fingerprint
 from storage.schema import EventRow
@@ -235,7 +236,7 @@ def _stored_fingerprints(conn: Connection, ids: Sequence[str]) -> dict[str, str]
 
 BATCH_COLUMNS: Final = (
     "batch_id, collector, position, received, new, duplicates, conflicts, raw_bytes, stored_bytes,"
-    " committed_at, chain_index, digest, event_ids, event_leaves, event_columns"
+    " committed_at, chain_index, digest, event_ids, event_leaves, event_columns, signature"
 )
 POSITION: Final = (
     "INSERT INTO positions (collector, position, updated_at) VALUES ({m}, {m}, {m})"
@@ -268,7 +269,7 @@ def _record_batch(
     values = (
         result.batch_id, batch.collector, batch.position, result.received, result.new, result.duplicates,
         conflicts, raw_bytes, stored_bytes, stamp, link.index, link.digest, link.event_ids,
-        link.event_leaves, link.event_columns,
+        link.event_leaves, link.event_columns, link.signature,
     )  # fmt: skip
     insert = f"INSERT INTO batches ({BATCH_COLUMNS}) VALUES ({', '.join(mark for _ in values)})"
     if sqlite:
@@ -290,6 +291,8 @@ def write_batch(
     staged: bool,
     leaves: Sequence[bytes] | None = None,
     key: bytes | None = None,
+    signer: Signer | None = None,
+    also: Callable[[Connection], None] | None = None,
 ) -> AppendResult:
     """Inside the caller's transaction: write everything of one batch and account for it.
 
@@ -301,7 +304,9 @@ def write_batch(
     write lock is one for the whole database, and every millisecond of CPU spent holding it is one
     the other writers wait. `staged` asks first which events are stored and offers only the others
     (a collector catching up after a start; see `_insert_events_sqlite`, `_insert_events_pg`).
-    `key` is the collector's chain key (`storage.chain.keys`): its batches' digests are keyed.
+    `signer` signs the batch's chain head (`storage.chain.signing`); without one, `key` (a MAC chain
+    key, `storage.chain.keys`) keys its digest as before signatures. `also` writes what must commit
+    with the batch and nowhere else (a pruning's marks, `storage.retention.prune`).
     """
     now = datetime.now(UTC)
     chain.lock(conn, batch.collector)
@@ -342,6 +347,9 @@ def write_batch(
         fresh,
         leaves=fresh_leaves,
         key=key,
+        signer=signer,
     )
+    if also is not None:
+        also(conn)
     _record_batch(conn, batch, result, raw_bytes, sum(b.stored_size for b in blobs), now, link)
     return result

@@ -40,6 +40,10 @@ class BlobStore(Protocol):
     def addresses(self) -> Iterator[str]:
         """Every address in the store (for `verify`'s orphan check)."""
 
+    def delete(self, sha256: str) -> None:
+        """Remove the object under `sha256` (a pruning, after its signed record committed); no
+        error when there is none."""
+
 
 def _key_path(sha256: str) -> str:
     return f"{sha256[:2]}/{sha256}.zst"
@@ -103,6 +107,12 @@ class FolderStore:
             raise MissingPayload(sha256, f"no object in {self.root}") from e
         except OSError as e:
             raise BlobStoreUnavailable(f"cannot read blob {sha256} under {self.root}: {e}") from e
+
+    def delete(self, sha256: str) -> None:
+        try:
+            self._path(sha256).unlink(missing_ok=True)
+        except OSError as e:
+            raise BlobStoreUnavailable(f"cannot remove blob {sha256} under {self.root}: {e}") from e
 
     def addresses(self) -> Iterator[str]:
         if not self.root.exists():
@@ -188,6 +198,12 @@ class S3Store:
         except Exception as e:
             raise self._translate(e, sha256, "read") from e
         return io.BufferedReader(_Body(obj["Body"], self, sha256), buffer_size=1 << 20)
+
+    def delete(self, sha256: str) -> None:
+        try:
+            self._client.delete_object(Bucket=self.bucket, Key=self._key(sha256))
+        except Exception as e:
+            raise self._translate(e, sha256, "remove") from e
 
     def addresses(self) -> Iterator[str]:
         paginator = self._client.get_paginator("list_objects_v2")

@@ -49,6 +49,16 @@ class MissingPayload(StorageError):
         self.sha256 = sha256
 
 
+class PrunedPayload(StorageError):
+    """A payload whose bytes were removed under a signed prune record (`storage.retention.prune`):
+    its events stay, and readers show when and why instead of bytes."""
+
+    def __init__(self, sha256: str, at: str, reason: str) -> None:
+        self.sha256, self.at, self.reason = sha256, at, reason
+        self.note = f"pruned on {at[:10]} ({reason})"
+        super().__init__(f"payload {sha256} was {self.note}")
+
+
 class DiskFull(StorageError):
     """The disk holding the Ledger is full; the batch was rolled back, earlier ones are intact."""
 

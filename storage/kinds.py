@@ -27,6 +27,9 @@ payload, joined to the call's action (its `http.request`, its `mcp.tools/call`);
 `connection.attempt`, what opens the action of a refused call that has no event of its own (a
 CONNECT, a raw TCP or UDP connection, a DNS question from a sealed command).
 
+The Ledger's own records: `ledger.prune`, a pruning (`storage.retention.prune`): its payload is the
+prune record, signed by the operator's root key, naming the payloads whose bytes were removed and why.
+
 MCP messages (one event per JSON-RPC message, read by `formats.jsonrpc`; their kind is `mcp_kind`):
 `mcp.<method>` / `mcp.<method>.result` (`mcp.result` when the call was not seen), from a stdio session
 (`flightlog mcp-record`, `recording.mcp.stdio_events`) or from an exchange through the proxy
@@ -63,6 +66,8 @@ REFUSED_KINDS: Final = (DISPATCH_REFUSED, POLICY_REFUSED)
 """Every kind that records a refusal: the door's and the egress policy's."""
 REFUSED: Final = "refused"
 """A filter's `kind` naming every refusal kind at once (no event is of this kind itself)."""
+
+LEDGER_PRUNE: Final = "ledger.prune"
 
 MCP_PREFIX: Final = "mcp."
 MCP_TOOL_CALL: Final = "mcp.tools/call"

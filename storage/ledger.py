@@ -27,13 +27,14 @@ from storage import codec, event_reads
 from storage.append import BlobRecord, known_blobs, write_batch
 from storage.blobstore import BlobStore, open_blob_store
 from storage.chain import links as chain
-from storage.chain.keys import ChainKeys, Keys
+from storage.chain.signing import Keys, LedgerKeys, Signer
 from storage.engine import WRITE, make_engine
 from storage.errors import (
     BadLedgerUrl,
     BlobStoreUnavailable,
     LedgerUnavailable,
     MissingPayload,
+    PrunedPayload,
     StorageError,
     from_library,
 )
@@ -41,7 +42,7 @@ from storage.events import INLINE_MAX, AppendResult, Batch, Event, PayloadRef, S
 from storage.locations import flightlog_home
 from storage.migrate import migrate
 from storage.rows import Address, from_mapping, payload_address, to_row, validate
-from storage.schema import BlobRow, EventRow
+from storage.schema import BlobRow, EventRow, PrunedRow
 from storage.spool import Spool
 from storage.wal_checkpoints import Checkpointer, backstop
 
@@ -49,6 +50,7 @@ log = logging.getLogger("flightlog.storage")
 T = TypeVar("T")
 EVENTS = EventRow.__table__  # type: ignore[attr-defined]
 BLOBS = BlobRow.__table__  # type: ignore[attr-defined]
+PRUNED = PrunedRow.__table__  # type: ignore[attr-defined]
 
 
 def translate(e: BaseException, url: str) -> StorageError:
@@ -72,7 +74,10 @@ class Prepared(NamedTuple):
     raw_bytes: int
     leaves: list[bytes] | None
     """SQLite: the rows' chain leaves, hashed before the write lock is taken."""
-    key: bytes | None  # the collector's chain key (`storage.chain.keys`), made on its first batch
+    key: bytes | None  # a MAC chain key (`storage.chain.keys`): a Ledger written as before signatures
+    signer: Signer | None  # the collector's signing key (`storage.chain.signing`), made on its first batch
+    also: Callable[[Connection], None] | None = None
+    """What commits with the batch and nowhere else (`storage.retention.prune`'s marks)."""
 
 
 def _raced(e: BaseException) -> bool:
@@ -114,7 +119,7 @@ class Ledger:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def append(self, batch: Batch) -> AppendResult:
+    def append(self, batch: Batch, also: Callable[[Connection], None] | None = None) -> AppendResult:
         """Commit one batch (blobs, events, batch row, position) in one transaction.
 
         Large payloads are uploaded first; only then does the transaction that references them
@@ -131,8 +136,12 @@ class Ledger:
         leaves = chain.written_leaves(rows) if sqlite else None
         raw_bytes = sum(len(e.payload) for e in batch.events if isinstance(e.payload, bytes))
         refs = {e.payload.sha256: e.payload for e in batch.events if isinstance(e.payload, PayloadRef)}
-        key = self.keys.key_for(batch.collector) if self.keys is not None else None
-        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves, key)
+        key, signer = None, None
+        if isinstance(self.keys, LedgerKeys):
+            signer = self.keys.signer(batch.collector)
+        elif self.keys is not None:
+            key = self.keys.key_for(batch.collector)
+        ready = Prepared(batch, rows, unique, refs, raw_bytes, leaves, key, signer, also)
         return self._retry(lambda: self._append_once(ready))
 
     def _address(self, events: Sequence[Event]) -> tuple[dict[int, Address], dict[str, bytes]]:
@@ -182,7 +191,14 @@ class Ledger:
             if self._checkpoints is not None:
                 backstop(conn.connection.info, conn.connection.driver_connection)
             with conn.execution_options(**WRITE).begin():
-                write = functools.partial(write_batch, staged=staged, leaves=ready.leaves, key=ready.key)
+                write = functools.partial(
+                    write_batch,
+                    staged=staged,
+                    leaves=ready.leaves,
+                    key=ready.key,
+                    signer=ready.signer,
+                    also=ready.also,
+                )
                 result = write(conn, ready.batch, ready.rows, blobs, ready.raw_bytes)
         if self._checkpoints is not None:
             self._checkpoints.committed(result.new)
@@ -195,7 +211,15 @@ class Ledger:
         with self.engine.connect() as conn, conn.begin():
             blobs = self._blobs(conn, ready)
             return write_batch(
-                conn, ready.batch, ready.rows, blobs, ready.raw_bytes, staged=staged, key=ready.key
+                conn,
+                ready.batch,
+                ready.rows,
+                blobs,
+                ready.raw_bytes,
+                staged=staged,
+                key=ready.key,
+                signer=ready.signer,
+                also=ready.also,
             )
 
     def _blobs(self, conn: Connection, ready: Prepared) -> list[BlobRecord]:
@@ -277,25 +301,34 @@ class Ledger:
         """Every event of one action, in (at, seq, event_id) order."""
         return event_reads.action(self.engine, action_id)
 
-    def payload(self, sha256: str) -> bytes:
-        """A payload's exact bytes, re-hashed; `CorruptPayload`/`MissingPayload` otherwise."""
-        query = select(BLOBS.c.location, BLOBS.c.data).where(BLOBS.c.sha256 == sha256.lower())
+    def _frame_row(self, sha: str) -> tuple[str, bytes | None]:
+        """A payload's location and inline frame; `MissingPayload` without a blob row,
+        `PrunedPayload` for one pruned under a signed record (`storage.retention.prune`)."""
+        query = (
+            select(BLOBS.c.location, BLOBS.c.data, PRUNED.c.pruned_at, PRUNED.c.reason)
+            .select_from(BLOBS.outerjoin(PRUNED, PRUNED.c.sha256 == BLOBS.c.sha256))
+            .where(BLOBS.c.sha256 == sha)
+        )
         rows = self._read(lambda c: c.execute(query).all())
         if not rows:
-            raise MissingPayload(sha256)
-        location, data = rows[0]
-        frame = bytes(data) if location == "inline" else self.blobs.get(sha256.lower())
-        return codec.decompress(frame, sha256.lower())
+            raise MissingPayload(sha)
+        location, data, pruned_at, reason = rows[0]
+        if pruned_at is not None:
+            raise PrunedPayload(sha, str(pruned_at), str(reason))
+        return str(location), None if data is None else bytes(data)
+
+    def payload(self, sha256: str) -> bytes:
+        """A payload's exact bytes, re-hashed; `CorruptPayload`/`MissingPayload`/`PrunedPayload` otherwise."""
+        sha = sha256.lower()
+        location, data = self._frame_row(sha)
+        frame = data if location == "inline" and data is not None else self.blobs.get(sha)
+        return codec.decompress(frame, sha)
 
     def open_frame(self, sha256: str) -> IO[bytes]:
         """A payload's stored zstd frame as a stream (inline or from the blob store)."""
         sha = sha256.lower()
-        query = select(BLOBS.c.location, BLOBS.c.data).where(BLOBS.c.sha256 == sha)
-        rows = self._read(lambda c: c.execute(query).all())
-        if not rows:
-            raise MissingPayload(sha256)
-        location, data = rows[0]
-        return io.BytesIO(bytes(data)) if location == "inline" else self.blobs.open(sha)
+        location, data = self._frame_row(sha)
+        return io.BytesIO(data) if location == "inline" and data is not None else self.blobs.open(sha)
 
     def payload_chunks(self, sha256: str) -> Iterator[bytes]:
         """A payload's exact bytes in chunks, in bounded memory whatever its size.
@@ -334,7 +367,7 @@ def open_ledger(
     """Open (creating or migrating) the Ledger at `url`, with its blob store at `blobs_url`.
 
     Without `blobs_url`, a SQLite ledger keeps its blobs in a `blobs` folder beside the database
-    file; a PostgreSQL ledger needs one named. Chains are keyed with `keys` (default: FLIGHTLOG_HOME's).
+    file; a PostgreSQL ledger needs one named. Batches are signed with `keys` (default: FLIGHTLOG_HOME's).
     """
     engine = make_engine(url)
     if blobs_url is None:
@@ -347,5 +380,5 @@ def open_ledger(
     except DBAPIError as e:
         engine.dispose()
         raise translate(e, url) from e
-    keys = keys if keys is not None else ChainKeys(flightlog_home())
+    keys = keys if keys is not None else LedgerKeys(flightlog_home())
     return Ledger(engine, url, open_blob_store(blobs_url), retry_seconds=retry_seconds, keys=keys)

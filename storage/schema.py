@@ -188,6 +188,8 @@ class BatchRow(SQLModel, table=True):
     """The first 16 hex digits of each event's leaf, in the same order: names a rewritten row."""
     event_columns: str | None = Field(default=None, sa_column=Column(Text))
     """The event columns the leaves cover, comma-separated (new nullable columns join later batches)."""
+    signature: str | None = Field(default=None, sa_column=Column(Text))
+    """The collector's Ed25519 signature of `digest` (storage/chain/signing.py); NULL before signatures."""
 
 
 class PositionRow(SQLModel, table=True):
@@ -229,6 +231,36 @@ class ChainKeyRow(SQLModel, table=True):
     mac: str = Field(sa_column=Column(Text, nullable=False))
     registered_at: str = Field(sa_column=Column(Text, nullable=False))
     """The registering batch's commit time, as the chain's canonical text (UTC)."""
+
+
+class SigningKeyRow(SQLModel, table=True):
+    """A collector's Ed25519 public key registered under the operator's root key
+    (storage/chain/registry.py), with the seal of what no signature covers. Append-only."""
+
+    __tablename__ = "signing_keys"
+
+    collector: str = Field(sa_column=Column(Text, primary_key=True))
+    public_key: str = Field(sa_column=Column(Text, nullable=False))
+    first_index: int = Field(sa_column=Column(BigInteger, nullable=False))
+    """The index of the collector's first signed batch."""
+    seal: str = Field(sa_column=Column(Text, nullable=False))
+    root_key: str = Field(sa_column=Column(Text, nullable=False))
+    """The root's public key, whose signature this row carries (a verifier decides whether to trust it)."""
+    signature: str = Field(sa_column=Column(Text, nullable=False))
+    registered_at: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class PrunedRow(SQLModel, table=True):
+    """A payload whose bytes were removed under a signed prune event (storage/retention/prune.py):
+    its blob row stays, emptied (inline) or without its object (store). Append-only."""
+
+    __tablename__ = "pruned"
+
+    sha256: str = Field(sa_column=Column(Text, primary_key=True))
+    event_id: str = Field(sa_column=Column(Text, nullable=False))
+    """The `ledger.prune` event whose signed record names this payload."""
+    pruned_at: str = Field(sa_column=Column(Text, nullable=False))
+    reason: str = Field(sa_column=Column(Text, nullable=False))
 
 
 metadata: MetaData = SQLModel.metadata

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from formats.terminal_text import shown, shown_lines
-from storage.errors import StorageError
+from storage.errors import PrunedPayload, StorageError
 from storage.events import StoredEvent
 from tui import cells
 from tui.body import MODES, Mode, render
@@ -92,6 +92,8 @@ class DetailScreen(Screen[None]):
     def read_payload(self, sha256: str) -> None:
         try:
             data, error = self.source.payload(sha256), None
+        except PrunedPayload as e:  # removed under a signed record: when and why, not a fault
+            data, error = None, e.note
         except StorageError as e:
             data, error = None, str(e)
         self.app.call_from_thread(self._show_payload, data, error)

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from formats.conversation import Conversation, conversation, conversation_api
 from formats.terminal_text import shown
-from storage.errors import StorageError
+from storage.errors import PrunedPayload, StorageError
 from storage.events import StoredEvent
 from storage.exchanges import Timing, answers, opens, timing
 from tui import cells, figures, mcp_calls
@@ -163,6 +163,8 @@ class ExchangeScreen(ExchangeKeys):
             if event.payload_sha256:
                 try:
                     data = self.source.payload(event.payload_sha256)
+                except PrunedPayload as e:
+                    error = e.note
                 except StorageError as e:
                     error = str(e)
             loaded.append(Loaded(event, data, error))

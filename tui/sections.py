@@ -32,10 +32,15 @@ def section(title: str, content: str | Text, *, classes: str = "section") -> Sta
     return widget
 
 
+PRUNED = "pruned on "
+"""How a pruned payload's error starts (`storage.errors.PrunedPayload.note`): shown as what it is."""
+
+
 def body_widgets(event: StoredEvent, body: Body | None, error: str | None = None) -> list[Widget]:
     """The body as widgets: one bordered chunk per server-sent event, else one section."""
     if error:
-        return [Static(noted("payload unreadable: ", "red", error), classes="note")]
+        label = "payload " if error.startswith(PRUNED) else "payload unreadable: "
+        return [Static(noted(label, "red", error), classes="note")]
     if event.payload_sha256 is None:
         return [section("body", f"no bytes kept (payload {event.payload_state})")]
     if body is None:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from flightlog.commands.answer_text import ExplainOpt, print_reply
-from flightlog.commands.ledger_verify import verify
+from flightlog.commands.ledger_retention import du, erase, prune_command
+from flightlog.commands.ledger_verify import checkpoint, verify
 from flightlog.commands.options import (
     NONE_GIVEN,
     BlobsOpt,
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 
 ledger_app = typer.Typer(help="Read and verify the Ledger.", no_args_is_help=True)
 ledger_app.command()(verify)
+ledger_app.command()(checkpoint)
+ledger_app.command()(erase)
+ledger_app.command("prune")(prune_command)
+ledger_app.command()(du)
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=100000, help="Events at most.")]
 ByOpt = Annotated[
     list[str] | None,
@@ -78,6 +83,20 @@ def read_worded[T](
     return read_ledger(ledger_url, worded)
 
 
+def _with_pruned(reader: Reader, events: list[Any]) -> list[dict[str, Any]]:
+    """Events as JSON, each pruned payload's "pruned on DATE (reason)" beside its address."""
+    from storage.retention.prune import pruned
+
+    notes = pruned(reader, [e.payload_sha256 for e in events if e.payload_sha256])
+    out = []
+    for e in events:
+        body = e.to_json()
+        if (found := notes.get(e.payload_sha256 or "")) is not None:
+            body["pruned"] = found.note()
+        out.append(body)
+    return out
+
+
 def _print_event(event: dict[str, Any]) -> None:
     from storage.rows import TOKEN_DETAILS
 
@@ -93,6 +112,8 @@ def _print_event(event: dict[str, Any]) -> None:
     if event.get("payload_sha256"):
         kind = "text" if event.get("payload_text") else "binary"
         payload += f" {event['payload_sha256']} ({event['payload_size']} bytes, {kind})"
+    if event.get("pruned"):
+        payload += f", {event['pruned']}"
     typer.echo(f"  payload: {payload}")
     if event.get("redacted"):
         typer.echo(f"  redacted: {shown(', '.join(event['redacted']))}")
@@ -107,13 +128,13 @@ def row(event_id: str, ledger: LedgerOpt = None, blobs: BlobsOpt = None, as_json
     """Print one event whole."""
     from storage.event_reads import event
 
-    found = read_ledger(ledger, lambda r: event(r, event_id))
-    if found is None:
+    found = read_ledger(ledger, lambda r: _with_pruned(r, [e] if (e := event(r, event_id)) else []))
+    if not found:
         raise CommandError(f"no event {event_id!r} in the ledger")
     if as_json:
-        typer.echo(json.dumps(found.to_json(), indent=2))
+        typer.echo(json.dumps(found[0], indent=2))
     else:
-        _print_event(found.to_json())
+        _print_event(found[0])
 
 
 @ledger_app.command()
@@ -123,14 +144,14 @@ def action(
     """Print every event of one action, in order."""
     from storage.event_reads import action as action_events
 
-    events = read_ledger(ledger, lambda r: action_events(r, action_id))
+    events = read_ledger(ledger, lambda r: _with_pruned(r, action_events(r, action_id)))
     if not events:
         raise CommandError(f"no events for action {action_id!r}")
     if as_json:
-        typer.echo(json.dumps([e.to_json() for e in events], indent=2))
+        typer.echo(json.dumps(events, indent=2))
         return
     for event in events:
-        _print_event(event.to_json())
+        _print_event(event)
 
 
 @ledger_app.command()

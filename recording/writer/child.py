@@ -116,6 +116,22 @@ def _settle_own(spec: Any, run: str, lock: int | None, told: bool, open_ledger: 
         os.close(lock)
 
 
+def _publisher(spec: Any, open_ledger: Callable[..., Any]) -> Any:
+    """The checkpoints' thread (`storage.witness.publisher`), started; None without witnesses."""
+    if not spec.witnesses:
+        return None
+    from storage.witness.publisher import Publisher
+
+    publisher = Publisher(
+        lambda: open_ledger(spec.ledger_url, spec.blobs_url, retry_seconds=2.0),
+        spec.witnesses,
+        spec.collector,
+        spec.checkpoint_interval,
+    )
+    publisher.start()
+    return publisher
+
+
 def main() -> int:
     """Write until told to stop or the pipe ends; 2 if the first frame is not a start."""
     _name_process()
@@ -155,6 +171,7 @@ def main() -> int:
         sys.stdout.buffer.write(READY)  # imports are done and frames are read from now on
         sys.stdout.buffer.flush()
     journal = _journal(spec, run, writer.put_event)
+    publisher = _publisher(spec, open_ledger)
     drain, told = spec.drain_timeout, False
     while (framed := read_frame(stream)) is not None:
         message, buffers = framed
@@ -176,6 +193,8 @@ def main() -> int:
             drain, told = float(message[1]), True
             break
     writer.stop(timeout=drain)
+    if publisher is not None:
+        publisher.stop(timeout=drain)  # the last checkpoint covers everything drained
     if journal is not None:
         _settle_own(spec, run, journal, told, open_ledger)
     if spec.stats_file:

@@ -91,6 +91,9 @@ class WriterSpec:
     """How long events gather before a batch commits (`mcp-record`: longer, fewer commits per call)."""
     journal: str = ""
     """The folder of the runs' risk journals (`risk_journal`); empty: none kept."""
+    witnesses: tuple[str, ...] = ()
+    """Where the writer publishes signed checkpoints (`storage.witness`): at the interval and at stop."""
+    checkpoint_interval: float = 300.0
 
 
 def _child_env() -> dict[str, str]:

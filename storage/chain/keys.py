@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
-import secrets
-import stat
 from pathlib import Path
 from typing import Final
 from urllib.parse import quote, unquote
 
 from storage.errors import StorageError
-from storage.locations import private_home
+from storage.key_files import read_key, secret_key
 
 FOLDER: Final = "chain-keys"
 SUFFIX: Final = ".key"
@@ -48,19 +45,7 @@ class ChainKeys:
         """The collector's key, made (32 random bytes, 0600) the first time it is asked for."""
         if (known := self._known.get(collector)) is not None:
             return known
-        path = self.path(collector)
-        try:
-            private_home(self.home)
-            self.folder.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        except OSError as e:
-            raise StorageError(f"cannot create the chain key {path}: {e.strerror}") from e
-        else:
-            with os.fdopen(fd, "wb") as f:
-                f.write(secrets.token_bytes(KEY_BYTES))
-        key = self._read(path)
+        key = secret_key(self.home, self.path(collector), KEY_BYTES, "chain key")
         self._known[collector] = key
         return key
 
@@ -72,22 +57,7 @@ class ChainKeys:
             return {}
         except OSError as e:
             raise StorageError(f"cannot list the chain keys in {self.folder}: {e.strerror}") from e
-        return {unquote(p.name[: -len(SUFFIX)]): self._read(p) for p in names}
-
-    @staticmethod
-    def _read(path: Path) -> bytes:
-        try:
-            mode = path.stat().st_mode
-            key = path.read_bytes()
-        except OSError as e:
-            raise StorageError(f"cannot read the chain key {path}: {e.strerror}") from e
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise StorageError(
-                f"the chain key {path} is readable by others (mode {mode & 0o777:o}); chmod 600 it"
-            )
-        if len(key) != KEY_BYTES:
-            raise StorageError(f"the chain key {path} is not {KEY_BYTES} bytes")
-        return key
+        return {unquote(p.name[: -len(SUFFIX)]): read_key(p, KEY_BYTES, "chain key") for p in names}
 
 
 type Keys = ChainKeys | None

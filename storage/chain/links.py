@@ -34,12 +34,15 @@ from sqlalchemy import Boolean, DateTime, LargeBinary
 from sqlalchemy.engine import Connection
 
 from storage.chain import seal as chain_seal
+from storage.chain import signing
+from storage.errors import StorageError
 from storage.rows import COLUMNS
 from storage.schema import EventRow
 from storage.sqlite_setup import sqlite_time
 
 VERSION: Final = "flightlog-chain/1"
 KEYED_VERSION: Final = chain_seal.VERSION
+SIGNED_VERSION: Final = signing.VERSION
 LEAF_HEX: Final = 16
 """Hex digits of each leaf kept in `event_leaves`: enough to name the event whose row changed (the
 digest itself covers the full leaves)."""
@@ -150,9 +153,10 @@ def header(
     n: int,
     *,
     keyed: bool = False,
+    signed: bool = False,
 ) -> bytes:
-    """The batch's own facts that its digest binds (a keyed batch's name the keyed version)."""
-    version = KEYED_VERSION if keyed else VERSION
+    """The batch's own facts that its digest binds (a keyed or signed batch's name its version)."""
+    version = SIGNED_VERSION if signed else KEYED_VERSION if keyed else VERSION
     return _encode([version, collector, index, position, batch, committed, list(columns), n]).encode("ascii")
 
 
@@ -183,6 +187,8 @@ class Link:
     event_ids: str
     event_leaves: str
     event_columns: str
+    signature: str | None = None
+    """The collector's Ed25519 signature of the digest (`storage.chain.signing`); None unsigned."""
 
 
 def _mark(conn: Connection) -> str:
@@ -249,23 +255,49 @@ def lock(conn: Connection, collector: str) -> None:
         query(conn, "SELECT pg_advisory_xact_lock(%s)", (_lock_key(collector),))
 
 
-def chain_head(conn: Connection, collector: str, batch: str = "") -> tuple[int, str, str | None] | None:
-    """The collector's newest (index, digest, registered key id), or (0, genesis, ...) before its
-    first chained batch; None when `batch` is already stored (a re-delivery). One query, after `lock`."""
+@dataclass(frozen=True, slots=True)
+class ChainHead:
+    """Where a collector's chain stands, read inside the write transaction (after `lock`)."""
+
+    index: int
+    digest: str
+    mac_key: str | None
+    """The id of the MAC key it registered (`storage.chain.seal`), if any."""
+    signing_key: str | None
+    """The public key it registered under the root (`storage.chain.registry`), if any."""
+
+
+def chain_head(conn: Connection, collector: str, batch: str = "") -> ChainHead | None:
+    """The collector's newest chained batch (index 0 and its genesis before its first); None when
+    `batch` is already stored (a re-delivery). One query, after `lock`."""
     m = _mark(conn)
     sql = (
         f"SELECT (SELECT count(*) FROM batches WHERE batch_id = {m}), h.chain_index, h.digest,"
-        f" (SELECT key_id FROM chain_keys WHERE collector = {m})"
+        f" (SELECT key_id FROM chain_keys WHERE collector = {m}),"
+        f" (SELECT public_key FROM signing_keys WHERE collector = {m})"
         " FROM (SELECT 1 AS one) AS one LEFT JOIN (SELECT chain_index, digest FROM batches"
         f" WHERE collector = {m} AND chain_index IS NOT NULL ORDER BY chain_index DESC LIMIT 1) AS h"
         " ON 1 = 1"
     )
-    known, index, digest, registered = query(conn, sql, (batch, collector, collector))[0]
+    known, index, digest, mac_key, signing_key = query(conn, sql, (batch, collector, collector, collector))[0]
     if known:
         return None
     if index is None:
-        return 0, genesis(collector, legacy_batches(conn, collector)), registered
-    return int(index), str(digest), registered
+        return ChainHead(0, genesis(collector, legacy_batches(conn, collector)), mac_key, signing_key)
+    return ChainHead(int(index), str(digest), mac_key, signing_key)
+
+
+def stored_rows(conn: Connection, ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """The stored rows of `ids` (those that exist), as tuples of `columns`, by event_id."""
+    found: dict[str, tuple[Any, ...]] = {}
+    names = ", ".join(["event_id", *columns])
+    for i in range(0, len(ids), 500):
+        chunk = list(ids[i : i + 500])
+        marks = ", ".join(_mark(conn) for _ in chunk)
+        sql = f"SELECT {names} FROM events WHERE event_id IN ({marks})"
+        for r in conn.exec_driver_sql(sql, tuple(chunk)):
+            found[r[0]] = tuple(r[1:])
+    return found
 
 
 def link(
@@ -278,26 +310,51 @@ def link(
     *,
     leaves: Sequence[bytes] | None = None,
     key: bytes | None = None,
+    signer: signing.Signer | None = None,
 ) -> Link | None:
     """Chain a batch whose newly inserted rows (sorted by event_id) are `rows`; None when this very
     batch was committed before (a re-delivery adds no row and no link). The caller holds `lock`;
     `leaves` are the rows' `written_leaves` when it already hashed them (while the rows were sent).
-    With the collector's `key` the digest is keyed, and a collector's first keyed batch registers it
-    (`storage.chain.seal`); a collector registered before cannot write without its key."""
-    head_now = chain_head(conn, collector, batch)
-    if head_now is None:
+
+    With the collector's `signer` the batch's digest is signed (`storage.chain.signing`), and its
+    first signed batch registers its public key under the root (`storage.chain.registry`); with a
+    MAC `key` the digest is keyed as before signatures. A collector that registered a key cannot
+    write without it, nor with another."""
+    from storage.chain import registry
+
+    now = chain_head(conn, collector, batch)
+    if now is None:
         return None
-    index, previous, registered = head_now
-    chain_seal.check_key(collector, registered, key)
-    if key is not None and registered is None:
-        chain_seal.register(conn, collector, key, index + 1, committed)
+    if signer is not None:
+        if now.signing_key is None:
+            registry.register(conn, signer, now.index + 1, committed)
+        elif now.signing_key != signer.public:
+            raise StorageError(
+                f"the signing key held for collector {collector} ({signing.short(signer.public)}) is not the"
+                f" one the Ledger registered ({signing.short(now.signing_key)}): restore"
+                " FLIGHTLOG_HOME/chain-keys from where it ran before"
+            )
+    elif now.signing_key is not None:
+        raise StorageError(
+            f"collector {collector} signs its batches: it cannot write without its signing key"
+        )
+    else:
+        chain_seal.check_key(collector, now.mac_key, key)
+        if key is not None and now.mac_key is None:
+            chain_seal.register(conn, collector, key, now.index + 1, committed)
     if leaves is None:
         leaves = written_leaves(rows)
-    head = header(collector, index + 1, position, batch, committed, COLUMNS, len(rows), keyed=key is not None)
+    index = now.index + 1
+    head = header(
+        collector, index, position, batch, committed, COLUMNS, len(rows),
+        keyed=key is not None, signed=signer is not None,
+    )  # fmt: skip
+    digest_now = digest(now.digest, head, leaves, None if signer is not None else key)
     return Link(
-        index=index + 1,
-        digest=digest(previous, head, leaves, key),
+        index=index,
+        digest=digest_now,
         event_ids=json.dumps([r[0] for r in rows], ensure_ascii=False),
         event_leaves=b"".join([leaf[: LEAF_HEX // 2] for leaf in leaves]).hex(),
         event_columns=",".join(COLUMNS),
+        signature=signer.sign_head(digest_now) if signer is not None else None,
     )

@@ -10,26 +10,35 @@ tampered batch on escapes it, and that changes the head an operator anchored els
 Batches recorded before the chain existed (no digest) are counted, not chained: their events are
 covered by their number, and their batch rows by the genesis digest each chain starts from.
 
+Signed batches (`storage.chain.signing`) carry the collector's Ed25519 signature of their digest,
+checked with the public key the Ledger registered for it under a root key the verifier trusts
+(`storage.chain.registry`); what came before signatures is checked against the seal that root
+signed, so MACed chains verify without their MAC keys once a collector signs.
+
 Memory stays bounded: one batch's rows at a time; the events outside the chain are found in SQL.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from storage.chain import links as chain
+from storage.chain import registry
 from storage.chain import seal as chain_seal
+from storage.chain.signing import head_text, short, verifies
 
 MAX_NAMED = 1000
 """Events outside the chain named one per line; beyond that, one line counts the rest."""
 
 _BATCH_COLUMNS = (
-    "batch_id, collector, position, committed_at, chain_index, digest, event_ids, event_leaves, event_columns"
+    "batch_id, collector, position, committed_at, chain_index, digest, event_ids, event_leaves,"
+    " event_columns, signature"
 )
 
 
@@ -53,7 +62,14 @@ class ChainReport:
     legacy_events: int = 0
     """Events recorded before the chain existed, covered by count only."""
     unkeyed: list[tuple[str, int]] = field(default_factory=list)
-    """(collector, its last unkeyed batch): batches #1 to it were written before keyed chains."""
+    """(collector, its last unkeyed batch): batches #1 to it were written before keyed chains, and no
+    signed seal covers them."""
+    sealed: list[tuple[str, int]] = field(default_factory=list)
+    """(collector, its last batch before signatures): batches #1 to it are bound by the signed seal."""
+    signed: list[tuple[str, int, str]] = field(default_factory=list)
+    """(collector, its first signed batch, its public key)."""
+    roots: list[str] = field(default_factory=list)
+    """The root keys the registrations are signed by (public, hex)."""
 
     @property
     def ok(self) -> bool:
@@ -62,19 +78,6 @@ class ChainReport:
 
 def _mark(conn: Connection) -> str:
     return "?" if conn.dialect.name == "sqlite" else "%s"
-
-
-def _rows(conn: Connection, ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
-    """The stored rows of `ids` (those that exist), as tuples of `columns`; event_id first."""
-    found: dict[str, tuple[Any, ...]] = {}
-    names = ", ".join(["event_id", *columns])
-    for i in range(0, len(ids), 500):
-        chunk = list(ids[i : i + 500])
-        marks = ", ".join(_mark(conn) for _ in chunk)
-        sql = f"SELECT {names} FROM events WHERE event_id IN ({marks})"
-        for r in conn.exec_driver_sql(sql, tuple(chunk)):
-            found[r[0]] = tuple(r[1:])
-    return found
 
 
 def _batches(conn: Connection, collector: str) -> Iterator[tuple[Any, ...]]:
@@ -109,23 +112,25 @@ def _check_batch(
     previous: str | None,
     report: ChainReport,
     keying: Keying,
-) -> None:
-    """One batch: its events still there and unchanged, and its digest re-derived from them (unless
-    the batch before it is gone: `previous` None; or it is keyed and its key is not held)."""
-    batch, collector, position, committed, index, stored, ids, leaves, columns = row
+) -> list[bytes] | None:
+    """One batch: its events still there and unchanged, its digest re-derived from them (unless the
+    batch before it is gone: `previous` None; or it is MACed and its key is not held), and a signed
+    batch's signature checked with its collector's registered key. Gives back the events' leaves
+    when every row is as recorded (for the shadow chain, `storage.chain.registry`), else None."""
+    batch, collector, position, committed, index, stored, ids, leaves, columns, signature = row
     decoded = _decode(ids, leaves, columns)
     if decoded is None:
         report.problems.append(f"forged: {where}: its list of events is unreadable")
-        return
+        return None
     names, prefixes, cols = decoded
     report.chained_events += len(names)
     try:
-        stored_rows = _rows(conn, names, cols)
+        stored_rows = chain.stored_rows(conn, names, cols)
     except Exception as e:  # an unknown column name: the batch row was rewritten
         report.problems.append(
             f"forged: {where}: it names columns the events table lacks ({type(e).__name__})"
         )
-        return
+        return None
     computed: list[bytes] = []
     found_problem = False
     for name, prefix in zip(names, prefixes, strict=True):
@@ -140,9 +145,19 @@ def _check_batch(
             found_problem = True
             continue
         computed.append(leaf)
-    keyed = keying.keyed(int(index))
-    if found_problem or previous is None or (keyed and keying.key is None):
-        return
+    if found_problem:
+        return None
+    mode = keying.mode(int(index))
+    if (
+        mode == "signed"
+        and keying.public is not None
+        and not verifies(keying.public, signature, head_text(str(stored)))
+    ):
+        report.problems.append(
+            f"forged: {where}: its signature does not verify with {collector}'s registered key"
+        )
+    if previous is None or (mode == "mac" and keying.key is None):
+        return computed
     try:
         head = chain.header(
             str(collector),
@@ -152,35 +167,61 @@ def _check_batch(
             chain.time_text(committed),
             cols,
             len(names),
-            keyed=keyed,
+            keyed=mode == "mac",
+            signed=mode == "signed",
         )
     except (TypeError, ValueError):
         head = b""
-    if chain.digest(previous, head, computed, keying.key if keyed else None) != stored:
+    if chain.digest(previous, head, computed, keying.key if mode == "mac" else None) != stored:
         report.problems.append(
             f"forged: {where}: its batch row or its order does not match its digest"
             " (chained to the one before)"
         )
+    return computed
 
 
 @dataclass(frozen=True, slots=True)
 class Keying:
-    """How a collector's batches are keyed: from `first_index` on (None: never), under `key` (None:
-    not held, or its registration does not verify: those digests cannot be checked)."""
+    """How a collector's batches are chained: MACed from `first_index` on (None: never) under `key`
+    (None: not held, or its registration does not verify: those digests cannot be checked), and
+    signed from `signed_from` on with the registered `public` key."""
 
     first_index: int | None = None
     key: bytes | None = None
+    signed_from: int | None = None
+    public: str | None = None
 
     def keyed(self, index: int) -> bool:
         return self.first_index is not None and index >= self.first_index
 
+    def mode(self, index: int) -> str:
+        """`signed`, `mac` or `plain`: how batch `index` was chained."""
+        if self.signed_from is not None and index >= self.signed_from:
+            return "signed"
+        return "mac" if self.keyed(index) else "plain"
 
-def _collector(conn: Connection, collector: str, report: ChainReport, keying: Keying) -> list[str]:
-    """Walk one collector's chain; give back its stored digests in order (for anchor checks)."""
-    previous: str | None = chain.genesis(collector, chain.legacy_batches(conn, collector))
+
+@dataclass
+class Unsigned:
+    """A collector's chain before its first signed batch: its last index and its shadow digest
+    (None when a row of it is not as recorded: the lines naming those rows say so)."""
+
+    index: int = 0
+    shadow: str | None = None
+
+
+def _collector(
+    conn: Connection, collector: str, report: ChainReport, keying: Keying
+) -> tuple[list[str], Unsigned]:
+    """Walk one collector's chain; give back its stored digests in order (for anchor checks) and
+    its part before signatures (for the signed seal)."""
+    start = chain.genesis(collector, chain.legacy_batches(conn, collector))
+    previous: str | None = start
+    unsigned = Unsigned(0, start)
     expected = 1
     digests: list[str] = []
     last: Head | None = None
+    unregistered = False
     for row in _batches(conn, collector):
         index = int(row[4])
         where = f"batch #{index} of {collector}"
@@ -190,7 +231,21 @@ def _collector(conn: Connection, collector: str, report: ChainReport, keying: Ke
         for gone in range(expected, index):
             report.problems.append(f"missing: batch #{gone} of {collector} was removed")
             previous = None  # the link before is unknown; the gap itself is the finding
-        _check_batch(conn, where, row, previous, report, keying)
+            unsigned.shadow = None if keying.mode(gone) != "signed" else unsigned.shadow
+        if row[9] is not None and keying.signed_from is None and not unregistered:
+            unregistered = True
+            report.problems.append(
+                f"forged: collector {collector}'s batches are signed by a key no registration names"
+            )
+        leaves = _check_batch(conn, where, row, previous, report, keying)
+        if keying.mode(index) != "signed":
+            unsigned.index = index
+            if unsigned.shadow is not None and leaves is not None:
+                unsigned.shadow = registry.shadow_step(
+                    unsigned.shadow, tuple(row), leaves, str(row[8]).split(",")
+                )
+            else:
+                unsigned.shadow = None
         report.batches += 1
         previous = str(row[5])
         expected = index + 1
@@ -198,10 +253,7 @@ def _collector(conn: Connection, collector: str, report: ChainReport, keying: Ke
         last = Head(collector, index, previous)
     if last is not None:
         report.heads.append(last)
-        below = last.index if keying.first_index is None else min(last.index, keying.first_index - 1)
-        if below > 0:
-            report.unkeyed.append((collector, below))
-    return digests
+    return digests, unsigned
 
 
 def _outside(conn: Connection, report: ChainReport) -> None:
@@ -243,9 +295,13 @@ def verify_chain(
     anchors: Sequence[str] = (),
     progress: Callable[[int], None] | None = None,
     keys: Mapping[str, bytes] | None = None,
+    roots: Collection[str] = (),
 ) -> ChainReport:
-    """Re-derive every chain with the collectors' `keys` (`storage.chain.keys`); each `anchors` digest
-    (a head printed earlier) must still be in one. A keyed collector whose key is not held is refused."""
+    """Re-derive every chain, with the collectors' MAC `keys` (`storage.chain.keys`) for chains
+    written before signatures, and the registrations' signatures checked against the `roots` this
+    verify trusts (public keys, hex); each `anchors` digest (a head printed earlier) must still be
+    in one. A collector registered under a root not trusted, or MACed with a key not held and no
+    signed seal over it, is refused."""
     report = ChainReport()
     keys = keys or {}
     collectors = [
@@ -254,12 +310,35 @@ def verify_chain(
             "SELECT DISTINCT collector FROM batches WHERE chain_index IS NOT NULL ORDER BY collector"
         )
     ]
-    keyings = _registrations(conn, collectors, keys, report)
+    signed = registry.registrations(conn)
+    keyings = _registrations(conn, collectors, keys, report, sealed=bool(signed))
+    _signed_registrations(signed, set(roots), keyings, report)
     known: set[str] = set()
+    unsigned: dict[str, Unsigned] = {}
     for collector in collectors:
-        known.update(_collector(conn, collector, report, keyings.get(collector, Keying())))
+        keying = keyings.get(collector, Keying())
+        digests, before = _collector(conn, collector, report, keying)
+        known.update(digests)
+        if before.index:
+            unsigned[collector] = before
+            if signed:
+                report.sealed.append((collector, before.index))
+            elif keying.first_index is None or keying.first_index > 1:
+                below = (
+                    before.index if keying.first_index is None else min(before.index, keying.first_index - 1)
+                )
+                if below > 0:
+                    report.unkeyed.append((collector, below))
         if progress:
             progress(report.batches)
+    if signed:
+        now = {
+            "pre_chain_batches": registry.pre_chain(conn),
+            "chains": {c: [u.index, u.shadow] for c, u in unsigned.items()},
+            "mac_registrations": registry.mac_registrations(conn),
+        }
+        first = min(signed.values(), key=lambda r: (r.first_index, r.collector))
+        report.problems.extend(registry.seal_changes(first.seal, now))
     _outside(conn, report)
     _claimed_twice(conn, report)
     _payloads_gone(conn, report)
@@ -273,21 +352,58 @@ def verify_chain(
     return report
 
 
+def _signed_registrations(
+    signed: Mapping[str, registry.SignedRegistration],
+    roots: set[str],
+    keyings: dict[str, Keying],
+    report: ChainReport,
+) -> None:
+    """Each signed registration: made by the root it names, that root trusted, the same seal as the
+    others; its collector's batches from its first index on are checked with its key."""
+    seals = {r.seal for r in signed.values()}
+    for collector, reg in sorted(signed.items()):
+        if reg.root_key not in report.roots:
+            report.roots.append(reg.root_key)
+        if not reg.verifies():
+            report.problems.append(
+                f"forged: collector {collector}'s key registration is not signed by the root key it names"
+            )
+        elif reg.root_key not in roots:
+            report.problems.append(
+                f"refused: collector {collector} is registered under root key {short(reg.root_key)}, which"
+                " this verify does not trust (--root-key, or run where FLIGHTLOG_HOME holds that root)"
+            )
+        if len(seals) > 1:
+            report.problems.append(
+                f"forged: collector {collector}'s registration carries another seal than the others"
+            )
+        keyings[collector] = dataclasses.replace(
+            keyings.get(collector, Keying()), signed_from=reg.first_index, public=reg.public_key
+        )
+        report.signed.append((collector, reg.first_index, reg.public_key))
+
+
 def _registrations(
-    conn: Connection, collectors: Sequence[str], keys: Mapping[str, bytes], report: ChainReport
+    conn: Connection,
+    collectors: Sequence[str],
+    keys: Mapping[str, bytes],
+    report: ChainReport,
+    *,
+    sealed: bool = False,
 ) -> dict[str, Keying]:
-    """Each registered collector's keying, its registration checked with the key held; the seal of
-    what no key covers compared with the Ledger now (see `storage.chain.seal`)."""
+    """Each MAC-registered collector's keying, its registration checked with the key held; the seal
+    of what no key covers compared with the Ledger now (see `storage.chain.seal`). Once signatures
+    began (`sealed`), a MAC key not held is no refusal: the signed seal binds that part."""
     registered = chain_seal.registrations(conn)
     keyings: dict[str, Keying] = {}
     for collector, reg in sorted(registered.items()):
         key = keys.get(collector)
-        if key is None:
+        if key is None and not sealed:
             report.problems.append(
                 f"refused: collector {collector}: its chain is keyed and this verify holds no key for it"
                 " (FLIGHTLOG_HOME/chain-keys of the machine that wrote it)"
             )
-        elif not reg.verifies(key):
+        elif key is not None and not reg.verifies(key):
             report.problems.append(
                 f"forged: collector {collector}'s key registration does not verify with its key"
                 " (its key, where its keyed part begins or its seal was changed)"

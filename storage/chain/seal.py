@@ -79,10 +79,11 @@ def seal_now(conn: Connection) -> dict[str, Any]:
             "SELECT batch_id, collector, position, received, new FROM batches WHERE chain_index IS NULL"
         )
     )
-    heads = conn.exec_driver_sql(
+    heads = conn.exec_driver_sql(  # unkeyed: below the MAC registration, else below the signed one
         "SELECT b.collector, MAX(b.chain_index) FROM batches b LEFT JOIN chain_keys k"
-        " ON k.collector = b.collector WHERE b.chain_index IS NOT NULL"
-        f" AND b.chain_index < COALESCE(k.first_index, {_NO_LIMIT}) GROUP BY b.collector"
+        " ON k.collector = b.collector LEFT JOIN signing_keys s ON s.collector = b.collector"
+        " WHERE b.chain_index IS NOT NULL"
+        f" AND b.chain_index < COALESCE(k.first_index, s.first_index, {_NO_LIMIT}) GROUP BY b.collector"
     ).all()
     chains: dict[str, list[Any]] = {}
     m = _mark(conn)

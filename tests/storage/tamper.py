@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import psycopg
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.engine import make_url
 
 from storage.ledger import Ledger
@@ -84,3 +85,71 @@ def heads(stdout: str) -> dict[str, str]:
             _, collector, _index, digest = line.split(" ")
             found[collector] = digest
     return found
+
+
+def roots(ledger: Ledger) -> set[str]:
+    """The root keys the test's FLIGHTLOG_HOME trusts (its own root, once a collector registered)."""
+    from storage.chain.verify import trusted_roots
+
+    return trusted_roots(ledger)
+
+
+def signing_key(ledger: Ledger, collector: str) -> Ed25519PrivateKey:
+    """A collector's Ed25519 signing key, as the machine that wrote the Ledger holds it."""
+    from storage.chain.signing import LedgerKeys
+
+    assert isinstance(ledger.keys, LedgerKeys)
+    return ledger.keys.signer(collector).key
+
+
+def rechain(
+    ledger: Ledger,
+    tamper: Tamperer,
+    collector: str,
+    start: int,
+    *,
+    sign_with: Ed25519PrivateKey | None = None,
+    mac: bytes | None = None,
+) -> None:
+    """What an attacker who knows the algorithm does after changing rows: recompute the leaves and
+    digests of `collector`'s batch `start` and every later one, so each link checks out again; a
+    signed batch is signed again with `sign_with` when the attacker holds a key (else it keeps the
+    signature it had), a MACed one keyed with `mac` (else plain digests, all it can make)."""
+    import json
+
+    from storage.chain import links as chain
+    from storage.chain.signing import head_text, sign
+
+    with ledger.engine.connect() as conn:
+        first = conn.exec_driver_sql(
+            f"SELECT first_index FROM signing_keys WHERE collector = '{collector}'"
+        ).scalar()
+        rows = conn.exec_driver_sql(
+            "SELECT batch_id, position, committed_at, chain_index, digest, event_ids, event_columns,"
+            f" signature FROM batches WHERE collector = '{collector}' AND chain_index IS NOT NULL"
+            " ORDER BY chain_index"
+        ).all()
+        previous = chain.genesis(collector, chain.legacy_batches(conn, collector))
+        for batch_id, position, committed, index, digest, ids, columns, signature in rows:
+            if index >= start:
+                names, cols = json.loads(ids), columns.split(",")
+                stored = chain.stored_rows(conn, names, cols)
+                names = [n for n in names if n in stored]
+                leaves = [chain.stored_leaf(stored[n], cols) or b"" for n in names]
+                signed = first is not None and index >= first
+                head = chain.header(
+                    collector, index, position, batch_id, chain.time_text(committed), cols, len(names),
+                    keyed=mac is not None and not signed, signed=signed,
+                )  # fmt: skip
+                digest = chain.digest(previous, head, leaves, None if signed else mac)
+                if signed and sign_with is not None:
+                    signature = sign(sign_with, head_text(digest))
+                prefixes = "".join(leaf[:8].hex() for leaf in leaves)
+                marked = "NULL" if signature is None else f"'{signature}'"
+                tamper.run(
+                    f"UPDATE batches SET digest = '{digest}', event_leaves = '{prefixes}',"
+                    f" event_ids = '{json.dumps(names)}', new = {len(names)}, signature = {marked}"
+                    f" WHERE batch_id = '{batch_id}'",
+                    drop=("batches_no_update",),
+                )
+            previous = digest

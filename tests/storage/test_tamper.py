@@ -7,7 +7,6 @@ after dropping the trigger in the way) or superuser rights (PostgreSQL: `session
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from storage.ledger import Ledger, open_ledger
 from storage.migrate import migrate
 from storage.rows import COLUMNS
 from tests.storage.factory import batch, event, legacy_append
-from tests.storage.tamper import Tamperer, heads, held, verify_cli
+from tests.storage.tamper import Tamperer, heads, held, rechain, roots, signing_key, verify_cli
 
 PER_BATCH = 3
 COLS = ", ".join(COLUMNS)
@@ -46,7 +45,7 @@ def ledger(ledger_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def problems(ledger: Ledger, anchors: tuple[str, ...] = ()) -> list[str]:
     with ledger.engine.connect() as conn:
-        return verify_chain(conn, anchors, keys=held(ledger)).problems
+        return verify_chain(conn, anchors, keys=held(ledger), roots=roots(ledger)).problems
 
 
 def replace_sql(tamper: Tamperer) -> str:
@@ -205,16 +204,16 @@ def test_batches_from_before_the_chain_are_counted_and_sealed(ledger_url: str, t
     opened = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
     opened.append(batch([event(i) for i in range(2, 5)], position=2))
     with opened.engine.connect() as conn:
-        report = verify_chain(conn, keys=held(opened))
+        report = verify_chain(conn, keys=held(opened), roots=roots(opened))
     assert (report.problems, report.legacy_events, report.chained_events) == ([], 2, 3)
     tamper = Tamperer(ledger_url)
     tamper.run("UPDATE batches SET position = 7 WHERE chain_index IS NULL", drop=("batches_no_update",))
     tamper.run(f"INSERT INTO events ({COLS}) {copy_of('ev-000001', event_id="'ev-slipped'")}")
     assert problems(opened) == [
-        "inserted: a batch row from before the chain was added, removed or rewritten after keyed"
-        " chains began (then 1 rows, now 1)",
         "forged: batch #1 of test: its batch row or its order does not match its digest"
         " (chained to the one before)",
+        "inserted: a batch row from before the chain was added, removed or rewritten after signed"
+        " chains began (then 1 rows, now 1)",
         "inserted: 1 events outside the chain beyond the 2 recorded before it began",
         "forged: collector test's delivered position (2) is not its newest batch's (7)",
     ]
@@ -248,62 +247,20 @@ def test_every_column_reads_back_to_the_digest_it_was_written_with(ledger_url: s
     )
     opened.append(batch([full, event(1, payload=None, cost_usd=0.1 + 0.2), event(2, payload=b"")]))
     with opened.engine.connect() as conn:
-        report = verify_chain(conn, keys=held(opened))
+        report = verify_chain(conn, keys=held(opened), roots=roots(opened))
     assert (report.problems, report.chained_events) == ([], 3)
     opened.close()
 
 
-def rechain(ledger: Ledger, tamper: Tamperer, start: int, key: bytes | None = None) -> None:
-    """What an attacker who knows the algorithm does after editing a row: recompute the leaves and
-    digests of batch `start` and every later one, so each link checks out again, with the
-    collector's chain `key` when the attacker holds it too (else plain digests, all it can make)."""
-    from storage.chain import links as chain
-
-    with ledger.engine.connect() as conn:
-        rows = conn.exec_driver_sql(
-            "SELECT batch_id, collector, position, committed_at, chain_index, digest, event_ids,"
-            " event_columns FROM batches WHERE chain_index IS NOT NULL ORDER BY chain_index"
-        ).all()
-        previous = chain.genesis("test", [])
-        for batch_id, collector, position, committed, index, digest, ids, columns in rows:
-            if index >= start:
-                names, cols = json.loads(ids), columns.split(",")
-                marks = ", ".join(f"'{n}'" for n in names)
-                found = conn.exec_driver_sql(
-                    f"SELECT event_id, {columns} FROM events WHERE event_id IN ({marks})"
-                )
-                by_id = {r[0]: tuple(r[1:]) for r in found}
-                leaves = [chain.stored_leaf(by_id[n], cols) for n in names]
-                head = chain.header(
-                    collector,
-                    index,
-                    position,
-                    batch_id,
-                    chain.time_text(committed),
-                    cols,
-                    len(names),
-                    keyed=key is not None,
-                )
-                digest = chain.digest(previous, head, leaves, key)  # type: ignore[arg-type]
-                prefixes = "".join(leaf[:8].hex() for leaf in leaves)  # type: ignore[index]
-                tamper.run(
-                    f"UPDATE batches SET digest = '{digest}', event_leaves = '{prefixes}'"
-                    f" WHERE batch_id = '{batch_id}'",
-                    drop=("batches_no_update",),
-                )
-            previous = digest
-
-
 def test_a_chain_rewritten_without_the_key_is_found_by_verify_alone(ledger: Ledger, ledger_url: str) -> None:
     """A superuser edits a row and recomputes every digest from there on, as the chain's algorithm
-    says but without the collector's key: every digest it recomputed is refused (the issue: such a
-    chain verified "ok" before its digests were keyed)."""
+    says but without the collector's signing key: every signature over a digest it recomputed is
+    refused (the issue: such a chain verified "ok" before its digests were keyed)."""
     tamper = Tamperer(ledger_url)
     tamper.run("UPDATE events SET status = 201 WHERE event_id = 'ev-000005'", drop=("events_no_update",))
-    rechain(ledger, tamper, start=2)
+    rechain(ledger, tamper, "test", 2)
     assert problems(ledger) == [
-        f"forged: batch #{i} of test: its batch row or its order does not match its digest"
-        " (chained to the one before)"
+        f"forged: batch #{i} of test: its signature does not verify with test's registered key"
         for i in range(2, 7)
     ]
 
@@ -313,10 +270,10 @@ def test_a_chain_rewritten_with_the_key_is_found_against_a_kept_head(ledger: Led
     digest from there on: each link checks out (verify alone cannot tell, as README says), but the
     head printed before is no longer in the chain."""
     with ledger.engine.connect() as conn:
-        kept = verify_chain(conn, keys=held(ledger)).heads[0].digest
+        kept = verify_chain(conn, keys=held(ledger), roots=roots(ledger)).heads[0].digest
     tamper = Tamperer(ledger_url)
     tamper.run("UPDATE events SET status = 201 WHERE event_id = 'ev-000005'", drop=("events_no_update",))
-    rechain(ledger, tamper, start=2, key=held(ledger)["test"])
+    rechain(ledger, tamper, "test", 2, sign_with=signing_key(ledger, "test"))
     assert problems(ledger) == []
     assert problems(ledger, (kept,)) == [
         f"truncated: head {kept} is no longer in any chain"
