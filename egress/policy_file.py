@@ -49,7 +49,8 @@ from egress.policy import DEFAULT_ASK_TIMEOUT, Policy
 from egress.rules import ACTIONS, Action, Rule, Scope
 
 FILE_NAME: Final = "egress.toml"
-TOP: Final = frozenset({"default", "ask_timeout", "retired_hosts", "rule", "budget", "rate"})
+TOP: Final = frozenset({"default", "ask_timeout", "retired_hosts", "rule", "budget", "rate", "sandbox"})
+"""`[sandbox]` is the sealed command's filesystem (read by `flightlog.sandbox.policy_table`)."""
 SCOPE_KEYS: Final = ("hosts", "methods", "paths", "agents", "sessions", "tasks", "tools", "args")
 RULE_KEYS: Final = frozenset({"name", "action", *SCOPE_KEYS})
 BUDGET_KEYS: Final = frozenset({"name", "per", "period", "tokens", "cost_usd", *SCOPE_KEYS})
