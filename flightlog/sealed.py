@@ -159,6 +159,7 @@ def seal(
     else:
         print(f"flightlog {WITHOUT_TUN}", file=sys.stderr)
     scratch = Path(tempfile.mkdtemp(prefix="flightlog-sealed-"))
+    stages: dict[str, str] = {}  # where the helper binds a place bwrap's user cannot reach: from
     proxy = proxy_process.spawn(proxy_process.child_env(), options=args)
     try:
         state = proxy_process.wait_for_state(home, proxy, name=state_name)
@@ -171,6 +172,7 @@ def seal(
         mounts = filesystem.mounts(
             fs, cwd=cwd, flightlog_home=home, home_dirs=filesystem.homes(uids, child_env.get("HOME")),
             scratch=Scratch.make(scratch), user=user or (os.getuid(), os.getgid()), files=files,
+            staged=lambda path: _stage(path, scratch, stages, root=device is not None),
         )  # fmt: skip
         env = {**child_env, **build_env(state, ca)}
         listeners = [x for x in state.listeners if x.mode.startswith(("regular", "reverse"))]
@@ -181,12 +183,26 @@ def seal(
             "tun": device,
             "userns": device is None,
             "user": list(user) if user else None,
+            "stages": stages,
         }
         return asyncio.run(_run(plan, env, [("127.0.0.1", p) for p in ports], seccomp))
     finally:
         os.close(seccomp)
         proxy_process.stop(proxy)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _stage(path: Path, scratch: Path, stages: dict[str, str], root: bool) -> Path:
+    """Where the helper, as root, binds `path` (which the sandbox's user cannot walk down to) for
+    bwrap to find it (`filesystem.mounts`), noted in `stages`."""
+    if not root:
+        raise CommandError(f"run --sealed: {path} is out of the sandbox's user's reach")
+    folder = scratch / "reach"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    stage = folder / str(len(stages))
+    stage.mkdir() if path.is_dir() else stage.touch()
+    stages[str(stage)] = str(path)
+    return stage
 
 
 def _resolver(scratch: Path, nameserver: bool) -> dict[Path, Path]:

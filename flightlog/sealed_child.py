@@ -18,6 +18,7 @@ Any step that fails says why in one line to the parent and exits 1: the command 
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import os
@@ -33,6 +34,8 @@ GATEWAY_V4: Final = "10.0.85.1"
 INSIDE_V6: Final = "fd85:f1::2/64"
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 IFREQ: Final = "16sH22x"
+PR_SET_DUMPABLE: Final = 4
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 
 
 class Failed(Exception):
@@ -56,27 +59,40 @@ def _become(user: list[int] | None) -> None:
         os.setresuid(uid, uid, uid)
     except OSError as e:
         raise Failed(f"cannot become uid {uid}: {e.strerror}") from e
+    # a changed uid makes the process undumpable, so its /proc/self files stay root's: its own again
+    # (it writes its user namespace's maps; it still holds nothing: no capability, no other id)
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0:
+        raise Failed(f"cannot become uid {uid}: {os.strerror(ctypes.get_errno())}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+    """mount(2) itself (no program: see `_loopback_up`)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    args = [x.encode() if x is not None else None for x in (source, target, fstype)]
+    if libc.mount(*args, ctypes.c_ulong(flags), None) != 0:
+        raise Failed(f"cannot mount {source or ''} on {target}: {os.strerror(ctypes.get_errno())}")
 
 
 def _leave(plan: dict[str, Any]) -> None:
     """Step 1: a network namespace of our own (and, not root, a user namespace mapping only our own
-    user and group: a root without capabilities becomes the sandbox's user first)."""
+    user and group: a root without capabilities becomes the sandbox's user first). As root, a mount
+    namespace too, where the places the sandbox's user could not reach are staged for bwrap."""
     userns = plan.get("userns")
     if userns:
         _become(plan.get("user"))
     try:
-        os.unshare(os.CLONE_NEWNET | (os.CLONE_NEWUSER if userns else 0))
+        os.unshare(os.CLONE_NEWNET | (os.CLONE_NEWUSER if userns else os.CLONE_NEWNS))
     except OSError as e:
         raise Failed(f"cannot make the namespaces: {e.strerror}") from e
-    if userns:
-        uid, gid = os.getuid(), os.getgid()
-        for name, text in (
-            ("setgroups", "deny"),
-            ("uid_map", f"{uid} {uid} 1"),
-            ("gid_map", f"{gid} {gid} 1"),
-        ):
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
+    if not userns:  # root: places the sandbox's user cannot reach, bound where bwrap finds them
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        for stage, source in plan.get("stages", {}).items():
+            _mount(source, stage, None, MS_BIND | MS_REC)
+        return
+    uid, gid = os.getuid(), os.getgid()
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
 
 
 def _loopback_up() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import pwd
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -104,11 +104,17 @@ def mounts(
     home_dirs: Iterable[Path],
     scratch: Scratch,
     user: tuple[int, int],
+    staged: Callable[[Path], Path],
     files: Mapping[Path, Path] = {},
 ) -> list[str]:
     """bwrap's mount arguments for `policy` (see the module's docstring) for the command's `user`
     (uid, gid); `files` are bound in read-only, destination from source (the proxy's CA, a
-    resolv.conf)."""
+    resolv.conf).
+
+    A named place the user cannot walk down to (root runs the command as nobody, and a tool lives
+    in /root) is bound from where flightlog, still root, put it for bwrap to find (`staged`), and the
+    folder that stopped the user is an empty, read-only one in the sandbox: the place is there,
+    nothing beside it is."""
     fl_home = _real(flightlog_home)
     for path in (cwd, *policy.write, *policy.read, *policy.sockets):
         if _inside(_real(path), fl_home):
@@ -122,42 +128,54 @@ def mounts(
     if CPU.is_dir():
         args += ["--ro-bind", str(CPU), str(CPU)]
     placed: list[tuple[Path, list[str]]] = []
-    for path in _unique(_real(p) for p in (cwd, *policy.write)):
-        placed.append((path, ["--bind", str(path), str(path)]))
-    for path in _unique(_real(p) for p in policy.read):
-        placed.append((path, ["--ro-bind", str(path), str(path)]))
-    for path in _unique(_real(p) for p in policy.sockets):
-        placed.append((path, ["--bind", str(path), str(path)]))
+    blocked: list[Path] = []
+    named = [
+        *((p, "--bind") for p in _unique(_real(p) for p in (cwd, *policy.write))),
+        *((p, "--ro-bind") for p in _unique(_real(p) for p in policy.read)),
+        *((p, "--bind") for p in _unique(_real(p) for p in policy.sockets)),
+    ]
+    for path, flag in named:
+        stop = first_blocked(path, *user)
+        if stop is None:
+            placed.append((path, [flag, str(path), str(path)]))
+            continue
+        if stop not in blocked:
+            blocked.append(stop)
+            placed.append((stop, ["--tmpfs", str(stop)]))
+        placed.append((path, [flag, str(staged(path)), str(path)]))
     for dest, source in files.items():
         placed.append((dest, ["--ro-bind", str(source), str(dest)]))
     with_cwd = FsPolicy(write=(cwd,)) | policy  # the working directory is named by being there
     for path in [*denied(with_cwd, home_dirs), fl_home]:
-        if path.exists() and reachable(path, *user):  # what it cannot reach is absent already
+        if path.exists() and first_blocked(path, *user) is None:  # what it cannot reach is absent already
             cover = scratch.empty_dir if path.is_dir() else scratch.empty_file
             placed.append((path, ["--ro-bind", str(cover), str(path)]))
     for _, group in sorted(placed, key=lambda item: len(item[0].parts)):  # stable: deeper last
         args += group
-    for place in [*emptied, "/sys"]:
-        args += ["--remount-ro", place]
+    for place in [*emptied, "/sys", *blocked]:
+        args += ["--remount-ro", str(place)]
     return [*args, "--chdir", str(cwd)]
 
 
-def reachable(path: Path, uid: int, gid: int) -> bool:
-    """Whether `uid` (group `gid`) may walk down to `path`: every folder above it searchable."""
-    for folder in path.parents:
+def first_blocked(path: Path, uid: int, gid: int) -> Path | None:
+    """The first folder above `path` that `uid` (group `gid`) may not search, from the root down
+    (None: it can walk down to `path`)."""
+    if uid == 0:
+        return None
+    for folder in reversed(path.parents):
         try:
             st = folder.stat()
         except OSError:
-            return False
+            return folder
         if st.st_uid == uid:
             bit = stat.S_IXUSR
         elif st.st_gid == gid:
             bit = stat.S_IXGRP
         else:
             bit = stat.S_IXOTH
-        if uid != 0 and not st.st_mode & bit:
-            return False
-    return True
+        if not st.st_mode & bit:
+            return folder
+    return None
 
 
 def _real(path: Path) -> Path:
