@@ -71,7 +71,7 @@ def how() -> tuple[Way | None, str]:
         if os.path.exists(TUN_DEVICE):
             return "tun", ""
         return None, f"there is no {TUN_DEVICE} (load the tun module, or give the container the device)"
-    if _user_namespaces():
+    if user_namespaces():
         return "userns", ""
     return None, (
         "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) for a TUN device, or, without root, user "
@@ -91,7 +91,7 @@ def why_not() -> str | None:
     )
 
 
-def _user_namespaces() -> bool:
+def user_namespaces() -> bool:
     """Whether this process may make a user namespace (tried: sysctls, AppArmor and seccomp all say)."""
     unshare = shutil.which("unshare")
     if unshare is None:
