@@ -9,11 +9,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -28,9 +26,9 @@ from sqlalchemy import text
 from flightlog.sealed import why_not
 from storage.ledger import open_ledger
 from tests.egress.netns_hosts import Host, network_host
+from tests.egress.sealed_support import nobody_folder
 from tests.support.upstream import upstream
 
-NOBODY = 65534
 NODE_SCRIPT = """
 const https = require('https');
 fetch(process.argv[2] + '/fixed?c=node-fetch').then(r => {
@@ -124,13 +122,8 @@ def sites(tmp_path: Path) -> Iterator[tuple[Host, str, str, Path]]:
 @pytest.fixture
 def world() -> Iterator[Path]:
     """The working directory and home of the sandbox's user (nobody), where it may walk and write."""
-    folder = Path(tempfile.mkdtemp(prefix="h48-agents-"))
-    folder.chmod(0o755)
-    os.chown(folder, NOBODY, NOBODY)
-    try:
+    with nobody_folder("h48-agents-") as folder:
         yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.skipif(why_not() is not None, reason="as root (the other sealed tests cover the rest)")
