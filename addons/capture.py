@@ -301,8 +301,9 @@ class Capture:
                 RequestRecord(
                     exchange=exchange,
                     at=request.timestamp_start,
-                    # what goes upstream (our prefix and headers are gone), and a sealed command's claim
-                    head=claimed_head(request_head(request), flow.metadata.get(META_CLAIM)),
+                    head=claimed_head(
+                        request_head(request), flow.metadata.get(META_CLAIM)
+                    ),  # as sent on, + a seal claim
                     body=request.raw_content,
                     content_encoding=coding or "",
                 )

@@ -152,8 +152,8 @@ def mounts(
             placed.append((path, ["--ro-bind", str(cover), str(path)]))
     for _, group in sorted(placed, key=lambda item: len(item[0].parts)):  # stable: deeper last
         args += group
-    for place in [*emptied, "/sys", *blocked]:
-        args += ["--remount-ro", str(place)]
+    for folder in [*emptied, "/sys", *map(str, blocked)]:
+        args += ["--remount-ro", folder]
     return [*args, "--chdir", str(cwd)]
 
 

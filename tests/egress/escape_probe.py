@@ -11,9 +11,11 @@ into attempts; a way out that works is reported `refused: false`, and the test f
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ctypes
 import errno
+import http.client
 import json
 import os
 import signal
@@ -21,6 +23,7 @@ import socket
 import stat
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -317,7 +320,8 @@ WAYS = (proc_of_outside, flightlogs, namespaces, mounts, filesystem, sockets, pr
 
 
 def identity(facts_url: str) -> None:
-    """Requests that claim another identity, one per spelling: the suite reads how they were filed."""
+    """Requests that claim another identity, one per spelling (each header, and proxy credentials
+    of its own): the suite reads how they were filed."""
     for field, value in (
         ("X-Flightlog-Agent", "beta"),
         ("X-Flightlog-Session", "s-other"),
@@ -326,7 +330,16 @@ def identity(facts_url: str) -> None:
         request = urllib.request.Request(f"{facts_url}?claim={field}", headers={field: value})
         with urllib.request.urlopen(request, timeout=30) as answer:
             answer.read()
-        report("identity header", field, None, value)
+        report("identity header", field, None, f"{field.rsplit('-', 1)[1].lower()}={value}")
+    proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+    forged = base64.b64encode(b"agent=beta:x").decode()
+    connection = http.client.HTTPConnection(proxy.hostname or "", proxy.port, timeout=30)
+    connection.request(
+        "GET", f"{facts_url}?claim=Proxy-Authorization", headers={"Proxy-Authorization": f"Basic {forged}"}
+    )
+    connection.getresponse().read()
+    connection.close()
+    report("identity header", "Proxy-Authorization", None, "agent=beta")
 
 
 def main() -> None:
