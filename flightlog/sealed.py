@@ -189,6 +189,9 @@ def seal(
     finally:
         os.close(seccomp)
         proxy_process.stop(proxy)
+        for entry in scratch.iterdir():  # the covers are mode 000: a user who is not root could not
+            with contextlib.suppress(OSError):  # look inside to remove them
+                entry.chmod(0o700)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

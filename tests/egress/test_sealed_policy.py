@@ -141,3 +141,16 @@ def test_relative_paths_are_the_files_folder_and_home_is_expanded(tmp_path: Path
     )
     assert read_table(policy).write == (tmp_path / "cache", Path("~/x").expanduser())
     assert read_table(tmp_path / "missing.toml") == FsPolicy()
+
+
+def test_sandbox_options_without_sealed_are_one_line(tmp_path: Path) -> None:
+    """`--write` (and its kin) shape only a sealed command's sandbox: without --sealed they are an
+    error before anything starts, and the command does not run."""
+    marker = tmp_path / "ran"
+    env = {**os.environ, "FLIGHTLOG_HOME": str(tmp_path / "home")}
+    command = [sys.executable, "-m", "flightlog", "run", "--write", str(tmp_path), "--", "touch", str(marker)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and not marker.exists()
+    assert done.stderr.strip().splitlines() == [
+        "flightlog: --write, --read, --read-deny and --socket shape --sealed's sandbox: add --sealed"
+    ]
