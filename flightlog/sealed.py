@@ -158,7 +158,8 @@ def seal(
         )
     else:
         print(f"flightlog {WITHOUT_TUN}", file=sys.stderr)
-    scratch = Path(tempfile.mkdtemp(prefix="flightlog-sealed-"))
+    # the sandbox's user must walk into it: as root, not a TMPDIR root may have made private
+    scratch = Path(tempfile.mkdtemp(prefix="flightlog-sealed-", dir="/tmp" if user else None))
     stages: dict[str, str] = {}  # where the helper binds a place bwrap's user cannot reach: from
     proxy = proxy_process.spawn(proxy_process.child_env(), options=args)
     try:

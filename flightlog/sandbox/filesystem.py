@@ -1,7 +1,7 @@
 """What a sealed command sees of the files: a policy that fits on one screen, as bwrap's mounts.
 
     /                       read-only (the machine's programs and libraries)
-    the working directory   writable
+    the working directory   writable (unless it is / itself)
     /tmp                    private: empty, writable, gone when the command ends
     /dev, /proc             a minimal /dev; /proc of the sandbox's own processes only
     /sys                    absent, but for /sys/devices/system/cpu (read-only: CPU counts)
@@ -130,7 +130,7 @@ def mounts(
     placed: list[tuple[Path, list[str]]] = []
     blocked: list[Path] = []
     named = [
-        *((p, "--bind") for p in _unique(_real(p) for p in (cwd, *policy.write))),
+        *((p, "--bind") for p in _unique(_real(p) for p in (cwd, *policy.write)) if p != Path("/")),
         *((p, "--ro-bind") for p in _unique(_real(p) for p in policy.read)),
         *((p, "--bind") for p in _unique(_real(p) for p in policy.sockets)),
     ]

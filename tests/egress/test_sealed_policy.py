@@ -154,3 +154,10 @@ def test_sandbox_options_without_sealed_are_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         "flightlog: --write, --read, --read-deny and --socket shape --sealed's sandbox: add --sealed"
     ]
+
+
+def test_the_root_stays_read_only_when_it_is_the_working_directory(tmp_path: Path) -> None:
+    """Working in / does not make / writable: only a working directory below it is bound writable."""
+    args = plan(FsPolicy(), Path("/"), tmp_path)
+    assert ["--bind", "/", "/"] not in [args[i : i + 3] for i in range(len(args))]
+    assert args[:3] == ["--ro-bind", "/", "/"] and args[-2:] == ["--chdir", "/"]
