@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING
 
 from addons.capture_options import DEFAULT_OUTBOUND, MAX_REQUEST_BODY, OPTIONS, check
 from addons.listening import Listening
+from addons.seal import META_CLAIM, claimed_head
 from addons.stopping import META_CUT, Drained, InFlight, stop_serving, stop_writer
 from addons.wire.arrived import arrived_body, cut_short_error
 from addons.wire.departures import ClientConnection, Departures
@@ -300,7 +301,9 @@ class Capture:
                 RequestRecord(
                     exchange=exchange,
                     at=request.timestamp_start,
-                    head=request_head(request),  # what goes upstream: our prefix and headers are gone
+                    head=claimed_head(
+                        request_head(request), flow.metadata.get(META_CLAIM)
+                    ),  # as sent on, + a seal claim
                     body=request.raw_content,
                     content_encoding=coding or "",
                 )

@@ -27,6 +27,7 @@ from addons.listener_hops import ListenerHops
 from addons.local_routes import LocalRoutes
 from addons.proxy_config import ProxyConfig
 from addons.published import Ready
+from addons.seal import Seal
 from addons.sync_paths import SyncPaths
 from addons.websockets import WebSocketCapture
 from egress.live import LOG_NAME as POLICY_LOG
@@ -79,7 +80,8 @@ class Flightlog:
         attempts = Attempts(capture.put, capture.identity_of, capture.outbound, capture.ignored)
         # a hop is the listener's request before anything judges or records it; egress judges a
         # request before capture relays it (its `bodies`) and after capture named its exchange
-        first = [LocalRoutes(), ListenerHops(), SyncPaths(capture), egress.bodies]
+        # a sealed command's identity is the run's before any part reads one (`addons.seal`)
+        first = [Seal(), LocalRoutes(), ListenerHops(), SyncPaths(capture), egress.bodies]
         self.parts: list[object] = [*first, capture, WebSocketCapture(capture), attempts, egress, *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]

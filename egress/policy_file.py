@@ -55,7 +55,8 @@ from egress.policy import DEFAULT_ASK_TIMEOUT, Policy
 from egress.rules import ACTIONS, PROTOCOLS, Action, Rule, Scope
 
 FILE_NAME: Final = "egress.toml"
-TOP: Final = frozenset({"default", "ask_timeout", "retired_hosts", "rule", "budget", "rate"})
+TOP: Final = frozenset({"default", "ask_timeout", "retired_hosts", "rule", "budget", "rate", "sandbox"})
+"""`[sandbox]` is the sealed command's filesystem (read by `flightlog.sandbox.policy_table`)."""
 SCOPE_KEYS: Final = (
     "hosts", "protocol", "port", "methods", "paths", "agents", "sessions", "tasks", "tools", "args"
 )  # fmt: skip

@@ -1,25 +1,27 @@
-"""`flightlog run --sealed -- COMMAND`: the command's only way out is flightlog.
+"""`flightlog run --sealed -- COMMAND`: its only way out is flightlog, and it holds no authority over it.
 
-The command runs in a network namespace of its own (Linux). Its default route, IPv4 and IPv6, is a
-TUN device whose other end is mitmproxy's TUN mode in a proxy started for this command: every TCP
-connection and UDP datagram the command sends, whatever the client (Node's `fetch`, `node:http`,
-`curl --noproxy '*'`, a raw socket), ends in the proxy, which records HTTP (and TLS it can open with
-its CA) and judges it by the egress policy; DNS is answered there; anything else is refused and
-recorded as such (`addons.egress_policy`). Proxy-aware clients use the proxy variables as under a plain
-`run`: the proxy's ports are listening sockets inside the namespace, relayed to the proxy
-(`flightlog.port_relay`). The command cannot read FLIGHTLOG_HOME (hidden under an empty tmpfs): the
-policy, the approvals, the keys and the Ledger stay the operator's.
+The command runs in an OS sandbox (`flightlog.sandbox`): bubblewrap gives it its own user, PID, mount,
+IPC, UTS and cgroup namespaces, an unprivileged user with no capability (root outside runs it as the
+working directory's owner, or nobody), no_new_privs, a seccomp filter, and a filesystem where
+FLIGHTLOG_HOME, the credential places and the host's sockets are absent. It cannot see flightlog's
+processes (its /proc holds its own), so there is no parent to enter, trace or signal.
+
+Its network namespace is made first, by the helper `flightlog.sealed_child`. As root, its default
+route, IPv4 and IPv6, is a TUN device whose other end is mitmproxy's TUN mode in a proxy started for
+this command: every TCP connection and UDP datagram the command sends, whatever the client (Node's
+`fetch`, `curl --noproxy '*'`, a raw socket), ends in the proxy, which records HTTP (and TLS it can
+open with its CA) and judges it by the egress policy; DNS is answered there; anything else is refused
+and recorded as such (`addons.egress_policy`). Proxy-aware clients use the proxy variables as under a
+plain `run`: the proxy's ports are listening sockets inside the namespace, relayed to the proxy
+(`flightlog.port_relay`). Not root, the namespace has those ports and nothing else. The proxy knows
+it serves a sealed command (`addons.seal`): the identity is the run's, whatever a request claims.
 
 How (the device is made where mitmproxy can make it, then handed over): the proxy creates the TUN
-device `fltPID` in our namespace; the helper `flightlog.sealed_child` leaves for new namespaces,
-listens on the proxy's ports there and hands the sockets over; we move the device into its
-namespace (`ip link set DEV netns PID`); it addresses the device, routes through it and becomes the
-command.
-
-It needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN where the proxy runs): mitmproxy's TUN mode creates
-its device in the proxy's own namespace and cannot take one made elsewhere (a user namespace can
-make a TUN device only in a network namespace it owns, which the proxy, whose upstream connections
-need the host's network, is not in). Where sealing is impossible, one line says why and nothing runs.
+device `fltPID` in our namespace; the helper leaves for a new network namespace, listens on the
+proxy's ports there and hands the sockets over; we move the device into its namespace (`ip link set
+DEV netns PID`); it addresses the device, routes through it, becomes the unprivileged user and then
+bwrap. mitmproxy's TUN mode creates its device in the proxy's own namespace and cannot take one made
+elsewhere, hence root for it. Where sealing is impossible, one line says why and nothing runs.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from flightlog import port_relay, proxy_process
 from flightlog.errors import CommandError
+from flightlog.sandbox import bwrap, filesystem, syscalls
+from flightlog.sandbox.filesystem import FsPolicy, Scratch
 from flightlog.sealed_child import GATEWAY_V4, PLAN_VARIABLE
 
 if TYPE_CHECKING:
@@ -67,7 +71,7 @@ def how() -> tuple[Way | None, str]:
         if os.path.exists(TUN_DEVICE):
             return "tun", ""
         return None, f"there is no {TUN_DEVICE} (load the tun module, or give the container the device)"
-    if _user_namespaces():
+    if user_namespaces():
         return "userns", ""
     return None, (
         "it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) for a TUN device, or, without root, user "
@@ -87,7 +91,7 @@ def why_not() -> str | None:
     )
 
 
-def _user_namespaces() -> bool:
+def user_namespaces() -> bool:
     """Whether this process may make a user namespace (tried: sysctls, AppArmor and seccomp all say)."""
     unshare = shutil.which("unshare")
     if unshare is None:
@@ -130,56 +134,107 @@ def seal(
     home: Path,
     child_env: Mapping[str, str],
     build_env: Callable[[ProxyState, Path], Mapping[str, str]],
+    fs: FsPolicy = FsPolicy(),
 ) -> int:
     """Run `command` sealed; its exit code (128+N when killed by signal N). `build_env(state, ca)`
-    gives the variables for a proxy state and a CA file (those of a plain `run`)."""
+    gives the variables for a proxy state and a CA file (those of a plain `run`); `fs` is what the
+    operator named beyond the sandbox's defaults."""
     way, reason = how()
     if way is None:
         raise CommandError(f"run --sealed: cannot seal here: {reason}")
     if shutil.which(command[0], path=child_env.get("PATH")) is None and not os.path.exists(command[0]):
         raise CommandError(f"command not found: {command[0]}")
+    runner = bwrap.binary()
+    cwd = Path.cwd()
+    user = bwrap.sandbox_user(cwd, os.geteuid())
+    seccomp = syscalls.filter_fd(unix_sockets=bool(fs.sockets))  # before anything starts: fails closed
     device = f"flt{os.getpid()}"[:15] if way == "tun" else None
     state_name = f"sealed-{os.getpid()}.json"
-    args = [*options, "--state-file", state_name]
+    args = [*options, "--state-file", state_name, "--set", "flightlog_sealed=true"]
+    args += ["--set", f"flightlog_sealed_identity={identity}"]
     if device is not None:
         args += ["--mode", f"tun:{device}"] + (
             ["--set", f"flightlog_tun_identity={identity}"] if identity else []
         )
     else:
         print(f"flightlog {WITHOUT_TUN}", file=sys.stderr)
+    # the sandbox's user must walk into it: as root, not a TMPDIR root may have made private
+    scratch = Path(tempfile.mkdtemp(prefix="flightlog-sealed-", dir="/tmp" if user else None))
+    stages: dict[str, str] = {}  # where the helper binds a place bwrap's user cannot reach: from
     proxy = proxy_process.spawn(proxy_process.child_env(), options=args)
-    scratch = Path(tempfile.mkdtemp(prefix="flightlog-sealed-"))
     try:
         state = proxy_process.wait_for_state(home, proxy, name=state_name)
-        ca = scratch / "ca.pem"  # FLIGHTLOG_HOME is hidden inside: the CA travels beside it
+        os.chmod(scratch, 0o755)  # the sandbox's user finds the CA and the covers here
+        ca = scratch / "ca.pem"  # FLIGHTLOG_HOME is absent inside: the CA travels beside it
         shutil.copyfile(state.ca, ca)
-        os.chmod(scratch, 0o755)
         ca.chmod(0o644)
+        files = {ca: ca, **_resolver(scratch, nameserver=bool(device) and loopback_resolver())}
+        uids = [os.getuid(), *([user[0]] if user else [])]
+        mounts = filesystem.mounts(
+            fs, cwd=cwd, flightlog_home=home, home_dirs=filesystem.homes(uids, child_env.get("HOME")),
+            scratch=Scratch.make(scratch), user=user or (os.getuid(), os.getgid()), files=files,
+            staged=lambda path: _stage(path, scratch, stages, root=device is not None),
+        )  # fmt: skip
         env = {**child_env, **build_env(state, ca)}
         listeners = [x for x in state.listeners if x.mode.startswith(("regular", "reverse"))]
         ports = [x.port for x in listeners]
         plan = {
-            "command": list(command),
+            "sandbox": bwrap.argv(runner, mounts, seccomp, command),
             "ports": ports,
             "tun": device,
-            "userns": None if device else [os.getuid(), os.getgid()],
-            "hide": [str(home)],
-            "nameserver": GATEWAY_V4 if device and loopback_resolver() else None,
+            "userns": device is None,
+            "user": list(user) if user else None,
+            "stages": stages,
         }
-        return asyncio.run(_run(plan, env, [("127.0.0.1", p) for p in ports]))
+        return asyncio.run(_run(plan, env, [("127.0.0.1", p) for p in ports], seccomp))
     finally:
+        os.close(seccomp)
         proxy_process.stop(proxy)
+        for entry in scratch.iterdir():  # the covers are mode 000: a user who is not root could not
+            with contextlib.suppress(OSError):  # look inside to remove them
+                entry.chmod(0o700)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-async def _run(plan: dict[str, object], env: Mapping[str, str], targets: list[tuple[str, int]]) -> int:
+def _stage(path: Path, scratch: Path, stages: dict[str, str], root: bool) -> Path:
+    """Where the helper, as root, binds `path` (which the sandbox's user cannot walk down to) for
+    bwrap to find it (`filesystem.mounts`), noted in `stages`."""
+    if not root:
+        raise CommandError(f"run --sealed: {path} is out of the sandbox's user's reach")
+    folder = scratch / "reach"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    stage = folder / str(len(stages))
+    stage.mkdir() if path.is_dir() else stage.touch()
+    stages[str(stage)] = str(path)
+    return stage
+
+
+def _resolver(scratch: Path, nameserver: bool) -> dict[Path, Path]:
+    """The resolv.conf the command reads: one naming the TUN's gateway when the host's resolver is on
+    its loopback (which the namespace does not share); else the host's, bound back in where it is
+    kept when that is a folder the sandbox empties (/run/systemd/resolve/...)."""
+    conf = Path("/etc/resolv.conf")
+    if nameserver:
+        ours = scratch / "resolv.conf"
+        ours.write_text(f"nameserver {GATEWAY_V4}\n")
+        ours.chmod(0o644)
+        return {conf: ours}
+    real = Path(os.path.realpath(conf))
+    if real != conf and real.exists() and real.parts[1:2] in (("run",), ("var",)):
+        return {real: real}
+    return {}
+
+
+async def _run(
+    plan: dict[str, object], env: Mapping[str, str], targets: list[tuple[str, int]], seccomp: int
+) -> int:
     ours, theirs = socket.socketpair()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "flightlog.sealed_child",
         str(theirs.fileno()),
-        pass_fds=[theirs.fileno()],
+        pass_fds=[theirs.fileno(), seccomp],
         env={**env, PLAN_VARIABLE: json.dumps(plan)},
     )
     theirs.close()

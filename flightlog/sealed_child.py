@@ -1,18 +1,17 @@
-"""Inside a sealed command's namespaces, before the command: the half of `--sealed` that runs there.
+"""Inside a sealed command's network namespace, before the sandbox: the half of `--sealed` that runs there.
 
 Started by `flightlog.sealed` as `python -m flightlog.sealed_child FD` with its plan in the
 `FLIGHTLOG_SEALED` variable (JSON), it talks to its parent over the socket FD:
 
-1. leaves the parent's network and mount namespaces (`unshare`; not root: in a user namespace of
-   its own that maps only its own user), hides FLIGHTLOG_HOME under an empty tmpfs (the command
-   cannot read the Ledger's keys or write an approval or a policy), and points `/etc/resolv.conf`
-   at an address routed through the TUN when the host's names a loopback resolver (which the new
-   namespace does not have);
+1. leaves the parent's network namespace (`unshare`; not root: in a user namespace of its own that
+   maps only its own user, after becoming the sandbox's user if it was root without capabilities);
 2. brings its loopback up and listens on the proxy's ports there, handing the listening sockets
    to the parent ("listening"), which relays their connections to the proxy (`flightlog.port_relay`);
 3. once the parent moved the proxy's TUN device in ("moved"), addresses it and makes it the default
    route for IPv4 and IPv6 ("ready"); without a TUN device (not root) there is no route at all;
-4. becomes the command (`exec`), so its pid, signals and exit code are the command's.
+4. as root, becomes the sandbox's unprivileged user (`flightlog.sandbox.bwrap.sandbox_user`), and
+   becomes bwrap (`exec`), which builds the rest of the sandbox around the command: bwrap's pid,
+   signals and exit code are the command's.
 
 Any step that fails says why in one line to the parent and exits 1: the command never runs unsealed.
 """
@@ -27,16 +26,16 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 from typing import Any, Final
 
 PLAN_VARIABLE: Final = "FLIGHTLOG_SEALED"
 INSIDE_V4: Final = "10.0.85.2/24"
 GATEWAY_V4: Final = "10.0.85.1"
 INSIDE_V6: Final = "fd85:f1::2/64"
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 IFREQ: Final = "16sH22x"
+PR_SET_DUMPABLE: Final = 4
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 
 
 class Failed(Exception):
@@ -49,45 +48,56 @@ def _ip(*args: str) -> None:
         raise Failed(f"ip {' '.join(args)}: {done.stderr.strip() or done.returncode}")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    """mount(2) itself: in a user namespace the `mount` program refuses a user who is not root, and
-    a program run here would lose the namespace's capabilities at exec."""
+def _become(user: list[int] | None) -> None:
+    """The sandbox's user, for good (real, effective and saved ids; no supplementary groups)."""
+    if user is None:
+        return
+    uid, gid = user
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as e:
+        raise Failed(f"cannot become uid {uid}: {e.strerror}") from e
+    # a changed uid makes the process undumpable, so its /proc/self files stay root's: its own again
+    # (it writes its user namespace's maps; it still holds nothing: no capability, no other id)
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0:
+        raise Failed(f"cannot become uid {uid}: {os.strerror(ctypes.get_errno())}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+    """mount(2) itself (no program: see `_loopback_up`)."""
     libc = ctypes.CDLL(None, use_errno=True)
     args = [x.encode() if x is not None else None for x in (source, target, fstype)]
-    if libc.mount(*args, ctypes.c_ulong(flags), data.encode() if data else None) != 0:
-        raise Failed(f"cannot mount {target}: {os.strerror(ctypes.get_errno())}")
+    if libc.mount(*args, ctypes.c_ulong(flags), None) != 0:
+        raise Failed(f"cannot mount {source or ''} on {target}: {os.strerror(ctypes.get_errno())}")
 
 
 def _leave(plan: dict[str, Any]) -> None:
-    """Step 1: own network and mount namespaces (and a user namespace mapping only our own user and
-    group, without root); FLIGHTLOG_HOME hidden; a resolver that answers."""
-    user = plan.get("userns")
+    """Step 1: a network namespace of our own (and, not root, a user namespace mapping only our own
+    user and group: a root without capabilities becomes the sandbox's user first). As root, a mount
+    namespace too, where the places the sandbox's user could not reach are staged for bwrap."""
+    userns = plan.get("userns")
+    if userns:
+        _become(plan.get("user"))
     try:
-        os.unshare(os.CLONE_NEWNET | os.CLONE_NEWNS | (os.CLONE_NEWUSER if user else 0))
+        os.unshare(os.CLONE_NEWNET | (os.CLONE_NEWUSER if userns else os.CLONE_NEWNS))
     except OSError as e:
         raise Failed(f"cannot make the namespaces: {e.strerror}") from e
-    if user:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{user[0]} {user[0]} 1"),
-                           ("gid_map", f"{user[1]} {user[1]} 1")):  # fmt: skip
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
-    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-    for path in plan.get("hide", ()):
-        if os.path.isdir(path):
-            _mount("tmpfs", path, "tmpfs", 0, "mode=0700,size=64k")
-    if plan.get("nameserver"):
-        fd, resolv = tempfile.mkstemp(prefix="flightlog-resolv-")
-        with os.fdopen(fd, "w") as f:
-            f.write(f"nameserver {plan['nameserver']}\n")
-        os.chmod(resolv, 0o644)
-        try:
-            _mount(resolv, "/etc/resolv.conf", None, MS_BIND, None)
-        finally:
-            os.unlink(resolv)
+    if not userns:  # root: places the sandbox's user cannot reach, bound where bwrap finds them
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        for stage, source in plan.get("stages", {}).items():
+            _mount(source, stage, None, MS_BIND | MS_REC)
+        return
+    uid, gid = os.getuid(), os.getgid()
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
 
 
 def _loopback_up() -> None:
-    """`ip link set lo up`, by ioctl (no program: see `_mount`)."""
+    """`ip link set lo up`, by ioctl (no program: one run here would lose a user namespace's
+    capabilities at exec)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         flags = struct.unpack(IFREQ, fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0)))[1]
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
@@ -124,7 +134,7 @@ def _expect(link: socket.socket, word: bytes) -> None:
 def main() -> int:
     link = socket.socket(fileno=int(sys.argv[1]))
     plan = json.loads(os.environ.pop(PLAN_VARIABLE))
-    command: list[str] = plan["command"]
+    sandbox: list[str] = plan["sandbox"]
     try:
         _leave(plan)
         listening = _listen(plan["ports"])
@@ -134,15 +144,16 @@ def main() -> int:
         _expect(link, b"moved")
         if plan.get("tun"):
             _route(plan["tun"])
+            _become(plan.get("user"))
     except (Failed, OSError) as e:
         link.sendall(b"error: " + str(e).encode()[:500])
         return 1
     link.sendall(b"ready")
     link.close()
     try:
-        os.execvpe(command[0], command, os.environ)
+        os.execve(sandbox[0], sandbox, os.environ)
     except OSError as e:
-        print(f"flightlog run --sealed: cannot run {command[0]}: {e.strerror}", file=sys.stderr)
+        print(f"flightlog run --sealed: cannot run bwrap ({sandbox[0]}): {e.strerror}", file=sys.stderr)
         return 127
 
 

@@ -21,7 +21,18 @@ from flightlog import ports, proxy_process
 from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.otlp_options import OtlpContentOpt, OtlpEndpointOpt
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
-from flightlog.commands.sealing import PolicyOpt, SealedOpt, StateFileOpt, policy_path, run_sealed
+from flightlog.commands.sealing import (
+    PolicyOpt,
+    ReadDenyOpt,
+    ReadOpt,
+    SealedOpt,
+    SocketOpt,
+    StateFileOpt,
+    WriteOpt,
+    policy_path,
+    run_sealed,
+    sandbox_paths,
+)
 from flightlog.commands.shell import DEFAULT_LISTEN, lent_token
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
@@ -259,6 +270,10 @@ def run(
     upstream_ca: UpstreamCaOpt = None,
     policy: PolicyOpt = None,
     sealed: SealedOpt = False,
+    write: WriteOpt = None,
+    read: ReadOpt = None,
+    read_deny: ReadDenyOpt = None,
+    socket: SocketOpt = None,
     replaying: Given = NONE_GIVEN,
 ) -> None:
     """Run COMMAND through the recording proxy: flightlog run [proxy options] -- COMMAND ...
@@ -272,7 +287,8 @@ def run(
     (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
     SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
     variables (nothing goes live; a miss makes the exit code 3 if COMMAND's was 0).
-    With --sealed, COMMAND's only way out is a proxy started for it (`flightlog.sealed`).
+    With --sealed, COMMAND runs in a sandbox whose only way out is a proxy started for it
+    (`flightlog.sealed`); --write, --read, --read-deny and --socket name paths for its filesystem.
     """
     command = list(ctx.args)
     if command and command[0] == "--":
@@ -288,7 +304,10 @@ def run(
     options = proxy_options(mode, secrets, secret_env, set_, upstream_ca, no_ai_listeners, ai_upstream)
     options += ["--policy", policy_path(policy)] if policy is not None else []
     if sealed:
-        raise typer.Exit(run_sealed(command, options, who, settings.home, lent_token(task)))
+        fs = sandbox_paths(settings.home, policy, write, read, read_deny, socket)
+        raise typer.Exit(run_sealed(command, options, who, settings.home, lent_token(task), fs))
+    if write or read or read_deny or socket:
+        raise CommandError("--write, --read, --read-deny and --socket shape --sealed's sandbox: add --sealed")
     state = read_state(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is not None and options:

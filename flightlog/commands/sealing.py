@@ -1,8 +1,9 @@
-"""`flightlog run --sealed` and `--policy`: the options that bound what a command may send.
+"""`flightlog run --sealed` and `--policy`: the options that bound what a command may send and touch.
 
 `--policy FILE` names the egress policy (`egress`, checked by the proxy before each request goes
-upstream) for `flightlog proxy` and `flightlog run`; `--sealed` runs the command where that proxy
-is its only way out (`flightlog.sealed`).
+upstream) for `flightlog proxy` and `flightlog run`; `--sealed` runs the command in a sandbox where
+that proxy is its only way out (`flightlog.sealed`), with the filesystem `--write`, `--read`,
+`--read-deny` and `--socket` add to (as the policy file's `[sandbox]` table does).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import typer
 
 from addons.proxy_env import proxy_env
 from flightlog.errors import CommandError
+from flightlog.sandbox.filesystem import FsPolicy
 
 if TYPE_CHECKING:
     from addons.proxy_env import ProxyState
@@ -35,12 +37,48 @@ SealedOpt = Annotated[
     bool,
     typer.Option(
         "--sealed",
-        help="Linux: run COMMAND in a network namespace whose only way out is a proxy started for "
-        "it. As root, clients that ignore the proxy variables are caught too (recorded, or refused "
-        "and recorded), DNS works, other protocols are refused; not root, only the proxy's ports "
-        "lead out.",
+        help="Linux: run COMMAND in a sandbox (bubblewrap, seccomp: its own namespaces, no "
+        "privilege, FLIGHTLOG_HOME, credentials and host sockets absent) whose only way out is a "
+        "proxy started for it, under the run's identity. As root, clients that ignore the proxy "
+        "variables are caught too (recorded, or refused and recorded), DNS works, other protocols are "
+        "refused; not root, only the proxy's ports lead out.",
     ),
 ]
+
+
+PathsOpt = list[Path] | None
+WriteOpt = Annotated[
+    PathsOpt,
+    typer.Option("--write", help="With --sealed: a path the command may write (beside the working "
+                 "directory and a private /tmp); repeatable."),
+]  # fmt: skip
+ReadOpt = Annotated[
+    PathsOpt,
+    typer.Option("--read", help="With --sealed: a credential place the command may read after all "
+                 "(read-only); repeatable."),
+]  # fmt: skip
+ReadDenyOpt = Annotated[
+    PathsOpt,
+    typer.Option(
+        "--read-deny", help="With --sealed: a path absent for the command (as ~/.ssh is); repeatable."
+    ),
+]
+SocketOpt = Annotated[
+    PathsOpt,
+    typer.Option("--socket", help="With --sealed: a host UNIX socket the command may connect to (all "
+                 "are absent otherwise); repeatable."),
+]  # fmt: skip
+
+
+def sandbox_paths(
+    home: Path, policy: Path | None, write: PathsOpt, read: PathsOpt, read_deny: PathsOpt, sockets: PathsOpt
+) -> FsPolicy:
+    """What the operator named for the sandbox: `run`'s options, then the policy file's `[sandbox]`."""
+    from egress.policy_file import FILE_NAME
+    from flightlog.sandbox.policy_table import read_table
+
+    given = FsPolicy(tuple(write or ()), tuple(read or ()), tuple(read_deny or ()), tuple(sockets or ()))
+    return given | read_table(policy.expanduser() if policy is not None else home / FILE_NAME)
 
 
 def policy_path(policy: Path | None) -> str:
@@ -54,9 +92,9 @@ def policy_path(policy: Path | None) -> str:
 
 
 def run_sealed(
-    command: list[str], options: list[str], who: Identity, home: Path, token: dict[str, str]
+    command: list[str], options: list[str], who: Identity, home: Path, token: dict[str, str], fs: FsPolicy
 ) -> int:
-    """`run --sealed`: COMMAND in its own network namespace, its own proxy the only way out."""
+    """`run --sealed`: COMMAND in its sandbox, its own proxy the only way out."""
     from flightlog.sealed import seal
 
     def variables(state: ProxyState, ca: Path) -> dict[str, str]:
@@ -66,4 +104,4 @@ def run_sealed(
         return proxy_env((forward.host, forward.port), ca, who, state.reverse)
 
     child = {**os.environ, **token}
-    return seal(command, options, who.userinfo(), home, child, variables)
+    return seal(command, options, who.userinfo(), home, child, variables, fs)

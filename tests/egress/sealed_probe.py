@@ -91,7 +91,10 @@ def run(probe: str, command: list[str]) -> None:
 def main() -> None:
     host, port, tls_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     plain, tls = f"http://{host}:{port}", f"https://{host}:{tls_port}"
-    report("home", entries=sorted(os.listdir(os.environ["FLIGHTLOG_HOME"])))
+    try:
+        report("home", entries=sorted(os.listdir(os.environ["FLIGHTLOG_HOME"])))
+    except OSError as e:
+        report("home", refused=e.strerror)
     node_fetch = f"fetch('{tls}/fixed?c=node-fetch').then(r => console.log(r.status))"
     run("node-fetch", ["node", "-e", node_fetch])
     node_http = (

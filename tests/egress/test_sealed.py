@@ -4,7 +4,7 @@ Node 20's `fetch` (TLS) and `node:http`, `curl --noproxy '*'`, a raw socket spea
 each is caught by the TUN and recorded under the run's identity. curl through the proxy variables
 is recorded once. A raw socket speaking anything else, and UDP other than DNS, are refused
 (closed, nothing forwarded) and recorded as refusals. DNS answers inside as outside, but a name the
-policy refuses outright is refused (REFUSED) and recorded. FLIGHTLOG_HOME is empty inside.
+policy refuses outright is refused (REFUSED) and recorded. FLIGHTLOG_HOME is absent inside.
 Where this process cannot seal (not root), the command must not run at all: one line says why.
 """
 
@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 from flightlog.sealed import why_not
 from storage.ledger import Ledger, open_ledger
 from tests.egress import sealed_probe
+from tests.egress.netns_hosts import network_host
 from tests.support.upstream import Upstream, upstream
 
 PROBE = Path(sealed_probe.__file__)
@@ -40,31 +42,25 @@ hosts = ["denied.example"]
 """
 
 
-def host_address() -> str:
-    """This machine's first global IPv4 address: what a sealed command reaches through the TUN (its
-    own 127.0.0.1 is the namespace's loopback)."""
-    out = subprocess.run(
-        ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True
-    )
-    for line in out.stdout.splitlines():
-        return line.split()[3].split("/")[0]
-    raise AssertionError("the machine has no global IPv4 address for a sealed command to reach")
-
-
 def sealed(
     home: Path, ledger_url: str, *args: str, launcher: list[str] | None = None, path: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     base |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, **({"PATH": path} if path else {})}
-    command = [*(launcher or []), sys.executable, "-m", "flightlog", "run", "--sealed", *args]
+    # this Python, where root's sandbox user (nobody) cannot walk: named, so it is bound in
+    reach = ["--read", sys.base_prefix] if launcher is None else []
+    command = [*(launcher or []), sys.executable, "-m", "flightlog", "run", "--sealed", *reach, *args]
     return subprocess.run(command, env=base, capture_output=True, text=True, timeout=240)
 
 
 @pytest.fixture
 def upstreams(tmp_path: Path) -> Iterator[tuple[str, Upstream, Upstream]]:
-    address = host_address()
-    with upstream(host=address) as plain, upstream(tmp_path, host=address) as tls:
-        yield address, plain, tls
+    """A plain and a TLS upstream on a test host (a network namespace of its own)."""
+    with network_host() as host, ExitStack() as stack:
+        with host.inside():
+            plain = stack.enter_context(upstream(host=host.address))
+            tls = stack.enter_context(upstream(tmp_path, host=host.address))
+        yield host.address, plain, tls
 
 
 DROPPED = [shutil.which("setpriv") or "setpriv", "--bounding-set", "-net_admin,-sys_admin", "--"]
@@ -101,14 +97,14 @@ def test_without_root_only_the_proxys_ports_lead_out(
     probe = (
         f"curl -s -o /dev/null -w '%{{http_code}}' http://{address}:{plain.port}/fixed?c=proxied; echo;"
         f"curl -s -m 5 --noproxy '*' http://{address}:{plain.port}/fixed?c=direct; echo direct=$?;"
-        'ls -A "$FLIGHTLOG_HOME" | wc -l'
+        'ls -A "$FLIGHTLOG_HOME" 2>/dev/null; echo home=$?'
     )
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     done = sealed(
         tmp_path / "home", ledger_url, "--agent", "nonroot", "--", "sh", "-c", probe, launcher=DROPPED
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["200", "direct=7", "0"]
+    assert done.stdout.split() == ["200", "direct=7", "home=2"]
     assert "not root, so no TUN device: the command's only way out is the proxy's ports" in done.stderr
     assert [p for _, p, _, _ in plain.received] == ["/fixed?c=proxied"]
     ledger = open_ledger(ledger_url, (tmp_path / "home" / "blobs").as_uri())
@@ -143,7 +139,7 @@ def test_every_way_out_is_recorded_or_refused_and_recorded(
     for line in done.stdout.splitlines():
         item = json.loads(line)
         found.setdefault(item.pop("probe"), []).append(item)
-    assert found["home"] == [{"entries": []}]  # FLIGHTLOG_HOME is hidden from the command
+    assert found["home"] == [{"refused": "No such file or directory"}]  # absent: /tmp is private
     for probe in ("node-fetch", "node-http", "curl-noproxy", "curl-proxy"):
         (result,) = found[probe]
         assert (result["code"], result["out"]) == (0, "200"), (probe, result)

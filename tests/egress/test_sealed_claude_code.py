@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,8 @@ from sqlalchemy import text
 from flightlog.sealed import why_not
 from storage.ledger import open_ledger
 from tests.capture.test_node_clients import _npm_install
-from tests.egress.test_sealed import host_address
+from tests.egress.netns_hosts import network_host
+from tests.egress.sealed_support import nobody_folder
 from tests.support.upstream import upstream
 
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
@@ -30,14 +33,25 @@ def claude(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return modules / ".bin" / "claude"
 
 
+@pytest.fixture
+def world() -> Iterator[Path]:
+    """Claude Code's home and working directory, where the sandbox's user (nobody) may write."""
+    with nobody_folder("h48-claude-") as folder:
+        yield folder
+
+
 @pytest.mark.skipif(why_not() is not None, reason="sealing needs root here (test_sealed tests the refusal)")
 def test_claude_code_sealed_works_through_its_api_and_is_refused_elsewhere(
-    claude: Path, tmp_path: Path
+    claude: Path, tmp_path: Path, world: Path
 ) -> None:
-    """Claude Code answers its prompt through the fake API; the Ledger holds that call (model,
-    tokens, agent) and the refusals of its attempts at api.anthropic.com, naming the rule."""
-    address = host_address()
-    with upstream(host=address) as api:
+    """Claude Code, sealed as root (so run as nobody, in `world`: its home and working directory),
+    answers its prompt through the fake API on a test host; the Ledger holds that call (model,
+    tokens, agent, and a cost equal to the one Claude Code reports) and the refusals of its attempts
+    at api.anthropic.com, naming the rule."""
+    with network_host() as host, ExitStack() as stack:
+        address = host.address
+        with host.inside():
+            api = stack.enter_context(upstream(host=address))
         policy = tmp_path / "egress.toml"
         policy.write_text(
             'default = "deny"\n'
@@ -45,19 +59,18 @@ def test_claude_code_sealed_works_through_its_api_and_is_refused_elsewhere(
             '[[rule]]\nname = "no-public-api"\naction = "deny"\nhosts = ["api.anthropic.com"]\n'
         )
         home, ledger_url = tmp_path / "home", f"sqlite:///{tmp_path / 'ledger.db'}"
-        user_home = tmp_path / "user"
-        user_home.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
         env |= {
-            "FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(user_home),
+            "FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(world),
             "ANTHROPIC_API_KEY": "sk-ant-test-key",
         }  # fmt: skip
         command = [
             sys.executable, "-m", "flightlog", "run", "--sealed", "--agent", "claude-code",
+            "--read", str(claude.parent.parent),  # installed where nobody cannot walk: named, bound in
             "--policy", str(policy), "--ai-upstream", f"anthropic=http://{address}:{api.port}",
             "--", str(claude), "-p", "say hi", "--output-format", "json",
         ]  # fmt: skip
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        done = subprocess.run(command, env=env, cwd=world, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["result"] == "Hello!" and answer["is_error"] is False
@@ -67,13 +80,18 @@ def test_claude_code_sealed_works_through_its_api_and_is_refused_elsewhere(
     try:
         with ledger.engine.connect() as c:
             rows = c.execute(
-                text("SELECT kind, host, url, agent, model, tokens_in, tokens_out, error FROM events")
+                text(
+                    "SELECT kind, host, url, agent, model, tokens_in, tokens_out, cost_usd, error FROM events"
+                )
             ).all()
     finally:
         ledger.close()
     (call,) = [r for r in rows if r.kind == "http.response" and "/v1/messages" in r.url]
     assert (call.agent, call.host, call.tokens_in, call.tokens_out) == ("claude-code", address, 9, 4)
     assert call.model
+    reported = answer["total_cost_usd"]
+    print(f"\nClaude Code sealed: model {call.model}, cost it reports {reported}, recorded {call.cost_usd}")
+    assert call.cost_usd == pytest.approx(reported)
     refusals = [r for r in rows if r.kind == "policy.refused"]
     assert refusals, rows
     assert {(r.host, r.agent) for r in refusals} == {("api.anthropic.com", "claude-code")}
