@@ -79,7 +79,8 @@ def parse_address(text: str) -> Address | None:
 
 def _ipv4(body: str, text: str) -> ipaddress.IPv4Address | None:
     """An IPv4 address as `inet_aton` reads it: one to four parts, each decimal, octal (a leading
-    0) or hex (0x), the last filling the bytes that are left; None when a part is not a number."""
+    zero) or hexadecimal (a leading zero and x), the last filling the bytes that are left; None
+    when a part is not a number."""
     parts = body.split(".")
     if not all(_NUMERIC_PART.match(p) for p in parts):
         return None
