@@ -27,6 +27,7 @@ from typing import Any, Final
 from sqlalchemy.engine import Connection
 
 from storage.chain import links as chain
+from storage.chain import registry
 from storage.chain.signing import Signer
 from storage.events import AppendResult, Batch, Conflict
 from storage.rows import COLUMNS, content_fingerprint
@@ -348,6 +349,7 @@ def write_batch(
         leaves=fresh_leaves,
         key=key,
         signer=signer,
+        register=registry.register,
     )
     if also is not None:
         also(conn)

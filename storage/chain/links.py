@@ -311,6 +311,7 @@ def link(
     leaves: Sequence[bytes] | None = None,
     key: bytes | None = None,
     signer: signing.Signer | None = None,
+    register: Callable[[Connection, signing.Signer, int, str], None],
 ) -> Link | None:
     """Chain a batch whose newly inserted rows (sorted by event_id) are `rows`; None when this very
     batch was committed before (a re-delivery adds no row and no link). The caller holds `lock`;
@@ -319,15 +320,14 @@ def link(
     With the collector's `signer` the batch's digest is signed (`storage.chain.signing`), and its
     first signed batch registers its public key under the root (`storage.chain.registry`); with a
     MAC `key` the digest is keyed as before signatures. A collector that registered a key cannot
-    write without it, nor with another."""
-    from storage.chain import registry
-
+    write without it, nor with another. `register` is `storage.chain.registry.register`, passed in
+    because the registry reads the chain through this module."""
     now = chain_head(conn, collector, batch)
     if now is None:
         return None
     if signer is not None:
         if now.signing_key is None:
-            registry.register(conn, signer, now.index + 1, committed)
+            register(conn, signer, now.index + 1, committed)
         elif now.signing_key != signer.public:
             raise StorageError(
                 f"the signing key held for collector {collector} ({signing.short(signer.public)}) is not the"
