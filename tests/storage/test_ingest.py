@@ -76,10 +76,10 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def problems(ledger: Ledger) -> list[str]:
-    from tests.storage.tamper import held
+    from tests.storage.tamper import held, roots
 
     with ledger.engine.connect() as conn:
-        return verify_chain(conn, (), keys=held(ledger)).problems
+        return verify_chain(conn, (), keys=held(ledger), roots=roots(ledger)).problems
 
 
 def test_every_row_reads_back_as_offered(ledger: Ledger) -> None:
