@@ -6,7 +6,8 @@ the role, Anthropic's with `message_start` (and `content_block_start`, `ping`), 
 The first token is the first event of the model's own output, per API shape:
 
 - OpenAI chat (and OpenAI-compatible servers): a chunk whose choice `delta` holds non-empty `content`,
-  `tool_calls`, `function_call`, `refusal` or reasoning text (`reasoning_content`, `reasoning`);
+  `tool_calls`, `function_call`, `refusal` or reasoning text (`reasoning_content`, `reasoning`); the
+  legacy completions API: a choice with non-empty `text`;
 - Anthropic messages: `content_block_delta` (text, tool input, thinking);
 - OpenAI Responses: an event typed `response.<...>.delta` (output text, function call arguments,
   refusal, reasoning), never `response.created`.
@@ -60,7 +61,11 @@ def _doc_is_content(doc: dict[str, Any]) -> bool:
     if not isinstance(choices, list):
         return False
     for choice in choices:
-        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(choice, dict):
+            continue
+        if choice.get("text"):  # the legacy completions API's chunk
+            return True
+        delta = choice.get("delta")
         if isinstance(delta, dict) and any(delta.get(name) for name in _CHAT_DELTA_FIELDS):
             return True
     return False

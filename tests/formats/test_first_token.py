@@ -30,6 +30,9 @@ OPENING = {
     "openai chat: empty tool_calls": _event(_chat({"tool_calls": []})),
     "openai chat: usage-only chunk": _event({"choices": [], "usage": {"prompt_tokens": 3}}),
     "openai chat: finish chunk": _event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    "openai completions: empty text": _event(
+        {"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]}
+    ),
     "openai chat: [DONE]": sse.Event(b"[DONE]"),
     "anthropic: message_start": _event({"type": "message_start", "message": {}}, "message_start"),
     "anthropic: content_block_start": _event(
@@ -51,6 +54,9 @@ CONTENT = {
     "openai chat: tool call": _event(_chat({"tool_calls": [{"index": 0, "function": {"name": "f"}}]})),
     "openai chat: refusal": _event(_chat({"refusal": "no"})),
     "openai-compatible: reasoning_content": _event(_chat({"reasoning_content": "hmm"})),
+    "openai completions: text": _event(
+        {"object": "text_completion", "choices": [{"index": 0, "text": "Hi"}]}
+    ),
     "anthropic: content_block_delta": _event(
         {"type": "content_block_delta", "delta": {}}, "content_block_delta"
     ),
