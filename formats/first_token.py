@@ -13,8 +13,8 @@ The first token is the first event of the model's own output, per API shape:
   refusal, reasoning), never `response.created`.
 
 `Watch` is the incremental form, fed a stream's chunks as they arrived, each with its arrival time
-(content codings undone, under a cap); it stops reading at the first content event, and gives up
-after `SCAN_MAX` bytes without one. Pure: no clock, no I/O.
+(content codings undone, under a cap); it stops reading at the first content event, at first bytes
+that are not an event stream, and after `SCAN_MAX` bytes without one. Pure: no clock, no I/O.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from formats.errors import CodingError
 SCAN_MAX: Final = 1024 * 1024
 """Decoded bytes read before giving up on finding a content event (no first token then)."""
 
+_FIELDS: Final = (b"data:", b"event:", b"id:", b":", b"retry:")
+_FIELD_MAX: Final = max(len(f) for f in _FIELDS)
 _CHAT_DELTA_FIELDS: Final = (
     "content",
     "tool_calls",
@@ -78,6 +80,8 @@ class Watch:
         self._reader = sse.Reader()
         self._decoder: codings.Decoder | None = None
         self._read = 0
+        self._start = b""
+        self._judged = False
         self.done = False
         """The first content event was found, or the watch gave up: further chunks are not read."""
         self.at: float | None = None
@@ -90,6 +94,17 @@ class Watch:
         if steps:
             self._decoder = codings.Decoder(steps, cap=SCAN_MAX)
 
+    def _is_stream(self, piece: bytes) -> bool:
+        """Whether the stream, by its first bytes, is an event stream (yes until they can tell)."""
+        if self._judged:
+            return True
+        self._start += piece
+        lead = self._start.removeprefix(sse.BOM).lstrip()
+        if len(lead) < _FIELD_MAX and any(f.startswith(lead) for f in _FIELDS):
+            return True  # too few bytes yet to tell
+        self._judged = True
+        return lead.startswith(_FIELDS)
+
     def feed(self, chunk: bytes, at: float | None) -> None:
         """Read one chunk that arrived at `at` (epoch seconds; None when unknown)."""
         if self.done or not chunk:
@@ -101,6 +116,9 @@ class Watch:
             return
         for piece in pieces:
             self._read += len(piece)
+            if not self._is_stream(piece):
+                self.done = True  # not an event stream (a download teed through): nothing to read
+                return
             if any(is_content(e) for e in self._reader.feed(piece)):
                 self.at, self.done = at, True
                 return

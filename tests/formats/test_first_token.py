@@ -129,3 +129,21 @@ def test_watch_of_a_coding_it_cannot_undo_finds_none(coding: str) -> None:
     watch = Watch(coding)
     watch.feed(gzip.compress(STREAM), 1.0)
     assert watch.done and watch.at is None
+
+
+@pytest.mark.parametrize(
+    ("opening", "stream"),
+    [
+        (b"\x89PNG\r\n\x1a\n", False),
+        (b'{"choices": []}', False),
+        (b"d", True),
+        (b"retry: 3000\n\n", True),
+        (b"\xef\xbb\xbf\n: comment\n\n", True),
+    ],
+)
+def test_watch_stops_at_first_bytes_that_are_not_an_event_stream(opening: bytes, stream: bool) -> None:
+    """A body that does not open as an event stream (a download teed through, a JSON answer) is not
+    read on; one that does, or cannot tell yet, is."""
+    watch = Watch()
+    watch.feed(opening, 1.0)
+    assert watch.done is not stream
