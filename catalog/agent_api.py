@@ -31,6 +31,7 @@ from catalog.errors import (
     Refused,
     UnknownRow,
 )
+from catalog.resolver import no_match
 from catalog.words import content_words, strip_framing, words
 
 MCP_READ_CAP: Final = 15_000
@@ -124,6 +125,8 @@ class AgentApi:
                 continue
         out = manifest_text.preamble(self.name, bundles, snap.digest)
         out += [f"# query: {' '.join(query.split())}", f"# hits: {len(direct)} direct, {len(linked)} linked"]
+        if not direct:  # said on every door (MCP, HTTP, the CLI's find), never an empty table alone
+            out.append(f"# {no_match(query)}")
         out.append("\t".join((*manifest_text.COLUMNS, *SEARCH_COLUMNS)))
         for h in hits:
             at = slices.pos(texts.get(h.row.id, ""), qwords)

@@ -258,6 +258,7 @@ class Dispatcher:
             rec.DRY_RUN if dry_run else rec.CALL,
             "in",
             0,
+            moment=filing.started,  # when the call came to the door, not when the checks were done
             method="CALL",
             url=rec.door_url(door, filing.tool or "", token_id, row_hash),
             head=head,

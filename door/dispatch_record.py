@@ -12,10 +12,11 @@ One dispatch is one action (`action_id` = `d` + 32 hex digits), its events ids `
 | `dispatch.refused`           | out | the door's answer to a refused call; `error` = `LIMIT: why`    |
 
 Every event of the action carries `tool` and, for a token bound to a task, that `task`, and its own
-time: the call when the door took it, each upstream request when it left and its answer when it was
-in, the reply when it was made. So a door call has a duration (reply minus call), and so has each
-upstream exchange. Times are the action's start (`Filing.at`, the clock the limits were checked
-with) plus the monotonic time since, so they never run backwards within an action.
+time: the call when it came to the door (before any check was made), each upstream request when it
+left and its answer when it was in, the reply when it was made. So a door call has a duration
+(reply minus call), and so has each upstream exchange. Times are the action's start (`Filing.at`,
+the clock the limits were checked with) plus the monotonic time since, so they never run backwards
+within an action.
 
 The token a call was made with and the version of the row it ran are kept on its call event's
 `url`, the canonical door locator `flightlog:dispatch/DOOR/TOOL?token=IDENTIFIER&row=HASH` (either

@@ -62,17 +62,23 @@ def event_json(event: StoredEvent, read: PayloadReader) -> dict[str, Any]:
     return out
 
 
-def _target(exchange: Exchange) -> tuple[str, str, int, bytes]:
-    """Scheme, host, port and request target (origin-form) of a recorded request."""
+def _target(exchange: Exchange) -> tuple[str, str, int, bytes, bytes]:
+    """Scheme, host, port, authority and request target of a recorded request, as mitmproxy holds
+    them: a CONNECT in authority-form (no scheme, no path, the authority `host:port`), as mitmproxy
+    itself writes one; any other request in origin-form (`/path?query`) with its scheme."""
     url = exchange.request.url or ""
+    recorded = exchange.request_head.start[1]
+    if (exchange.request.method or "").upper() == "CONNECT":
+        authority = recorded or url.encode()
+        host, _, port = authority.decode("latin-1").rpartition(":")
+        return "", host.strip("[]"), int(port) if port.isdigit() else 443, authority, b""
     parts = urlsplit(url)
     scheme = parts.scheme or "http"
-    port = parts.port or (443 if scheme == "https" else 80)
-    recorded = exchange.request_head.start[1]
+    number = parts.port or (443 if scheme == "https" else 80)
     target = recorded if recorded.startswith(b"/") else (parts.path or "/").encode()
     if not recorded.startswith(b"/") and parts.query:
         target += b"?" + parts.query.encode()
-    return scheme, parts.hostname or "", port, target
+    return scheme, parts.hostname or "", number, b"", target
 
 
 def mitmproxy_flow(exchange: Exchange, read: PayloadReader) -> http.HTTPFlow:
@@ -82,7 +88,7 @@ def mitmproxy_flow(exchange: Exchange, read: PayloadReader) -> http.HTTPFlow:
 
     req = exchange.request
     head = exchange.request_head
-    scheme, host, port, target = _target(exchange)
+    scheme, host, port, authority, target = _target(exchange)
     start = req.at.timestamp()
     resp = exchange.response
     end = resp.at.timestamp() if resp is not None else start
@@ -95,7 +101,7 @@ def mitmproxy_flow(exchange: Exchange, read: PayloadReader) -> http.HTTPFlow:
         port=port,
         method=(req.method or head.start[0].decode("latin-1")).encode(),
         scheme=scheme.encode(),
-        authority=b"",
+        authority=authority,
         path=target,
         http_version=head.start[2] or b"HTTP/1.1",
         headers=http.Headers(head.fields),
@@ -202,7 +208,7 @@ def export(ledger: Ledger, fmt: str, ids: list[str], out: IO[bytes], on_item: Pr
     """Write the planned ids in `fmt` to `out`; returns how many exchanges (or events) were written."""
     if fmt == "jsonl":
         return write_jsonl(ledger.events(ids), ledger.payload, out, on_item)
-    exchanges = iter_exchanges(ledger.engine, ledger.events, ids)
+    exchanges = iter_exchanges(ledger.engine, ledger.events, ids, attempts=True)
     if fmt == "har":
         return write_har(exchanges, ledger.payload, out, on_item)
     if fmt == "mitmproxy":
@@ -225,7 +231,7 @@ def export_otlp(
     from readback.span_tree import SpanTree, ledger_bodies
     from storage.lookups import event_ids_of_actions
 
-    tree = SpanTree(ledger_bodies(ledger.payload), content=content)
+    tree = SpanTree(ledger_bodies(ledger.payload, ledger.events), content=content)
 
     def spans() -> Iterator[otlp.SpanValue]:
         for start in range(0, len(ids), chunk):

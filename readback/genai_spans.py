@@ -17,11 +17,13 @@ when asked for. Pure functions: events and bodies in, values out (`readback.otlp
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
+from formats import documents
 from formats.model_apis import OFFICIAL, Api, api_of
 from readback.genai_messages import message_attributes
 from readback.model_answer import ModelAnswer
@@ -259,7 +261,8 @@ def _text(data: bytes) -> str:
 def _content(call: Call, content: Content | None, end_ns: int) -> tuple[Attributes, tuple[SpanEvent, ...]]:
     """A call's content (opt-in) as the conventions carry it: a model call's conversation as message
     attributes (`readback.genai_messages`; the recorded bodies as an event when it is not one
-    we read), a tool call's arguments and result as attributes."""
+    we read), a tool call's arguments and result as attributes (an MCP call's own, out of their
+    JSON-RPC frames)."""
     if content is None:
         return (), ()
     if call.kind == "model":
@@ -271,13 +274,51 @@ def _content(call: Call, content: Content | None, end_ns: int) -> tuple[Attribut
             ("gen_ai.output.messages", _text(content.answer)),
         )
         return (), (SpanEvent(DETAILS_EVENT, end_ns, attrs),)
-    if call.kind in ("tool", "mcp"):
+    if call.kind == "mcp":
+        attrs = (
+            ("gen_ai.tool.call.arguments", mcp_arguments(content.request)),
+            ("gen_ai.tool.call.result", mcp_result(content.answer)),
+        )
+        return attrs, ()
+    if call.kind == "tool":
         attrs = (
             ("gen_ai.tool.call.arguments", _text(content.request)),
             ("gen_ai.tool.call.result", _text(content.answer)),
         )
         return attrs, ()
     return (), ()
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def mcp_arguments(request: bytes) -> str:
+    """A `tools/call` message's own arguments (`params.arguments`, JSON), not its JSON-RPC frame: what
+    the conventions call the tool's arguments, so a receiver that flattens them (Phoenix's
+    `tool.parameters.*`) shows the tool's parameters, not `jsonrpc` and `method`. A message that is
+    not a JSON-RPC object is given as recorded."""
+    doc = documents.parse(request)
+    if not isinstance(doc, dict) or "jsonrpc" not in doc:
+        return _text(request)
+    params = doc.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    return _json(arguments if arguments is not None else {})
+
+
+def mcp_result(answer: bytes) -> str:
+    """A `tools/call` answer's own result: its `content` (the blocks the tool returned; the whole
+    `result` when it has none), or the JSON-RPC `error`; an answer that is not a JSON-RPC object is
+    given as recorded."""
+    doc = documents.parse(answer)
+    if not isinstance(doc, dict) or "jsonrpc" not in doc:
+        return _text(answer)
+    if "error" in doc:
+        return _json(doc["error"])
+    result = doc.get("result")
+    if isinstance(result, dict) and "content" in result:
+        return _json(result["content"])
+    return _json(result)
 
 
 def span_of_call(

@@ -83,16 +83,32 @@ def headers_size(raw_head: bytes, http_version: bytes) -> int:
     return len(raw_head.rstrip(b"\r\n")) + 4
 
 
+def absolute_url(method: str, url: str, host: str | None) -> str:
+    """The request's absolute URL, as HAR wants one: a recorded absolute URL as it is; a CONNECT's
+    authority-form target (`host:port`) as the origin of its tunnel (https for port 443, else http),
+    with the port kept; an origin-form target (`/path`) under its host."""
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc:
+        return url
+    if method.upper() == "CONNECT" or (url and not url.startswith("/") and "://" not in url):
+        authority = url or host or ""
+        _, _, port = authority.rpartition(":")
+        scheme = "https" if port == "443" else "http"
+        return f"{scheme}://{authority}/"
+    return f"http://{host or 'localhost'}{url or '/'}"
+
+
 def har_request(x: Exchange, read: PayloadReader) -> dict[str, Any]:
     req, head = x.request, x.request_head
     raw, pruned = body_or_note(req, read)
+    method = req.method or head.start[0].decode("latin-1")
     out: dict[str, Any] = {
-        "method": req.method or head.start[0].decode("latin-1"),
-        "url": req.url or "",
+        "method": method,
+        "url": absolute_url(method, req.url or "", req.host),
         "httpVersion": head.start[2].decode("latin-1") or "HTTP/1.1",
         "cookies": request_cookies(head),
         "headers": headers(head.fields),
-        "queryString": query_string(req.url or ""),
+        "queryString": query_string(req.url or "") if method.upper() != "CONNECT" else [],
         "headersSize": headers_size(req.head, head.start[2]),
         "bodySize": len(raw) if req.payload_state in ("complete", "partial") else -1,
     }
@@ -153,11 +169,27 @@ def har_response(x: Exchange, read: PayloadReader) -> dict[str, Any]:
     }
 
 
-def har_entry(x: Exchange, read: PayloadReader) -> dict[str, Any]:
-    """The HAR entry of one exchange; its time is from the request event to the answer event."""
+def timings(x: Exchange) -> dict[str, float]:
+    """HAR's `timings`: `wait` is the time to the answer's first byte and `receive` the rest up to its
+    last byte, from the offsets capture measured; where it measured none, the whole span from the
+    request event to the answer event is `wait` (nothing says when the answer began)."""
     started = x.request.at
     ended = x.response.at if x.response is not None else started
-    wait = max(0.0, (ended - started).total_seconds() * 1000)
+    total = max(0.0, (ended - started).total_seconds() * 1000)
+    first = x.response.first_byte_ms if x.response is not None else None
+    last = x.response.last_byte_ms if x.response is not None else None
+    if first is None:
+        wait, receive = total, 0.0
+    else:
+        wait = max(0.0, first)
+        receive = max(0.0, (last if last is not None else total) - wait)
+    return {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": wait, "receive": receive}
+
+
+def har_entry(x: Exchange, read: PayloadReader) -> dict[str, Any]:
+    """The HAR entry of one exchange: its `time` is the sum of its timings (HAR 1.2's rule)."""
+    started = x.request.at
+    spans = timings(x)
     flightlog: dict[str, Any] = {
         "action_id": x.action_id,
         "request_event": x.request.event_id,
@@ -169,22 +201,16 @@ def har_entry(x: Exchange, read: PayloadReader) -> dict[str, Any]:
         flightlog["response_payload_state"] = x.response.payload_state
     if x.request.parent:
         flightlog["parent"] = x.request.parent
+    if x.request.url and absolute_url(x.request.method or "", x.request.url, x.request.host) != x.request.url:
+        flightlog["target"] = x.request.url  # as recorded (a CONNECT's authority-form)
     flightlog |= usage_and_timing(x)
-    entry = {
+    entry: dict[str, Any] = {
         "startedDateTime": iso(started),
-        "time": wait,
+        "time": sum(v for v in spans.values() if v > 0),
         "request": har_request(x, read),
         "response": har_response(x, read),
         "cache": {},
-        "timings": {
-            "blocked": -1,
-            "dns": -1,
-            "connect": -1,
-            "ssl": -1,
-            "send": 0,
-            "wait": wait,
-            "receive": 0,
-        },
+        "timings": spans,
         "_flightlog": flightlog,
     }
     if x.websocket:

@@ -61,7 +61,7 @@ class Follower:
         self.ledger = ledger
         self.url = otlp.traces_url(endpoint)
         self.quiet = quiet
-        self.tree = SpanTree(ledger_bodies(ledger.payload), content=content, hold=True)
+        self.tree = SpanTree(ledger_bodies(ledger.payload, ledger.events), content=content, hold=True)
         self.after = chain_heads(ledger.engine)
         self.waiting: deque[SpanValue] = deque()
         self.sent = self.dropped = 0

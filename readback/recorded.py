@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,16 +47,42 @@ class Exchange:
 
     @property
     def request_head(self) -> Head:
+        if not self.request.head and self.request.kind == kinds.CONNECTION_ATTEMPT:
+            return Head(
+                ((self.request.method or "CONNECT").encode(), (self.request.url or "").encode(), b""), ()
+            )
         return parse_head(self.request.head)
 
     @property
     def response_head(self) -> Head | None:
+        if (
+            self.response is not None
+            and not self.response.head
+            and self.response.kind == kinds.POLICY_REFUSED
+        ):
+            status = self.response.status or 403
+            reason = HTTPStatus(status).phrase.encode() if status in HTTPStatus._value2member_map_ else b""
+            return Head(
+                (b"HTTP/1.1", str(status).encode(), reason), ((b"content-type", b"application/json"),)
+            )
         return parse_head(self.response.head) if self.response and self.response.head else None
 
 
-def exchange_from_events(events: Sequence[StoredEvent]) -> Exchange | None:
-    """Pair the request event of an action with its answer; None when there is no request."""
+ATTEMPT_KINDS: Final = (kinds.CONNECTION_ATTEMPT, kinds.POLICY_REFUSED)
+"""What an attempt refused before any exchange (a CONNECT to a refused host) is recorded as: the
+attempt naming its target, and the refusal holding the answer the client was sent."""
+
+
+def exchange_from_events(events: Sequence[StoredEvent], *, attempts: bool = False) -> Exchange | None:
+    """Pair the request event of an action with its answer; None when there is no request. With
+    `attempts`, an attempt refused before any exchange (a CONNECT to a refused host: no request
+    head was recorded) is one too, its refusal the answer (the exports show it; replay does not)."""
     request = next((e for e in events if e.kind == REQUEST_KIND), None)
+    if request is None and attempts:
+        request = next((e for e in events if e.kind == kinds.CONNECTION_ATTEMPT), None)
+        if request is not None:
+            refusal = next((e for e in events if e.kind == kinds.POLICY_REFUSED), None)
+            return Exchange(request, refusal)
     if request is None:
         return None
     response = next((e for e in events if e.kind == RESPONSE_KIND), None)
@@ -158,20 +185,23 @@ def iter_exchanges(
     events: Callable[[Sequence[str]], Iterator[StoredEvent]],
     action_ids: Sequence[str],
     chunk: int = 400,
+    *,
+    attempts: bool = False,
 ) -> Iterator[Exchange]:
-    """The recorded exchange of each action, in the order given; actions without a request skipped.
+    """The recorded exchange of each action, in the order given; actions without a request skipped
+    (with `attempts`, attempts refused before any exchange are kept: `exchange_from_events`).
 
     Events are read a chunk of actions at a time (one id query, then `Ledger.events`), not one
     query per action: exporting a large selection costs a few queries per few hundred exchanges.
     """
     for start in range(0, len(action_ids), chunk):
         part = list(action_ids[start : start + chunk])
-        kinds = (REQUEST_KIND, RESPONSE_KIND, *WEBSOCKET_KINDS)
-        ids = [e for e, _ in event_ids_of_actions(engine, part, kinds)]
+        wanted = (REQUEST_KIND, RESPONSE_KIND, *WEBSOCKET_KINDS, *(ATTEMPT_KINDS if attempts else ()))
+        ids = [e for e, _ in event_ids_of_actions(engine, part, wanted)]
         grouped: dict[str, list[StoredEvent]] = {}
         for event in events(ids):
             grouped.setdefault(event.action_id, []).append(event)
         for action_id in part:
-            exchange = exchange_from_events(grouped.get(action_id, []))
+            exchange = exchange_from_events(grouped.get(action_id, []), attempts=attempts)
             if exchange is not None:
                 yield exchange

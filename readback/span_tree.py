@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from formats.errors import CodingError
 from formats.model_apis import api_of
 from readback.genai_spans import (
     Call,
@@ -43,11 +44,15 @@ from readback.genai_spans import (
 )
 from readback.model_answer import ModelAnswer, decoded, read_model_answer, request_model
 from readback.recorded import PayloadReader, body_or_note
+from recording.mcp.http_messages import message_at
 from storage import kinds
 from storage.events import StoredEvent
 from storage.heads import parse_head
 
 Bodies = Callable[[StoredEvent], bytes]
+EventsOf = Callable[[Sequence[str]], Iterable[StoredEvent]]
+MCP_POINTER: Final = ":mcp:"
+"""What an MCP message event's id holds when its bytes are a place in its exchange's payload."""
 """An event's stored body without its content-encoding (empty when it kept none)."""
 
 _OPENING: Final[dict[str, CallKind]] = {
@@ -55,6 +60,7 @@ _OPENING: Final[dict[str, CallKind]] = {
     kinds.DISPATCH_CALL: "tool",
     kinds.DISPATCH_UPSTREAM_REQUEST: "http",
     kinds.MCP_TOOL_CALL: "mcp",
+    kinds.CONNECTION_ATTEMPT: "http",  # a CONNECT refused before any exchange (`_refused_connect`)
 }
 _CLOSING: Final = frozenset(
     {
@@ -83,19 +89,47 @@ def call_key(event: StoredEvent) -> str | None:
         return f"mcp\x00{parent or event.action_id}"
     if event.kind in _DOOR_UPSTREAM:  # `ACTION:upstream.N.request` and `.response`: attempt N's pair
         return f"upstream\x00{event.event_id.rsplit('.', 1)[0]}"
-    if event.kind in _OPENING or event.kind in _CLOSING:
+    if event.kind == kinds.CONNECTION_ATTEMPT and event.method != "CONNECT":
+        return None  # a connection that failed before naming a request: no call
+    if event.kind in _OPENING or event.kind in _CLOSING or event.kind == kinds.POLICY_REFUSED:
         return f"action\x00{event.action_id}"
     return None
 
 
-def ledger_bodies(read: PayloadReader) -> Bodies:
-    """Bodies from the Ledger's payloads, their content-encoding (named in the head) removed."""
+def _refused_connect(event: StoredEvent, halves: list[StoredEvent | None]) -> bool:
+    """Whether `event` is the refusal answering a CONNECT attempt refused before any exchange (a
+    refusal of a request that was made is not an answer: the request has its own)."""
+    opening = halves[0]
+    return (
+        event.kind == kinds.POLICY_REFUSED
+        and opening is not None
+        and opening.kind == kinds.CONNECTION_ATTEMPT
+    )
+
+
+def ledger_bodies(read: PayloadReader, events: EventsOf | None = None) -> Bodies:
+    """Bodies from the Ledger's payloads, their content-encoding (named in the head) removed. With
+    `events` (the Ledger's lookup by id), an MCP message recorded by reference (an `artifact`: its
+    place in its exchange's payload, `recording.mcp.http_messages`) is read from there."""
 
     def bodies(event: StoredEvent) -> bytes:
+        if event.payload_state == "artifact" and events is not None and MCP_POINTER in event.event_id:
+            return _pointed(event.event_id)
         data = body_or_note(event, read)[0]  # a pruned body: none (the event's state still says it had one)
         if not data:
             return b""
         return decoded(data, parse_head(event.head).get("content-encoding") if event.head else None)
+
+    def _pointed(event_id: str) -> bytes:
+        exchange_id, n = event_id.rsplit(MCP_POINTER, 1)
+        found = list(events([exchange_id])) if events is not None else []
+        if not found or not n.isdigit():
+            return b""
+        data = body_or_note(found[0], read)[0]
+        try:
+            return message_at(data, found[0].head or b"", int(n)) if data else b""
+        except (IndexError, ValueError, CodingError):
+            return b""
 
     return bodies
 
@@ -155,8 +189,12 @@ class SpanTree:
             key = call_key(event)
             if key is None:
                 continue
+            if event.kind == kinds.POLICY_REFUSED:
+                found = self._open.get(key)
+                if found is None or not _refused_connect(event, found):
+                    continue
             halves = self._open.setdefault(key, [None, None])
-            if event.kind in _CLOSING:
+            if event.kind in _CLOSING or event.kind == kinds.POLICY_REFUSED:
                 halves[1] = event
             elif halves[0] is None:
                 halves[0] = event

@@ -133,8 +133,9 @@ def request_event(proc: Processing, rec: RequestRecord, *, collector: str, seq: 
 def offsets_ms(
     timing: tuple[float | None, float | None, float | None, float | None],
 ) -> tuple[float | None, float | None, float | None]:
-    """(first byte, last byte, first chunk) in milliseconds after the request started; None where
-    a time is unknown. A streamed AI answer's first body chunk is its first token's arrival."""
+    """(first byte, last byte, first token) in milliseconds after the request started; None where
+    a time is unknown. The first token is the arrival of a streamed answer's first content event
+    (`formats.first_token`), put in the record by the writer that read the chunks."""
     started, first, last, chunk = timing
     if started is None:
         return None, None, None
@@ -165,7 +166,7 @@ def response_event(
     else:
         state = "partial" if rec.partial else "complete"
     model = usage.model
-    first_byte, last_byte, first_chunk = offsets_ms(rec.timing)
+    first_byte, last_byte, first_token = offsets_ms(rec.timing)
     return _exchange_event(
         ex,
         kinds.RESPONSE_ROLE,
@@ -190,7 +191,7 @@ def response_event(
         reasoning_tokens=usage.reasoning,
         first_byte_ms=first_byte,
         last_byte_ms=last_byte,
-        first_token_ms=first_chunk
+        first_token_ms=first_token
         if rec.streamed and model is not None and (rec.status or 0) < 400
         else None,
         client_bytes=rec.client_bytes,

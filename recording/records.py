@@ -46,6 +46,8 @@ class StreamChunk:
     data: bytes
     content_encoding: str = ""
     """The answer's content-encoding, so the writer can redact inside it as it streams."""
+    at: float | None = None
+    """When the chunk arrived (epoch seconds): the writer finds the first token's arrival among them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +70,10 @@ class ResponseRecord:
     partial: bool = False
     request_body: bytes | None = None
     timing: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
-    """(request started, first answer byte, last answer byte, first body chunk of a stream), epoch
-    seconds, None where unknown: the writer turns them into the event's millisecond offsets."""
+    """(request started, first answer byte, last answer byte, first token of a stream), epoch seconds,
+    None where unknown: the writer turns them into the event's millisecond offsets. The proxy puts the
+    first body chunk's arrival last; the writer, which reads the chunks, replaces it with the arrival
+    of the first one carrying content (`formats.first_token`)."""
     client_bytes: int | None = None
     """Of the answer's body, the bytes passed on to the client (None: no answer reached it)."""
     client_left: float | None = None
@@ -215,7 +219,7 @@ def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
     """An item as a tuple of plain values, for the pipe to the writer process; with `buffers`, large
     bodies are collected there and the tuple holds their index."""
     if isinstance(item, StreamChunk):
-        return (_CHUNK, item.flow_id, _body(item.data, buffers), item.content_encoding)
+        return (_CHUNK, item.flow_id, _body(item.data, buffers), item.content_encoding, item.at)
     if isinstance(item, WebSocketRecord):
         wire = _exchange_wire(item.exchange)
         return (_WEBSOCKET, wire, item.at, item.index, item.origin, _body(item.content, buffers), item.code)
@@ -272,8 +276,8 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
     """The item `to_wire` was given (`buffers`: the frame's bodies, in index order)."""
     kind = wire[0]
     if kind == _CHUNK:
-        _, flow_id, data, coding = wire
-        return StreamChunk(flow_id, _resolve(data, buffers) or b"", coding)
+        _, flow_id, data, coding, at = wire
+        return StreamChunk(flow_id, _resolve(data, buffers) or b"", coding, at)
     if kind == _REQUEST:
         _, ex, at, head, body, coding = wire
         return RequestRecord(_exchange(ex), at, head, _resolve(body, buffers), coding)

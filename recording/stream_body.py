@@ -8,9 +8,10 @@ before the batch that references it (`Deferred`).
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any
 
+from formats.first_token import Watch
 from recording import events as ev
 from recording.records import ResponseRecord
 from storage.events import INLINE_MAX, Event, PayloadRef
@@ -32,14 +33,23 @@ class StreamBody:
     names: frozenset[str] = frozenset()
     note: str | None = None
     """Why the body was searched for secrets as stored, not decoded (`StreamRedactor.problem`)."""
+    first_token: Watch = field(default_factory=Watch)
+    """Reads the chunks as they arrived (before redaction, which may hold bytes back) for the
+    arrival of the first one carrying the model's output."""
 
     @classmethod
-    def spooled(cls, redactor: Any = None) -> StreamBody:
+    def spooled(cls, redactor: Any = None, content_encoding: str = "") -> StreamBody:
         """A body in memory up to the Ledger's inline limit, on disk past it; `redactor` a
         `StreamRedactor` (or None: nothing to redact)."""
-        return cls(file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX), redactor=redactor)
+        return cls(
+            file=tempfile.SpooledTemporaryFile(max_size=INLINE_MAX),
+            redactor=redactor,
+            first_token=Watch(content_encoding),
+        )
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, at: float | None = None) -> None:
+        """Take the next chunk, which arrived at `at` (epoch seconds, None when unknown)."""
+        self.first_token.feed(data, at)
         if self.redactor is not None:
             data = self.redactor.feed(data)
         self.file.write(data)
@@ -73,11 +83,20 @@ class Deferred:
 
 
 def streamed_answer(
-    proc: ev.Processing, rec: ResponseRecord, stream: StreamBody, *, collector: str, seq: int
+    proc: ev.Processing,
+    rec: ResponseRecord,
+    stream: StreamBody,
+    *,
+    collector: str,
+    seq: int,
+    lost: bool = False,
 ) -> Event | Deferred:
     """The answer's event for a teed body, once it ended: its usage read back (up to `USAGE_MAX`),
-    the body inline when small, else `Deferred` to its batch."""
+    its first token's arrival (none when chunks were `lost`: one of them may have held it), the body
+    inline when small, else `Deferred` to its batch."""
     stream.finish()
+    first_token = None if lost else stream.first_token.at
+    rec = replace(rec, timing=(*rec.timing[:3], first_token))
     usage = ev.usage_of(proc, rec, stream.file.read() if stream.size <= USAGE_MAX else None)
     stream.file.seek(0)
     if stream.size <= INLINE_MAX:

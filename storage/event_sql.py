@@ -175,7 +175,18 @@ def group_key(dialect: Dialect, by: str) -> str:
         return bucket(dialect)
     if by == "rule":
         return rule_of(dialect)
+    if by == "model":
+        return ACTION_MODEL
     return f"events.{by}"
+
+
+ACTION_MODEL: Final = (
+    "coalesce(events.model, (SELECT max(m.model) FROM events m"
+    " WHERE m.action_id = events.action_id AND m.model IS NOT NULL))"
+)
+"""The model an event is filed under: its own, else its action's (the model its answer named, or the
+request's body did): capture writes the model on the answer event, and a request, its MCP messages or
+its refusal belong to the same call, so counting by model files them there and not under none."""
 
 
 UNPRICED: Final = (

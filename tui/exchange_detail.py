@@ -89,7 +89,7 @@ def timing_text(parts: Parts) -> str:
         ("duration", figures.duration(t.duration_ms) or "unknown"),
         ("first byte", figures.duration(t.ttfb_ms) or "not recorded (needs the capture's timing columns)"),
         (
-            "first token",
+            "first token",  # the first content delta of a streamed model answer, not its first chunk
             figures.duration(ans.first_token_ms) if ans and ans.first_token_ms is not None else "",
         ),
         ("request", f"{figures.size(req.payload_size) or 'no body'} ({req.payload_state})"),

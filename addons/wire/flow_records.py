@@ -65,18 +65,19 @@ def tee(
     flow_id: str, put: Callable[[StreamChunk], object], coding: str, delivery: Delivery
 ) -> Callable[[bytes], bytes]:
     """A `response.stream` callable passing each chunk on unchanged and handing a copy to `put`,
-    counting in `delivery` the bytes passed on while the client is there and when the first went
-    (a streamed answer's first token)."""
+    counting in `delivery` the bytes passed on while the client is there and when the first went.
+    Each chunk carries its arrival time: the writer finds the first token among them."""
     client = delivery.client
 
     def pass_on(chunk: bytes) -> bytes:
         if chunk:
+            now = time.time()
             if delivery.first is None:
-                delivery.first = time.time()
+                delivery.first = now
             delivery.total += len(chunk)
             if client is None or client.left_at is None:
                 delivery.sent += len(chunk)
-            put(StreamChunk(flow_id, chunk, coding))
+            put(StreamChunk(flow_id, chunk, coding, now))
         return chunk
 
     return pass_on

@@ -300,7 +300,7 @@ class Writer:
             stream = self._streams.get(item.flow_id)
             if stream is None:
                 stream = self._streams[item.flow_id] = self._new_stream(item.content_encoding)
-            stream.write(item.data)
+            stream.write(item.data, item.at)
             for event in mcp_live.live(proc, item, self._next_seq):  # an open MCP stream's messages
                 self._add(event, [])
         elif isinstance(item, RequestRecord):
@@ -319,7 +319,8 @@ class Writer:
 
     def _new_stream(self, content_encoding: str = "") -> StreamBody:
         redactor = self.processing.redactor
-        return StreamBody.spooled(redactor.stream(content_encoding or None) if redactor is not None else None)
+        stream_redactor = redactor.stream(content_encoding or None) if redactor is not None else None
+        return StreamBody.spooled(stream_redactor, content_encoding)
 
     def _response(self, rec: ResponseRecord) -> Event | Deferred:
         proc = self.processing
@@ -331,10 +332,11 @@ class Writer:
                 proc, rec, body, body_names=names, usage=usage, note=note, collector=self.collector, seq=seq
             )
         stream = self._streams.pop(rec.exchange.flow_id, None) or self._new_stream(rec.content_encoding)
-        if rec.exchange.flow_id in self._lost_streams:
+        lost = rec.exchange.flow_id in self._lost_streams
+        if lost:
             self._lost_streams.discard(rec.exchange.flow_id)
             rec = chunks_lost(rec)
-        return streamed_answer(proc, rec, stream, collector=self.collector, seq=seq)
+        return streamed_answer(proc, rec, stream, collector=self.collector, seq=seq, lost=lost)
 
     def _flush(self) -> None:
         now = time.time()

@@ -202,3 +202,16 @@ def test_a_path_of_any_script_is_still_written(directory: Directory) -> None:
             {"bundle": "inbox", "path": path, "content": row("Y", "y")},
         )
         assert status == 200, body
+
+
+def test_a_search_that_finds_nothing_says_so_as_the_cli_does(directory: Directory) -> None:
+    """No row matches: the table comes with the resolver's plain sentence (a `#` line, as the
+    preamble's), the same words `flightlog find` prints, never an empty table alone."""
+    from catalog.resolver import no_match
+
+    status, _, body = call(directory, "GET", "/api/directory/search?q=zzqx")
+    lines = body.decode().splitlines()
+    assert status == 200 and f"# {no_match('zzqx')}" in lines
+    assert lines[-1].startswith("id\t")  # the header, and no row under it
+    found = call(directory, "GET", "/api/directory/search?q=wether")[2].decode()
+    assert "Nothing in the Directory" not in found

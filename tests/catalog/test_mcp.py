@@ -74,6 +74,7 @@ def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home:
         out: dict[str, Any] = {}
         out["long"] = await s.call_tool("get", {"ids": ["long"]})
         out["search"] = await s.call_tool("search", {"query": "weather for a city", "k": 2})
+        out["nothing"] = await s.call_tool("search", {"query": "zzqx"})
         out["get"] = await s.call_tool("get", {"ids": ["get_weather", "nope"]})
         out["resource"] = await s.read_resource("flightlog://manifest")
         out["manifest"] = await s.call_tool("manifest", {})
@@ -90,6 +91,8 @@ def test_a_session_reads_writes_and_is_refused_as_a_result(tmp_path: Path, home:
 
     out = run(session(folder, home, token=mint(home, "grants = call,write")), script)
     assert out["search"].content[0].text.splitlines()[6].startswith("get_weather\t")
+    said = 'Nothing in the Directory is called, or means, "zzqx".'
+    assert any(line.startswith(f"# {said}") for line in out["nothing"].content[0].text.splitlines())
     assert out["get"].content[0].text.startswith("@@ get_weather\n---\n")
     assert out["get"].content[0].text.endswith("@@ missing\nnope")
     resource = out["resource"].contents[0]

@@ -97,3 +97,27 @@ def test_a_real_door_calls_upstream_exchange_is_a_span_under_its_tool_span(
     assert (upstream.parent_id, upstream.trace_id, upstream.kind) == (tool.span_id, tool.trace_id, "client")
     assert dict(upstream.attributes)["url.full"] == slow_upstream + "/late"
     assert upstream.end_ns - upstream.start_ns >= DELAY * 1e9
+
+
+def test_a_call_is_stamped_when_it_came_to_the_door_not_when_the_checks_ended(
+    ledger: Ledger, slow_upstream: str
+) -> None:
+    """A Directory slow to look the tool up: the call event carries the instant the call came in
+    (the clock it was checked with), not the moment the checks ended after the slow lookup."""
+    slow = Tool.from_frontmatter(
+        {"name": "slow", "description": "Answers late.", "upstream": {"method": "GET", "url": slow_upstream}}
+    )
+    looked_up = threading.Event()
+
+    def slow_lookup(name: str) -> Tool | None:
+        time.sleep(0.2)  # a Directory read from a slow disk: the checks take a while
+        looked_up.set()
+        return {"slow": slow}.get(name)
+
+    then = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    dispatcher = Dispatcher(slow_lookup, ledger, SECRETS, ROOT, REFUSED)
+    result = dispatcher.dispatch({"tool": "slow", "args": {}}, token=token_for("slow"), now=then)
+    assert looked_up.is_set() and result.status == 200, result.reply
+    events = {e.kind: e.at for e in ledger.action(result.action_id)}
+    assert events["dispatch.call"] == then
+    assert events["dispatch.upstream.request"] > then

@@ -459,3 +459,43 @@ def test_a_door_calls_upstream_attempts_are_client_spans_under_it(identity: dict
     assert [(s.start_ns - door.start_ns) // 1_000_000 for s in attempts] == [10, 25]
     roots = [s for s in spans if s.name.startswith("invoke_agent")]
     assert [dict(r.attributes)["flightlog.calls"] for r in roots] == ([1] if identity else [])
+
+
+MCP_FRAMES = {
+    "a call and its content": (
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}',
+        b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"5"}],"isError":false}}',
+        {"a": 2, "b": 3},
+        [{"type": "text", "text": "5"}],
+    ),
+    "no arguments, a result without content": (
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"now"}}',
+        b'{"jsonrpc":"2.0","id":4,"result":{"structuredContent":{"t":1}}}',
+        {},
+        {"structuredContent": {"t": 1}},
+    ),
+    "a JSON-RPC error": (
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","arguments":{"q":"?"}}}',
+        b'{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"bad"}}',
+        {"q": "?"},
+        {"code": -32602, "message": "bad"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MCP_FRAMES))
+def test_mcp_tool_content_is_the_tools_own_not_the_json_rpc_frame(name: str) -> None:
+    """An MCP call's span shows `params.arguments` and the result's content (or the error): a
+    receiver flattening them (Phoenix's `tool.parameters.*`) sees no `jsonrpc`, `method` or `id`."""
+    from readback.genai_spans import mcp_arguments, mcp_result
+
+    request, answer, arguments, result = MCP_FRAMES[name]
+    assert json.loads(mcp_arguments(request)) == arguments
+    assert json.loads(mcp_result(answer)) == result
+
+
+def test_mcp_content_that_is_not_json_rpc_is_given_as_recorded() -> None:
+    """Bytes that are not a JSON-RPC object are not guessed at: they go as recorded."""
+    from readback.genai_spans import mcp_arguments, mcp_result
+
+    assert mcp_arguments(b"not json") == "not json" and mcp_result(b'{"a": 1}') == '{"a": 1}'
