@@ -29,15 +29,17 @@ def _basic(user: str, password: str) -> bytes:
     return b"Basic " + base64.b64encode(f"{user}:{password}".encode())
 
 
+BEARER, TOKEN = b"Bearer ", b"token "
+AUTH = b"Authorization"
 KEY_PLACES = {
-    "bearer": ([(b"Authorization", b"Bearer " + P.encode())], "/v1", [(b"Authorization", b"Bearer " + REAL.encode())], "/v1"),
-    "token": ([(b"authorization", b"token " + P.encode())], "/v1", [(b"authorization", b"token " + REAL.encode())], "/v1"),
-    "basic password": ([(b"Authorization", _basic("x", P))], "/r.git", [(b"Authorization", _basic("x", REAL))], "/r.git"),
-    "basic user": ([(b"Authorization", _basic(P, "x-oauth-basic"))], "/", [(b"Authorization", _basic(REAL, "x-oauth-basic"))], "/"),
+    "bearer": ([(AUTH, BEARER + P.encode())], "/v1", [(AUTH, BEARER + REAL.encode())], "/v1"),
+    "token": ([(AUTH, TOKEN + P.encode())], "/v1", [(AUTH, TOKEN + REAL.encode())], "/v1"),
+    "basic password": ([(AUTH, _basic("x", P))], "/r.git", [(AUTH, _basic("x", REAL))], "/r.git"),
+    "basic user": ([(AUTH, _basic(P, "x-oauth-basic"))], "/", [(AUTH, _basic(REAL, "x-oauth-basic"))], "/"),
     "x-api-key": ([(b"x-api-key", P.encode())], "/v1", [(b"x-api-key", REAL.encode())], "/v1"),
     "api-key": ([(b"api-key", P.encode())], "/v1", [(b"api-key", REAL.encode())], "/v1"),
     "query": ([], f"/v1?a=1&key={P}", [], f"/v1?a=1&key={REAL}"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("place", KEY_PLACES)
@@ -120,5 +122,6 @@ def test_the_book_lends_while_the_run_lives(tmp_path: Path) -> None:
     loan_book.close(page)
     assert book.current() == {}
     dead = loan_book.folder(tmp_path) / "dead.json"
-    dead.write_text('{"pid": %d, "loans": {"x": "OPENAI_API_KEY"}}' % (2**22 + os.getpid() % 7 + 1))
+    gone = 2**22 + os.getpid() % 7 + 1  # above the kernel's largest process id
+    dead.write_text(f'{{"pid": {gone}, "loans": {{"x": "OPENAI_API_KEY"}}}}')
     assert loan_book.read_pages(loan_book.folder(tmp_path)) == {}
