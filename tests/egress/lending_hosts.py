@@ -108,11 +108,15 @@ def _handler(host: KeyHost) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def key_host(
-    kind: Kind, key: str, repo: Path | None = None, tls: tuple[Path, Path] | None = None
+    kind: Kind,
+    key: str,
+    repo: Path | None = None,
+    tls: tuple[Path, Path] | None = None,
+    address: str = "127.0.0.1",
 ) -> Iterator[KeyHost]:
-    """A host on a free loopback port (HTTPS with `tls`: certificate and key files)."""
+    """A host on a free port of `address` (HTTPS with `tls`: certificate and key files)."""
     host = KeyHost(kind, key, repo)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(host))
+    server = ThreadingHTTPServer((address, 0), _handler(host))
     server.daemon_threads = True
     if tls is not None:
         import ssl
