@@ -16,7 +16,9 @@ command reports what it saw and got, the tests read that, the test hosts' logs a
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -49,6 +51,8 @@ class Lent:
     hosts: dict[str, KeyHost]
     ledger: Ledger
     home: Path
+    ledger_url: str
+    blobs_url: str
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +74,7 @@ def lent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lent]:
         )
         home, ledger_url = root / "home", f"sqlite:///{root / 'ledger.db'}"
         blobs = (root / "blobs").as_uri()
-        env = {k: v for k, v in __import__("os").environ.items() if "proxy" not in k.lower()}
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
         env = {k: v for k, v in env.items() if not k.startswith("FLIGHTLOG_")}
         env |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "FLIGHTLOG_BLOBS": blobs}
         env["OPENAI_API_KEY"] = REAL["OPENAI_API_KEY"]  # the operator's shell exported the real key
@@ -89,7 +93,8 @@ def lent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lent]:
         run = json.loads(done.stdout.strip().splitlines()[-1])
         ledger = ledger_of(ledger_url, blobs)
         try:
-            yield Lent(run, base, {"openai": oa, "anthropic": an, "code": code, "sink": sink}, ledger, home)
+            hosts = {"openai": oa, "anthropic": an, "code": code, "sink": sink}
+            yield Lent(run, base, hosts, ledger, home, ledger_url, blobs)
         finally:
             ledger.engine.dispose()
 
@@ -169,3 +174,22 @@ def _basic_of(value: str) -> str:
     import base64
 
     return base64.b64encode(f"x-access-token:{value}".encode()).decode()
+
+
+@pytest.mark.parametrize("form", ["har", "jsonl", "mitmproxy"])
+def test_exports_hold_no_real_value(lent: Lent, form: str, tmp_path: Path) -> None:
+    """Every export of the run (HAR, JSON lines, a mitmproxy flow file) holds none of the real values;
+    the placeholders the attempts carried stay visible there (worthless, and what was tried)."""
+    out = tmp_path / f"export.{form}"
+    env = {**os.environ, "FLIGHTLOG_HOME": str(lent.home)}
+    env |= {"FLIGHTLOG_LEDGER": lent.ledger_url, "FLIGHTLOG_BLOBS": lent.blobs_url}
+    done = subprocess.run(
+        [sys.executable, "-m", "flightlog", "export", "--format", form, "-o", str(out)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = out.read_bytes()
+    assert b"credential" in data or form == "mitmproxy"
+    for value in REAL.values():
+        assert value.encode() not in data and base64.b64encode(value.encode()) not in data
+    assert lent.run["env"]["OPENAI_API_KEY"].encode() in data

@@ -21,14 +21,16 @@ from tests.egress.sealed_support import nobody_folder
 REAL = "sk-proj-SEALEDrealKEY0123456789abcdefghijklmnopqrstuvwxyz"
 CHILD = """
 import json, os, pathlib
-out = {"env": dict(os.environ), "proc": pathlib.Path("/proc/self/environ").read_bytes().decode(errors="replace")}
+proc = pathlib.Path("/proc/self/environ").read_bytes().decode(errors="replace")
+out = {"env": dict(os.environ), "proc": proc}
 try:
     out["secrets"] = pathlib.Path("secrets.env").read_text()
 except OSError as e:
     out["secrets"] = "unreadable: " + type(e).__name__
 out["netrc"] = pathlib.Path(os.environ["NETRC"]).read_text()
 import openai
-chat = openai.OpenAI().chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+ask = [{"role": "user", "content": "hi"}]
+chat = openai.OpenAI().chat.completions.create(model="gpt-4o-mini", messages=ask)
 out["answer"] = chat.choices[0].message.content
 print(json.dumps(out))
 """
