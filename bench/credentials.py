@@ -9,11 +9,16 @@
   bodies;
 
 each against the same request through the step with no loans, as a ratio, and in microseconds.
+Then the whole proxy (`--proxy-only` for just this): `flightlog proxy` (one worker, a reverse
+listener in front of a local upstream), sequential GETs from one keep-alive client, round after round
+alternating a request with the real key and no loans (nothing to swap) and the same request with a
+lent placeholder swapped for it: p50 and p99 per request, and the ratio.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,7 +52,70 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def main() -> None:
+def through_proxy(rounds: int = 5, per_round: int = 300) -> None:
+    """The proxy's whole latency per request, with and without a swap (module docstring)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import httpx
+
+    from bench._upstream import free_port, start_upstream, wait_listening
+
+    work = Path(tempfile.mkdtemp(prefix="flightlog-bench-credentials-"))
+    upstream = start_upstream([1024], kind="asyncio")
+    proc = None
+    try:
+        home = work / "home"
+        home.mkdir()
+        secrets = work / "secrets.env"
+        real = REAL["OPENAI_API_KEY"]
+        secrets.write_text(f"OPENAI_API_KEY={real}\nOPENAI_API_KEY.hosts=127.0.0.1:{upstream.port}\n")
+        port = free_port()
+        args = [sys.executable, "-m", "flightlog", "proxy", "--workers", "1", "--listen", "127.0.0.1:0",
+                "--no-ai-listeners", "--mode", f"reverse:http://127.0.0.1:{upstream.port}@{port}",
+                "--secrets", str(secrets)]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()} | {
+            "FLIGHTLOG_HOME": str(home)
+        }
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_listening(port, proc, "proxy")
+        loans = loan_book.lend({"OPENAI_API_KEY": "OPENAI_API_KEY"}, REAL)
+        got: dict[str, list[float]] = {"no swap": [], "swap": []}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=30) as client:
+            for _ in range(rounds):
+                for case in got:
+                    page = loan_book.register(home, "bench", loans) if case == "swap" else None
+                    key = loans[0].placeholder if page is not None else real
+                    client.get("/1024", headers={"authorization": f"Bearer {key}"}).raise_for_status()
+                    for _ in range(per_round):
+                        start = time.perf_counter()
+                        client.get("/1024", headers={"authorization": f"Bearer {key}"}).raise_for_status()
+                        got[case].append((time.perf_counter() - start) * 1e6)
+                    if page is not None:
+                        loan_book.close(page)
+        base = _pct(got["no swap"], 0.5)
+        for case, values in got.items():
+            print(
+                f"through the proxy, {case}: p50 {_pct(values, 0.5):.0f} us, p99 {_pct(values, 0.99):.0f} us,"
+                f" {_pct(values, 0.5) / base:.3f}x the request with no swap"
+            )
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+        upstream.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--proxy-only" not in argv:
+        step()
+    through_proxy()
+
+
+def step() -> None:
     import random
 
     from mitmproxy.test import tflow
