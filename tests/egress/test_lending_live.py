@@ -39,7 +39,7 @@ REAL = {
     "GITHUB_TOKEN": "ghp_REALgithubTOKENvalue0123456789abcdefgh",
 }
 ATTEMPTS = ("other host", "in a URL", "in a body", "another header", "split 1", "split 2", "base64 body",
-            "body to its own host")  # fmt: skip
+            "its host named, another reached", "body to its own host")  # fmt: skip
 
 CHILD = Path(__file__).with_name("lending_child.py")
 
