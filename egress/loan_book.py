@@ -30,8 +30,15 @@ FOLDER: Final = "loans"
 ALPHABET: Final = string.ascii_letters + string.digits
 MIN_RANDOM: Final = 24
 """Random characters in a placeholder at least: beyond guessing, and long enough to be found whole."""
-_PREFIX: Final = re.compile(r"^(?:[A-Za-z][A-Za-z0-9]{0,5}[-_])+")
-"""A key's kind, as its issuer writes it: short words each ended by `-` or `_` (`sk-proj-`, `ghp_`)."""
+_ISSUERS: Final = (
+    "sk-proj- sk-svcacct- sk-admin- sk-ant-api03- sk-ant-admin01- sk-ant- sk-or-v1- sk- ghp_ gho_ ghu_ ghs_ "
+    "ghr_ github_pat_ glpat- hf_ xai- gsk_ pplx- fw_ r8_ AIza xoxb- xoxp- npm_ pypi-"
+)
+KNOWN_PREFIXES: Final = tuple(sorted(_ISSUERS.split(), key=len, reverse=True))
+"""Issuers' key prefixes, kept in a placeholder (clients check them: `sk-`, `sk-ant-`)."""
+_PREFIX: Final = re.compile(r"^[a-z]{2,4}[-_]")
+"""Any other key's kind: one short lowercase word ended by `-` or `_` (never more of the key: a
+prefix guessed wider could copy secret characters into the placeholder)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +52,9 @@ class Loan:
 
 def prefix_of(value: str) -> str:
     """The part of a key that says what kind of key it is (`sk-ant-api03-`), kept in its placeholder."""
+    known = next((p for p in KNOWN_PREFIXES if value.startswith(p)), None)
     found = _PREFIX.match(value)
-    prefix = found.group(0) if found else ""
+    prefix = known if known is not None else found.group(0) if found else ""
     return prefix if len(value) - len(prefix) >= 8 else ""
 
 

@@ -125,3 +125,14 @@ def test_the_book_lends_while_the_run_lives(tmp_path: Path) -> None:
     gone = 2**22 + os.getpid() % 7 + 1  # above the kernel's largest process id
     dead.write_text(f'{{"pid": {gone}, "loans": {{"x": "OPENAI_API_KEY"}}}}')
     assert loan_book.read_pages(loan_book.folder(tmp_path)) == {}
+
+
+@pytest.mark.parametrize(
+    ("real", "kept"),
+    [("abc123-def456-" + "x" * 30, ""), ("Secret-" + "y" * 30, ""), ("tok_" + "z" * 30, "tok_"),
+     ("sk-ant-api03-" + "a" * 30, "sk-ant-api03-"), ("short-1234567", "")],
+)  # fmt: skip
+def test_only_an_issuers_prefix_or_one_short_word_is_kept(real: str, kept: str) -> None:
+    """A prefix guessed wider could copy secret characters into the placeholder: only issuers'
+    prefixes and one short lowercase word are kept, and never when little of the key would be left."""
+    assert prefix_of(real) == kept
