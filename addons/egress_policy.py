@@ -29,6 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from addons.credential_swap import RULE as CREDENTIAL
+from addons.credential_swap import Swaps
 from addons.egress_connections import EgressConnections, from_tun
 from egress.answers import HEADER, http_body, jsonrpc_body
 from egress.approvals import AskBook
@@ -75,6 +77,8 @@ class Egress:
         self.bodies = EgressBodies(self)
         self.connections = EgressConnections(self)
         """Its hooks for what is not HTTP (a sealed command's DNS and raw connections)."""
+        self.swaps = Swaps(capture.put)
+        """Lent placeholders swapped for real secrets once a request is allowed (`lent`)."""
         self._watch: asyncio.Task[None] | None = None
         self.looks_itself = True
         """Looks at its policy file once a second itself; False in a worker, whose supervisor looks
@@ -102,6 +106,8 @@ class Egress:
         opts = ctx.options
         if "flightlog_tun_identity" in updated:
             self.tun_identity = ident.parse_user(opts.flightlog_tun_identity)
+        if self.swaps.book is None or updated & {"flightlog_secrets", "flightlog_secret_env"}:
+            self.swaps.configure(opts)
         if self.gate is not None and not updated & {"flightlog_policy", "flightlog_ledger"}:
             return
         home = flightlog_home()
@@ -168,7 +174,10 @@ class Egress:
         if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
             exchange = replace(exchange, identity=exchange.identity.over(self.tun_identity))
             flow.metadata[META_EXCHANGE] = exchange
-        if not flow.request.stream or self.gate is None or self.gate.idle:
+        if not flow.request.stream:
+            return None
+        if self.gate is None or self.gate.idle:
+            self.lent(flow, exchange, _call(flow, exchange), None)  # its headers go on now
             return None
         flow.metadata[META_JUDGED] = True
         call = _call(flow, exchange)
@@ -182,12 +191,15 @@ class Egress:
     def judge_request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """The `request` hook (run before capture's): judge the call, or each `tools/call` in it."""
         gate = self.gate
-        if gate is None or gate.idle or flow.response is not None or flow.metadata.get(META_JUDGED):
+        if flow.response is not None or flow.metadata.get(META_JUDGED):
             return None
         exchange = flow.metadata.get(META_EXCHANGE)
-        if exchange is None:
+        if exchange is None or flow.request.stream:  # a streamed one was seen in `requestheaders`
             return None
         call = _call(flow, exchange)
+        if gate is None or gate.idle:
+            self.lent(flow, exchange, call, None)
+            return None
         if not gate.live.policy.reads_mcp or not flow.request.raw_content:
             return self._judge(flow, exchange, [call], None)
         asked = calls_in_message(flow.request.raw_content, call)  # the one tools/call reader
@@ -208,7 +220,17 @@ class Egress:
             if decision.refused:
                 self._refuse(flow, exchange, call, decision, rpc)
                 return None
+        if calls:
+            self.lent(flow, exchange, calls[-1], rpc)
         return None
+
+    def lent(self, flow: http.HTTPFlow, exchange: Exchange, call: Call, rpc: Rpc | None) -> None:
+        """The request is allowed: lent placeholders become the real secrets where they may
+        (`addons.credential_swap`); one that may not refuses the request under `credential`."""
+        misplaced = self.swaps.swap(flow, exchange)
+        if misplaced is not None:
+            refused = Decision("deny", CREDENTIAL, misplaced.limit, details={"secret": misplaced.name})
+            self._refuse(flow, exchange, call, refused, rpc)
 
     async def _judge_later(
         self, flow: http.HTTPFlow, exchange: Exchange, calls: list[Call], decision: Decision, rpc: Rpc | None

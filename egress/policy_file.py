@@ -55,8 +55,11 @@ from egress.policy import DEFAULT_ASK_TIMEOUT, Policy
 from egress.rules import ACTIONS, PROTOCOLS, Action, Rule, Scope
 
 FILE_NAME: Final = "egress.toml"
-TOP: Final = frozenset({"default", "ask_timeout", "retired_hosts", "rule", "budget", "rate", "sandbox"})
-"""`[sandbox]` is the sealed command's filesystem (read by `flightlog.sandbox.policy_table`)."""
+TOP: Final = frozenset(
+    {"default", "ask_timeout", "retired_hosts", "rule", "budget", "rate", "sandbox", "lend"}
+)
+"""`[sandbox]` is the sealed command's filesystem (read by `flightlog.sandbox.policy_table`), `[lend]`
+the placeholders `flightlog run` lends it (read by `flightlog.lending`)."""
 SCOPE_KEYS: Final = (
     "hosts", "protocol", "port", "methods", "paths", "agents", "sessions", "tasks", "tools", "args"
 )  # fmt: skip

@@ -135,10 +135,12 @@ def seal(
     child_env: Mapping[str, str],
     build_env: Callable[[ProxyState, Path], Mapping[str, str]],
     fs: FsPolicy = FsPolicy(),
+    lent: Mapping[Path, Path] = {},
 ) -> int:
     """Run `command` sealed; its exit code (128+N when killed by signal N). `build_env(state, ca)`
     gives the variables for a proxy state and a CA file (those of a plain `run`); `fs` is what the
-    operator named beyond the sandbox's defaults."""
+    operator named beyond the sandbox's defaults; `lent` the run's lent files (`flightlog.lent_files`,
+    placeholders only), bound in read-only where they are."""
     way, reason = how()
     if way is None:
         raise CommandError(f"run --sealed: cannot seal here: {reason}")
@@ -168,7 +170,7 @@ def seal(
         ca = scratch / "ca.pem"  # FLIGHTLOG_HOME is absent inside: the CA travels beside it
         shutil.copyfile(state.ca, ca)
         ca.chmod(0o644)
-        files = {ca: ca, **_resolver(scratch, nameserver=bool(device) and loopback_resolver())}
+        files = {ca: ca, **lent, **_resolver(scratch, nameserver=bool(device) and loopback_resolver())}
         uids = [os.getuid(), *([user[0]] if user else [])]
         mounts = filesystem.mounts(
             fs, cwd=cwd, flightlog_home=home, home_dirs=filesystem.homes(uids, child_env.get("HOME")),

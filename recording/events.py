@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from recording.records import AttemptRecord, Exchange, RequestRecord, ResponseRecord, WebSocketRecord
+from recording.records import (
+    AttemptRecord,
+    Exchange,
+    RequestRecord,
+    ResponseRecord,
+    SwapRecord,
+    WebSocketRecord,
+)
 from recording.spent import NOTHING, Spent, usage_of
 from storage import kinds
 from storage.escaped import escape_event
@@ -218,6 +225,23 @@ def attempt_event(proc: Processing, rec: AttemptRecord, *, collector: str, seq: 
         seq=seq,
         error=rec.error,
         redacted=_names(frozenset(url_names)),
+    )
+
+
+def swap_event(proc: Processing, rec: SwapRecord, *, collector: str, seq: int) -> Event:
+    """The `credential.swapped` event of an exchange whose lent placeholders the proxy swapped for the
+    real secrets: their names in `redacted` (the values are never in the record)."""
+    ex = rec.exchange
+    url, url_names = proc.redactor.redact_url(ex.url) if proc.redactor is not None else (ex.url, frozenset())
+    return _exchange_event(
+        ex,
+        kinds.SWAPPED_ROLE,
+        kinds.CREDENTIAL_SWAPPED,
+        rec.at,
+        url,
+        collector=collector,
+        seq=seq,
+        redacted=_names(frozenset(url_names) | frozenset(rec.names)),
     )
 
 

@@ -144,6 +144,16 @@ class RefusalRecord:
     attempt: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SwapRecord:
+    """Lent placeholders the proxy swapped for the real secrets on an exchange going to their hosts
+    (`egress.credential_swap`): the secrets' names, never their values."""
+
+    exchange: Exchange
+    at: float
+    names: tuple[str, ...]
+
+
 Record = (
     RequestRecord
     | ResponseRecord
@@ -152,6 +162,7 @@ Record = (
     | StdioRecord
     | RefusalRecord
     | AttemptRecord
+    | SwapRecord
 )
 
 
@@ -168,7 +179,7 @@ def size_of(item: Record) -> int:
         return len(item.content)
     if isinstance(item, StdioRecord):
         return len(item.data) if item.data else 0
-    if isinstance(item, AttemptRecord):
+    if isinstance(item, AttemptRecord | SwapRecord):
         return 0
     return len(item.body) if item.body else 0
 
@@ -178,7 +189,7 @@ def size_of(item: Record) -> int:
 # tuples of bytes, strings and numbers, which pickle in C. Every field is listed: a new field must be
 # added to both functions, and tests/capture/test_units.py round-trips each record type.
 
-_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO, _REFUSAL, _ATTEMPT = 0, 1, 2, 3, 4, 5, 6
+_REQUEST, _RESPONSE, _CHUNK, _WEBSOCKET, _STDIO, _REFUSAL, _ATTEMPT, _SWAP = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 def _exchange_wire(ex: Exchange) -> tuple[Any, ...]:
@@ -231,6 +242,8 @@ def to_wire(item: Record, buffers: Buffers | None = None) -> tuple[Any, ...]:
                 item.size, item.code, item.note)  # fmt: skip
     if isinstance(item, AttemptRecord):
         return (_ATTEMPT, _exchange_wire(item.exchange), item.at, item.error)
+    if isinstance(item, SwapRecord):
+        return (_SWAP, _exchange_wire(item.exchange), item.at, item.names)
     if isinstance(item, RefusalRecord):
         wire = _exchange_wire(item.exchange)
         return (
@@ -299,6 +312,9 @@ def from_wire(wire: tuple[Any, ...], buffers: Sequence[bytes] = ()) -> Record:
     if kind == _ATTEMPT:
         _, ex, at, error = wire
         return AttemptRecord(_exchange(ex), at, error)
+    if kind == _SWAP:
+        _, ex, at, names = wire
+        return SwapRecord(_exchange(ex), at, tuple(names))
     if kind == _REFUSAL:
         _, ex, at, rule, limit, status, tool, body, attempt = wire
         return RefusalRecord(_exchange(ex), at, rule, limit, status, tool, body, attempt)

@@ -67,6 +67,10 @@ REFUSED_KINDS: Final = (DISPATCH_REFUSED, POLICY_REFUSED)
 REFUSED: Final = "refused"
 """A filter's `kind` naming every refusal kind at once (no event is of this kind itself)."""
 
+CREDENTIAL_SWAPPED: Final = "credential.swapped"
+"""Lent placeholders swapped for the real secrets on an exchange to their hosts (`egress.credential_swap`):
+the secrets' names in `redacted`, joined to the exchange's action."""
+
 LEDGER_PRUNE: Final = "ledger.prune"
 
 MCP_PREFIX: Final = "mcp."
@@ -83,6 +87,7 @@ REQUEST_ROLE: Final = "request"
 RESPONSE_ROLE: Final = "response"
 REFUSED_ROLE: Final = "refused"
 ATTEMPT_ROLE: Final = "attempt"
+SWAPPED_ROLE: Final = "swapped"
 DISPATCH_CALL_ROLE: Final = "call"
 """A door call's own event (`ACTION:call`, `door.dispatch_record`): its span's id in a trace."""
 

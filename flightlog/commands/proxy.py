@@ -36,6 +36,8 @@ from flightlog.commands.sealing import (
 from flightlog.commands.shell import DEFAULT_LISTEN, lent_token
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
+from flightlog.lending import lend_table, parse_lend, registered
+from flightlog.lending import plan as plan_lending
 from flightlog.settings import load_settings
 from recording.identity import Identity
 
@@ -96,6 +98,15 @@ AiUpstreamOpt = Annotated[
         "--ai-upstream",
         help="NAME=URL: the model API listener NAME (openai, anthropic) forwards to URL instead of the "
         "public API (a gateway, a local server); its traffic stays outbound. Repeatable.",
+    ),
+]
+LendOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--lend",
+        help="VARIABLE[=SECRET]: COMMAND gets a placeholder for the secret in VARIABLE, swapped for the "
+        "real value by the proxy on requests to the secret's hosts only. Repeatable; the providers' "
+        "usual variables (OPENAI_API_KEY, GH_TOKEN, ...) are lent by default for the keys held.",
     ),
 ]
 UpstreamCaOpt = Annotated[
@@ -274,6 +285,7 @@ def run(
     read: ReadOpt = None,
     read_deny: ReadDenyOpt = None,
     socket: SocketOpt = None,
+    lend: LendOpt = None,
     replaying: Given = NONE_GIVEN,
 ) -> None:
     """Run COMMAND through the recording proxy: flightlog run [proxy options] -- COMMAND ...
@@ -289,6 +301,9 @@ def run(
     variables (nothing goes live; a miss makes the exit code 3 if COMMAND's was 0).
     With --sealed, COMMAND runs in a sandbox whose only way out is a proxy started for it
     (`flightlog.sealed`); --write, --read, --read-deny and --socket name paths for its filesystem.
+    COMMAND holds placeholders, never the secrets (`flightlog.lending`): for each --lend, the policy
+    file's [lend] table and the providers' usual variables; the proxy swaps in the real value for the
+    secret's hosts only.
     """
     command = list(ctx.args)
     if command and command[0] == "--":
@@ -303,9 +318,12 @@ def run(
         raise typer.Exit(run_with_replay(command, replay, replaying, who, lent_token(task)))
     options = proxy_options(mode, secrets, secret_env, set_, upstream_ca, no_ai_listeners, ai_upstream)
     options += ["--policy", policy_path(policy)] if policy is not None else []
+    named = lend_table(policy or settings.home / "egress.toml") | parse_lend(lend)
+    secrets_file = Path(secrets).expanduser() if secrets else None
+    lending, _ = plan_lending(secrets_file, secret_env, named, settings.home)
     if sealed:
         fs = sandbox_paths(settings.home, policy, write, read, read_deny, socket)
-        raise typer.Exit(run_sealed(command, options, who, settings.home, lent_token(task), fs))
+        raise typer.Exit(run_sealed(command, options, who, settings.home, lent_token(task), fs, lending))
     if write or read or read_deny or socket:
         raise CommandError("--write, --read, --read-deny and --socket shape --sealed's sandbox: add --sealed")
     state = read_state(settings.home)
@@ -324,7 +342,8 @@ def run(
     env = {**os.environ, **proxy_env((forward.host, forward.port), state.ca, who, state.reverse)}
     env.update(lent_token(task))
     try:
-        code = subprocess.call(command, env=env)
+        with registered(lending, settings.home):
+            code = subprocess.call(command, env=lending.child_env(env))
     except FileNotFoundError as e:  # gone between the check and the start
         raise CommandError(f"command not found: {command[0]}") from e
     finally:

@@ -20,6 +20,7 @@ from flightlog.sandbox.filesystem import FsPolicy
 
 if TYPE_CHECKING:
     from addons.proxy_env import ProxyState
+    from flightlog.lending import Lending
     from recording.identity import Identity
 
 PolicyOpt = Annotated[
@@ -92,9 +93,17 @@ def policy_path(policy: Path | None) -> str:
 
 
 def run_sealed(
-    command: list[str], options: list[str], who: Identity, home: Path, token: dict[str, str], fs: FsPolicy
+    command: list[str],
+    options: list[str],
+    who: Identity,
+    home: Path,
+    token: dict[str, str],
+    fs: FsPolicy,
+    lending: Lending,
 ) -> int:
-    """`run --sealed`: COMMAND in its sandbox, its own proxy the only way out."""
+    """`run --sealed`: COMMAND in its sandbox, its own proxy the only way out. It holds the
+    placeholders it is lent (`flightlog.lending`); the secrets file is absent from its world."""
+    from flightlog.lending import registered
     from flightlog.sealed import seal
 
     def variables(state: ProxyState, ca: Path) -> dict[str, str]:
@@ -103,5 +112,9 @@ def run_sealed(
             raise CommandError("the sealed command's proxy has no forward (regular) listener")
         return proxy_env((forward.host, forward.port), ca, who, state.reverse)
 
-    child = {**os.environ, **token}
-    return seal(command, options, who.userinfo(), home, child, variables, fs)
+    child = lending.child_env({**os.environ, **token})
+    files = lending.files
+    lent = {p: p for p in sorted(files.iterdir())} if files is not None else {}
+    deny = FsPolicy(read_deny=(lending.secrets_file,)) if lending.secrets_file is not None else FsPolicy()
+    with registered(lending, home):
+        return seal(command, options, who.userinfo(), home, child, variables, fs | deny, lent)

@@ -32,6 +32,7 @@ from recording.records import (
     ResponseRecord,
     StdioRecord,
     StreamChunk,
+    SwapRecord,
     WebSocketRecord,
     chunks_lost,
     size_of,
@@ -314,6 +315,8 @@ class Writer:
             self._add(event, frames)
         elif isinstance(item, AttemptRecord):
             self._add(ev.attempt_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
+        elif isinstance(item, SwapRecord):
+            self._add(ev.swap_event(proc, item, collector=self.collector, seq=self._next_seq()), frames)
         elif isinstance(item, RefusalRecord):
             refusal_events.add_to(self._add, frames, proc, item, self.collector, self._next_seq)
 

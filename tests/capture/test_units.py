@@ -106,6 +106,7 @@ def test_records_cross_the_pipe_unchanged() -> None:
         RequestRecord,
         ResponseRecord,
         StreamChunk,
+        SwapRecord,
         WebSocketRecord,
         from_wire,
         to_wire,
@@ -124,6 +125,7 @@ def test_records_cross_the_pipe_unchanged() -> None:
             named, 4.5, 200, b"HTTP/1.1 200 OK\r\n\r\n", None, streamed=True, client_bytes=7, client_left=4.25
         ),
         AttemptRecord(anonymous, 4.75, "Cannot connect to h:443: refused"),
+        SwapRecord(named, 4.8, ("GITHUB_TOKEN", "OPENAI_API_KEY")),
         StreamChunk("f1", b"data: 1\n\n", "gzip", 1_700_000_000.25),
         WebSocketRecord(named, 5.0, 3, "server", b"\x00\xff"),
         WebSocketRecord(anonymous, 6.0, 3, "close", b"done", 1000),

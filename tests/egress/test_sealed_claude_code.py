@@ -1,7 +1,9 @@
 """A coding agent under `flightlog run --sealed`: Claude Code (npm `@anthropic-ai/claude-code`,
 pinned) against a local fake Anthropic server, with a policy that allows its API and denies the
 public API host it also tries. It does its work; its model call is recorded with model and tokens
-under the run's agent; every attempt at the denied host is refused and recorded naming the rule."""
+under the run's agent; every attempt at the denied host is refused and recorded naming the rule. It
+holds a placeholder for its key (lent by `run`): the fake API receives the real key, swapped in at
+the boundary (`egress.credential_swap`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from tests.egress.sealed_support import nobody_folder
 from tests.support.upstream import upstream
 
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
+REAL_KEY = "sk-ant-api03-CLAUDEcodeREALkey0123456789abcdefghijklmnop"
 
 
 @pytest.fixture(scope="module")
@@ -58,23 +61,24 @@ def test_claude_code_sealed_works_through_its_api_and_is_refused_elsewhere(
             f'[[rule]]\nname = "its-api"\naction = "allow"\nhosts = ["{address}:{api.port}"]\n'
             '[[rule]]\nname = "no-public-api"\naction = "deny"\nhosts = ["api.anthropic.com"]\n'
         )
+        secrets = tmp_path / "secrets.env"
+        secrets.write_text(f"ANTHROPIC_API_KEY={REAL_KEY}\nANTHROPIC_API_KEY.hosts={address}:{api.port}\n")
         home, ledger_url = tmp_path / "home", f"sqlite:///{tmp_path / 'ledger.db'}"
         env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-        env |= {
-            "FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(world),
-            "ANTHROPIC_API_KEY": "sk-ant-test-key",
-        }  # fmt: skip
+        env |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(world)}
         command = [
             sys.executable, "-m", "flightlog", "run", "--sealed", "--agent", "claude-code",
             "--read", str(claude.parent.parent),  # installed where nobody cannot walk: named, bound in
             "--policy", str(policy), "--ai-upstream", f"anthropic=http://{address}:{api.port}",
+            "--secrets", str(secrets),
             "--", str(claude), "-p", "say hi", "--output-format", "json",
         ]  # fmt: skip
         done = subprocess.run(command, env=env, cwd=world, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["result"] == "Hello!" and answer["is_error"] is False
-    assert [p for m, p, _, _ in api.received if m == "POST" and p.startswith("/v1/messages")]
+    calls = [head for m, p, head, _ in api.received if m == "POST" and p.startswith("/v1/messages")]
+    assert calls and all(REAL_KEY.encode() in head for head in calls)  # swapped in on the way out
 
     ledger = open_ledger(ledger_url, (home / "blobs").as_uri())
     try:
@@ -96,3 +100,6 @@ def test_claude_code_sealed_works_through_its_api_and_is_refused_elsewhere(
     assert refusals, rows
     assert {(r.host, r.agent) for r in refusals} == {("api.anthropic.com", "claude-code")}
     assert all(r.error.startswith("no-public-api: deny hosts=api.anthropic.com") for r in refusals)
+    swapped = [r for r in rows if r.kind == "credential.swapped"]
+    assert swapped and {(r.host, r.agent) for r in swapped} == {(address, "claude-code")}
+    assert all(REAL_KEY not in repr(r) for r in rows)
