@@ -156,23 +156,31 @@ def _functions(mods: Iterable[Module]) -> Iterator[tuple[Module, ast.FunctionDef
 
 
 def duration_parsers(mods: list[Module]) -> list[Home]:
-    """A compiled pattern that reads a number followed by a unit of time (`[smhd]`, `ms|s|m|h`)."""
-    out = []
+    """A grammar of durations: a compiled pattern reading a number and a unit of time (`[smhd]`,
+    `ms|s|m|h`), or a table of seconds per unit (`{"s": 1, "m": 60, "h": 3600, ...}`). One home per
+    module: a pattern and its table are one grammar."""
+    out: list[Home] = []
     for mod, node in _walk(mods):
+        what = ""
         if isinstance(node, ast.Call) and _name(node.func) in {"re.compile", "compile"} and node.args:
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 pattern = arg.value
                 if "\\d" in pattern and any(unit in pattern for unit in ("[smhd", "ms|s|m|h", "s|m|h|d")):
-                    out.append(Home(mod.path, node.lineno, f"re.compile({pattern!r})"))
+                    what = f"re.compile({pattern!r})"
+        elif isinstance(node, ast.Dict) and {"s", "m", "h"} <= set(_strings(node)):
+            what = "seconds per unit"
+        if what and mod.path not in {h.path for h in out}:
+            out.append(Home(mod.path, getattr(node, "lineno", 0), what))
     return out
 
 
 def form_name_lists(mods: list[Module]) -> list[Home]:
-    """A literal list of the contract's form names: 20 or more strings among them `curl` and `mcp_stdio`."""
+    """A literal list of the contract's form names: 20 or more strings among them `curl` and `mcp_stdio`
+    (a table keyed by them, the forms' notes, is not a list of the names)."""
     out = []
     for mod, node in _walk(mods):
-        names = _strings(node)
+        names = [] if isinstance(node, ast.Dict) else _strings(node)
         if len(names) >= 20 and {"curl", "mcp_stdio"} <= set(names):
             out.append(Home(mod.path, getattr(node, "lineno", 0), f"{len(names)} form names"))
     return out
@@ -359,13 +367,26 @@ def private_imports(mods: list[Module]) -> list[Home]:
 
 
 def rows_readers(mods: list[Module]) -> list[Home]:
-    """A module-level `_rows` function: a private reader of rows beside the Ledger's own."""
-    return [
-        Home(mod.path, node.lineno, "def _rows")
-        for mod in mods
-        for node in mod.tree.body
-        if isinstance(node, ast.FunctionDef) and node.name == "_rows"
-    ]
+    """A module-level reader of raw SQL rows: a function that executes `text(sql)` and makes each row a
+    dict (`dict(r._mapping)`), like the two `_rows` that `storage.lookups` and `storage.mcp_lookups`
+    each had."""
+    out = []
+    for mod in mods:
+        for fn in mod.tree.body:
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call)]
+            texts = any(_name(c.func) in {"text", "sqlalchemy.text"} for c in calls)
+            mapped = any(
+                _name(c.func) == "dict"
+                and c.args
+                and isinstance(c.args[0], ast.Attribute)
+                and c.args[0].attr == "_mapping"
+                for c in calls
+            )
+            if texts and mapped:
+                out.append(Home(mod.path, fn.lineno, f"def {fn.name}"))
+    return out
 
 
 def normalize_host_functions(mods: list[Module]) -> list[Home]:
