@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from addons.capture_options import DEFAULT_OUTBOUND, MAX_REQUEST_BODY, OPTIONS, check
+from addons.capture_options import MAX_REQUEST_BODY, OPTIONS, check
 from addons.listening import Listening
 from addons.seal import META_CLAIM, claimed_head
 from addons.stopping import META_CUT, Drained, InFlight, stop_serving, stop_writer
@@ -58,6 +58,7 @@ from recording.processing_watch import ProcessingWatch
 from recording.records import Exchange, Record, RequestRecord
 from recording.streaming import should_tee
 from recording.writer.process import WriterProcess
+from storage.configuration import DEFAULT_OUTBOUND
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -122,7 +123,7 @@ class Capture:
 
     def load(self, loader: Loader) -> None:
         for name, typespec, default, help_text in OPTIONS:
-            loader.add_option(name, typespec, default, help_text)  # type: ignore[arg-type]
+            loader.add_option(name, typespec, default, help_text)
         server = loader.master.addons.get("proxyserver")
         if server is not None and self.listening is None:  # before mitmproxy listens
             self.listening = Listening(server.servers, self.departures, reuse_port=False)

@@ -200,8 +200,9 @@ def error_roots(mods: list[Module]) -> list[Home]:
 
 def environment_resolvers(mods: list[Module]) -> list[Home]:
     """A module that reads flightlog's own settings from the environment itself:
-    `os.environ.get("FLIGHTLOG_X")`, `env.get("FLIGHTLOG_X")`, `os.getenv(...)`, `environ["FLIGHTLOG_X"]`
-    (the token a child process is handed, FLIGHTLOG_TOKEN, is not a setting)."""
+    `os.environ.get("FLIGHTLOG_X")`, `env.get("FLIGHTLOG_X")`, `os.getenv(...)`, `environ["FLIGHTLOG_X"]`,
+    or a settings table naming the variable a setting is read from (`env="FLIGHTLOG_X"`). The token a
+    child process is handed (FLIGHTLOG_TOKEN) and the seal's plan are not settings."""
     out = []
     for mod in mods:
         names = []
@@ -215,6 +216,8 @@ def environment_resolvers(mods: list[Module]) -> list[Home]:
                 key = node.args[0]
             elif isinstance(node, ast.Subscript) and _name(node.value).endswith(("environ", "env")):
                 key = node.slice
+            elif isinstance(node, ast.keyword) and node.arg == "env":
+                key = node.value
             setting = isinstance(key, ast.Constant) and str(key.value).startswith("FLIGHTLOG_")
             if setting and isinstance(key, ast.Constant) and key.value not in NOT_SETTINGS:
                 names.append((getattr(node, "lineno", 0), str(key.value)))
@@ -244,23 +247,29 @@ def stream_grace_defaults(mods: list[Module]) -> list[Home]:
             out += [Home(mod.path, node.lineno, _name(t)) for t in targets if "grace" in _name(t).lower()]
         elif isinstance(node, ast.keyword) and node.arg and "grace" in node.arg and _number(node.value):
             out.append(Home(mod.path, node.value.lineno, f"{node.arg}="))
-        elif isinstance(node, ast.Tuple) and node.elts:
-            first = node.elts[0]
+        elif isinstance(node, ast.Tuple | ast.Call) and (
+            node.elts if isinstance(node, ast.Tuple) else node.args
+        ):
+            first = (node.elts if isinstance(node, ast.Tuple) else node.args)[0]
             if (
                 isinstance(first, ast.Constant)
                 and "grace" in str(first.value)
-                and any(map(_number, node.elts))
+                and any(map(_number, node.elts if isinstance(node, ast.Tuple) else node.args))
             ):
                 out.append(Home(mod.path, node.lineno, f"option {first.value!r}"))
     return sorted(set(out))
 
 
 def _option_rows(mods: list[Module]) -> list[tuple[Module, ast.AST, str]]:
-    """mitmproxy options flightlog declares: `add_option("flightlog_x", ...)` or a row of a table
-    whose first item is `"flightlog_x"` followed by a type."""
+    """mitmproxy options flightlog declares: `add_option("flightlog_x", ...)`, a row of a table whose
+    first item is `"flightlog_x"` followed by a type, or a settings row `Setting("x", ...)`."""
     out: list[tuple[Module, ast.AST, str]] = []
     for mod, node in _walk(mods):
-        if isinstance(node, ast.Call) and _name(node.func).endswith("add_option") and node.args:
+        if isinstance(node, ast.Call) and _name(node.func) == "Setting" and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                out.append((mod, node, f"flightlog_{first.value}"))
+        elif isinstance(node, ast.Call) and _name(node.func).endswith("add_option") and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and str(first.value).startswith("flightlog_"):
                 out.append((mod, node, str(first.value)))
@@ -418,16 +427,16 @@ def model_endpoint_lists(mods: list[Module]) -> list[Home]:
 
 
 def key_file_writers(mods: list[Module]) -> list[Home]:
-    """A function that makes random bytes and writes a file: a secret key or token made on first use."""
+    """A function that creates a file only when there is none (`O_EXCL`) and writes into it: a
+    secret key or token made once (`private_file`, which writes nothing, is not one)."""
     out = []
     for mod, fn in _functions(mods):
-        calls = {_name(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
-        makes = any(c.startswith("secrets.token_") or c == "os.urandom" for c in calls)
+        excl = any(isinstance(n, ast.Attribute) and n.attr == "O_EXCL" for n in ast.walk(fn))
         writes = any(
-            c in {"os.open", "open", "os.fdopen"} or c.endswith((".write_bytes", ".write_text"))
-            for c in calls
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "write"
+            for n in ast.walk(fn)
         )
-        if makes and writes:
+        if excl and writes:
             out.append(Home(mod.path, fn.lineno, f"def {fn.name}"))
     return out
 

@@ -38,6 +38,7 @@ from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
 from recording.identity import Identity
+from storage.configuration import default, environment
 
 MODES = ("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard", "tun")
 
@@ -155,10 +156,10 @@ def proxy(
     ] = None,
     stream_grace: Annotated[
         int, typer.Option(help="Seconds to keep reading a stream after its client left.")
-    ] = 25,
+    ] = default("stream_grace"),
     max_request_body: Annotated[
         str, typer.Option(help="Larger request bodies are streamed through unread (recorded missing).")
-    ] = "8m",
+    ] = default("max_request_body"),
     no_redact_auth_headers: Annotated[
         bool, typer.Option("--no-redact-auth-headers", help="Keep Authorization/Cookie/... values.")
     ] = False,
@@ -229,7 +230,7 @@ def proxy(
         max_request_body=max_request_body,
         redact_auth_headers=not no_redact_auth_headers,
         collector=collector,
-        stats_file=os.environ.get("FLIGHTLOG_STATS_FILE", ""),
+        stats_file=environment("stats_file"),
         commit_ms=commit_ms(count, cores),
         directory=str(settings.directory) if settings.directory else "",
         open_mode=open_mode,
