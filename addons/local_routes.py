@@ -20,6 +20,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from addons.flow_notes import LOCAL, SKIP
 from door.callers import bearer, browser_refusal
 from door.declarations import directory_route, dispatch_route, graphql_route, ledger_route
 from door.gatekeeper import refused
@@ -244,12 +245,12 @@ class LocalRoutes:
         if not isinstance(flow.client_conn.proxy_mode, RegularMode):
             return
         if for_us(flow.request):
-            flow.metadata["flightlog.skip"] = True
-            flow.metadata["flightlog.local"] = True
+            SKIP.put(flow, True)
+            LOCAL.put(flow, True)
 
     def request(self, flow: http.HTTPFlow) -> Coroutine[Any, Any, None] | None:
         """Plain for every other flow; a coroutine (awaited by mitmproxy) only for our own routes."""
-        if not flow.metadata.get("flightlog.local"):
+        if not LOCAL.get(flow):
             return None
         from door.websocket_face import is_upgrade
 

@@ -167,6 +167,7 @@ def test_the_figures_name_packages_largest_modules_and_facts(capsys: pytest.Capt
 NOT_SHELLS: dict[str, str] = {
     "addons/ai_listeners.py": "the model APIs' reverse listeners as mitmproxy modes; the CLI reads them",
     "addons/certificate_store.py": "drives mitmproxy's TlsConfig through the master it is given",
+    "addons/proxy_config.py": "what `flightlog proxy` passes to mitmproxy; the CLI and the workers build it",
     "addons/proxy_env.py": "the running proxy's state file and a client's environment; the CLI reads it",
     "addons/wire/departures.py": "the clients' departures capture's hooks wait on (asyncio, no flow)",
     "addons/worker_link.py": "the line between the proxy's supervisor and its workers",
