@@ -333,18 +333,41 @@ def hand_mapped_options(mods: list[Module]) -> list[Home]:
 
 
 def flow_metadata_users(mods: list[Module]) -> list[Home]:
-    """A module that defines or reads a `META_*` key of the flow's metadata (one home: the notes module)."""
+    """A module of the proxy's parts that spells the flow's metadata itself: a `META_*` key, or
+    `x.metadata[...]`, `x.metadata.get(...)`, `.pop(...)` or `... in x.metadata` (one home: the
+    module of typed notes). Only addons/ and its sample packages count: readback's export writes
+    metadata into a flow file it makes (a field of the file, not a note between two hooks)."""
     out = []
     for mod in mods:
-        lines = [
-            node.lineno
-            for node in ast.walk(mod.tree)
-            if (isinstance(node, ast.Name) and node.id.startswith("META_"))
-            or (isinstance(node, ast.alias) and node.name.startswith("META_"))
-            or (isinstance(node, ast.Attribute) and node.attr.startswith("META_"))
-        ]
+        if mod.package in {
+            "readback",
+            "door",
+            "recording",
+            "storage",
+            "egress",
+            "catalog",
+            "tui",
+            "flightlog",
+        }:
+            continue
+        lines = []
+        for node in ast.walk(mod.tree):
+            if (
+                (isinstance(node, ast.Name) and node.id.startswith("META_"))
+                or (isinstance(node, ast.alias) and node.name.startswith("META_"))
+                or (isinstance(node, ast.Subscript) and _name(node.value).endswith(".metadata"))
+                or (
+                    isinstance(node, ast.Call)
+                    and _name(node.func).endswith((".metadata.get", ".metadata.pop"))
+                )
+                or (
+                    isinstance(node, ast.Compare)
+                    and any(_name(c).endswith(".metadata") for c in node.comparators)
+                )
+            ):
+                lines.append(getattr(node, "lineno", 0))
         if lines:
-            out.append(Home(mod.path, min(lines), f"{len(lines)} uses of META_*"))
+            out.append(Home(mod.path, min(lines), f"{len(lines)} uses of the flow's metadata"))
     return out
 
 
