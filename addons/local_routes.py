@@ -37,6 +37,7 @@ from door.routes import (
     json_answer,
     lazy_route,
 )
+from storage.configuration import setting
 
 if TYPE_CHECKING:
     from mitmproxy import http, tls
@@ -189,12 +190,8 @@ class LocalRoutes:
         self.routes, self._parts = build_routes(settings)
 
     def load(self, loader: Loader) -> None:
-        loader.add_option(
-            "flightlog_directory",
-            str,
-            "",
-            "The Directory folder served at /api/directory/ and dispatched from (FLIGHTLOG_DIRECTORY).",
-        )
+        directory = setting("directory")
+        loader.add_option(directory.option_name, directory.type, directory.default, directory.help)
         loader.add_option(
             "flightlog_open",
             bool,

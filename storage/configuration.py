@@ -30,7 +30,8 @@ COMMIT_MS: Final = 50
 class Setting:
     """One setting: `name` (the proxy's option is `flightlog_NAME`, the flag `--NAME` with dashes),
     its mitmproxy type, its default, its help, and the environment variable read when it is not given
-    (`env`; empty: none). `option`: False for a setting that is no proxy option (FLIGHTLOG_HOME)."""
+    (`env`; empty: none). `option`: the capture addon declares it as a mitmproxy option (False for
+    FLIGHTLOG_HOME, which is none, and for `directory`, which the local routes' addon declares)."""
 
     name: str
     type: Any
@@ -163,7 +164,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "directory",
         str,
         "",
-        "The Directory's folder the proxy serves and dispatches from.",
+        "The Directory folder served at /api/directory/ and dispatched from (FLIGHTLOG_DIRECTORY).",
         env="FLIGHTLOG_DIRECTORY",
         option=False,
     ),
@@ -198,7 +199,6 @@ __all__ = [
     "COMMIT_MS",
     "DEFAULT_OUTBOUND",
     "SETTINGS",
-    "Sequence",
     "Setting",
     "default",
     "environment",
