@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from mitmproxy.flow import Flow
 
     from addons.wire.departures import ClientConnection
-    from addons.wire.flow_records import Delivery
     from recording.records import Exchange
 
 
@@ -65,8 +64,9 @@ COMMITTED: Final[Note[bool]] = Note("flightlog.committed")
 """Sync paths committed the request before it was forwarded (capture does not queue it again)."""
 CLIENT: Final[Note[ClientConnection]] = Note("flightlog.client")
 """The client connection the flow came on, as capture's departures track it."""
-DELIVERY: Final[Note[Delivery]] = Note("flightlog.delivery")
-"""What was passed on to the client of a streamed answer (capture)."""
+DELIVERY: Final[Note[Any]] = Note("flightlog.delivery")
+"""What was passed on to the client of a streamed answer (capture): an `addons.wire.flow_records.Delivery`,
+not named as a type here since flow_records reads its own note (AS_LISTENER) from this module."""
 TRAILERS: Final[Note[Any]] = Note("flightlog.trailers")
 """The trailers of an answer that ended its stream with an error (capture)."""
 REFUSED: Final[Note[bool]] = Note("flightlog.refused")
