@@ -23,10 +23,22 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from addons.capture_options import DEFAULT_OUTBOUND, MAX_REQUEST_BODY, OPTIONS, check
+from addons.capture_options import MAX_REQUEST_BODY, OPTIONS, check
+from addons.flow_notes import (
+    CLAIM,
+    CLIENT,
+    COMMITTED,
+    CUT,
+    DELIVERY,
+    EXCHANGE,
+    RECORDED,
+    REFUSED,
+    SKIP,
+    TRAILERS,
+)
 from addons.listening import Listening
-from addons.seal import META_CLAIM, claimed_head
-from addons.stopping import META_CUT, Drained, InFlight, stop_serving, stop_writer
+from addons.seal import claimed_head
+from addons.stopping import Drained, InFlight, stop_serving, stop_writer
 from addons.wire.arrived import arrived_body, cut_short_error
 from addons.wire.departures import ClientConnection, Departures
 from addons.wire.flow_records import (
@@ -58,6 +70,7 @@ from recording.processing_watch import ProcessingWatch
 from recording.records import Exchange, Record, RequestRecord
 from recording.streaming import should_tee
 from recording.writer.process import WriterProcess
+from storage.configuration import DEFAULT_OUTBOUND
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -71,14 +84,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("flightlog.capture")
 LOCAL_HOST = "flightlog.local"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-META_RECORDED = "flightlog.recorded"
-META_EXCHANGE = "flightlog.exchange"
-META_SKIP = "flightlog.skip"
-META_COMMITTED = "flightlog.committed"
-META_CLIENT = "flightlog.client"
-META_DELIVERY = "flightlog.delivery"
-META_TRAILERS = "flightlog.trailers"
-META_REFUSED = "flightlog.refused"
 IDENTITY_PATH = ident.PATH_PREFIX.encode()
 REQUEST_FIELDS = (b"content-encoding",)
 RESPONSE_FIELDS = (b"trailer", b"content-type", b"content-length", b"content-encoding")
@@ -122,7 +127,7 @@ class Capture:
 
     def load(self, loader: Loader) -> None:
         for name, typespec, default, help_text in OPTIONS:
-            loader.add_option(name, typespec, default, help_text)  # type: ignore[arg-type]
+            loader.add_option(name, typespec, default, help_text)
         server = loader.master.addons.get("proxyserver")
         if server is not None and self.listening is None:  # before mitmproxy listens
             self.listening = Listening(server.servers, self.departures, reuse_port=False)
@@ -254,12 +259,12 @@ class Capture:
         request = flow.request
         url, host = pretty_target(request)
         if (
-            flow.metadata.get(META_SKIP)
+            SKIP.get(flow)
             or request.data.host in self._ignore
             or host in self._ignore
             or (request.data.port in self._own_ports and request.data.host in LOOPBACK)
         ):  # our own listeners record what reaches them: a hop through the forward proxy is not twice
-            flow.metadata[META_SKIP] = True
+            SKIP.put(flow, True)
             return
         who = self._identities.get(flow.client_conn, ident.EMPTY) if self._identities else ident.EMPTY
         if request.data.path.startswith(IDENTITY_PATH) and is_reverse(flow):
@@ -269,41 +274,42 @@ class Capture:
         length, identified = scan_fields(request.headers.fields)
         if identified:
             who = take_identity(request, who)
-        flow.metadata[META_EXCHANGE] = Exchange(
-            flow_id=action_id(flow.id, flow.timestamp_created),
-            direction=direction(flow, self._outbound),
-            method=request.method,
-            url=url,
-            host=host,
-            identity=who,
+        EXCHANGE.put(
+            flow,
+            Exchange(
+                flow_id=action_id(flow.id, flow.timestamp_created),
+                direction=direction(flow, self._outbound),
+                method=request.method,
+                url=url,
+                host=host,
+                identity=who,
+            ),
         )
         if self.in_flight.closing:  # the proxy is stopping: refused before it goes upstream, and said so
-            flow.metadata[META_REFUSED] = True
+            REFUSED.put(flow, True)
             flow.kill()
             return
         self.in_flight.begin(flow)
         client = self.departures.of(flow.client_conn.peername) if self.departures.connections else None
         if client is not None:
             client.begin(flow.id, flow)
-            flow.metadata[META_CLIENT] = client
+            CLIENT.put(flow, client)
         if length is not None and length.isdigit() and int(length) > self._max_request_body:
             request.stream = True  # stated exception: not read, recorded as missing
 
     def request(self, flow: http.HTTPFlow) -> None:
-        exchange = flow.metadata.get(META_EXCHANGE)
+        exchange = EXCHANGE.get(flow)
         if exchange is None:
             return
         request = flow.request
-        flow.metadata[META_RECORDED] = True
+        RECORDED.put(flow, True)
         coding = header_values(request.headers.fields, REQUEST_FIELDS)[0]
-        if not flow.metadata.get(META_COMMITTED):
+        if not COMMITTED.get(flow):
             self._sink(
                 RequestRecord(
                     exchange=exchange,
                     at=request.timestamp_start,
-                    head=claimed_head(
-                        request_head(request), flow.metadata.get(META_CLAIM)
-                    ),  # as sent on, + a seal claim
+                    head=claimed_head(request_head(request), CLAIM.get(flow)),  # as sent on, + a seal claim
                     body=request.raw_content,
                     content_encoding=coding or "",
                 )
@@ -311,31 +317,31 @@ class Capture:
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         response = flow.response
-        if response is None or META_EXCHANGE not in flow.metadata:
+        if response is None or not EXCHANGE.on(flow):
             return
         trailer, ctype, length, coding = header_values(response.headers.fields, RESPONSE_FIELDS)
         if trailer is not None and not relays_trailers(flow):
             # mitmproxy 12 cannot read HTTP/1 trailers nor send them to an HTTP/1 client: a clear
             # failure now, not a client left waiting (HTTP/2 on both sides it relays them, as mitmdump)
-            flow.metadata[META_TRAILERS] = trailer
+            TRAILERS.put(flow, trailer)
             return flow.kill()
         # mitmproxy's stream_large_bodies may already have set `stream = True`: tee it, never pass it unread.
         if response.stream or should_tee(ctype or "", length):
-            exchange: Exchange = flow.metadata[META_EXCHANGE]
-            delivery = flow.metadata[META_DELIVERY] = Delivery(flow.metadata.get(META_CLIENT))
+            exchange: Exchange = EXCHANGE.need(flow)
+            delivery = DELIVERY.put(flow, Delivery(CLIENT.get(flow)))
             response.stream = tee(exchange.flow_id, self._sink, coding or "", delivery)
 
     def response(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """The answer's record, in the writer's pipe before mitmproxy sends the answer (or, streamed,
         its end) on: this hook runs just before that, and the pipe outlives a killed proxy. An answer
         whose record can no longer be kept (the writer has stopped) is killed, never sent unrecorded."""
-        if META_EXCHANGE not in flow.metadata:
+        if not EXCHANGE.on(flow):
             return None
         if not self.recording:
             flow.kill()
             return None
-        client: ClientConnection | None = flow.metadata.get(META_CLIENT)
-        error = left_early(flow.metadata.get(META_DELIVERY), client)
+        client: ClientConnection | None = CLIENT.get(flow)
+        error = left_early(DELIVERY.get(flow), client)
         self._answer(flow, error=error, ended=True)
         self._ended(flow, client)
         return self.answered(flow)
@@ -352,30 +358,30 @@ class Capture:
 
     def answered(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """What a hook whose answer goes out returns: its records in the writer's pipe first."""
-        exchange: Exchange = flow.metadata[META_EXCHANGE]
+        exchange: Exchange = EXCHANGE.need(flow)
         return self.writer.answered(exchange.flow_id) if self.writer is not None else None
 
     def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        if META_EXCHANGE not in flow.metadata:
+        if not EXCHANGE.on(flow):
             return None
-        client: ClientConnection | None = flow.metadata.get(META_CLIENT)
+        client: ClientConnection | None = CLIENT.get(flow)
         message = flow.error.msg if flow.error else "error"
-        killed = META_TRAILERS in flow.metadata or META_REFUSED in flow.metadata
-        if META_TRAILERS in flow.metadata:
-            message = trailer_error(flow.metadata[META_TRAILERS])
-        elif META_REFUSED in flow.metadata:
+        killed = TRAILERS.on(flow) or REFUSED.on(flow)
+        if TRAILERS.on(flow):
+            message = trailer_error(TRAILERS.need(flow))
+        elif REFUSED.on(flow):
             message = STOPPING
-        if not flow.metadata.get(META_RECORDED):  # failed before the request was complete: body not read
+        if not RECORDED.get(flow):  # failed before the request was complete: body not read
             self._sink(
                 RequestRecord(
-                    flow.metadata[META_EXCHANGE],
+                    EXCHANGE.need(flow),
                     flow.request.timestamp_start,
                     request_head(flow.request),
                     None,
                 )
             )
         arrived = None
-        delivery: Delivery | None = flow.metadata.get(META_DELIVERY)
+        delivery: Delivery | None = DELIVERY.get(flow)
         if flow.response is not None and delivery is None and not killed:
             arrived = arrived_body(flow)  # a buffered answer cut part-way: keep what mitmproxy had read
             if arrived is not None:
@@ -385,7 +391,7 @@ class Capture:
             delivery,
             client,
             answered=flow.response is not None,
-            cut=META_CUT in flow.metadata,
+            cut=CUT.on(flow),
             killed=killed,
         )
         self._answer(flow, error=message, ended=False, arrived=arrived)
@@ -395,8 +401,8 @@ class Capture:
     def _answer(
         self, flow: http.HTTPFlow, error: str | None, *, ended: bool, arrived: bytes | None = None
     ) -> None:
-        exchange = flow.metadata[META_EXCHANGE]
-        delivery = flow.metadata.get(META_DELIVERY)
-        client = flow.metadata.get(META_CLIENT)
+        exchange = EXCHANGE.need(flow)
+        delivery = DELIVERY.get(flow)
+        client = CLIENT.get(flow)
         self._sink(answer_record(flow, exchange, error, ended=ended, delivery=delivery, client=client,
                                  arrived=arrived))  # fmt: skip

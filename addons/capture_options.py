@@ -1,4 +1,4 @@
-"""The options the capture addon declares (one name, one default and one help text each), and the
+"""The options the capture addon declares (each declared once, in `storage.configuration`), and the
 checks of their values `configure()` runs.
 
 `flightlog proxy` sets them from its flags and `mitmdump -s addons/mitmdump_entry.py` from `--set`, so
@@ -7,20 +7,15 @@ both launchers read the same table and meet the same checks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from formats.model_apis import PROVIDERS
+from storage.configuration import COMMIT_MS, options
 
-DEFAULT_OUTBOUND: Final = tuple(provider.host for provider in PROVIDERS)
-"""Reverse-proxy targets whose traffic is outbound by default: the model APIs an agent calls
-(`formats.model_apis`, the one list of them)."""
 MAX_COMMIT_MS: Final = 10_000
 """The longest `flightlog_commit_ms`: past it what a writer holds unwritten is a risk, not a saving."""
 MAX_REQUEST_BODY: Final = 8 * 1024 * 1024
 """Request bodies larger than this are not read (recorded `missing`) unless the option says more."""
-COMMIT_MS: Final = 50
 SHARED_COMMIT_MS: Final = 100
 
 
@@ -40,67 +35,8 @@ def commit_ms(workers: int, cores: int) -> int:
     return SHARED_COMMIT_MS if 2 * workers > cores else COMMIT_MS
 
 
-OPTIONS: tuple[tuple[str, object, object, str], ...] = (
-    ("flightlog_ledger", str, "", "Ledger database URL (default: FLIGHTLOG_LEDGER)."),
-    ("flightlog_blobs", str, "", "Blob store URL, file:// or s3:// (default: FLIGHTLOG_BLOBS)."),
-    ("flightlog_collector", str, "", "This proxy's collector id in the Ledger."),
-    ("flightlog_secrets", str, "", "File of NAME=value secrets replaced by [NAME]."),
-    ("flightlog_secret_env", Sequence[str], [], "Names of environment variables whose values are secrets."),
-    (
-        "flightlog_redact_auth_headers",
-        bool,
-        True,
-        "Redact Authorization, Cookie, X-Api-Key and similar header values even when not configured.",
-    ),
-    ("flightlog_prices", str, "", "A price table file overriding the shipped one."),
-    (
-        "flightlog_stream_grace",
-        int,
-        25,
-        "Seconds to keep reading a streamed answer after its client left (stored as partial).",
-    ),
-    (
-        "flightlog_max_request_body",
-        str,
-        "8m",
-        "Request bodies larger than this are streamed through unread and recorded as missing.",
-    ),
-    ("flightlog_ignore_hosts", Sequence[str], [], "Hosts never recorded (flightlog.local always is)."),
-    (
-        "flightlog_outbound_hosts",
-        Sequence[str],
-        list(DEFAULT_OUTBOUND),
-        "Reverse-proxy targets whose traffic is outbound (direction out), e.g. model APIs.",
-    ),
-    (
-        "flightlog_drain_timeout",
-        int,
-        30,
-        "Seconds to keep trying to write what is queued at exit when the Ledger is down.",
-    ),
-    (
-        "flightlog_commit_ms",
-        int,
-        COMMIT_MS,
-        "Milliseconds the writer gathers events before one batch commits (more: less CPU an event,"
-        " a later commit). `flightlog proxy` gives 100 when its processes outnumber the cores.",
-    ),
-    ("flightlog_stats_file", str, "", "Write the writer's counters here as JSON at exit."),
-    (
-        "flightlog_witness",
-        Sequence[str],
-        [],
-        "Witnesses the writer publishes signed checkpoints to (file:///PATH, s3://BUCKET/PREFIX with Object"
-        " Lock, https://URL); default: FLIGHTLOG_WITNESS (space-separated).",
-    ),
-    (
-        "flightlog_checkpoint_interval",
-        int,
-        300,
-        "Seconds between the writer's checkpoints (published when the Ledger moved; and once at stop).",
-    ),
-)
-"""The options `load()` declares: name, type, default, help."""
+OPTIONS: Final = options()
+"""The options `load()` declares: name, type, default, help (`storage.configuration`'s proxy options)."""
 
 
 def check(opts: Any, updated: set[str]) -> int | None:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from addons.credential_swap import RULE as CREDENTIAL
 from addons.credential_swap import Swaps
 from addons.egress_connections import EgressConnections, from_tun
+from addons.flow_notes import EXCHANGE, JUDGED, MODEL
 from egress.answers import HEADER, http_body, jsonrpc_body
 from egress.approvals import AskBook
 from egress.budgets import BudgetBook
@@ -59,10 +60,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("flightlog.egress")
 
-META_EXCHANGE = "flightlog.exchange"
-"""Capture's record of a flow's exchange (`addons.capture`): present exactly when it records the flow."""
-META_JUDGED = "flightlog.egress.judged"
-META_MODEL = "flightlog.egress.model"
 Rpc = tuple[list[Any], bool]
 """The JSON-RPC ids of a body's calls (to answer each) and whether it was a batch."""
 
@@ -168,18 +165,18 @@ class Egress:
     def requestheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """A sealed command's request is filed under its identity (where the request names none
         itself); a request whose body capture streams through unread is judged now (no body to read)."""
-        exchange = flow.metadata.get(META_EXCHANGE)
+        exchange = EXCHANGE.get(flow)
         if exchange is None:
             return None
         if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
             exchange = replace(exchange, identity=exchange.identity.over(self.tun_identity))
-            flow.metadata[META_EXCHANGE] = exchange
+            EXCHANGE.put(flow, exchange)
         if not flow.request.stream:
             return None
         if self.gate is None or self.gate.idle:
             self.lent(flow, exchange, _call(flow, exchange), None)  # its headers go on now
             return None
-        flow.metadata[META_JUDGED] = True
+        JUDGED.put(flow, True)
         call = _call(flow, exchange)
         if self.gate.live.policy.reads_mcp:  # a body too large to read may hold a tools/call
             size = flow.request.headers.get("content-length")
@@ -191,9 +188,9 @@ class Egress:
     def judge_request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """The `request` hook (run before capture's): judge the call, or each `tools/call` in it."""
         gate = self.gate
-        if flow.response is not None or flow.metadata.get(META_JUDGED):
+        if flow.response is not None or JUDGED.get(flow):
             return None
-        exchange = flow.metadata.get(META_EXCHANGE)
+        exchange = EXCHANGE.get(flow)
         if exchange is None or flow.request.stream:  # a streamed one was seen in `requestheaders`
             return None
         call = _call(flow, exchange)
@@ -213,7 +210,7 @@ class Egress:
         assert self.gate is not None
         for i, call in enumerate(calls):
             if call.model_call and self.gate.live.policy.budgets:
-                flow.metadata[META_MODEL] = exchange.flow_id
+                MODEL.put(flow, exchange.flow_id)
             decision, waits = self.gate.first(call)
             if waits:
                 return self._judge_later(flow, exchange, calls[i:], decision, rpc)
@@ -305,7 +302,7 @@ class Egress:
 
     def _answered(self, flow: http.HTTPFlow) -> None:
         """A model call under a budget ended: its usage reaches the Ledger soon (`egress.budgets`)."""
-        model_action = flow.metadata.pop(META_MODEL, None)
+        model_action = MODEL.pop(flow)
         if model_action is not None and self.gate is not None and self.gate.budgets is not None:
             self.gate.budgets.answered(model_action)
 

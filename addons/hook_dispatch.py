@@ -12,12 +12,28 @@ addons for which `invoke_addon` would find nothing to call. Every other addon go
 mitmproxy's own `safecall` and `invoke_addon`, in chain order, so hook order, `AddonHalt` and the
 logged "Addon error" of a failing hook are mitmproxy's. Addons with children (the script loader)
 are always walked: their children change when a script reloads.
+
+Why the one manager's method is replaced rather than mitmproxy's class extended: `Master.__init__`
+builds its `AddonManager` itself (`self.addons = addonmanager.AddonManager(self)`) and `DumpMaster`
+adds its ~30 addons to it before our code runs, so a subclass could only be put in place by patching
+mitmproxy's module name for the class or by swapping the instance's `__class__`, both patches by
+other names; and mitmproxy offers no addon hook around the dispatch itself (an addon is what is
+dispatched to). What the replacement relies on is mitmproxy's `trigger_event` and `_iter_hooks`
+(an addon whose attribute for the event is missing or falsy yields no call): `CHECKED_AGAINST` holds
+the mitmproxy versions and those two methods' source digests it was read against, and
+tests/capture/test_hook_shortcuts.py fails on any other, asking for the two to be read again.
 """
 
 from __future__ import annotations
 
 from types import MethodType
-from typing import Any
+from typing import Any, Final
+
+CHECKED_AGAINST: Final = {
+    "12.3.1": {"trigger_event": "b763c59bc4992e33", "_iter_hooks": "350b419ab7284091"},
+}
+"""mitmproxy versions this replacement was checked against, with the first 16 hex digits of the
+SHA-256 of `AddonManager.trigger_event`'s and `AddonManager._iter_hooks`'s source in each."""
 
 
 def skip_idle_addons(manager: Any) -> None:

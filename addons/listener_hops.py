@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
-from addons.wire.flow_records import META_AS_LISTENER
+from addons.flow_notes import AS_LISTENER
 
 if TYPE_CHECKING:
     from mitmproxy import connection, http
@@ -102,4 +102,4 @@ def as_listener(flow: http.HTTPFlow, mode: ReverseMode) -> None:
     request.data.host, request.data.port = host, port
     if not ctx.options.keep_host_header:
         request.host_header = url.hostport(mode.scheme, host, port)
-    flow.metadata[META_AS_LISTENER] = mode
+    AS_LISTENER.put(flow, mode)

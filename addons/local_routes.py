@@ -20,6 +20,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from addons.flow_notes import LOCAL, SKIP
 from door.callers import bearer, browser_refusal
 from door.declarations import directory_route, dispatch_route, graphql_route, ledger_route
 from door.gatekeeper import refused
@@ -36,6 +37,7 @@ from door.routes import (
     json_answer,
     lazy_route,
 )
+from storage.configuration import setting
 
 if TYPE_CHECKING:
     from mitmproxy import http, tls
@@ -188,12 +190,8 @@ class LocalRoutes:
         self.routes, self._parts = build_routes(settings)
 
     def load(self, loader: Loader) -> None:
-        loader.add_option(
-            "flightlog_directory",
-            str,
-            "",
-            "The Directory folder served at /api/directory/ and dispatched from (FLIGHTLOG_DIRECTORY).",
-        )
+        directory = setting("directory")
+        loader.add_option(directory.option_name, directory.type, directory.default, directory.help)
         loader.add_option(
             "flightlog_open",
             bool,
@@ -244,12 +242,12 @@ class LocalRoutes:
         if not isinstance(flow.client_conn.proxy_mode, RegularMode):
             return
         if for_us(flow.request):
-            flow.metadata["flightlog.skip"] = True
-            flow.metadata["flightlog.local"] = True
+            SKIP.put(flow, True)
+            LOCAL.put(flow, True)
 
     def request(self, flow: http.HTTPFlow) -> Coroutine[Any, Any, None] | None:
         """Plain for every other flow; a coroutine (awaited by mitmproxy) only for our own routes."""
-        if not flow.metadata.get("flightlog.local"):
+        if not LOCAL.get(flow):
             return None
         from door.websocket_face import is_upgrade
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from addons.ai_listeners import AiListener
-from addons.capture_options import COMMIT_MS, DEFAULT_OUTBOUND
 from addons.proxy_env import STATE_FILE
+from storage.configuration import COMMIT_MS, DEFAULT_OUTBOUND, default
 
 CA_FILE = "mitmproxy-ca-cert.pem"
 
@@ -28,9 +28,9 @@ class ProxyConfig:
     secrets: str = ""
     secret_env: tuple[str, ...] = ()
     sync_paths: tuple[str, ...] = ()
-    stream_grace: int = 25
-    max_request_body: str = "8m"
-    redact_auth_headers: bool = True
+    stream_grace: int = default("stream_grace")
+    max_request_body: str = default("max_request_body")
+    redact_auth_headers: bool = default("redact_auth_headers")
     collector: str = ""
     stats_file: str = ""
     commit_ms: int = COMMIT_MS

@@ -21,6 +21,7 @@ import base64
 import weakref
 from typing import TYPE_CHECKING, Final
 
+from addons.flow_notes import CLAIM
 from addons.wire.flow_records import is_reverse
 from recording import identity as ident
 
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from mitmproxy import connection, http
     from mitmproxy.addonmanager import Loader
 
-META_CLAIM: Final = "flightlog.claim"
-"""A flow's identity claim that the seal set aside (its userinfo text), for the recorded head."""
 CLAIM_FIELD: Final = b"X-Flightlog-Claim"
 SEALED_FIELDS: Final = ("agent", "session", "task")
 
@@ -81,7 +80,7 @@ class Seal:
             token = base64.b64encode(f"{who.userinfo()}:".encode()).decode()
             flow.request.headers["Proxy-Authorization"] = f"Basic {token}"
         if differs(claim, self.identity):
-            flow.metadata[META_CLAIM] = claim.userinfo()
+            CLAIM.put(flow, claim.userinfo())
 
 
 def _take(request: http.Request, reverse: bool) -> ident.Identity:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from addons.errors import ServeReplayError
+from addons.flow_notes import PLAYBACK
 from formats import sse
 from readback.match_book import Book, ReplayReport
 from readback.recorded import Exchange, PayloadReader, body, canonical_url
@@ -314,10 +315,10 @@ class ServeReplay:
         req.scheme = "http"
         req.data.host, req.port = self.player.address
         req.headers[TOKEN] = token
-        flow.metadata["flightlog_playback"] = token
+        PLAYBACK.put(flow, token)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        if flow.metadata.get("flightlog_playback") and flow.response is not None:
+        if PLAYBACK.get(flow) and flow.response is not None:
             flow.response.stream = True
 
     def server_connect(self, data: ServerConnectionHookData) -> None:

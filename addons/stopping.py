@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from addons.flow_notes import CUT
 from addons.wire.departures import Departures
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ STOP_WAIT = 5.0
 """Seconds the exchanges in flight at a stop have to end by themselves."""
 CUT_WAIT = 2.0
 """Seconds the exchanges cut at a stop have for mitmproxy to end them (their `error` hooks)."""
-META_CUT = "flightlog.cut"
-"""In a flow's metadata: the stopping proxy cut it (its client's connection closed)."""
 
 
 class InFlight:
@@ -124,7 +123,7 @@ async def stop_serving(
         return Drained(finished=was)
     cut = list(in_flight.flows.values())
     for flow in cut:
-        flow.metadata[META_CUT] = True
+        CUT.put(flow, True)
         _close_client(server, flow)
     await in_flight._ended(CUT_WAIT)
     return Drained(finished=was - len(cut), cut=len(cut))

@@ -12,7 +12,8 @@ import logging
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from addons.capture import META_COMMITTED, META_EXCHANGE, Capture
+from addons.capture import Capture
+from addons.flow_notes import COMMITTED, EXCHANGE
 from addons.wire.heads import request_head
 from recording.records import Exchange, RequestRecord
 
@@ -60,7 +61,7 @@ class SyncPaths:
         """Plain for most flows; a coroutine (awaited by mitmproxy) only for a matching inbound one."""
         if not self.globs or flow.response is not None:
             return None
-        exchange: Exchange | None = flow.metadata.get(META_EXCHANGE)
+        exchange: Exchange | None = EXCHANGE.get(flow)
         if exchange is None or exchange.direction != "in" or not matches(flow.request.path, self.globs):
             return None
         return self._commit(flow, exchange)
@@ -88,4 +89,4 @@ class SyncPaths:
                 {"Retry-After": RETRY_AFTER, "Content-Type": "text/plain"},
             )
             return
-        flow.metadata[META_COMMITTED] = True
+        COMMITTED.put(flow, True)

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from addons.capture import META_EXCHANGE, Capture
+from addons.capture import Capture
+from addons.flow_notes import EXCHANGE, WS_INDEX
 from addons.wire.flow_records import close_record
 from recording.records import WebSocketRecord
 
 if TYPE_CHECKING:
     from mitmproxy import http
-
-META_WS_INDEX = "flightlog.ws_index"
 
 
 class WebSocketCapture:
@@ -28,23 +27,23 @@ class WebSocketCapture:
         self.capture = capture
 
     def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        exchange = flow.metadata.get(META_EXCHANGE)
+        exchange = EXCHANGE.get(flow)
         if exchange is None or flow.websocket is None or not flow.websocket.messages:
             return None
         message = flow.websocket.messages[-1]
         if not self.capture.recording:  # the writer stopped: the message is not passed on unrecorded
             message.drop()
             return None
-        index = flow.metadata[META_WS_INDEX] = flow.metadata.get(META_WS_INDEX, 0) + 1
+        index = WS_INDEX.put(flow, WS_INDEX.get(flow, 0) + 1)
         origin = "client" if message.from_client else "server"
         self.capture.put(WebSocketRecord(exchange, message.timestamp, index, origin, message.content))
         return self.capture.answered(flow)
 
     def websocket_end(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """How the connection ended: the close code, and the reason as the payload."""
-        exchange = flow.metadata.get(META_EXCHANGE)
+        exchange = EXCHANGE.get(flow)
         ws = flow.websocket
         if exchange is None or ws is None:
             return None
-        self.capture.put(close_record(exchange, ws, flow.metadata.get(META_WS_INDEX, 0)))
+        self.capture.put(close_record(exchange, ws, WS_INDEX.get(flow, 0)))
         return self.capture.answered(flow)

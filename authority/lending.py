@@ -32,13 +32,12 @@ from authority.errors import AuthorityError
 from catalog.errors import CatalogError
 from catalog.local_rows import contract_hash, tool_runs_locally
 from catalog.tool import Tool
+from formats import durations
 
 if TYPE_CHECKING:
     from catalog.directory import Directory
 
 POLICY_FILE: Final = "policy.toml"
-_DURATION = re.compile(r"^(\d+)([smhd])$")
-_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@/-]+$")
 
 
@@ -71,10 +70,9 @@ def parse_policy(data: dict[str, Any], source: str = POLICY_FILE) -> Policy:
     if not isinstance(remote, bool):
         raise LendingError(f"{source}: remote_tools is true or false")
     expires = data.get("expires", "24h")
-    match = _DURATION.match(expires) if isinstance(expires, str) else None
-    if match is None:
+    seconds = durations.seconds(expires) if isinstance(expires, str) else None
+    if seconds is None:
         raise LendingError(f"{source}: expires is a duration like 30m, 12h or 7d")
-    seconds = int(match.group(1)) * _UNITS[match.group(2)]
     return Policy(tuple(grants), remote, tuple(tools), timedelta(seconds=seconds))
 
 

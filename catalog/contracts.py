@@ -44,6 +44,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from catalog.errors import ArgumentError, ToolError
+from catalog.form_names import ALWAYS_FORMS, FORM_NAMES, TOKEN_FORMS
 from catalog.forms.agents import config_forms, definition_forms
 from catalog.forms.channels import channel_forms
 from catalog.forms.door import (
@@ -90,39 +91,6 @@ __all__ = [
     "validate_args",
 ]
 
-ALWAYS_FORMS: Final = (
-    "dispatch",
-    "dispatch_dry_run",
-    "url",
-    "curl",
-    "wget",
-    "cli",
-    "python",
-    "python_mcp",
-    "javascript",
-    "webhook",
-    "apple_shortcut",
-    "sdk",
-    "function",
-    "mcp_stdio",
-    "mcp_http",
-    "mcp_jsonrpc",
-    "websocket",
-    "sse",
-    "graphql",
-    "ssh",
-    "mcp_config_claude_code",
-    "mcp_config_json",
-    "mcp_config_vscode",
-    "openai_tool",
-    "openai_responses_tool",
-    "anthropic_tool",
-)
-"""The forms every tool has (seed 000: 26)."""
-TOKEN_FORMS: Final = ("link", "link_curl", "link_markdown")
-"""The credential-free links a tool with a live scoped token gains (29)."""
-FORM_NAMES: Final = (*ALWAYS_FORMS, *TOKEN_FORMS, "upstream")
-"""Every form in order (30 for a fully equipped row)."""
 FORM_NOTES: Final = {name: _NOTES[name] for name in FORM_NAMES}
 """What varies per form, in the forms' order."""
 

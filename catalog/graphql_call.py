@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from catalog.errors import CatalogError
+
 OPERATION: Final = "mutation Call($tool: String!, $args: JSON) { call(tool: $tool, args: $args) }"
 _TOKEN: Final = re.compile(
     r'"(?:[^"\\\n]|\\.)*"|\.\.\.|[!$&()\:=@\[\]{|}]|[_A-Za-z][_0-9A-Za-z]*|-?\d[\w.+-]*|[^\s,]'
@@ -23,8 +25,11 @@ _TOKEN: Final = re.compile(
 _IGNORED: Final = re.compile(r"#[^\n\r]*|[\s,\ufeff]+")
 
 
-class GraphQLRefused(ValueError):
-    """A GraphQL request that is not the one operation flightlog serves (the message says which)."""
+class GraphQLRefused(CatalogError, ValueError):
+    """A GraphQL request that is not the one operation flightlog serves (the message says which).
+
+    In the tree (`CatalogError`), and still a `ValueError`: the door reads a request body's JSON and
+    its operation in one `except ValueError`, a body that is not JSON being the other case."""
 
 
 def tokens(document: str) -> list[str]:

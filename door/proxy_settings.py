@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage.configuration import environment
 from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 
@@ -46,7 +47,7 @@ def resolve(options: Any, environ: Mapping[str, str] | None = None) -> ProxySett
         return default if value is None else value
 
     home = flightlog_home(env)
-    folder = option("flightlog_directory") or env.get("FLIGHTLOG_DIRECTORY") or ""
+    folder = option("flightlog_directory") or environment("directory", env) or ""
     secrets = option("flightlog_secrets")
     return ProxySettings(
         home=home,

@@ -53,6 +53,7 @@ from egress.limits import PERIODS, PERS, Budget, Per, Period, Rate
 from egress.patterns import any_glob, host_pattern
 from egress.policy import DEFAULT_ASK_TIMEOUT, Policy
 from egress.rules import ACTIONS, PROTOCOLS, Action, Rule, Scope
+from formats import durations
 
 FILE_NAME: Final = "egress.toml"
 TOP: Final = frozenset(
@@ -67,8 +68,6 @@ RULE_KEYS: Final = frozenset({"name", "action", *SCOPE_KEYS})
 BUDGET_KEYS: Final = frozenset({"name", "per", "period", "tokens", "cost_usd", *SCOPE_KEYS})
 RATE_KEYS: Final = frozenset({"name", "per", "requests", "window", *SCOPE_KEYS})
 _NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_DURATION: Final = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
-_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _METHOD: Final = re.compile(r"^[A-Z]{1,20}$")
 
 
@@ -217,10 +216,10 @@ def _duration(value: Any, where: str) -> float:
     """Seconds from `90`, `"90s"`, `"2m"`, `"1h"`, `"500ms"`."""
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         return float(value)
-    match = _DURATION.match(value.strip()) if isinstance(value, str) else None
-    if match is None:
+    seconds = durations.seconds(value) if isinstance(value, str) else None
+    if seconds is None:
         raise PolicyFileError(f"{where} is a duration like 30s, 2m or 1h, not {value!r}")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    return seconds
 
 
 def _strings(table: Mapping[str, Any], key: str, where: str) -> list[str] | None:

@@ -19,13 +19,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from catalog.forms.upstream import canonical_json
+from formats.errors import FlightlogError
 
 DEFAULT_BASE: Final = "http://flightlog.local"
 DOOR_PATH: Final = "/api/dispatch"
 
 
-class DoorUnreachable(RuntimeError):
-    """The door could not be reached, or did not answer JSON (the message says which)."""
+class DoorUnreachable(FlightlogError, RuntimeError):
+    """The door could not be reached, or did not answer JSON (the message says which).
+
+    In flightlog's tree, and still the `RuntimeError` it was first published as: code that calls rows
+    through this client may catch either."""
 
 
 class _Tools:

@@ -9,7 +9,6 @@ column as text; a canned query `readable_events` lists every event with its head
 from __future__ import annotations
 
 import html
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from datasette import hookimpl
 from markupsafe import Markup
 
 from storage.blobstore import BlobStore, open_blob_store
+from storage.configuration import environment
 from storage.sql_functions import READABLE_EVENTS, register
 
 
@@ -37,7 +37,7 @@ def _has_events(path: Path) -> bool:
 def blob_store_for(database_path: Path) -> BlobStore:
     """FLIGHTLOG_BLOBS when it names a folder, else the `blobs` folder beside the database (the
     embedded default: FLIGHTLOG_HOME/ledger.db and FLIGHTLOG_HOME/blobs)."""
-    url = os.environ.get("FLIGHTLOG_BLOBS", "")
+    url = environment("blobs")
     return open_blob_store(url if url.startswith("file:") else (database_path.parent / "blobs").as_uri())
 
 

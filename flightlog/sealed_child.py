@@ -28,6 +28,8 @@ import subprocess
 import sys
 from typing import Any, Final
 
+from formats.errors import FlightlogError
+
 PLAN_VARIABLE: Final = "FLIGHTLOG_SEALED"
 INSIDE_V4: Final = "10.0.85.2/24"
 GATEWAY_V4: Final = "10.0.85.1"
@@ -38,7 +40,7 @@ PR_SET_DUMPABLE: Final = 4
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 
 
-class Failed(Exception):
+class Failed(FlightlogError):
     """A step of the sealing failed; the message says which and why."""
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from storage.configuration import environment
 from storage.locations import default_blobs_url, default_ledger_url, flightlog_home
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class Settings:
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Resolve FLIGHTLOG_HOME, FLIGHTLOG_LEDGER, FLIGHTLOG_BLOBS and FLIGHTLOG_DIRECTORY."""
     env = os.environ if env is None else env
-    directory = env.get("FLIGHTLOG_DIRECTORY")
+    directory = environment("directory", env)
     return Settings(
         home=flightlog_home(env),
         ledger_url=default_ledger_url(env),

@@ -27,8 +27,6 @@ from __future__ import annotations
 import functools
 import hmac
 import json
-import os
-import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -40,7 +38,7 @@ from storage.errors import PrunedPayload, StorageError
 from storage.event_reads import counts, event_json, groups_json, totals
 from storage.events import StoredEvent
 from storage.filters import GROUP_BYS, Filter, QueryError, parse_time
-from storage.locations import private_home
+from storage.key_files import KeyFileError, secret_token
 from storage.questions.answer import answer, page
 from storage.questions.known_values import LedgerValues
 from storage.questions.reading import ask
@@ -66,22 +64,10 @@ class LedgerReader(Protocol):
 
 def api_token(home: Path) -> str:
     """The bearer token of the read routes, created on first use (32 random bytes, file mode 0600)."""
-    path = home / TOKEN_FILE
     try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        pass
-    try:
-        private_home(home)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    except OSError as e:
-        raise ReadbackError(f"cannot create the API token at {path}: {e.strerror}") from e
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    return token
+        return secret_token(home, home / TOKEN_FILE, "API token")
+    except KeyFileError as e:
+        raise ReadbackError(str(e)) from e
 
 
 def _json(status: int, value: Any) -> Response:

@@ -15,6 +15,7 @@ from recording.events import Processing
 from recording.prices import PriceTable
 from recording.redaction.redact import Redactor
 from recording.redaction.secrets import load_secrets
+from storage.configuration import environment
 from storage.locations import default_blobs_url, default_ledger_url, default_secrets_file, flightlog_home
 
 if TYPE_CHECKING:
@@ -98,6 +99,6 @@ def writer_spec(options: Any, collector: str) -> WriterSpec:
         stats_file=options.flightlog_stats_file,
         flush_interval=options.flightlog_commit_ms / 1000,
         journal=str(flightlog_home() / "journal"),
-        witnesses=tuple(options.flightlog_witness) or tuple(os.environ.get("FLIGHTLOG_WITNESS", "").split()),
+        witnesses=tuple(options.flightlog_witness) or tuple(environment("witness").split()),
         checkpoint_interval=float(options.flightlog_checkpoint_interval),
     )

@@ -46,7 +46,7 @@ from storage.kinds import (
     MCP_PREFIX,
     MCP_START,
 )
-from storage.queries import EVENTS, _bind_time, _conditions
+from storage.queries import EVENTS, bind_time, conditions
 from storage.rows import from_mapping
 
 OPENING_KINDS: Final = (HTTP_REQUEST, DISPATCH_CALL, DISPATCH_DRY_RUN, CONNECTION_ATTEMPT)
@@ -176,10 +176,10 @@ def _split(flt: Filter) -> tuple[Filter, Filter]:
 
 def _opening_where(t: Table, flt: Filter) -> ColumnElement[bool]:
     shared, answer = _split(flt)
-    conds = [_opens(t), *_conditions(t, shared)]
+    conds = [_opens(t), *conditions(t, shared)]
     if not answer.is_empty():
         other = t.alias("other")
-        inner = _conditions(other, answer)  # type: ignore[arg-type]  # an alias has the table's columns
+        inner = conditions(other, answer)  # type: ignore[arg-type]  # an alias has the table's columns
         conds.append(exists().where(other.c.action_id == t.c.action_id, *inner))
     return and_(*conds)
 
@@ -196,9 +196,9 @@ def select_exchanges(
     t = EVENTS
     stmt = select(t).where(_opening_where(t, flt))
     if before is not None:
-        stmt = stmt.where(tuple_(t.c.at, t.c.event_id) < tuple_(_bind_time(t, before[0]), before[1]))
+        stmt = stmt.where(tuple_(t.c.at, t.c.event_id) < tuple_(bind_time(t, before[0]), before[1]))
     if after is not None:
-        stmt = stmt.where(tuple_(t.c.at, t.c.event_id) > tuple_(_bind_time(t, after[0]), after[1]))
+        stmt = stmt.where(tuple_(t.c.at, t.c.event_id) > tuple_(bind_time(t, after[0]), after[1]))
     stmt = stmt.order_by(t.c.at.desc(), t.c.event_id.desc()).limit(max(0, limit))
     try:
         with engine.connect() as conn:

@@ -10,23 +10,25 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from storage.configuration import environment
+
 
 def flightlog_home(env: Mapping[str, str] | None = None) -> Path:
     """FLIGHTLOG_HOME, or ~/.flightlog."""
     env = os.environ if env is None else env
-    return Path(env.get("FLIGHTLOG_HOME") or Path.home() / ".flightlog").expanduser()
+    return Path(environment("home", env) or Path.home() / ".flightlog").expanduser()
 
 
 def default_ledger_url(env: Mapping[str, str] | None = None) -> str:
     """FLIGHTLOG_LEDGER, or the SQLite file `ledger.db` in FLIGHTLOG_HOME."""
     env = os.environ if env is None else env
-    return env.get("FLIGHTLOG_LEDGER") or f"sqlite:///{flightlog_home(env) / 'ledger.db'}"
+    return environment("ledger", env) or f"sqlite:///{flightlog_home(env) / 'ledger.db'}"
 
 
 def default_blobs_url(env: Mapping[str, str] | None = None) -> str:
     """FLIGHTLOG_BLOBS, or the `blobs` folder in FLIGHTLOG_HOME."""
     env = os.environ if env is None else env
-    return env.get("FLIGHTLOG_BLOBS") or (flightlog_home(env) / "blobs").as_uri()
+    return environment("blobs", env) or (flightlog_home(env) / "blobs").as_uri()
 
 
 def secrets_path(home: Path) -> Path:

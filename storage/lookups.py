@@ -23,7 +23,9 @@ ROW_COLUMNS: Final = (
 OLDEST_FIRST: Final = "ORDER BY at, action_id, seq, event_id"
 
 
-def _rows(engine: Engine, sql: str, **params: Any) -> list[dict[str, Any]]:
+def read_rows(engine: Engine, sql: str, **params: Any) -> list[dict[str, Any]]:
+    """The rows one SQL text over the Ledger's tables answers, as plain dicts; a database error is
+    `QueryError` in one line (the one reader the lookups here and `storage.mcp_lookups` share)."""
     try:
         with engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(text(sql), params)]
@@ -40,7 +42,7 @@ def _in(values: Sequence[str], prefix: str) -> tuple[str, dict[str, Any]]:
 def event_row(engine: Engine, event_id: str) -> dict[str, Any] | None:
     """One event's metadata and payload address, or None when the Ledger has no such event."""
     sql = f"SELECT {ROW_COLUMNS}, payload_sha256 FROM events WHERE event_id = :e"
-    found = _rows(engine, sql, e=event_id)
+    found = read_rows(engine, sql, e=event_id)
     return found[0] if found else None
 
 
@@ -49,7 +51,7 @@ def action_rows(engine: Engine, action_id: str) -> list[dict[str, Any]]:
     sql = (
         f"SELECT {ROW_COLUMNS}, payload_sha256, head FROM events WHERE action_id = :a ORDER BY seq, event_id"
     )
-    return _rows(engine, sql, a=action_id)
+    return read_rows(engine, sql, a=action_id)
 
 
 def rows_of_tool(engine: Engine, tool: str, limit: int) -> list[dict[str, Any]]:
@@ -57,7 +59,7 @@ def rows_of_tool(engine: Engine, tool: str, limit: int) -> list[dict[str, Any]]:
     sql = (
         f"SELECT {ROW_COLUMNS} FROM events WHERE tool = :tool ORDER BY at, action_id, seq, event_id LIMIT :n"
     )
-    return _rows(engine, sql, tool=tool, n=limit)
+    return read_rows(engine, sql, tool=tool, n=limit)
 
 
 def rows_of_task(engine: Engine, task: str, limit: int) -> list[dict[str, Any]]:
@@ -65,7 +67,7 @@ def rows_of_task(engine: Engine, task: str, limit: int) -> list[dict[str, Any]]:
     sql = (
         f"SELECT {ROW_COLUMNS} FROM events WHERE task = :task ORDER BY at, action_id, seq, event_id LIMIT :n"
     )
-    return _rows(engine, sql, task=task, n=limit)
+    return read_rows(engine, sql, task=task, n=limit)
 
 
 def event_ids_of_actions(
@@ -80,5 +82,5 @@ def event_ids_of_actions(
         of_kinds, kind_params = _in(kinds, "k")
         sql += f" AND kind IN {of_kinds}"
         params.update(kind_params)
-    rows = _rows(engine, sql + " ORDER BY at, seq, event_id", **params)
+    rows = read_rows(engine, sql + " ORDER BY at, seq, event_id", **params)
     return [(r["event_id"], r["action_id"]) for r in rows]

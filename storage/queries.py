@@ -25,7 +25,7 @@ from storage.schema import EventRow
 EVENTS: Final = EventRow.__table__  # type: ignore[attr-defined]
 
 
-def _conditions(t: Table, flt: Filter) -> list[Any]:
+def conditions(t: Table, flt: Filter) -> list[Any]:
     """The filter's conditions on `t` (the table or an alias of it): `event_sql.conditions`, the one
     text of them, each a textual clause with its values bound by name (a time through the `at`
     column's own type, so each dialect gets it in its stored form)."""
@@ -54,7 +54,7 @@ _BIND_NAMES = itertools.count()
 """Names for the conditions' values, unique in any statement that joins several filters' conditions."""
 
 
-def _bind_time(t: Table, when: datetime) -> datetime:
+def bind_time(t: Table, when: datetime) -> datetime:
     """UTC, naive where the column keeps naive UTC (SQLite, or a PostgreSQL timestamp without zone)."""
     when = when.astimezone(UTC)
     return when if getattr(t.c.at.type, "timezone", False) else when.replace(tzinfo=None)
@@ -62,7 +62,7 @@ def _bind_time(t: Table, when: datetime) -> datetime:
 
 def where(t: Table, flt: Filter) -> ColumnElement[bool]:
     """The filter's conditions joined (durations aside: they need `event_sql.timed`'s join)."""
-    conds = _conditions(t, flt)
+    conds = conditions(t, flt)
     return and_(*conds) if conds else true()
 
 

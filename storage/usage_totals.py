@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from storage.errors import StorageError
-from storage.queries import EVENTS, _bind_time
+from storage.queries import EVENTS, bind_time
 
 WHO_COLUMNS: Final = ("agent", "session", "task")
 
@@ -31,7 +31,7 @@ def spent(engine: Engine, per: str, who: str | None, since: datetime | None) -> 
     column = t.c[per]
     conds = [column == who if who is not None else column.is_(None)]
     if since is not None:
-        conds.append(t.c.at >= _bind_time(t, since))
+        conds.append(t.c.at >= bind_time(t, since))
     conds.append(or_(t.c.tokens_in.is_not(None), t.c.tokens_out.is_not(None), t.c.cost_usd.is_not(None)))
     stmt = select(
         func.coalesce(func.sum(t.c.tokens_in), 0) + func.coalesce(func.sum(t.c.tokens_out), 0),

@@ -23,6 +23,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from storage.configuration import default
+
 
 class Answering(Protocol):
     """What a connection knows of an exchange in flight: whether its answer's head has come."""
@@ -150,7 +152,7 @@ class Departures:
     """Every client connection of the listeners it wraps, by the client's address (mitmproxy's
     `client_conn.peername` for the same socket)."""
 
-    def __init__(self, grace: float = 25.0) -> None:
+    def __init__(self, grace: float = default("stream_grace")) -> None:
         self.grace = grace
         self.connections: dict[tuple[Any, ...], ClientConnection] = {}
 

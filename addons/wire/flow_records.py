@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from addons.flow_notes import AS_LISTENER
 from addons.wire.departures import ClientConnection
 from addons.wire.heads import header_values, response_head
 from recording import identity as ident
@@ -176,14 +177,10 @@ def close_record(exchange: Exchange, ws: websocket.WebSocketData, index: int) ->
     return WebSocketRecord(exchange, at, index, "close", reason, code)
 
 
-META_AS_LISTENER = "flightlog.as_listener"
-"""The reverse listener a forward request is served as (`addons.listener_hops`)."""
-
-
 def listener_mode(flow: http.HTTPFlow) -> ProxyMode:
     """The listener the flow is served as: the one it came in on, or the reverse listener a forward
     request for it is taken as."""
-    return flow.metadata.get(META_AS_LISTENER) or flow.client_conn.proxy_mode
+    return AS_LISTENER.get(flow) or flow.client_conn.proxy_mode
 
 
 def is_reverse(flow: http.HTTPFlow) -> bool:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from catalog.form_names import FORM_NAMES
+
 ROW_COLUMNS: Final = (
     "name",
     "description",
@@ -55,39 +57,8 @@ PART_COLUMNS: Final = (
     "upstream_code",
 )
 """The upstream contract in parts (their labels without `upstream_` read the same, but `url`)."""
-WAY_COLUMNS: Final = (
-    "dispatch",
-    "dispatch_dry_run",
-    "url",
-    "curl",
-    "wget",
-    "cli",
-    "python",
-    "python_mcp",
-    "javascript",
-    "webhook",
-    "apple_shortcut",
-    "sdk",
-    "function",
-    "mcp_stdio",
-    "mcp_http",
-    "mcp_jsonrpc",
-    "websocket",
-    "sse",
-    "graphql",
-    "ssh",
-    "mcp_config_claude_code",
-    "mcp_config_json",
-    "mcp_config_vscode",
-    "openai_tool",
-    "openai_responses_tool",
-    "anthropic_tool",
-    "link",
-    "link_curl",
-    "link_markdown",
-    "upstream",
-)
-"""One per form of `catalog.contracts.FORM_NAMES` (a test holds them equal)."""
+WAY_COLUMNS: Final = FORM_NAMES
+"""One column per form (`catalog.form_names.FORM_NAMES`), in the forms' order."""
 
 SEED_WORDS: Final = {
     "rest": "dispatch",

@@ -40,6 +40,7 @@ from flightlog.lending import lend_table, parse_lend, registered
 from flightlog.lending import plan as plan_lending
 from flightlog.settings import load_settings
 from recording.identity import Identity
+from storage.configuration import default, environment
 
 MODES = ("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard", "tun")
 
@@ -166,10 +167,10 @@ def proxy(
     ] = None,
     stream_grace: Annotated[
         int, typer.Option(help="Seconds to keep reading a stream after its client left.")
-    ] = 25,
+    ] = default("stream_grace"),
     max_request_body: Annotated[
         str, typer.Option(help="Larger request bodies are streamed through unread (recorded missing).")
-    ] = "8m",
+    ] = default("max_request_body"),
     no_redact_auth_headers: Annotated[
         bool, typer.Option("--no-redact-auth-headers", help="Keep Authorization/Cookie/... values.")
     ] = False,
@@ -240,7 +241,7 @@ def proxy(
         max_request_body=max_request_body,
         redact_auth_headers=not no_redact_auth_headers,
         collector=collector,
-        stats_file=os.environ.get("FLIGHTLOG_STATS_FILE", ""),
+        stats_file=environment("stats_file"),
         commit_ms=commit_ms(count, cores),
         directory=str(settings.directory) if settings.directory else "",
         open_mode=open_mode,

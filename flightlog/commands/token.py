@@ -14,6 +14,7 @@ import typer
 from flightlog.commands.options import NONE_GIVEN, Given, JsonOpt, spread_options
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
+from formats import durations
 
 # TOKENS_DEFERRED: authority.tokens and authority.caveats (hmac, hashlib, base64) are imported inside the
 # commands, not here, so that every other `flightlog` command starts without them.
@@ -58,7 +59,6 @@ with_limits = spread_options(
     },
 )
 """The limits a token is minted or narrowed with, for a command with a `limits: Given` parameter."""
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def expiry(text: str, now: datetime | None = None) -> str:
@@ -66,8 +66,8 @@ def expiry(text: str, now: datetime | None = None) -> str:
     from authority.caveats import CaveatError, format_instant, parse_instant  # deferred: see TOKENS_DEFERRED
 
     now = now or datetime.now(UTC)
-    if text[:-1].isdigit() and text[-1:] in _UNITS:
-        return format_instant(now + timedelta(seconds=int(text[:-1]) * _UNITS[text[-1]]))
+    if (seconds := durations.seconds(text)) is not None:
+        return format_instant(now + timedelta(seconds=seconds))
     try:
         return format_instant(parse_instant(text))
     except CaveatError as e:

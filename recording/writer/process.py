@@ -59,6 +59,7 @@ from recording.writer.pipe_frames import ACK, READY, frame
 from recording.writer.pipe_writer import PipeWriter
 from recording.writer.retained_frames import RetainedFrames
 from recording.writer.risk_journal import RiskJournal, journal_path
+from storage.configuration import default
 
 if TYPE_CHECKING:
     from storage.ledger import Ledger  # SQLAlchemy is loaded in this process only if a sync path runs
@@ -85,7 +86,7 @@ class WriterSpec:
     ledger_url: str
     blobs_url: str
     collector: str
-    drain_timeout: float = 30.0
+    drain_timeout: float = default("drain_timeout")
     stats_file: str = ""
     flush_interval: float = 0.05
     """How long events gather before a batch commits (`mcp-record`: longer, fewer commits per call)."""
@@ -93,7 +94,7 @@ class WriterSpec:
     """The folder of the runs' risk journals (`risk_journal`); empty: none kept."""
     witnesses: tuple[str, ...] = ()
     """Where the writer publishes signed checkpoints (`storage.witness`): at the interval and at stop."""
-    checkpoint_interval: float = 300.0
+    checkpoint_interval: float = default("checkpoint_interval")
 
 
 def _child_env() -> dict[str, str]:

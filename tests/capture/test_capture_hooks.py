@@ -18,7 +18,8 @@ from mitmproxy import exceptions, http
 from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.test import taddons, tflow
 
-from addons.capture import META_EXCHANGE, Capture
+from addons.capture import Capture
+from addons.flow_notes import EXCHANGE
 from addons.websockets import WebSocketCapture
 from recording.action_ids import action_id
 from recording.records import Record, RequestRecord, ResponseRecord, StreamChunk, WebSocketRecord
@@ -158,7 +159,7 @@ def test_identity_headers_name_the_caller_and_are_not_forwarded(
     flow.request.headers["X-Flightlog-Agent"] = "alpha"
     flow.request.headers["X-Flightlog-Session"] = "s1"
     through(addon, flow)
-    exchange = flow.metadata[META_EXCHANGE]
+    exchange = EXCHANGE.need(flow)
     assert (exchange.identity.agent, exchange.identity.session) == ("alpha", "s1")
     assert "X-Flightlog-Agent" not in flow.request.headers
     assert b"X-Flightlog" not in taken.items[0].head  # type: ignore[union-attr]

@@ -8,15 +8,17 @@ mitmproxy's `Headers.get` and `Request.pretty_host` on real `tflow` requests.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import inspect
 import logging
 
 import pytest
-from mitmproxy import exceptions, hooks
+from mitmproxy import addonmanager, exceptions, hooks, version
 from mitmproxy.http import Headers
 from mitmproxy.proxy.server_hooks import ClientConnectedHook
 from mitmproxy.test import taddons, tflow
 
-from addons.hook_dispatch import skip_idle_addons
+from addons.hook_dispatch import CHECKED_AGAINST, skip_idle_addons
 from addons.local_routes import for_us
 from addons.wire.heads import header_values
 from door.routes import HOST
@@ -145,3 +147,18 @@ def test_for_us_is_mitmproxys_own_host_check(host: str, fields: list[tuple[bytes
             request.http_version = "HTTP/2.0"
             request.authority = next((v.decode() for k, v in fields if k == b"Host"), "")
         assert for_us(request) == (request.pretty_host == HOST or request.data.host == HOST)
+
+
+def test_the_replaced_dispatch_is_checked_against_this_mitmproxy() -> None:
+    """`skip_idle_addons` replaces one manager's `trigger_event` (mitmproxy builds its manager itself,
+    so no subclass can be put in place): it is only right while mitmproxy's `trigger_event` and
+    `_iter_hooks` read as they did when it was written. An installed mitmproxy not in
+    `CHECKED_AGAINST`, or whose two methods changed, fails here until they are read again."""
+    assert version.VERSION in CHECKED_AGAINST, f"mitmproxy {version.VERSION}: read trigger_event again"
+    digests = {
+        name: hashlib.sha256(
+            inspect.getsource(getattr(addonmanager.AddonManager, name)).encode()
+        ).hexdigest()[:16]
+        for name in ("trigger_event", "_iter_hooks")
+    }
+    assert digests == CHECKED_AGAINST[version.VERSION]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from addons.ai_listeners import AI_APIS, wanted
-from addons.capture_options import DEFAULT_OUTBOUND
 from egress.policy_file import parse_policy
 from egress.rules import Call
 from formats.model_apis import ENDPOINTS, PROVIDERS, api_of, provider_of
 from formats.usage import extract_usage
 from readback.genai_spans import provider as span_provider
+from storage.configuration import DEFAULT_OUTBOUND
 
 ANSWER = b'{"model":"m","usage":{"prompt_tokens":3,"completion_tokens":2,"input_tokens":3,"output_tokens":2}}'
 HOSTS = [*(p.host for p in PROVIDERS), "llm.internal.example", "127.0.0.1"]
