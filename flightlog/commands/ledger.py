@@ -85,7 +85,7 @@ def read_worded[T](
 
 def _with_pruned(reader: Reader, events: list[Any]) -> list[dict[str, Any]]:
     """Events as JSON, each pruned payload's "pruned on DATE (reason)" beside its address."""
-    from storage.retention.prune import pruned
+    from storage.retention.pruned import pruned
 
     notes = pruned(reader, [e.payload_sha256 for e in events if e.payload_sha256])
     out = []

@@ -22,8 +22,8 @@ from storage.chain.rederive import ChainReport, verify_chain
 from storage.chain.signing import LedgerKeys
 from storage.errors import CorruptPayload, MissingPayload, StorageError
 from storage.ledger import BLOBS, EVENTS, Ledger
-from storage.retention.prune import Pruned
 from storage.retention.prune import check as check_prunes
+from storage.retention.pruned import Pruned
 from storage.witness.checkpoint import Checkpoint
 from storage.witness.compare import WitnessReport, compare, signed_checkpoints
 from storage.witness.stores import open_witness

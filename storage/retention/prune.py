@@ -33,25 +33,12 @@ from storage.chain.signing import LedgerKeys, public_hex, short, sign, signed_te
 from storage.errors import MissingPayload, PrunedPayload, StorageError
 from storage.events import Batch, Event
 from storage.ledger import Ledger
-from storage.reader import Reader, reading
+from storage.retention.pruned import Pruned
 from storage.sqlite_setup import sqlite_time
 
 VERSION: Final = "flightlog-prune/1"
 PER_RECORD: Final = 1000
 """Payloads named by one prune record (one event); a pruning of more is several, one batch each."""
-
-
-@dataclass(frozen=True, slots=True)
-class Pruned:
-    """A pruned payload as readers show it."""
-
-    sha256: str
-    at: str
-    reason: str
-    event_id: str = ""
-
-    def note(self) -> str:
-        return f"pruned on {self.at[:10]} ({self.reason})"
 
 
 def pruning_collector(home: Path) -> str:
@@ -86,26 +73,6 @@ def read_record(data: bytes) -> tuple[dict[str, Any], str] | None:
         return body, str(signature)
     except (ValueError, KeyError, TypeError):
         return None
-
-
-def pruned(source: Reader | Any, shas: Collection[str]) -> dict[str, Pruned]:
-    """Which of `shas` were pruned, when and why (for readers)."""
-    found: dict[str, Pruned] = {}
-    wanted = sorted({s.lower() for s in shas if s})
-    with reading(source) as r:
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i : i + 500]
-            rows = r.rows(
-                "SELECT sha256, pruned_at, reason, event_id FROM pruned"
-                f" WHERE sha256 IN ({', '.join('?' for _ in chunk)})",
-                chunk,
-                "read what was pruned",
-            )
-            found.update(
-                (row["sha256"], Pruned(row["sha256"], row["pruned_at"], row["reason"], row["event_id"]))
-                for row in rows
-            )
-    return found
 
 
 @dataclass
