@@ -54,7 +54,7 @@ OPENING_KINDS: Final = (HTTP_REQUEST, DISPATCH_CALL, DISPATCH_DRY_RUN, CONNECTIO
 action of a refused CONNECT, raw connection or DNS question, whose `policy.refused` is its error."""
 ANSWER_KINDS: Final = (HTTP_RESPONSE, DISPATCH_REPLY, DISPATCH_REFUSED)
 """Kinds that answer it: their status, size and time are the exchange's."""
-ANSWER_FIELDS: Final = ("status", "model", "kind", "direction")
+ANSWER_FIELDS: Final = ("status", "model", "models", "kind", "direction", "streamed")
 """Filter fields asked of any event of the action (an opening event does not carry them)."""
 STDIO_HOST: Final = "stdio"
 """The `host` of every event of a stdio MCP session."""
@@ -171,7 +171,8 @@ def _utc(value: datetime) -> datetime:
 def _split(flt: Filter) -> tuple[Filter, Filter]:
     """(fields every event of an action shares, fields only some event of it carries)."""
     answer = {name: getattr(flt, name) for name in ANSWER_FIELDS}
-    return flt.merged(**dict.fromkeys(ANSWER_FIELDS)), Filter(**answer)
+    cleared = {name: () if name == "models" else None for name in ANSWER_FIELDS}
+    return flt.merged(**cleared), Filter(**answer)
 
 
 def _opening_where(t: Table, flt: Filter) -> ColumnElement[bool]:
