@@ -55,11 +55,10 @@ def answer(source: Engine | Reader, question: Question, limit: int = 100) -> dic
     elif question.view == "stats":
         assert question.metric is not None
         rows = [r.to_json() for r in stats(source, question.filter, question.metric, question.group_by)]
-        if question.rank is not None:
+        rank = question.rank
+        if rank is not None:
             sign = 1 if question.ascending else -1
-            rows.sort(
-                key=lambda r: (r[question.rank] is None, sign * (r[question.rank] or 0), r["key"] or "")
-            )
+            rows.sort(key=lambda r: (r[rank] is None, sign * (r[rank] or 0), r["key"] or ""))
         out["stats"] = rows[: question.limit] if question.limit is not None else rows
         out["unit"] = UNITS[question.metric]
     elif question.view == "totals":
