@@ -130,7 +130,7 @@ class Question:
             "counting": self.unit,
             "rank": self.rank,
             "ascending": self.ascending,
-            "matched": list(self.matched),
+            "values_matched": list(self.matched),
             "measure": self.measure,
             "read_as": self.explain(),
         }
