@@ -216,7 +216,9 @@ class TimeWords:
             count = int(nxt) if nxt.isdigit() else NUMBERS[nxt]
             unit = (self.peek(1) or "").lower().removesuffix("s")
             if unit not in UNITS:
-                raise QuestionError(f"'{low} {nxt}' needs a unit: minutes, hours, days or weeks")
+                raise QuestionError(
+                    f"'{low} {nxt}' needs a unit: minutes, hours, days or weeks, not {self.peek(1)!r}"
+                )
             if count < 1:
                 raise QuestionError(f"'{low} {nxt} {unit}s' is an empty time range")
             self.i += 2
@@ -261,7 +263,8 @@ class TimeWords:
             start, end = weekday(self.now, low)
         else:
             raise QuestionError(
-                f"'{word} {value}': give a date (YYYY-MM-DD), a weekday, 'today' or 'yesterday'"
+                f"'{word} {value}': give a date (YYYY-MM-DD), a time of day (3pm), a weekday, 'today' or"
+                f" 'yesterday', not {value!r}"
             )
         if word in ("since", "after"):
             self.set("since", start if word == "since" else end)
