@@ -32,6 +32,7 @@ from sqlalchemy import ColumnElement, Table, and_, case, exists, func, or_, sele
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from storage.event_reads import select_events
 from storage.events import StoredEvent
 from storage.filters import Cursor, Filter, QueryError
 from storage.kinds import (
@@ -223,8 +224,6 @@ def select_exchanges(
 
 def _ranked(engine: Engine, flt: Filter, limit: int) -> list[Exchange]:
     """The top `limit` exchanges in the filter's order (see `select_exchanges`)."""
-    from storage.event_reads import select_events  # the events' order is the one a list of them has
-
     size = max(limit, 1) * 4  # an exchange has a few events in the order; read more when it has more
     while True:
         events = select_events(engine, flt, limit=size)

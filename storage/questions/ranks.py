@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from storage.questions.times import QuestionError
-from storage.questions.vocabulary import GROUP_NOUNS, MEASURE_WORDS, MOST, SORT_WORDS, UNIT_WORDS
+from storage.questions.vocabulary import GROUP_NOUNS, MEASURE_WORDS, METRICS, MOST, SORT_WORDS, UNIT_WORDS
 
 RANKED_SORTS = {"slowest": ("duration", False), "fastest": ("duration", True), "costliest": ("cost", False)}
 """A list's order that ranks counted rows when the question groups ("the slowest model")."""
@@ -103,8 +103,6 @@ class RankWords:
 
     def by_measure(self, low: str, target: str) -> bool:
         """'by cost', 'by tokens', 'by latency', 'by calls': ranked by it, largest first."""
-        from storage.questions.vocabulary import METRICS
-
         if low != "by" or not (target in METRICS or target in UNIT_WORDS or target in MEASURE_WORDS):
             return False
         self.i += 1
