@@ -50,14 +50,19 @@ def pick(name: str, word: str, values: Collection[str]) -> tuple[str, ...]:
 
 
 def models_named(word: str, values: Collection[str]) -> tuple[str, ...]:
-    """The models a word names by spelling (`gpt4o` ~ `gpt-4o`) or as their family or provider
-    (`claude`, `anthropic`: every Anthropic model held)."""
+    """The models a word names by spelling (`gpt4o` ~ `gpt-4o`), as their family or provider
+    (`claude`, `anthropic`: every Anthropic model held), or by a word of their name of four
+    letters or more (`haiku`, `sonnet`, `mini`)."""
     norm = spelled(word)
     same = tuple(sorted({v for v in values if spelled(v) == norm}))
     if same or not norm:
         return same
     prefixes = FAMILIES.get(norm.removesuffix("s"), ())
-    return tuple(sorted({v for v in values if spelled(v).startswith(prefixes)})) if prefixes else ()
+    if prefixes:
+        return tuple(sorted({v for v in values if spelled(v).startswith(prefixes)}))
+    if norm.isalpha() and len(norm) >= 4:  # a model's own word: haiku, sonnet, opus, mini
+        return tuple(sorted({v for v in values if norm in re.split(r"[^a-z0-9]+", v.lower())}))
+    return ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,8 +64,8 @@ class RankWords:
         nxt = (self.peek() or "").lower()
         if low == "most" and nxt in SORT_WORDS:
             return True
-        if low == "least" and nxt == "expensive":  # the cheapest: ranked by cost, least first
-            self.i += 1
+        if (low == "least" and nxt == "expensive") or low == "cheapest":  # ranked by cost, least first
+            self.i += 1 if low == "least" else 0
             self.metrics.append("cost")
             self.set_most(False, low)
             return True
@@ -95,7 +95,7 @@ class RankWords:
             return False
         before = self.words[self.i - 2].lower() if self.i >= 2 else ""
         topped = before.isdigit() and self.i >= 3 and self.words[self.i - 3].lower() == "top"
-        ranked = before in MOST or before in SORT_WORDS or before == "top" or topped
+        ranked = before in MOST or before in SORT_WORDS or before in ("top", "cheapest") or topped
         if not (low.endswith("s") and low != "status") and not ranked:
             return False
         self.group(name)

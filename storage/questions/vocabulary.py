@@ -181,7 +181,7 @@ FUNCTION_WORDS: Final = (
     | frozenset(METRICS)
     | frozenset(
         """today yesterday this last past since after until before first hourly grouped slower faster
-        longer shorter over under above below than least by per top between streamed""".split()
+        longer shorter over under above below than least by per top between streamed cheapest""".split()
     )
 )
 """Words that are never a field's value: after `agent`, `model`, ... they leave the field without one
