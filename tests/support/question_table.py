@@ -153,6 +153,12 @@ VALUES: list[Part] = [
         matched=("claude = model claude-3-5-haiku or claude-sonnet-4-5",),
     ),
     Part("in session s4", {"session": "s4"}, "session = 's4'"),
+    Part(
+        "to haiku",
+        {"model": "claude-3-5-haiku"},
+        "model = 'claude-3-5-haiku'",
+        matched=("haiku = model claude-3-5-haiku",),
+    ),
     Part("with tool slack.post", {"tool": "slack.post"}, "tool = 'slack.post'"),
     Part("that failed", {"status": "errors"}, "((status >= 400 AND status < 1000) OR error IS NOT NULL)"),
     Part("that were streamed", {"streamed": True}, "first_token_ms IS NOT NULL"),
@@ -218,6 +224,7 @@ SHAPES: list[Shape] = [
     Shape("which tool was called the least {v} {t}", "groups", "tool", "exchanges", ascending=True),
     Shape("which model was slowest {v} {t}", "stats", "model", "avg", stat="avg"),
     Shape("the busiest hour {v} {t}", "groups", "hour", "exchanges"),
+    Shape("which session was cheapest {v} {t}", "groups", "session", "cost", ascending=True),
     # misspelled or unknown words in the shape
     Shape("slowst calls {v} {t}", "events", refused="slowst"),
     Shape("how many tokns {v} {t}", "totals", refused="tokns"),
