@@ -151,8 +151,9 @@ class RankWords:
     def most_of_a_list(self, named: str | None) -> None:
         """'calls that cost the most', 'the calls that took least': a sort of the list; a
         superlative with no such sort has nothing to rank and is refused."""
-        if named == "duration":
+        if named == "duration":  # the order of the list, not a figure summarized
             self.set("sort", "slowest" if self.most else "fastest")
+            self.metrics[:] = [m for m in self.metrics if m != "duration"]
         elif named == "cost" and self.most:
             self.set("sort", "costliest")
         else:

@@ -299,19 +299,24 @@ class _Bound(TimeWords):
 
 
 TIME_HELP = (
-    "ISO 8601 (UTC) or words: today, yesterday, monday, this week, last 3 days, 2 hours ago, 2026-11-01"
+    "ISO 8601 (UTC) or words: today, yesterday, monday, this week, last 3 days, 2 hours ago, 3pm, 2026-11-01"
 )
 
 
 def time_bound(option: str, value: str, now: datetime | None = None) -> datetime:
     """An option's time (`--since`, `--until`): an ISO 8601 time, or time words as a question reads
-    them; words naming a range (yesterday, last week) give its start, for either option."""
+    them; words naming a range (yesterday, last week) give its start, for either option; a time of
+    day (3pm, 15:30) is today's."""
     try:
         return parse_time(value)
     except QueryError:
         pass
-    clock = (now or datetime.now(UTC)).astimezone(UTC)
-    reader = _Bound(tokens(value), clock)
+    clock_now = (now or datetime.now(UTC)).astimezone(UTC)
+    words = tokens(value)
+    of_day = clock(words)
+    if of_day is not None and of_day[1] == len(words):  # `--since 3pm`: today at 3pm, as a question reads it
+        return day(clock_now) + timedelta(minutes=of_day[0])
+    reader = _Bound(words, clock_now)
     while reader.peek() is not None:
         if not reader.time(reader.take().lower()):
             break

@@ -215,6 +215,9 @@ def test_without_a_ledger_function_words_are_still_never_values() -> None:
         ("2026-11-01T10:30:00+02:00", "2026-11-01T08:30:00+00:00"),
         ("monday", "2026-11-23T00:00:00+00:00"),
         ("wednesday", "2026-11-25T00:00:00+00:00"),
+        ("3pm", "2026-11-25T15:00:00+00:00"),
+        ("9:30am", "2026-11-25T09:30:00+00:00"),
+        ("14:45", "2026-11-25T14:45:00+00:00"),
     ],
 )
 def test_since_options_read_the_same_time_words(value: str, expected: str) -> None:
