@@ -1,28 +1,33 @@
 """A question in plain words, read deterministically into a `Filter` and a view; never into SQL.
 
-"errors from agent alpha yesterday", "cost by model this week", "slowest calls", "calls slower than
-1 second", "how much did gpt-4o cost today", "which tools were used today", "refused calls": each
-word is a value for a field, part of a time phrase, a grouping, a duration, an order, or a known
-filler word. A word it does not understand is never dropped: the question is refused with one line
-naming it, so plain words never silently answer a different question. Phrases that cannot mean one
-filter (two agents, a grouping it cannot count by, a field without a value, SQL) are refused too.
+"errors from agent alpha yesterday", "which agent used the most tokens", "slowest calls", "calls slower
+than 1 second", "how much did gpt4o cost after 3pm", "how many calls did delta make": every word is
+read by a construct (a field, a value the Ledger holds, a time, a measure, a grouping, an order, a
+limit) or is one of the listed words that carry no meaning (`vocabulary.FILLER`). Any other word is
+never dropped: the question is refused with one line naming it, so plain words never silently answer
+a different question (a refused phrase further on is named after it). Phrases that cannot mean one
+reading (two agents, a grouping it cannot count by, most and least, SQL) are refused too.
 
 The reading rules, in the order they are tried for each word:
 - `field=value` or `field:value`, or a field name followed by its value (`agent alpha`, `in session s1`);
-- time (`storage.questions.times`): today, yesterday, this/last hour|week|month, last N days, since DATE, ...;
-- grouping: by|per hour|session|turn|kind|agent|model|tool|task|host|status, hourly; and "which tools",
-  "tools used" (counted by tool);
+- time (`storage.questions.times`): today, yesterday, this/last hour|week|month, last N days, since DATE,
+  and times of day (after 3pm, between 1pm and 2pm) on the day the other words name;
+- grouping: by|per hour|session|turn|kind|agent|model|tool|task|host|status, hourly; "which tools",
+  "tools used"; by a measure ("agents by cost": ranked by it);
 - durations: slower|longer than, over, at least, more than D (at least D); faster than, under, less
   than D (below D); D is "1s", "500 ms", "two seconds", "a minute";
 - order: slowest, fastest, costliest/most expensive, largest, oldest, newest; "top N" keeps N;
-- totals: "how much", "how many", total, sum (one sum instead of a list of events);
+- ranks (`storage.questions.ranks`): most, least, busiest, cheapest, "top" before a grouping; units
+  (calls, requests, exchanges count exchanges; events count events) and the count;
+- totals: "how much", "how many", total, sum, and a measure of no grouping ("cost of session s4");
 - status: errors/failed, ok, server/client errors, not found, rate limited, 4xx, a code (404, 404s);
-  refused/denied/blocked (the door's refusals);
+  refused/denied/blocked (the door's refusals); streamed (a first token was recorded);
 - HTTP methods (GET only in capitals, since "get" is an everyday word), inbound/outbound;
 - MCP: `MCP calls` are the `mcp.tools/call` events, `MCP tools` the same counted by tool;
-- a bare model name (gpt-4o, claude-..., o3-mini), a host (a word with a dot, localhost, an IP), a path
-  (`/v1/chat`) or a whole URL;
-- filler words (requests, calls, show, the, ...) are understood and change nothing.
+- a model's name as the Ledger holds it or spelled otherwise (gpt4o), a family or provider (claude),
+  a host (a word with a dot, localhost, an IP, or a label the Ledger holds), a path (`/v1/chat`) or a
+  whole URL: a model or host the Ledger does not hold is refused unless quoted;
+- the listed words that carry no meaning (the, show, did, ...) are read and change nothing.
 """
 
 from __future__ import annotations
