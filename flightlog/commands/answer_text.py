@@ -100,4 +100,4 @@ def cut_note(shown_rows: int, matched: int) -> None:
     if not shown_rows:
         typer.echo("no events match", err=True)
     elif matched > shown_rows:
-        typer.echo(f"{shown_rows} of {matched} shown; --limit N", err=True)
+        typer.echo(f"{shown_rows} of {matched} events shown; --limit N", err=True)

@@ -202,7 +202,7 @@ def test_cli_cut_list_says_so(flightlog: Callable[..., Run]) -> None:
     out = flightlog("ledger", "ask", "calls", "by", "alpha", "--limit", "2")
     assert out.code == 0, out.err
     assert len(out.out.splitlines()) == 3  # the reading and two events
-    assert out.err == "2 of 12 shown; --limit N\n"
+    assert out.err == "2 of 12 events shown; --limit N\n"
 
 
 def test_cli_summary_table_and_explain(flightlog: Callable[..., Run]) -> None:
