@@ -206,18 +206,29 @@ def counts_command(
 ) -> None:
     """Counted views by hour, session, turn, kind, agent, model, tool, task, host or status (totals
     without --by; several --by count each combination, as `tally` does)."""
+    from dataclasses import replace
+
     from storage.event_reads import counts, totals
+    from storage.questions.answer import answer
     from storage.tally import tally_answer
+
+    ranked: list[Question] = []
 
     def counted(
         r: Reader, flt: Filter, question: Question | None
     ) -> tuple[Filter, Question | None, list[str], Any]:
+        if question is not None and question.rank is not None and not by:  # "most", "top 3": as `ask` ranks
+            ranked.append(replace(question, filter=flt))
+            return flt, question, [], answer(r, ranked[0], 1000)
         keys = list(dict.fromkeys(by or ([question.group_by] if question and question.group_by else [])))
         if len(keys) > 1:  # each combination, as `tally` counts them
             return flt, question, keys, tally_answer(r, flt, keys)
         return flt, question, keys, counts(r, flt, keys[0]) if keys else totals(r, flt)
 
     flt, question, keys, found = read_worded(ledger_url, words, filters, counted)
+    if ranked:
+        _print_answer(ranked[0], found, as_json, explain=False, quiet=True)
+        return
     if len(keys) > 1:
         _print_tally(keys, found, as_json)
         return

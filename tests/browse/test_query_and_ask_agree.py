@@ -117,3 +117,13 @@ def test_a_value_the_ledger_does_not_hold_is_refused_by_both(flightlog: Callable
         assert out.code == 1 and out.err.startswith("flightlog: did not understand 'gpt-5' (no model"), (
             out.err
         )
+
+
+def test_counts_ranks_a_question_that_ranks(flightlog: Callable[..., Run]) -> None:
+    """`ledger counts which session cost the most` ranks as `ask` does (its 'most' is read, never
+    dropped): s4, s3, s2, s1 by cost, then the total."""
+    out = flightlog("ledger", "counts", "which", "session", "cost", "the", "most", "--json")
+    assert out.code == 0, out.err
+    reply = json.loads(out.out)
+    assert [g["key"] for g in reply["groups"]][:4] == ["s4", "s3", "s2", "s1"]
+    assert reply["total"]["exchanges"] == 17
