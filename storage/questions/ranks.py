@@ -41,6 +41,7 @@ class RankWords:
     units: list[str]
     counting: bool
     most: bool | None
+    per_each: bool
 
     def peek(self, ahead: int = 0) -> str | None:  # pragma: no cover - provided by the reader
         raise NotImplementedError
@@ -121,6 +122,8 @@ class RankWords:
         """(what groups are ranked by, whether least first, what a total is of), settling a sort of
         a grouped question into its ranking and a measure of no grouping into a total or a sort."""
         named = next((m for m in reversed(self.metrics) if m in ("cost", "tokens", "duration")), None)
+        if self.per_each and self.stat is None and named is not None:  # "cost per call": its average
+            self.stat = "avg"
         sort = self.values.get("sort")
         if self.group_by is not None:
             if sort in RANKED_SORTS:

@@ -167,6 +167,7 @@ class _Reader(TimeWords, ViewWords, RankWords):
         self.most: bool | None = None
         self.matched: list[str] = []
         self.last_field: str | None = None
+        self.per_each = False
 
     def peek(self, ahead: int = 0) -> str | None:
         j = self.i + ahead

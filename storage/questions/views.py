@@ -41,6 +41,7 @@ class ViewWords:
     limit: int | None
     stat: str | None
     metrics: list[str]
+    per_each: bool
 
     def peek(self, ahead: int = 0) -> str | None:  # pragma: no cover - provided by the reader
         raise NotImplementedError
@@ -68,6 +69,7 @@ class ViewWords:
         target = self.peek()
         if low == "per" and (target or "").lower() in ("call", "request", "event", "exchange", "answer"):
             self.i += 1  # "average cost per call": a figure per event is what a summary is of
+            self.per_each = True  # "cost per call" alone: its average
             return True
         if target is None:
             raise QuestionError(f"'{low}' needs what to count by: {', '.join(GROUP_BYS)}")

@@ -20,7 +20,7 @@ FILLER: Final = frozenset(
     please show list give the there to was were with we us i you they them those these that what which
     how been be ever happen happened anything something all every see saw want wants need needs get gets
     got go goes went made make makes making sent send sends use uses used call called seen hit took take
-    takes taking run runs ran try tried return returns returned say says said during""".split()
+    takes taking run runs ran try tried return returns returned say says said during everything""".split()
 )
 """The listed words that carry no meaning ("show me the ... that were made"): read, and change
 nothing. Every other word is read by a construct (a field, a value, a time, a measure, a grouping,

@@ -56,6 +56,7 @@ READINGS: list[tuple[str, dict[str, Any], tuple[Any, ...]]] = [
     ("errors from agent \u2018omega\u2019", {"agent": "omega", "status": "errors"}, ()),
     ("calls to 'api.example.org'", {"host": "api.example.org"}, ()),
     ("streamed answers today", {"streamed": True, "since": f"{D}00:00:00Z"}, ()),
+    ("cost per call today", {"since": f"{D}00:00:00Z"}, ("stats", None, None, False, None, None, "events")),
     ("cost of session s4", {"session": "s4"}, ("totals", None, None, False, None, "cost", "events")),
     (
         "number of events yesterday",
