@@ -333,7 +333,8 @@ def oracle(q: Question, rows: Any, dialect: str) -> dict[str, Any]:
         kinds = f" AND kind IN {ANSWERS}" if s.metric == "duration" else ""
         by = (f"{s.group_by} AS k, ", f" GROUP BY {s.group_by}") if s.group_by else ("NULL AS k, ", "")
         got = rows(
-            f"SELECT {by[0]}avg({figure}) AS a FROM events WHERE {cond}{kinds} AND {figure} IS NOT NULL{by[1]}",
+            f"SELECT {by[0]}avg({figure}) AS a FROM events"
+            f" WHERE {cond}{kinds} AND {figure} IS NOT NULL{by[1]}",
             params,
         )
         return {"avg": {r["k"]: None if r["a"] is None else round(float(r["a"]), 6) for r in got}}
