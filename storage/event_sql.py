@@ -63,6 +63,11 @@ def conditions(dialect: Dialect, flt: Filter, params: list[Any], t: str = "event
         else:
             out.append(f"{t}.{name} = ?")
             params.append(value)
+    if flt.models:
+        out.append(f"{t}.model IN ({', '.join('?' * len(flt.models))})")
+        params.extend(flt.models)
+    if flt.streamed is not None:
+        out.append(f"{t}.first_token_ms IS {'NOT ' if flt.streamed else ''}NULL")
     if flt.host is not None:
         out.append(f"lower({t}.host) = ?")
         params.append(flt.host.lower())

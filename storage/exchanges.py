@@ -32,6 +32,7 @@ from sqlalchemy import ColumnElement, Table, and_, case, exists, func, or_, sele
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from storage.event_reads import select_events
 from storage.events import StoredEvent
 from storage.filters import Cursor, Filter, QueryError
 from storage.kinds import (
@@ -54,7 +55,7 @@ OPENING_KINDS: Final = (HTTP_REQUEST, DISPATCH_CALL, DISPATCH_DRY_RUN, CONNECTIO
 action of a refused CONNECT, raw connection or DNS question, whose `policy.refused` is its error."""
 ANSWER_KINDS: Final = (HTTP_RESPONSE, DISPATCH_REPLY, DISPATCH_REFUSED)
 """Kinds that answer it: their status, size and time are the exchange's."""
-ANSWER_FIELDS: Final = ("status", "model", "kind", "direction")
+ANSWER_FIELDS: Final = ("status", "model", "models", "kind", "direction", "streamed")
 """Filter fields asked of any event of the action (an opening event does not carry them)."""
 STDIO_HOST: Final = "stdio"
 """The `host` of every event of a stdio MCP session."""
@@ -171,7 +172,8 @@ def _utc(value: datetime) -> datetime:
 def _split(flt: Filter) -> tuple[Filter, Filter]:
     """(fields every event of an action shares, fields only some event of it carries)."""
     answer = {name: getattr(flt, name) for name in ANSWER_FIELDS}
-    return flt.merged(**dict.fromkeys(ANSWER_FIELDS)), Filter(**answer)
+    cleared = {name: () if name == "models" else None for name in ANSWER_FIELDS}
+    return flt.merged(**cleared), Filter(**answer)
 
 
 def _opening_where(t: Table, flt: Filter) -> ColumnElement[bool]:
@@ -192,14 +194,25 @@ def select_exchanges(
     before: Cursor | None = None,
     after: Cursor | None = None,
 ) -> list[Exchange]:
-    """Up to `limit` exchanges newest first, keyset-paged by their opening event (`cursor` of it)."""
+    """Up to `limit` exchanges newest first, keyset-paged by their opening event (`cursor` of it).
+
+    A filter sorted otherwise ("slowest calls today") is one top N in that order, with no next page
+    and nothing newer to follow: oldest first by the opening event; slowest, fastest, costliest and
+    largest by the events that order ranks (`storage.event_reads.select_events`), each exchange
+    once, where its first event in that order stands."""
     t = EVENTS
-    stmt = select(t).where(_opening_where(t, flt))
+    sort = flt.sort or "newest"
+    if sort != "newest" and (before is not None or after is not None):
+        return []
+    if sort not in ("newest", "oldest"):
+        return _ranked(engine, flt, limit)
+    stmt = select(t).where(_opening_where(t, flt.merged(sort=None)))
     if before is not None:
         stmt = stmt.where(tuple_(t.c.at, t.c.event_id) < tuple_(bind_time(t, before[0]), before[1]))
     if after is not None:
         stmt = stmt.where(tuple_(t.c.at, t.c.event_id) > tuple_(bind_time(t, after[0]), after[1]))
-    stmt = stmt.order_by(t.c.at.desc(), t.c.event_id.desc()).limit(max(0, limit))
+    order = (t.c.at.asc(), t.c.event_id.asc()) if sort == "oldest" else (t.c.at.desc(), t.c.event_id.desc())
+    stmt = stmt.order_by(*order).limit(max(0, limit))
     try:
         with engine.connect() as conn:
             openings = [from_mapping(r) for r in conn.execute(stmt).mappings().all()]
@@ -207,6 +220,28 @@ def select_exchanges(
     except SQLAlchemyError as e:
         raise QueryError(f"cannot read exchanges: {e}".splitlines()[0]) from e
     return [_exchange(o, figures.get(o.action_id)) for o in openings]
+
+
+def _ranked(engine: Engine, flt: Filter, limit: int) -> list[Exchange]:
+    """The top `limit` exchanges in the filter's order (see `select_exchanges`)."""
+    size = max(limit, 1) * 4  # an exchange has a few events in the order; read more when it has more
+    while True:
+        events = select_events(engine, flt, limit=size)
+        ranked = list(dict.fromkeys(e.action_id for e in events))[: max(0, limit)]
+        if len(ranked) >= limit or len(events) < size:
+            break
+        size *= 4
+    t = EVENTS
+    stmt = select(t).where(_opens(t), t.c.action_id.in_(ranked))
+    try:
+        with engine.connect() as conn:
+            openings = {
+                o.action_id: o for o in (from_mapping(r) for r in conn.execute(stmt).mappings().all())
+            }
+            figures = _figures(conn, t, ranked)
+    except SQLAlchemyError as e:
+        raise QueryError(f"cannot read exchanges: {e}".splitlines()[0]) from e
+    return [_exchange(openings[a], figures.get(a)) for a in ranked if a in openings]
 
 
 def _figures(conn: Any, t: Table, action_ids: list[str]) -> dict[str, Any]:

@@ -54,6 +54,8 @@ class Filter:
     turn: str | None = None
     agent: str | None = None
     model: str | None = None
+    models: tuple[str, ...] = ()
+    """Any of these models (a family or provider word: "claude" = every Anthropic model held)."""
     status: str | None = None
     host: str | None = None
     method: str | None = None
@@ -63,6 +65,8 @@ class Filter:
     min_duration_ms: int | None = None
     max_duration_ms: int | None = None
     sort: str | None = None
+    streamed: bool | None = None
+    """Streamed model answers only (True: a first token was recorded), or only the rest (False)."""
 
     def __post_init__(self) -> None:
         if self.sort is not None and self.sort not in SORTS:
@@ -106,7 +110,11 @@ class Filter:
             if value is None or value == ():
                 continue
             out[f.name] = (
-                iso(value) if isinstance(value, datetime) else list(value) if f.name == "url" else value
+                iso(value)
+                if isinstance(value, datetime)
+                else list(value)
+                if f.name in ("url", "models")
+                else value
             )
         return out
 
@@ -123,11 +131,15 @@ class Filter:
                 continue
             if name in ("since", "until"):
                 values[name] = parse_time(value)
-            elif name == "url":
+            elif name in ("url", "models"):
                 words = [value] if isinstance(value, str) else value
                 if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-                    raise QueryError("url is a word or a list of words")
+                    raise QueryError(f"{name} is a word or a list of words")
                 values[name] = tuple(w for w in words if w)
+            elif name == "streamed":
+                if not isinstance(value, bool):
+                    raise QueryError(f"filter field 'streamed' is true or false, not {value!r}")
+                values[name] = value
             elif name == "status" and isinstance(value, int):
                 values[name] = str(value)
             elif name in ("min_duration_ms", "max_duration_ms"):

@@ -210,7 +210,11 @@ class ListScreen[T](ExchangeKeys):
         if self.pending:
             follow += f" · {len(self.pending):,} newer above (go to the top row)"
         loading = " · reading…" if self.reading else ""
-        self.query_one("#status", Static).update(f"{shown} · newest first · {follow}{loading}")
+        sort = self.browse.filter.sort or "newest"
+        order = (
+            "newest first" if sort == "newest" else f"{sort} first (the top {PAGE}; nothing newer follows)"
+        )
+        self.query_one("#status", Static).update(f"{shown} · {order} · {follow}{loading}")
 
     def show_understood(self, refused: str | None = None) -> None:
         label = self.query_one("#understood", Static)

@@ -17,9 +17,11 @@ ExplainOpt = Annotated[
 
 
 def print_reply(view: str, reply: dict[str, Any], by: str | None, sort: str | None) -> None:
-    """A `stats`, `totals` or `events` answer (`storage.questions.answer`) as lines to read."""
+    """A `stats`, `groups`, `totals` or `events` answer (`storage.questions.answer`) as lines to read."""
     if view == "stats":
         stats_table(by, reply["unit"], reply["stats"])
+    elif view == "groups":
+        groups_table(by or "", reply["groups"], reply["total"])
     elif view == "totals":
         totals = dict(reply["totals"])
         if "unpriced" in totals:  # one cost line: what is summed, and the calls no price is known for
@@ -29,6 +31,23 @@ def print_reply(view: str, reply: dict[str, Any], by: str | None, sort: str | No
     else:
         answer_lines(reply["events"], sort)
         cut_note(len(reply["events"]), reply["matched"])
+
+
+def groups_table(by: str, groups: list[dict[str, Any]], total: dict[str, Any]) -> None:
+    """A row per key in the order ranked, then the total of everything matched: exchanges (one
+    request with its answer) and events (the Ledger's rows) side by side, tokens and cost."""
+    head = [by, "exchanges", "events", "tokens in", "tokens out", "cost (USD)"]
+
+    def cells(key: str, g: dict[str, Any]) -> list[str]:
+        cost = spend(g["cost_usd"], g["unpriced"]) or "$0"
+        figures = (g["exchanges"], g["events"], g["tokens_in"], g["tokens_out"])
+        return [key, *(f"{n:,}" for n in figures), cost]
+
+    body = [cells(shown(g["key"]) if g["key"] is not None else "(none)", g) for g in groups]
+    body.append(cells("total", total))
+    widths = [max(len(line[c]) for line in [head, *body]) for c in range(len(head))]
+    for line in [head, *body]:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
 
 
 def stats_table(by: str | None, unit: str, rows: list[dict[str, Any]]) -> None:
@@ -81,4 +100,4 @@ def cut_note(shown_rows: int, matched: int) -> None:
     if not shown_rows:
         typer.echo("no events match", err=True)
     elif matched > shown_rows:
-        typer.echo(f"{shown_rows} of {matched} shown; --limit N", err=True)
+        typer.echo(f"{shown_rows} of {matched} events shown; --limit N", err=True)

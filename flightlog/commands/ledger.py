@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -195,27 +194,6 @@ def _groups_table(by: str, groups: list[Any]) -> None:
     Console(soft_wrap=True).print(table)
 
 
-def _events_table(events: list[Any]) -> None:
-    """One line per event, columns separated by two spaces (never wrapped, so it greps well)."""
-    for e in events:
-        parts = [
-            e.at.strftime("%Y-%m-%d %H:%M:%S"),
-            e.event_id,
-            e.kind,
-            e.method or "-",
-            "-" if e.status is None else str(e.status),
-            e.url or "-",
-        ]
-        parts += [f"{k}={v}" for k in ("agent", "session", "model", "tool") if (v := getattr(e, k))]
-        if e.cost_usd is not None:
-            parts.append(f"cost=${e.cost_usd:.6f}")
-        if e.error:
-            parts.append(f"error={e.error!r}")
-        typer.echo(shown("  ".join(parts)))
-    if not events:
-        typer.echo("no events match", err=True)
-
-
 @ledger_app.command("counts")
 @with_filters
 def counts_command(
@@ -228,18 +206,29 @@ def counts_command(
 ) -> None:
     """Counted views by hour, session, turn, kind, agent, model, tool, task, host or status (totals
     without --by; several --by count each combination, as `tally` does)."""
+    from dataclasses import replace
+
     from storage.event_reads import counts, totals
+    from storage.questions.answer import answer
     from storage.tally import tally_answer
+
+    ranked: list[Question] = []
 
     def counted(
         r: Reader, flt: Filter, question: Question | None
     ) -> tuple[Filter, Question | None, list[str], Any]:
+        if question is not None and question.rank is not None and not by:  # "most", "top 3": as `ask` ranks
+            ranked.append(replace(question, filter=flt))
+            return flt, question, [], answer(r, ranked[0], 1000)
         keys = list(dict.fromkeys(by or ([question.group_by] if question and question.group_by else [])))
         if len(keys) > 1:  # each combination, as `tally` counts them
             return flt, question, keys, tally_answer(r, flt, keys)
         return flt, question, keys, counts(r, flt, keys[0]) if keys else totals(r, flt)
 
     flt, question, keys, found = read_worded(ledger_url, words, filters, counted)
+    if ranked:
+        _print_answer(ranked[0], found, as_json, explain=False, quiet=True)
+        return
     if len(keys) > 1:
         _print_tally(keys, found, as_json)
         return
@@ -322,23 +311,25 @@ def state_command(ledger_url: LedgerOpt = None, blobs_url: BlobsOpt = None, as_j
 def query_command(
     words: WordsArg = None,
     limit: LimitOpt = 50,
+    explain: ExplainOpt = False,
     filters: Given = NONE_GIVEN,
     ledger_url: LedgerOpt = None,
     blobs_url: BlobsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Events matching a filter or a question in plain words, newest first."""
-    from storage.event_reads import event_json, select_events
+    """Events matching a filter or a question in plain words, newest first; a question that counts,
+    sums or ranks is answered as `ask` answers it (the same reading, the same answer)."""
+    from dataclasses import replace
 
-    flt, question, events = read_worded(
-        ledger_url, words, filters, lambda r, flt, q: (flt, q, select_events(r, flt, limit=limit))
-    )
-    if as_json:
-        _print_json({"filter": flt.to_json(), "events": [event_json(e) for e in events]})
-        return
-    if question is not None:
-        typer.echo(question.explain(), err=True)
-    _events_table(events)
+    from storage.questions.answer import answer
+    from storage.questions.reading import Question
+
+    def answered(r: Reader, flt: Filter, q: Question | None) -> tuple[Question, dict[str, Any]]:
+        question = replace(q, filter=flt) if q is not None else Question("", flt)
+        return question, question.to_json() if explain else answer(r, question, limit)
+
+    question, reply = read_worded(ledger_url, words, filters, answered)
+    _print_answer(question, reply, as_json, explain, quiet=True)
 
 
 @ledger_app.command("ask")
@@ -361,13 +352,18 @@ def ask_command(
         reply = question.to_json() if explain else answer(reader, question, limit)
     finally:
         reader.close()
+    _print_answer(question, reply, as_json, explain)
+
+
+def _print_answer(
+    question: Question, reply: dict[str, Any], as_json: bool, explain: bool, quiet: bool = False
+) -> None:
+    """One answer as `ask` and `query` print it: the reading (on stdout, or stderr for a query of
+    options only), then the view; `--explain`: the reading alone."""
     if as_json:
         _print_json(reply)
         return
-    typer.echo(question.explain())
+    typer.echo(question.explain(), err=quiet and not explain)
     if explain:
         return
-    if question.view == "groups":
-        _groups_table(question.group_by or "", [SimpleNamespace(**g) for g in reply["groups"]])
-    else:
-        print_reply(question.view, reply, question.group_by, question.filter.sort)
+    print_reply(question.view, reply, question.group_by, question.filter.sort)

@@ -1,14 +1,16 @@
 """A question's answer, the same on every door (route, command, screen): what it was read as, then
 its view: a page of events (each answer with the milliseconds it took, and how many matched in all),
-one sum, counted rows, or a figure summarized (average, percentiles).
+one sum (with its exchanges and events), counted rows in both units ranked as asked with their total
+(`storage.questions.counted`), or a figure summarized (average, percentiles), ranked when asked.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from storage.event_reads import counts, event_json, groups_json, select_events, totals
+from storage.event_reads import event_json, select_events, totals
 from storage.filters import Cursor, Filter
+from storage.questions.counted import ranked, total
 from storage.questions.reading import Question
 from storage.reader import Reader
 from storage.stats import UNITS, stats
@@ -45,14 +47,22 @@ def answer(source: Engine | Reader, question: Question, limit: int = 100) -> dic
     out = question.to_json()
     if question.view == "groups":
         assert question.group_by is not None
-        out["groups"] = groups_json(counts(source, question.filter, question.group_by))
+        out.update(
+            ranked(
+                source, question.filter, question.group_by, question.rank, question.ascending, question.limit
+            )
+        )
     elif question.view == "stats":
         assert question.metric is not None
-        rows = stats(source, question.filter, question.metric, question.group_by)
-        out["stats"] = [r.to_json() for r in rows]
+        rows = [r.to_json() for r in stats(source, question.filter, question.metric, question.group_by)]
+        rank = question.rank
+        if rank is not None:
+            sign = 1 if question.ascending else -1
+            rows.sort(key=lambda r: (r[rank] is None, sign * (r[rank] or 0), r["key"] or ""))
+        out["stats"] = rows[: question.limit] if question.limit is not None else rows
         out["unit"] = UNITS[question.metric]
     elif question.view == "totals":
-        out["totals"] = totals(source, question.filter)
+        out["totals"] = total(source, question.filter)
     else:
         out.update(page(source, question.filter, min(limit, question.limit or limit), matched=True))
     return out

@@ -9,9 +9,12 @@ answers from a mapping (`KnownValues`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from storage.questions.vocabulary import FAMILIES
 
 
 class Known(Protocol):
@@ -19,7 +22,8 @@ class Known(Protocol):
 
     def matches(self, name: str, word: str) -> tuple[str, ...]:
         """Values of field `name` equal to `word` ignoring case; for `host`, else those having `word`
-        as one of their dot-separated labels ("slack" names api.slack.com)."""
+        as one of their dot-separated labels ("slack" names api.slack.com); for `model`, else those
+        spelled alike or of the family the word names (`models_named`)."""
         ...
 
 
@@ -28,13 +32,37 @@ def host_labels(host: str) -> list[str]:
     return host.lower().rsplit(":", 1)[0].split(".") if host.count(":") <= 1 else [host.lower()]
 
 
+def spelled(word: str) -> str:
+    """A model's name as spelling does not change it: lower case, letters and digits only
+    (`gpt4o`, `GPT-4o` and `gpt-4o` are one name)."""
+    return re.sub(r"[^a-z0-9]", "", word.lower())
+
+
 def pick(name: str, word: str, values: Collection[str]) -> tuple[str, ...]:
     """The values `word` names among `values` (the rule `Known.matches` states)."""
     low = word.lower()
     exact = tuple(sorted({v for v in values if v.lower() == low}))
-    if exact or name != "host":
+    if exact or name not in ("host", "model"):
         return exact
+    if name == "model":
+        return models_named(word, values)
     return tuple(sorted({v for v in values if low in host_labels(v)}))
+
+
+def models_named(word: str, values: Collection[str]) -> tuple[str, ...]:
+    """The models a word names by spelling (`gpt4o` ~ `gpt-4o`), as their family or provider
+    (`claude`, `anthropic`: every Anthropic model held), or by a word of their name of four
+    letters or more (`haiku`, `sonnet`, `mini`)."""
+    norm = spelled(word)
+    same = tuple(sorted({v for v in values if spelled(v) == norm}))
+    if same or not norm:
+        return same
+    prefixes = FAMILIES.get(norm.removesuffix("s"), ())
+    if prefixes:
+        return tuple(sorted({v for v in values if spelled(v).startswith(prefixes)}))
+    if norm.isalpha() and len(norm) >= 4:  # a model's own word: haiku, sonnet, opus, mini
+        return tuple(sorted({v for v in values if norm in re.split(r"[^a-z0-9]+", v.lower())}))
+    return ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ Asked per word, never by reading every row: a word is looked up as typed, lower-
 upper-cased (`column IN (...)`, a range of the column's `(column, at, event_id)` index), so a
 question costs a few index probes however large the Ledger is. A host named by one of its labels
 ("slack" for api.slack.com) is looked for among the distinct hosts, read by a loose index scan (the
-next host above the last one, one probe each), as many as `HOSTS_AT_MOST`.
+next host above the last one, one probe each), as many as `HOSTS_AT_MOST`; a model spelled otherwise
+("gpt4o") or named by its family ("claude") likewise among the distinct models.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class LedgerValues:
     def __init__(self, source: Engine | Reader) -> None:
         self.source = source
         self._seen: dict[tuple[str, str], tuple[str, ...]] = {}
-        self._hosts: list[str] | None = None
+        self._distinct: dict[str, list[str]] = {}
 
     def matches(self, name: str, word: str) -> tuple[str, ...]:
         """The stored values `word` names (a word holding a non-UTF-8 byte is looked up, and given
@@ -42,25 +43,30 @@ class LedgerValues:
             forms = sorted({word, word.lower(), word.upper()})
             text = f"SELECT DISTINCT {name} FROM events WHERE {name} IN ({', '.join('?' * len(forms))})"
             found = pick(name, word, self._read(text, forms))
-            if not found and name == "host":
-                found = pick(name, word, self.hosts())
+            if not found and name in ("host", "model"):
+                found = pick(name, word, self.distinct(name))
             self._seen[key] = found
         return self._seen[key]
 
     def hosts(self) -> list[str]:
-        """The distinct hosts in name order, one index probe each (a loose index scan)."""
-        if self._hosts is None:
+        """The distinct hosts in name order (`distinct`)."""
+        return self.distinct("host")
+
+    def distinct(self, name: str) -> list[str]:
+        """The distinct values of `host` or `model` in name order, one index probe each (a loose
+        index scan): what a label or a spelling is matched against."""
+        if name not in self._distinct:
             found = list[str]()
             while len(found) < HOSTS_AT_MOST:
                 if found:
-                    nxt = self._read("SELECT min(host) FROM events WHERE host > ?", [found[-1]])
+                    nxt = self._read(f"SELECT min({name}) FROM events WHERE {name} > ?", [found[-1]])
                 else:
-                    nxt = self._read("SELECT min(host) FROM events WHERE host IS NOT NULL", [])
+                    nxt = self._read(f"SELECT min({name}) FROM events WHERE {name} IS NOT NULL", [])
                 if not nxt:
                     break
                 found.append(nxt[0])
-            self._hosts = found
-        return self._hosts
+            self._distinct[name] = found
+        return self._distinct[name]
 
     def _read(self, text: str, params: list[Any]) -> list[str]:
         with reading(self.source) as r:

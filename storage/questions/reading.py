@@ -1,28 +1,33 @@
 """A question in plain words, read deterministically into a `Filter` and a view; never into SQL.
 
-"errors from agent alpha yesterday", "cost by model this week", "slowest calls", "calls slower than
-1 second", "how much did gpt-4o cost today", "which tools were used today", "refused calls": each
-word is a value for a field, part of a time phrase, a grouping, a duration, an order, or a known
-filler word. A word it does not understand is never dropped: the question is refused with one line
-naming it, so plain words never silently answer a different question. Phrases that cannot mean one
-filter (two agents, a grouping it cannot count by, a field without a value, SQL) are refused too.
+"errors from agent alpha yesterday", "which agent used the most tokens", "slowest calls", "calls slower
+than 1 second", "how much did gpt4o cost after 3pm", "how many calls did delta make": every word is
+read by a construct (a field, a value the Ledger holds, a time, a measure, a grouping, an order, a
+limit) or is one of the listed words that carry no meaning (`vocabulary.FILLER`). Any other word is
+never dropped: the question is refused with one line naming it, so plain words never silently answer
+a different question (a refused phrase further on is named after it). Phrases that cannot mean one
+reading (two agents, a grouping it cannot count by, most and least, SQL) are refused too.
 
 The reading rules, in the order they are tried for each word:
 - `field=value` or `field:value`, or a field name followed by its value (`agent alpha`, `in session s1`);
-- time (`storage.questions.times`): today, yesterday, this/last hour|week|month, last N days, since DATE, ...;
-- grouping: by|per hour|session|turn|kind|agent|model|tool|task|host|status, hourly; and "which tools",
-  "tools used" (counted by tool);
+- time (`storage.questions.times`): today, yesterday, this/last hour|week|month, last N days, since DATE,
+  and times of day (after 3pm, between 1pm and 2pm) on the day the other words name;
+- grouping: by|per hour|session|turn|kind|agent|model|tool|task|host|status, hourly; "which tools",
+  "tools used"; by a measure ("agents by cost": ranked by it);
 - durations: slower|longer than, over, at least, more than D (at least D); faster than, under, less
   than D (below D); D is "1s", "500 ms", "two seconds", "a minute";
 - order: slowest, fastest, costliest/most expensive, largest, oldest, newest; "top N" keeps N;
-- totals: "how much", "how many", total, sum (one sum instead of a list of events);
+- ranks (`storage.questions.ranks`): most, least, busiest, cheapest, "top" before a grouping; units
+  (calls, requests, exchanges count exchanges; events count events) and the count;
+- totals: "how much", "how many", total, sum, and a measure of no grouping ("cost of session s4");
 - status: errors/failed, ok, server/client errors, not found, rate limited, 4xx, a code (404, 404s);
-  refused/denied/blocked (the door's refusals);
+  refused/denied/blocked (the door's refusals); streamed (a first token was recorded);
 - HTTP methods (GET only in capitals, since "get" is an everyday word), inbound/outbound;
 - MCP: `MCP calls` are the `mcp.tools/call` events, `MCP tools` the same counted by tool;
-- a bare model name (gpt-4o, claude-..., o3-mini), a host (a word with a dot, localhost, an IP), a path
-  (`/v1/chat`) or a whole URL;
-- filler words (requests, calls, show, the, ...) are understood and change nothing.
+- a model's name as the Ledger holds it or spelled otherwise (gpt4o), a family or provider (claude),
+  a host (a word with a dot, localhost, an IP, or a label the Ledger holds), a path (`/v1/chat`) or a
+  whole URL: a model or host the Ledger does not hold is refused unless quoted;
+- the listed words that carry no meaning (the, show, did, ...) are read and change nothing.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ from urllib.parse import urlsplit
 
 from storage.filters import Filter, QueryError
 from storage.kinds import MCP_TOOL_CALL as MCP_CALL
-from storage.questions.known import Known
-from storage.questions.times import QuestionError, TimeWords
+from storage.questions.known import Known, spelled
+from storage.questions.ranks import RankWords
+from storage.questions.times import QuestionError, TimeWords, clock_range
 from storage.questions.views import ViewWords
 from storage.questions.vocabulary import (
     CHECKED,
@@ -45,6 +51,7 @@ from storage.questions.vocabulary import (
     FIELDS,
     FILLER,
     FUNCTION_WORDS,
+    GROUP_NOUNS,
     HINT,
     METHODS,
     MODEL,
@@ -54,17 +61,24 @@ from storage.questions.vocabulary import (
     RESOLVED,
     SQL,
     STATUS_WORDS,
+    STREAMED,
     TOTAL_WORDS,
     quoted_tokens,
 )
 
 __all__ = ["Question", "QuestionError", "ask"]
 
+READ_AFTER = frozenset({"am", "pm", "and", "to", "percentile", "pct", "ago"})
+"""Words read only after another ('3 pm', 'between 1pm and 2pm'): after a refused phrase they are
+its own, not words of their own to name."""
+
 
 @dataclass(frozen=True, slots=True)
 class Question:
     """What a question was read as: the filter, the view (events, a total, counted by a key, or a
-    figure summarized), and how many rows at most."""
+    figure summarized), how many rows at most, what a count counts (`unit`: exchanges or events),
+    what counted rows are ranked by (`rank`, largest first unless `ascending`) and the spellings of
+    values the Ledger holds that its words matched (`matched`)."""
 
     text: str
     filter: Filter
@@ -73,6 +87,12 @@ class Question:
     limit: int | None = None
     stat: str | None = None
     metric: str | None = None
+    unit: str = "events"
+    rank: str | None = None
+    ascending: bool = False
+    matched: tuple[str, ...] = ()
+    measure: str | None = None
+    """What a total was asked of: `exchanges`, `events`, `tokens` or `cost` (None: all of it)."""
 
     @property
     def view(self) -> str:
@@ -83,15 +103,22 @@ class Question:
         return "groups" if self.group_by else "totals" if self.total else "events"
 
     def explain(self) -> str:
-        """One line for the answer: what was understood."""
-        parts = [self.filter.describe()]
+        """One line for the answer: what was understood, what is counted, and how it is ordered."""
+        parts = [self.filter.describe(), *self.matched]
+        order = ("least" if self.ascending else "most") + " first"
         if self.metric:
             unit = {"duration": "duration_ms", "cost": "cost_usd", "tokens": "tokens in+out"}[self.metric]
             parts.append(f"{self.stat} of {unit}" + (f" by {self.group_by}" if self.group_by else ""))
+            if self.rank:
+                parts.append(f"ranked by {self.stat}, {order}")
         elif self.group_by:
-            parts.append(f"counted by {self.group_by}")
+            parts.append(f"{self.unit} counted by {self.group_by} with their total")
+            if self.rank:
+                parts.append(f"ranked by {self.rank}, {order}")
         elif self.total:
-            parts.append("summed")
+            parts.append(f"summed: {self.measure or 'exchanges, events, tokens and cost'}")
+        else:
+            parts.append("events listed (a request and its answer are two)")
         if self.limit is not None:
             parts.append(f"at most {self.limit}")
         return "read as: " + ", ".join(parts)
@@ -105,11 +132,16 @@ class Question:
             "limit": self.limit,
             "stat": self.stat,
             "metric": self.metric,
+            "counting": self.unit,
+            "rank": self.rank,
+            "ascending": self.ascending,
+            "values_matched": list(self.matched),
+            "measure": self.measure,
             "read_as": self.explain(),
         }
 
 
-class _Reader(TimeWords, ViewWords):
+class _Reader(TimeWords, ViewWords, RankWords):
     """Walks the words once, filling fields; one instance per question."""
 
     def __init__(self, text: str, now: datetime, known: Known | None) -> None:
@@ -129,6 +161,13 @@ class _Reader(TimeWords, ViewWords):
         self.limit: int | None = None
         self.stat: str | None = None
         self.metrics: list[str] = []
+        self.clock: dict[str, int] = {}
+        self.units: list[str] = []
+        self.counting = False
+        self.most: bool | None = None
+        self.matched: list[str] = []
+        self.last_field: str | None = None
+        self.per_each = False
 
     def peek(self, ahead: int = 0) -> str | None:
         j = self.i + ahead
@@ -160,33 +199,72 @@ class _Reader(TimeWords, ViewWords):
             raise QuestionError("ask a question, e.g. 'errors from agent alpha yesterday'")
         if SQL.search(self.text):
             raise QuestionError("questions are plain words, never SQL (e.g. 'errors by model today')")
+        refused: QuestionError | None = None
         while self.peek() is not None:
-            self.word()
+            before = self.i
+            try:
+                self.word()
+            except QuestionError as e:  # read on: a word not understood further on is named first
+                refused = refused or e
+                self.i = max(self.i, before + 1)
+        if refused is not None:  # and the words no construct reads, wherever they stand
+            alone = [w for w in self.unknown if not (w.isdigit() or w.lower() in FUNCTION_WORDS | READ_AFTER)]
+            named = ", ".join(repr(w) for w in dict.fromkeys(alone))
+            raise QuestionError(str(refused) + (f" (and did not understand {named})" if named else ""))
         if self.unknown:
             named = ", ".join(
                 repr(w) + (f" ({self.notes[w]})" if w in self.notes else "")
                 for w in dict.fromkeys(self.unknown)
             )
             raise QuestionError(f"did not understand {named}: {HINT}")
+        if self.clock:
+            since, until = clock_range(
+                self.values.pop("since", None),
+                self.values.pop("until", None),
+                self.now,
+                self.clock.get("since"),
+                self.clock.get("until"),
+            )
+            self.values.update({k: v for k, v in (("since", since), ("until", until)) if v is not None})
+        if self.values.get("model") and self.values.get("models"):
+            raise QuestionError(
+                f"one question takes one model: {self.values['model']!r} or one of {self.values['models']}?"
+            )
+        rank, ascending, measure = self.shape()
         metric = self.metric()
         try:
             flt = Filter(url=tuple(self.url), **self.values)
         except QueryError as e:
             raise QuestionError(str(e)) from e
         return Question(
-            self.text, flt, self.group_by, total=self.total, limit=self.limit, stat=self.stat, metric=metric
+            self.text,
+            flt,
+            self.group_by,
+            total=self.total,
+            limit=self.limit,
+            stat=self.stat,
+            metric=metric,
+            unit=self.unit(),
+            rank=rank,
+            ascending=ascending,
+            matched=tuple(dict.fromkeys(self.matched)),
+            measure=measure,
         )
 
     def word(self) -> None:
         word = self.take()
         low = word.lower()
+        field = self.last_field
+        self.last_field = None
         if ("=" in word or ":" in word) and self.field_pair(word):
             return
         if self.order(low) or self.time(low) or self.grouping(low) or self.counted(low) or self.took(low):
             return
-        if self.summary(low):
+        if self.superlative(low) or self.summary(low) or self.status_phrase(low) or self.counts_in(low):
             return
-        if self.status_phrase(low):
+        if field is not None and GROUP_NOUNS.get(low) == field:
+            return  # "claude models", "alpha's calls": the field's noun after its value
+        if self.group_noun(low):
             return
         name = FIELD_ALIASES.get(low, low)
         if name in FIELDS or name in ("url", "direction"):
@@ -203,6 +281,8 @@ class _Reader(TimeWords, ViewWords):
             self.set("status", low[:3])
         elif low in REFUSED:
             self.set("kind", REFUSED_KIND)
+        elif low in STREAMED:
+            self.set("streamed", True)
         elif word.upper() in METHODS and (word.isupper() or low != "get"):
             self.set("method", word.upper())
         elif low == "mcp":  # "MCP calls": tool calls over MCP; "MCP tools": counted by tool
@@ -217,11 +297,38 @@ class _Reader(TimeWords, ViewWords):
         elif low in TOTAL_WORDS:
             self.total = True
         elif MODEL.match(word):
-            self.set("model", low)
+            self.model_word(word)
         elif self.place(word):
             return
         elif low not in FILLER and not self.resolve(word):
             self.unknown.append(word)
+
+    def model_word(self, word: str) -> None:
+        """A model's name ("gpt-4o", "gpt4o"): the Ledger's models spelled alike; one it does not
+        hold is refused (without a Ledger at hand, taken as given)."""
+        if self.known is None or self.quoted[self.i - 1]:
+            self.set("model", word.lower())
+            return
+        found = self.known.matches("model", word)
+        if not found:
+            self.not_held("model", word)
+            return
+        self.set_model(word, found)
+
+    def not_held(self, name: str, word: str) -> None:
+        self.unknown.append(word)
+        self.notes[word] = f"no {name} of that name in the Ledger; quote it to ask anyway"
+
+    def set_model(self, word: str, found: tuple[str, ...]) -> None:
+        """One model, or several a family word names ("claude"): said in the reading when the
+        word is spelled otherwise than the value."""
+        if len(found) > 1:
+            self.set("models", found)
+        else:
+            self.set("model", found[0])
+        if len(found) > 1 or found[0].lower() != word.lower():
+            self.matched.append(f"{word} = model {' or '.join(found)}")
+        self.last_field = "model"
 
     def field_word(self, name: str, said: str) -> None:
         """A field's name, then its value: a value the Ledger holds, a quoted one, or a model's name;
@@ -240,14 +347,23 @@ class _Reader(TimeWords, ViewWords):
             raise QuestionError(f"{said!r} needs a value (e.g. '{said} alpha')")
         quoted = self.quoted[self.i]
         value = self.take()
-        if name in CHECKED and not quoted and self.known is not None:
-            if name == "model" and MODEL.match(value):
-                self.field(name, value)
-                return
+        if quoted:
+            self.field(name, value)
+            return
+        if name == "kind" and value.lower() in REFUSED | {REFUSED_KIND}:
+            self.set("kind", REFUSED_KIND)
+            return
+        if name == "method" and value.upper() not in (*METHODS, "CONNECT", "TRACE"):
+            self.unknown.append(value)
+            self.notes[value] = "not an HTTP method; quote it to ask anyway"
+            return
+        if name in CHECKED and self.known is not None:
             found = self.known.matches(name, value)
             if not found:
-                self.unknown.append(value)
-                self.notes[value] = f"no {name} of that name in the Ledger; quote it to ask anyway"
+                self.not_held(name, value)
+                return
+            if name == "model":
+                self.set_model(value, found)
                 return
             value = self.one(name, value, found)
         self.field(name, value)
@@ -258,17 +374,24 @@ class _Reader(TimeWords, ViewWords):
 
     def resolve(self, word: str) -> bool:
         """A bare word the Ledger holds as exactly one field's value: 'tokens alpha used' (an agent),
-        'calls to slack' (the host api.slack.com), 'LEDGER_COUNTS calls' (a tool)."""
+        'calls to slack' (the host api.slack.com), 'LEDGER_COUNTS calls' (a tool), 'claude' (every
+        Anthropic model held)."""
         if self.known is None:
             return False
         found = {name: m for name in RESOLVED if (m := self.known.matches(name, word))}
         if not found:
             return False
+        if len(found) > 1 and "model" in found and all(spelled(v) != spelled(word) for v in found["model"]):
+            del found["model"]  # "anthropic" names the host api.anthropic.com before the models' family
         if len(found) > 1:
             said = " or ".join(f"'{name} {word}'" for name in found)
             raise QuestionError(f"{word!r} is a value of {', '.join(found)}: say {said}")
         ((name, values),) = found.items()
-        self.set(name, self.one(name, word, values).lower() if name in ("host", "model") else values[0])
+        if name == "model":
+            self.set_model(word, values)
+            return True
+        self.set(name, self.one(name, word, values).lower() if name == "host" else values[0])
+        self.last_field = name
         return True
 
     @staticmethod
@@ -321,11 +444,17 @@ class _Reader(TimeWords, ViewWords):
         if word.startswith("/") and len(word) > 1:
             self.url.append(word)
             return True
-        if re.fullmatch(r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:\d+)?", word) and not word[0].isdigit():
+        named = re.fullmatch(r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:\d+)?", word) and not word[0].isdigit()
+        if named or re.fullmatch(r"\d+(\.\d+){3}(:\d+)?|localhost(:\d+)?", word):
+            if (
+                self.known is not None
+                and not self.quoted[self.i - 1]
+                and not self.known.matches("host", word)
+            ):
+                self.not_held("host", word)
+                return True
             self.set("host", word.lower())
-            return True
-        if re.fullmatch(r"\d+(\.\d+){3}(:\d+)?|localhost(:\d+)?", word):
-            self.set("host", word.lower())
+            self.last_field = "host"
             return True
         return False
 

@@ -8,7 +8,7 @@ off the reader's cursor and sets what the reader provides.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.filters import GROUP_BYS
 from storage.questions.times import QuestionError
@@ -41,6 +41,7 @@ class ViewWords:
     limit: int | None
     stat: str | None
     metrics: list[str]
+    per_each: bool
 
     def peek(self, ahead: int = 0) -> str | None:  # pragma: no cover - provided by the reader
         raise NotImplementedError
@@ -50,6 +51,11 @@ class ViewWords:
 
     def holds(self, word: str) -> bool:  # pragma: no cover - provided by the reader
         raise NotImplementedError
+
+    if TYPE_CHECKING:
+
+        def by_measure(self, low: str, target: str) -> bool:
+            """Provided by `storage.questions.ranks.RankWords`."""
 
     def grouping(self, low: str) -> bool:
         if low == "hourly":
@@ -63,11 +69,15 @@ class ViewWords:
         target = self.peek()
         if low == "per" and (target or "").lower() in ("call", "request", "event", "exchange", "answer"):
             self.i += 1  # "average cost per call": a figure per event is what a summary is of
+            self.per_each = True  # "cost per call" alone: its average
             return True
         if target is None:
             raise QuestionError(f"'{low}' needs what to count by: {', '.join(GROUP_BYS)}")
         t = target.lower()
+        if self.by_measure(low, t):
+            return True
         t = "status" if t == "statuses" else "rule" if t in ("limit", "limits") else t
+        t = "hour" if t == "hours" else t
         name = t if t in GROUP_BYS else t.removesuffix("s") if t.removesuffix("s") in GROUP_BYS else None
         if name is None and low == "by" and self.holds(target):
             return True  # "calls by alpha": by whom, not counted by; the next word names the agent
@@ -119,7 +129,10 @@ class ViewWords:
         got = duration(self.words[self.i + step :])
         if got is None:
             if step or low in ("slower", "faster", "longer", "shorter", "quicker"):
-                raise QuestionError(f"'{low} {nxt}' needs a duration, e.g. '{low} than 1 second' or '500ms'")
+                given = self.words[self.i + step] if self.i + step < len(self.words) else "nothing"
+                raise QuestionError(
+                    f"'{low} {nxt}' needs a duration, e.g. '{low} than 1 second' or '500ms', not {given!r}"
+                )
             return False
         ms, used = got
         self.i += step + used

@@ -16,19 +16,41 @@ FIELDS: Final = ("kind", "tool", "session", "task", "turn", "agent", "model", "h
 FIELD_ALIASES: Final = {"url": "url", "path": "url", "direction": "direction", "user": "agent"}
 METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 FILLER: Final = frozenset(
-    """a all an and any are answers at calls count did do events every exchanges for from give had has
-    have how in list many me much of on requests responses show the there to total traffic was went were
-    what which with cost costs spend spent tokens usage made sent get please used called seen hit took
-    taking take takes use call that most top ever my our been is it by per they them those these one
-    ones counts we us i you does done doing happen happened anything something be spending amount number
-    response make makes making say says said send sends return returns returned run runs ran try tried
-    go goes gets got see saw want wants need needs""".split()
+    """a an and any are at did do does done doing for from had has have in is it me my of on our
+    please show list give the there to was were with we us i you they them those these that what which
+    how been be ever happen happened anything something all every see saw want wants need needs get gets
+    got go goes went made make makes making sent send sends use uses used call called seen hit took take
+    takes taking run runs ran try tried return returns returned say says said during everything""".split()
 )
-"""Words that are understood and change nothing ("show me the requests")."""
+"""The listed words that carry no meaning ("show me the ... that were made"): read, and change
+nothing. Every other word is read by a construct (a field, a value, a time, a measure, a grouping,
+an order, a limit) or the question is refused naming it."""
+UNIT_WORDS: Final = {
+    "calls": "exchanges", "call": "exchanges", "requests": "exchanges", "request": "exchanges",
+    "exchanges": "exchanges", "exchange": "exchanges", "responses": "exchanges",
+    "response": "exchanges", "answers": "exchanges", "traffic": "exchanges",
+    "events": "events", "event": "events", "rows": "events",
+}  # fmt: skip
+"""What a count counts: an exchange is one request with everything that answered it (one action);
+an event is one row of the Ledger (a request and its answer are two)."""
+MEASURE_WORDS: Final = {
+    "tokens": "tokens", "token": "tokens", "usage": "tokens",
+    "cost": "cost", "costs": "cost", "spend": "cost", "spent": "cost", "spending": "cost",
+    "price": "cost", "money": "cost", "dollars": "cost", "usd": "cost",
+    "count": "count", "counts": "count", "number": "count", "amount": "count",
+}  # fmt: skip
+"""The figure a total, a grouping or a superlative is of ("count" is the count unit named or not)."""
+MOST: Final = {
+    "most": True, "highest": True, "greatest": True, "busiest": True, "more": True,
+    "least": False, "fewest": False, "lowest": False, "quietest": False, "less": False,
+}  # fmt: skip
+"""Superlatives of a grouping ("which agent used the most tokens"): True ranks largest first."""
 ERRORS: Final = frozenset(
     {"errors", "error", "errored", "failed", "failures", "failure", "failing", "fail", "fails"}
 )
 OK: Final = frozenset({"ok", "successful", "succeeded", "success"})
+STREAMED: Final = frozenset({"streamed", "streaming", "stream", "streams"})
+"""Streamed model answers (the ones a first token was recorded for)."""
 REFUSED: Final = frozenset({"refused", "refusals", "refusal", "denied", "blocked", "rejected"})
 REFUSED_KIND: Final = REFUSED_KINDS_NAME
 """The filter kind naming every refusal: the door's (`dispatch.refused`) and the egress policy's
@@ -76,12 +98,21 @@ PERCENTILE: Final = re.compile(r"^(50|90|95|99)(?:th)?$")
 METRICS: Final = {
     "latency": "duration", "latencies": "duration", "duration": "duration", "durations": "duration",
     "cost": "cost", "costs": "cost", "spend": "cost", "spent": "cost", "price": "cost",
-    "tokens": "tokens", "time": "duration", "times": "duration",
+    "tokens": "tokens", "time": "duration", "times": "duration", "usage": "tokens",
+    "spending": "cost", "money": "cost", "dollars": "cost", "usd": "cost", "token": "tokens",
 }  # fmt: skip
 """The figure a summary is of: how long answers took (ms), what calls cost (USD), tokens in + out."""
 GROUP_NOUNS: Final = {
     "tools": "tool",
     "tool": "tool",
+    "session": "session",
+    "agent": "agent",
+    "kind": "kind",
+    "task": "task",
+    "turn": "turn",
+    "status": "status",
+    "rule": "rule",
+    "limit": "rule",
     "models": "model",
     "model": "model",
     "hosts": "host",
@@ -94,6 +125,8 @@ GROUP_NOUNS: Final = {
     "statuses": "status",
     "rules": "rule",
     "limits": "rule",
+    "hours": "hour",
+    "hour": "hour",
 }
 """What "which tools" and "tools used" count by."""
 USED: Final = frozenset({"used", "called", "seen", "hit", "involved"})
@@ -119,6 +152,16 @@ MODEL: Final = re.compile(
     re.IGNORECASE,
 )
 """A bare model name ("how much did gpt-4o cost"): the families the common model APIs serve."""
+CLOCK: Final = re.compile(r"^(\d{1,2})(?::(\d{2}))?(am|pm)?$")
+"""A time of day: 3pm, 3:30pm, 15:00 (a bare number is one only before am/pm: '3 pm')."""
+FAMILIES: Final = {
+    "claude": ("claude",), "anthropic": ("claude",), "gpt": ("gpt", "chatgpt"),
+    "openai": ("gpt", "chatgpt", "o1", "o3", "o4", "textembedding"), "gemini": ("gemini",),
+    "google": ("gemini",), "llama": ("llama",), "mistral": ("mistral", "mixtral"),
+    "deepseek": ("deepseek",), "qwen": ("qwen",), "grok": ("grok",),
+}  # fmt: skip
+"""Provider and family words: the models whose normalised name begins so ("claude" = the Anthropic
+models the Ledger holds)."""
 DATE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?)?z?$")
 SQL: Final = re.compile(
     r"(;|--|\bselect\b.*\bfrom\b|\bdrop\s+table\b|\binsert\s+into\b|\bunion\s+select\b)",
@@ -130,19 +173,22 @@ FUNCTION_WORDS: Final = (
     | OK
     | REFUSED
     | TOTAL_WORDS
+    | frozenset(UNIT_WORDS)
+    | frozenset(MEASURE_WORDS)
+    | frozenset(MOST)
     | frozenset(SORT_WORDS)
     | frozenset(STATS)
     | frozenset(METRICS)
     | frozenset(
         """today yesterday this last past since after until before first hourly grouped slower faster
-        longer shorter over under above below than least""".split()
+        longer shorter over under above below than least by per top between streamed cheapest""".split()
     )
 )
 """Words that are never a field's value: after `agent`, `model`, ... they leave the field without one
 ("what did the agent do": the agent, not an agent named "do")."""
 RESOLVED: Final = ("agent", "tool", "model", "host", "session", "task")
 """The fields a bare word may name when the Ledger holds it as a value ("tokens alpha used")."""
-CHECKED: Final = (*RESOLVED, "turn")
+CHECKED: Final = (*RESOLVED, "turn", "kind")
 """The fields whose value, given after the field's name, must be one the Ledger holds."""
 HINT: Final = (
     "ask with fields (agent alpha, model gpt-4o, tool T, host api.example.com, status 404), times "
@@ -150,10 +196,19 @@ HINT: Final = (
 )
 
 
+_TOKEN = re.compile(
+    r'"([^"]*)"'  # "a phrase"
+    r"|(?<!\S)['\u2018\u201c]([^'\u2019\u201d]*)['\u2019\u201d](?=[\s?!,;.]|$)"  # 'a phrase', curly quotes
+    r"|(\S+)"
+)
+
+
 def quoted_tokens(text: str) -> list[tuple[str, bool]]:
-    """Words, each with whether it was quoted: quoted phrases kept whole, trailing punctuation dropped."""
+    """Words, each with whether it was quoted: phrases in double, single or curly quotes kept whole
+    (an apostrophe inside a word, beta's, is no quote), trailing punctuation dropped."""
     out = []
-    for quoted, word in re.findall(r'"([^"]*)"|(\S+)', text):
+    for double, single, word in _TOKEN.findall(text):
+        quoted = double or single
         token = quoted if quoted else re.sub(r"['\u2019]s$", "", word.rstrip("?!,;"))  # beta's, what's
         if not quoted and token.endswith(".") and "." not in token[:-1]:
             token = token[:-1]

@@ -149,7 +149,8 @@ def test_the_ledgers_values_are_found_by_index_probes(known: Ledger) -> None:
     assert values.matches("agent", "ALPHA") == ("alpha",)
     assert values.matches("host", "slack") == ("api.slack.com",)
     assert values.matches("host", "api") == tuple(values.hosts())
-    assert values.matches("agent", "gamma") == () and values.matches("kind", "http.request") == ()
+    assert values.matches("agent", "gamma") == () and values.matches("method", "POST") == ()
+    assert values.matches("kind", "http.request") == ("http.request",)
     assert answered(known, "GH_REPO errors")["filter"] == {"tool": "GH_REPO", "status": "errors"}
 
 
@@ -192,7 +193,7 @@ def test_cli_slowest_lists_show_their_durations(flightlog: Callable[..., Run]) -
     out = flightlog("ledger", "ask", "top", "2", "slowest", "calls")
     assert out.code == 0, out.err
     lines = out.out.splitlines()
-    assert lines[0] == "read as: sort=slowest, at most 2"
+    assert lines[0] == "read as: sort=slowest, events listed (a request and its answer are two), at most 2"
     assert "took=4,000ms  a3-res" in lines[1] and "took=3,000ms  a4-res" in lines[2]
 
 
@@ -201,7 +202,7 @@ def test_cli_cut_list_says_so(flightlog: Callable[..., Run]) -> None:
     out = flightlog("ledger", "ask", "calls", "by", "alpha", "--limit", "2")
     assert out.code == 0, out.err
     assert len(out.out.splitlines()) == 3  # the reading and two events
-    assert out.err == "2 of 12 shown; --limit N\n"
+    assert out.err == "2 of 12 events shown; --limit N\n"
 
 
 def test_cli_summary_table_and_explain(flightlog: Callable[..., Run]) -> None:
@@ -212,7 +213,8 @@ def test_cli_summary_table_and_explain(flightlog: Callable[..., Run]) -> None:
     rows = {line.split()[0]: line.split() for line in out.out.splitlines()[3:]}
     assert rows["claude-sonnet-4-5"][1:3] == ["2", "3,500"]
     out = flightlog("ledger", "ask", "--explain", "failed", "calls", "to", "slack")
-    assert (out.code, out.out) == (0, "read as: status=errors host=api.slack.com\n")
+    reading = "read as: status=errors host=api.slack.com, events listed (a request and its answer are two)\n"
+    assert (out.code, out.out) == (0, reading)
     js = json.loads(flightlog("ledger", "ask", "--explain", "--json", "p95", "latency").out)
     assert (js["view"], js["stat"], js["metric"]) == ("stats", "p95", "duration")
 

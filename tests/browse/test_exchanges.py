@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from storage.events import Batch
 from storage.exchanges import select_exchanges, timing
 from storage.filters import Filter
-from storage.ledger import Ledger
+from storage.ledger import Ledger, open_ledger
 from tests.browse.sample import sample_ledger
+from tests.support.question_table import TODAY, recorded_events
 from tui import figures
 from tui.exchange_cells import DROP_ORDER, cells, layout
 
@@ -91,3 +94,22 @@ def test_columns_fit_the_width_and_drop_the_least_useful_first(sample_ledger: Le
         assert dropped == [k for k in DROP_ORDER if k != "ttfb"][: len(dropped)]
     narrow = {c.key for c, _ in layout(rows, 80)}
     assert {"status", "target", "cost", "model", "tokens"} <= narrow
+
+
+def test_a_sorted_filter_lists_exchanges_in_that_order(ledger_url: str, tmp_path: Path) -> None:
+    """'slowest calls today' in the browser's exchange list (issue 51): slowest first, not newest
+    first; costliest and oldest likewise; a top N, so no next page and nothing newer follows."""
+    ledger = open_ledger(ledger_url, (tmp_path / "blobs").as_uri())
+    try:
+        ledger.append(Batch("t", 1, recorded_events()))
+        today = Filter(since=TODAY)
+        assert actions(ledger, today.merged(sort="slowest"), limit=5) == ["x9", "x4", "x17", "x6", "x1"]
+        assert actions(ledger, today.merged(sort="fastest"), limit=3) == ["x5", "x3", "x8"]
+        assert actions(ledger, today.merged(sort="costliest"), limit=3) == ["x9", "x17", "x6"]
+        assert actions(ledger, today.merged(sort="oldest"), limit=3) == ["x1", "x2", "x3"]
+        top = select_exchanges(ledger.engine, today.merged(sort="slowest"), limit=2)
+        cursor = (top[-1].opening.at, top[-1].opening.event_id)
+        assert actions(ledger, today.merged(sort="slowest"), before=cursor) == []
+        assert actions(ledger, today.merged(sort="slowest"), after=cursor) == []
+    finally:
+        ledger.close()

@@ -152,7 +152,8 @@ def test_ask_answers_in_events_or_groups(sample_ledger: Ledger) -> None:
     assert answer["filter"] == {"agent": "alpha", "status": "errors"}
     assert [e["event_id"] for e in answer["events"]] == ["a2-response"]
     grouped = as_json(call(sample_ledger, "/api/ledger/ask", {"q": "cost by model"}))
-    assert grouped["groups"][0]["key"] in ("gpt-4o", None)
+    assert [g["key"] for g in grouped["groups"]][:2] == ["claude-sonnet", "gpt-4o"]  # ranked by cost
+    assert grouped["rank"] == "cost" and grouped["total"]["exchanges"] == 5
     status, _, body = call(sample_ledger, "/api/ledger/ask", {"q": "select * from events"})
     assert status == 400 and b"never SQL" in body
 

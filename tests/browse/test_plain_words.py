@@ -76,7 +76,7 @@ QUESTIONS: list[tuple[str, dict[str, Any], Reading]] = [
     ("how much did beta spend this week", {"agent": "beta", "since": WEEK}, TOTALS),
     ("total spend last week", {"since": LAST_WEEK, "until": WEEK}, TOTALS),
     ("spend by model today", {"since": TODAY}, ("groups", "model", None, None, None)),
-    ("tokens used by alpha in the last 3 hours", {"agent": "alpha", "since": "2026-11-25T12:42:00Z"}, EVENTS),
+    ("tokens used by alpha in the last 3 hours", {"agent": "alpha", "since": "2026-11-25T12:42:00Z"}, TOTALS),
     # kin: last N, first N
     ("last 5 calls to api.anthropic.com", {"host": "api.anthropic.com"}, ("events", None, None, None, 5)),
     ("first 10 requests today", {"sort": "oldest", "since": TODAY}, ("events", None, None, None, 10)),
@@ -141,7 +141,9 @@ def test_the_reading_is_one_line_saying_all_of_it() -> None:
     assert ask("p95 latency by model today", NOW, KNOWN).explain() == (
         f"read as: since={TODAY}, p95 of duration_ms by model"
     )
-    assert ask("last 3 errors", NOW, KNOWN).explain() == "read as: status=errors, at most 3"
+    assert ask("last 3 errors", NOW, KNOWN).explain() == (
+        "read as: status=errors, events listed (a request and its answer are two), at most 3"
+    )
 
 
 @pytest.mark.parametrize(
@@ -213,6 +215,9 @@ def test_without_a_ledger_function_words_are_still_never_values() -> None:
         ("2026-11-01T10:30:00+02:00", "2026-11-01T08:30:00+00:00"),
         ("monday", "2026-11-23T00:00:00+00:00"),
         ("wednesday", "2026-11-25T00:00:00+00:00"),
+        ("3pm", "2026-11-25T15:00:00+00:00"),
+        ("9:30am", "2026-11-25T09:30:00+00:00"),
+        ("14:45", "2026-11-25T14:45:00+00:00"),
     ],
 )
 def test_since_options_read_the_same_time_words(value: str, expected: str) -> None:
