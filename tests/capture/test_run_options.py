@@ -72,3 +72,14 @@ def test_a_missing_secrets_file_is_refused_before_any_proxy_starts(home: Path, t
     assert result.returncode == 1
     assert "--secrets" in result.stderr and "no such file" in result.stderr
     assert not (home / "proxy.json").exists()
+
+
+def test_run_options_come_before_the_command(home: Path, tmp_path: Path) -> None:
+    """Words after the command's name are the command's: `run echo hi --session zz` passes
+    `--session zz` to echo, while `run --session s echo x` is run's own option."""
+    with live_proxy(home, f"sqlite:///{tmp_path / 'ledger.db'}"):
+        passed = flightlog("run", "echo", "hi", "--session", "zz")
+        own = flightlog("run", "--session", "s-own", "echo", "x", "--help")
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout == "hi --session zz\n"
+    assert own.returncode == 0 and own.stdout == "x --help\n", own.stderr
