@@ -11,6 +11,8 @@ So the thread runs in a child process (`recording.writer.child`); the proxy keep
   the pipe has not taken yet): past it
   an item is dropped and counted, and the count goes to the child, which records it as a
   `capture.overflow` event. Behind the pipe, the child's `Writer` keeps its own bounded queue.
+  Before that bound, while half of it is not yet committed by the writer, the proxy's reads wait
+  for it (`room()`, `pacing`): a large stream is slowed, not cut.
 - An answer's records are in the kernel pipe before its bytes go to the client: the hooks that
   precede an answer (response, error, WebSocket message and end) return `answered()`, a future
   resolved once what waits is written (one frame per loop iteration for all its answers). The pipe
@@ -36,7 +38,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -56,6 +58,7 @@ from recording.records import (
 )
 from recording.sync_commit import SyncCommitter
 from recording.writer.pipe_frames import ACK, READY, frame
+from recording.writer.pacing import Pacing
 from recording.writer.pipe_writer import PipeWriter
 from recording.writer.retained_frames import RetainedFrames
 from recording.writer.risk_journal import RiskJournal, journal_path
@@ -155,6 +158,8 @@ class WriterProcess:
         at_risk = self.journal.note if self.journal is not None else lambda ids: None
         self._unacked = RetainedFrames(max_bytes, at_risk)
         self._holds = AnswerHolds(at_risk)
+        self.pacing = Pacing(self.unsettled, pause_at=max_bytes // 2, resume_at=max_bytes * 3 // 8)
+        """Backpressure: the proxy's reads wait while half the bound is unsettled (`pacing`)."""
         self._answer_wait: asyncio.Future[None] | None = None
         self._answers_waiting: list[str] = []
         """The exchange ids of the answers sharing `_answer_wait` (each is counted if it goes
@@ -234,6 +239,7 @@ class WriterProcess:
             while True:
                 (number,) = ACK.unpack(await stdout.readexactly(ACK.size))
                 self._unacked.settled(number)
+                self.pacing.settled()
         except (asyncio.IncompleteReadError, ConnectionError):
             return
 
@@ -260,6 +266,7 @@ class WriterProcess:
     async def stop(self, timeout: float = 30.0) -> None:
         """Send what is waiting, tell the child to drain (retrying until `timeout`), wait for it."""
         self._stopping = True
+        self.pacing.release()
         self._flush()
         self._write(("stop", timeout))
         self._sync.close()
@@ -285,7 +292,9 @@ class WriterProcess:
         if self._acks is not None:  # the last acknowledgements, so `unacknowledged` is exact
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._acks, 1)
-        if self.unprotected or self.unprotected_answers:
+        if self.unacknowledged and (self.unprotected or self.unprotected_answers):
+            # Only when something was not confirmed written: records that went without a copy and
+            # were written all the same lost nothing, and the stop line says "nothing lost".
             log.warning(
                 "flightlog: %d answers went out before their records reached the writer's pipe and %d"
                 " records were sent without a copy kept (the writer was behind or restarting)",
@@ -367,6 +376,15 @@ class WriterProcess:
             self._scheduled = True
             self._loop.call_later(self.send_delay, self._flush)
         return True
+
+    def unsettled(self) -> int:
+        """Body bytes handed to the writer and not yet committed by it: gathering for the next
+        frame, or sent and not acknowledged (what `pacing` measures the writer's lag by)."""
+        return self._batch_bytes + self._unacked.bytes
+
+    def room(self) -> Awaitable[None] | None:
+        """None when the proxy may read on; else what to await first (the writer is behind)."""
+        return None if self._stopping else self.pacing.room()
 
     def backlog(self) -> int:
         """Bytes waiting on this side of the pipe."""
