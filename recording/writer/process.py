@@ -57,8 +57,8 @@ from recording.records import (
     to_wire,
 )
 from recording.sync_commit import SyncCommitter
-from recording.writer.pipe_frames import ACK, READY, frame
 from recording.writer.pacing import Pacing
+from recording.writer.pipe_frames import ACK, READY, frame
 from recording.writer.pipe_writer import PipeWriter
 from recording.writer.retained_frames import RetainedFrames
 from recording.writer.risk_journal import RiskJournal, journal_path
