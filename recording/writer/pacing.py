@@ -1,13 +1,14 @@
 """Backpressure: while the writer is behind, the proxy reads more slowly instead of dropping.
 
-What the proxy has handed its writer and the writer has not yet committed (the records gathering for
-the next frame, and the frames sent and not acknowledged, `RetainedFrames`) is its `unsettled`
-bytes. Past `PAUSE_AT` of them, each connection that has just read waits before its next read
-(`room()`: mitmproxy's read loop awaits it after each read, `addons.read_pacing`) until the writer's
-acknowledgements bring them back under `RESUME_AT`. A paused read is a TCP window that fills: the
+The writer process stops reading its pipe while its own queue is nearly full (`Writer.wait_for_room`),
+so a writer behind shows on the proxy's side as bytes waiting for the pipe (`WriterProcess.backlog`).
+Past `pause_at` of them, each connection that has just read waits before its next read (`room()`:
+mitmproxy's read loop awaits it after each read, `addons.read_pacing`) until the pipe took enough to
+bring them back under `resume_at`. (Not the frames awaiting acknowledgement: a stream's chunks are
+acknowledged with its answer, at its end.) A paused read is a TCP window that fills: the
 upstream sends more slowly, the client gets its bytes later, and a large streamed answer is stored
 whole instead of `partial`. Each connection reads at most one more chunk (mitmproxy reads up to 64 KiB)
-past the pause, so memory stays bounded near `PAUSE_AT` plus a chunk per connection.
+past the pause, so memory stays bounded near `pause_at` plus a chunk per connection.
 
 Drops remain, past stated bounds only: a writer that makes no room for `PATIENCE` seconds (dead,
 restarting for long, or the Ledger gone) lets the reads go on unpaced until it catches up again
@@ -28,7 +29,7 @@ log = logging.getLogger("flightlog.capture")
 
 PATIENCE: Final = 20.0
 """The longest a read waits for the writer to make room; then reading goes on unpaced (and drops
-past the queue bound) until the writer is back under `RESUME_AT`."""
+past the queue bound) until the writer is back under `resume_at`."""
 
 
 class Pacing:
@@ -38,6 +39,7 @@ class Pacing:
         self, unsettled: Callable[[], int], pause_at: int, resume_at: int, patience: float = PATIENCE
     ) -> None:
         self.unsettled = unsettled
+        """The bytes waiting for the writer now."""
         self.pause_at = pause_at
         self.resume_at = resume_at
         self.patience = patience
@@ -82,7 +84,7 @@ class Pacing:
                 self._waiters.remove(waiter)
 
     def settled(self) -> None:
-        """The writer acknowledged frames: wake the waiting reads once under `RESUME_AT`."""
+        """The writer took bytes: wake the waiting reads once under `resume_at`."""
         if self._waiters and self.unsettled() <= self.resume_at:
             self.release()
 

@@ -11,8 +11,9 @@ So the thread runs in a child process (`recording.writer.child`); the proxy keep
   the pipe has not taken yet): past it
   an item is dropped and counted, and the count goes to the child, which records it as a
   `capture.overflow` event. Behind the pipe, the child's `Writer` keeps its own bounded queue.
-  Before that bound, while half of it is not yet committed by the writer, the proxy's reads wait
-  for it (`room()`, `pacing`): a large stream is slowed, not cut.
+  Before that bound, while half of it waits here, the proxy's reads wait for the pipe to take it
+  (`room()`, `pacing`); the child stops reading the pipe while its own queue is nearly full
+  (`Writer.wait_for_room`): so a writer behind slows the reads, and a large stream is slowed, not cut.
 - An answer's records are in the kernel pipe before its bytes go to the client: the hooks that
   precede an answer (response, error, WebSocket message and end) return `answered()`, a future
   resolved once what waits is written (one frame per loop iteration for all its answers). The pipe
@@ -158,8 +159,8 @@ class WriterProcess:
         at_risk = self.journal.note if self.journal is not None else lambda ids: None
         self._unacked = RetainedFrames(max_bytes, at_risk)
         self._holds = AnswerHolds(at_risk)
-        self.pacing = Pacing(self.unsettled, pause_at=max_bytes // 2, resume_at=max_bytes * 3 // 8)
-        """Backpressure: the proxy's reads wait while half the bound is unsettled (`pacing`)."""
+        self.pacing = Pacing(self.backlog, pause_at=max_bytes // 2, resume_at=max_bytes * 3 // 8)
+        """Backpressure: the proxy's reads wait while half the bound waits on this side (`pacing`)."""
         self._answer_wait: asyncio.Future[None] | None = None
         self._answers_waiting: list[str] = []
         """The exchange ids of the answers sharing `_answer_wait` (each is counted if it goes
@@ -216,7 +217,7 @@ class WriterProcess:
             os.close(read_end)
         assert self._proc.stdout is not None
         self._pipe = PipeWriter(asyncio.get_running_loop(), write_end)
-        self._pipe.on_sent = partial(self._holds.release, self._pipe)
+        self._pipe.on_sent = partial(self._pipe_took, self._pipe)
         self._write(("start", self.spec, self._processing, self.run))
         if self._unacked:  # a restarted child: what the last one did not acknowledge, in order, again
             log.warning("flightlog: sending %d unacknowledged frames to the new writer", len(self._unacked))
@@ -232,6 +233,11 @@ class WriterProcess:
             )
         self._acks = asyncio.create_task(self._read_acks(self._proc.stdout, ready))
 
+    def _pipe_took(self, pipe: PipeWriter) -> None:
+        """The pipe took what waited (or closed): held answers and paused reads may go on."""
+        self._holds.release(pipe)
+        self.pacing.settled()
+
     async def _read_acks(self, stdout: asyncio.StreamReader, ready: asyncio.Future[bytes]) -> None:
         """Release each frame the child acknowledges (until its stdout ends)."""
         try:
@@ -239,7 +245,6 @@ class WriterProcess:
             while True:
                 (number,) = ACK.unpack(await stdout.readexactly(ACK.size))
                 self._unacked.settled(number)
-                self.pacing.settled()
         except (asyncio.IncompleteReadError, ConnectionError):
             return
 
@@ -376,11 +381,6 @@ class WriterProcess:
             self._scheduled = True
             self._loop.call_later(self.send_delay, self._flush)
         return True
-
-    def unsettled(self) -> int:
-        """Body bytes handed to the writer and not yet committed by it: gathering for the next
-        frame, or sent and not acknowledged (what `pacing` measures the writer's lag by)."""
-        return self._batch_bytes + self._unacked.bytes
 
     def room(self) -> Awaitable[None] | None:
         """None when the proxy may read on; else what to await first (the writer is behind)."""

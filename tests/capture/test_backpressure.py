@@ -116,3 +116,42 @@ def test_pacing_waits_for_room_and_gives_up_past_its_patience() -> None:
         await asyncio.wait_for(pending, 5)
 
     asyncio.run(main())
+
+
+def test_the_writer_process_stops_reading_frames_while_its_queue_is_nearly_full(tmp_path: Path) -> None:
+    """The writer's queue three quarters full (its Ledger not open yet): `wait_for_room` holds the
+    frame reader (so the pipe fills and the proxy reads slower) instead of `put` dropping; once
+    the Ledger opens, it goes on and every record is written, none dropped."""
+    from recording.events import Processing
+    from recording.writer.thread import Writer
+    from storage.ledger import open_ledger
+    from tests.capture.test_writer_process import count, response, urls
+
+    url, blobs = urls(tmp_path)
+    gate = threading.Event()
+
+    def opened_later(retry: float):  # type: ignore[no-untyped-def]
+        gate.wait(60)
+        return open_ledger(url, blobs, retry_seconds=retry)
+
+    writer = Writer(opened_later, Processing(), collector="room", max_bytes=1024 * 1024)
+    writer.start()
+    body = b"x" * 64 * 1024
+    for n in range(12):  # three quarters of the bound
+        assert writer.put(response(n, body))
+    reader = threading.Thread(
+        target=lambda: (writer.wait_for_room(len(body)), writer.put(response(12, body)))
+    )
+    reader.start()
+    reader.join(1.0)
+    still = reader.is_alive()
+    gate.set()
+    reader.join(60)
+    writer.stop(timeout=30)
+    assert still, "the frame reader went on while the queue was nearly full"
+    assert writer.stats.dropped == 0
+    ledger = open_ledger(url, blobs)
+    try:
+        assert count(ledger) == 13
+    finally:
+        ledger.close()
