@@ -26,10 +26,12 @@ def _download(proxy: str, url: str) -> tuple[float, int]:
     """(seconds from request to last byte, bytes received) for one GET through `proxy`."""
     started = time.perf_counter()
     got = 0
-    with httpx.Client(proxy=proxy, trust_env=False, timeout=600) as client:
-        with client.stream("GET", url) as answer:
-            for chunk in answer.iter_raw(1024 * 1024):
-                got += len(chunk)
+    with (
+        httpx.Client(proxy=proxy, trust_env=False, timeout=600) as client,
+        client.stream("GET", url) as answer,
+    ):
+        for chunk in answer.iter_raw(1024 * 1024):
+            got += len(chunk)
     return time.perf_counter() - started, got
 
 

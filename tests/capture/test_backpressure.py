@@ -47,10 +47,10 @@ def test_a_writer_behind_slows_a_large_stream_and_stores_it_whole(home: Path, tm
 
         def fetch() -> None:
             try:
-                with httpx.Client(proxy=proxy.url, trust_env=False, timeout=120) as client:
-                    with client.stream("GET", f"{up.base}/{SIZE}") as answer:
-                        for chunk in answer.iter_raw(1024 * 1024):
-                            got[0] += len(chunk)
+                client = httpx.Client(proxy=proxy.url, trust_env=False, timeout=120)
+                with client, client.stream("GET", f"{up.base}/{SIZE}") as answer:
+                    for chunk in answer.iter_raw(1024 * 1024):
+                        got[0] += len(chunk)
             finally:
                 done.set()
 

@@ -57,7 +57,9 @@ def _serve(up: BigStream, conn: socket.socket) -> None:
                 return
             request += data
         size = int(request.split(b" ", 2)[1].strip(b"/").split(b"?")[0])
-        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % size
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % size
+        )
         try:
             conn.sendall(head)
             for piece in body_chunks(size):
