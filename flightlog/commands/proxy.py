@@ -16,8 +16,8 @@ from typing import Annotated
 import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
-from addons.proxy_env import proxy_env, read_state
-from flightlog import ports, proxy_process
+from addons.proxy_env import proxy_env
+from flightlog import ports, proxy_lock, proxy_process
 from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.otlp_options import OtlpContentOpt, OtlpEndpointOpt
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
@@ -201,7 +201,8 @@ def proxy(
 
     Listens on --listen (the forward proxy) and, unless --no-ai-listeners, on the next two ports as
     reverse listeners for OpenAI and Anthropic; every port is fixed before mitmproxy starts and
-    published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read."""
+    published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read. One proxy per
+    FLIGHTLOG_HOME: a second one is refused, naming the first (FLIGHTLOG_HOME/proxy.lock)."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.capture_options import commit_ms
     from addons.master import ProxyConfig, run_proxy
@@ -213,6 +214,7 @@ def proxy(
     cores = usable_cores()
     count = worker_count(workers, cores)
     settings = load_settings()
+    proxy_lock.take(settings.home, listen, state_file)  # one proxy per home, held until this one exits
     host, port, modes, ai = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
     config = ProxyConfig(
         home=settings.home,
@@ -276,13 +278,14 @@ def run(
     socket: SocketOpt = None,
     replaying: Given = NONE_GIVEN,
 ) -> None:
-    """Run COMMAND through the recording proxy: flightlog run [proxy options] -- COMMAND ...
+    """Run COMMAND through the recording proxy: flightlog run [options] [--] COMMAND ... (run's
+    options come before COMMAND; every word from COMMAND on is the command's).
 
-    Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime
-    on free ports with the proxy options given (--mode, --no-ai-listeners, --ai-upstream, --secrets,
-    --secret-env, --set, --upstream-ca; a running proxy keeps its own, so giving them then is an
-    error). The child gets HTTP(S)_PROXY, the CA variables, NODE_USE_ENV_PROXY=1 and the base URLs
-    (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) of the proxy's model API listeners.
+    Uses the proxy already running for FLIGHTLOG_HOME (waiting for one still starting), or starts one
+    for the command's lifetime on free ports with the proxy options given (--mode, --no-ai-listeners,
+    --ai-upstream, --secrets, --secret-env, --set, --upstream-ca; a running proxy keeps its own, so
+    giving them then is an error). The child gets HTTP(S)_PROXY, the CA variables, NODE_USE_ENV_PROXY=1
+    and the base URLs (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) of the proxy's model API listeners.
     The child gets a scoped token in FLIGHTLOG_TOKEN, minted from the policy in FLIGHTLOG_HOME
     (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
     SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
@@ -308,7 +311,7 @@ def run(
         raise typer.Exit(run_sealed(command, options, who, settings.home, lent_token(task), fs))
     if write or read or read_deny or socket:
         raise CommandError("--write, --read, --read-deny and --socket shape --sealed's sandbox: add --sealed")
-    state = read_state(settings.home)
+    state = proxy_process.running_or_starting(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is not None and options:
         raise CommandError(
@@ -317,7 +320,15 @@ def run(
         )
     if state is None:
         started = proxy_process.spawn(proxy_process.child_env(), options=options)
-        state = proxy_process.wait_for_state(settings.home, started)
+        try:
+            state = proxy_process.wait_for_state(settings.home, started)
+        except CommandError:
+            # another proxy took the home's lock first (a `flightlog proxy` or `run` started at the
+            # same moment): use it, as if it had been there
+            state = proxy_process.running_or_starting(settings.home)
+            if state is None:
+                raise
+            started = None
     forward = state.forward
     if forward is None:
         raise CommandError("the running proxy has no forward (regular) listener")
