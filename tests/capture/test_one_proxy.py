@@ -4,6 +4,7 @@ instead of starting a throwaway; a taken port is named with who holds it (`fligh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -56,10 +57,8 @@ def test_run_waits_for_a_proxy_that_is_starting(home: Path, tmp_path: Path) -> N
              "import os; print(os.environ['HTTP_PROXY'])"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        try:  # a wait, not a figure: run cannot end while the proxy it must use is stopped
-            waiting.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a wait, not a figure: run cannot
+            waiting.wait(timeout=10)  # end while the proxy it must use is stopped
         assert waiting.poll() is None, "run ended while the home's only proxy was stopped starting"
         os.killpg(proxy.pid, signal.SIGCONT)
         out, err = waiting.communicate(timeout=180)
