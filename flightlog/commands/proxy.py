@@ -17,7 +17,7 @@ import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
 from addons.proxy_env import proxy_env
-from flightlog import ports, proxy_lock, proxy_process
+from flightlog import ports, proxy_lock, proxy_process, upstream_trust
 from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.otlp_options import OtlpContentOpt, OtlpEndpointOpt
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
@@ -102,19 +102,20 @@ UpstreamCaOpt = Annotated[
     Path | None,
     typer.Option(
         "--upstream-ca",
-        help="PEM file of the CA that signs a private upstream's certificate (also trusted: the system's).",
+        help="PEM file of the CA that signs a private upstream's certificate (also trusted: the "
+        "machine's trust store, then the bundled list).",
     ),
 ]
 
 
-def upstream_ca_sets(upstream_ca: Path | None) -> tuple[str, ...]:
-    """`--upstream-ca FILE` as the mitmproxy option it sets; a missing file is one clear error."""
+def upstream_ca_file(upstream_ca: Path | None) -> Path | None:
+    """`--upstream-ca FILE`, resolved; a missing file is one clear error."""
     if upstream_ca is None:
-        return ()
+        return None
     path = upstream_ca.expanduser()
     if not path.is_file():
         raise CommandError(f"--upstream-ca {upstream_ca}: no such file")
-    return (f"ssl_verify_upstream_trusted_ca={path.resolve()}",)
+    return path.resolve()
 
 
 def plan_listeners(
@@ -216,6 +217,7 @@ def proxy(
     settings = load_settings()
     proxy_lock.take(settings.home, listen, state_file)  # one proxy per home, held until this one exits
     host, port, modes, ai = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
+    sets = parse_sets(set_)
     config = ProxyConfig(
         home=settings.home,
         ledger_url=ledger or settings.ledger_url,
@@ -236,7 +238,8 @@ def proxy(
         directory=str(settings.directory) if settings.directory else "",
         open_mode=open_mode,
         local_commands=allow_local_commands,
-        extra=parse_sets(set_) + upstream_ca_sets(upstream_ca),
+        extra=sets
+        + upstream_trust.trust_sets(settings.home / "mitmproxy", sets, upstream_ca_file(upstream_ca)),
         policy=policy_path(policy),
         state_file=state_file,
     )
@@ -379,6 +382,8 @@ def proxy_options(
         out += ["--secrets", str(path.resolve())]
     for name in secret_env or []:
         out += ["--secret-env", name]
-    for item in parse_sets(set_) + upstream_ca_sets(upstream_ca):
+    for item in parse_sets(set_):
         out += ["--set", item]
+    if (ca := upstream_ca_file(upstream_ca)) is not None:
+        out += ["--upstream-ca", str(ca)]
     return out

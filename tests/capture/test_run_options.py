@@ -83,3 +83,27 @@ def test_run_options_come_before_the_command(home: Path, tmp_path: Path) -> None
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout == "hi --session zz\n"
     assert own.returncode == 0 and own.stdout == "x --help\n", own.stderr
+
+
+def test_the_machines_trust_store_is_trusted_for_upstreams(
+    home: Path, https_upstream: Upstream, tmp_path: Path
+) -> None:
+    """A private HTTPS upstream whose CA is only in the machine's trust store (a test 'system'
+    store named by SSL_CERT_FILE, as OpenSSL and the user's other tools read it): 200 through
+    the proxy, with no --upstream-ca; the bundled list is still trusted beside it (in the bundle
+    the proxy writes); without the CA in the store: 502."""
+    import certifi
+    import httpx
+
+    cert = tmp_path / "upstream-cert.pem"  # written by the https_upstream fixture
+    store = tmp_path / "system-store.pem"
+    store.write_bytes(cert.read_bytes())
+    url = f"{https_upstream.base}/fixed"
+    for trusted, status in ((store, 200), (Path(certifi.where()), 502)):
+        with live_proxy(
+            home, f"sqlite:///{tmp_path / 'ledger.db'}", env={"SSL_CERT_FILE": str(trusted)}
+        ) as p:
+            bundle = (home / "mitmproxy" / "upstream-trust.pem").read_text()
+            got = httpx.get(url, proxy=p.url, verify=str(p.ca), trust_env=False, timeout=30).status_code
+        assert got == status, trusted
+        assert bundle.count("BEGIN CERTIFICATE") >= 100, "the bundled list stays trusted beside the store"
