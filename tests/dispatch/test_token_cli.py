@@ -88,3 +88,27 @@ def test_minted_token_described_on_a_terminal(home: Path) -> None:
     assert proc.wait(timeout=60) == 0
     assert proc.stderr is not None and proc.stderr.read() == b""
     assert b"uses <= 2" in seen and b"identifier:" in seen
+
+
+def test_a_row_calling_flightlogs_own_route_spends_one_use_a_call(home: Path) -> None:
+    """`--uses 3` on LEDGER_ROW (whose contract calls flightlog.local's Ledger route with the
+    caller's token) allows three calls: the inner call is part of the one the door spent a use
+    for; the fourth is refused by `uses`."""
+    token = flightlog(
+        "token",
+        "mint",
+        "--tool",
+        "LEDGER_ROW",
+        "--grant",
+        "call",
+        "--grant",
+        "ledger",
+        "--uses",
+        "3",
+        "--quiet",
+    ).stdout.strip()
+    for n in range(3):
+        out = flightlog("call", "LEDGER_ROW", "--args", '{"event_id": "none-such"}', "--token", token)
+        assert "no event 'none-such'" in out.stdout, (n, out.stdout, out.stderr)
+    out = flightlog("call", "LEDGER_ROW", "--args", '{"event_id": "none-such"}', "--token", token)
+    assert out.returncode == 1 and "use(s) are spent" in out.stderr
