@@ -7,9 +7,10 @@ The README's convention for the rest (said at its top): a block fenced `sh` runs
 bottom, in a fresh HOME (so `~/.flightlog` is the default FLIGHTLOG_HOME) with a proxy running and a
 local upstream standing in for the model APIs (`--ai-upstream`); a line whose comment says
 `(until Ctrl-C)` gets SIGINT after a few seconds and passes if it was still running or ended cleanly.
-A `sh synopsis` block's commands must exist and take every `--option` they show (their `--help`);
-`toml` blocks must parse; `markdown` blocks are row files that must read as a callable tool. The files the examples name (`my_agent.py`, `agent.py`, `api.yaml`) are made
-here: small agents that call the chat API through the proxy.
+A `sh synopsis` block's commands must exist and take every `--option` they show (their `--help`); `toml`
+blocks must parse; `markdown` blocks are row files that must read as a callable tool. The files the
+examples name (`my_agent.py`, `agent.py`, `api.yaml`) are made here: small agents that call the chat API
+through the proxy.
 """
 
 from __future__ import annotations
