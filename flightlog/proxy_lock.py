@@ -14,6 +14,7 @@ A proxy with its own state file (a sealed command's, `--state-file`) has its own
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
@@ -60,6 +61,8 @@ def take(home: Path, listen: str, state_file: str = STATE_FILE) -> None:
     os.ftruncate(fd, 0)
     os.write(fd, json.dumps({"pid": os.getpid(), "listen": listen}).encode())
     _held.append(fd)
+    if state_file != STATE_FILE:  # a name of this process's own (`sealed-PID.json`): no one else opens it
+        atexit.register(lock_path(home, state_file).unlink, missing_ok=True)
 
 
 def refusal(home: Path, found: Holder | None) -> str:

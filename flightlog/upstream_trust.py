@@ -10,12 +10,13 @@ does not reach. On Linux the system's verifier reads the same PEM file OpenSSL d
 is given that file: the one `ssl.get_default_verify_paths()` names (`SSL_CERT_FILE` when set, else
 the distribution's bundle), then certifi's list (a machine without one still reaches the public
 APIs), then the file of `--upstream-ca`, written together into FLIGHTLOG_HOME/mitmproxy/
-`upstream-trust.pem` when the proxy starts. A `--set ssl_verify_upstream_trusted_ca=FILE` given
+`upstream-trust-HASH.pem` when the proxy starts. A `--set ssl_verify_upstream_trusted_ca=FILE` given
 by hand is used as it is.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import ssl
 from collections.abc import Sequence
@@ -55,13 +56,17 @@ def sources(upstream_ca: Path | None) -> list[Path]:
 
 
 def write_bundle(confdir: Path, files: Sequence[Path]) -> Path:
-    """`files` joined into one PEM file in `confdir` (replaced whole, never half written)."""
+    """`files` joined into one PEM file in `confdir`, named by its content (`upstream-trust-HASH.pem`):
+    a proxy started with another `--upstream-ca` on the same home (a sealed command's) writes its
+    own file and never changes the one a running proxy reads; written whole, never half."""
     confdir.mkdir(parents=True, exist_ok=True)
-    target = confdir / BUNDLE
     text = b"".join(path.read_bytes().rstrip(b"\n") + b"\n" for path in files)
-    partial = target.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_bytes(text)
-    partial.replace(target)
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    target = confdir / f"{BUNDLE.removesuffix('.pem')}-{digest}.pem"
+    if not target.exists():
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(text)
+        partial.replace(target)
     return target
 
 

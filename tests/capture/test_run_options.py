@@ -103,7 +103,9 @@ def test_the_machines_trust_store_is_trusted_for_upstreams(
         with live_proxy(
             home, f"sqlite:///{tmp_path / 'ledger.db'}", env={"SSL_CERT_FILE": str(trusted)}
         ) as p:
-            bundle = (home / "mitmproxy" / "upstream-trust.pem").read_text()
+            (written,) = (home / "mitmproxy").glob("upstream-trust-*.pem")
+            bundle = written.read_text()
             got = httpx.get(url, proxy=p.url, verify=str(p.ca), trust_env=False, timeout=30).status_code
+        written.unlink()  # the next proxy writes its own
         assert got == status, trusted
         assert bundle.count("BEGIN CERTIFICATE") >= 100, "the bundled list stays trusted beside the store"
