@@ -92,6 +92,8 @@ def test_the_machines_trust_store_is_trusted_for_upstreams(
     store named by SSL_CERT_FILE, as OpenSSL and the user's other tools read it): 200 through
     the proxy, with no --upstream-ca; the bundled list is still trusted beside it (in the bundle
     the proxy writes); without the CA in the store: 502."""
+    import ssl
+
     import certifi
     import httpx
 
@@ -105,7 +107,8 @@ def test_the_machines_trust_store_is_trusted_for_upstreams(
         ) as p:
             (written,) = (home / "mitmproxy").glob("upstream-trust-*.pem")
             bundle = written.read_text()
-            got = httpx.get(url, proxy=p.url, verify=str(p.ca), trust_env=False, timeout=30).status_code
+            verify = ssl.create_default_context(cafile=str(p.ca))
+            got = httpx.get(url, proxy=p.url, verify=verify, trust_env=False, timeout=30).status_code
         written.unlink()  # the next proxy writes its own
         assert got == status, trusted
         assert bundle.count("BEGIN CERTIFICATE") >= 100, "the bundled list stays trusted beside the store"
