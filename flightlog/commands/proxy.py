@@ -322,16 +322,12 @@ def run(
             f"stop it, or run without {options[0]}"
         )
     if state is None:
-        started = proxy_process.spawn(proxy_process.child_env(), options=options)
-        try:
-            state = proxy_process.wait_for_state(settings.home, started)
-        except CommandError:
-            # another proxy took the home's lock first (a `flightlog proxy` or `run` started at the
-            # same moment): use it, as if it had been there
-            state = proxy_process.running_or_starting(settings.home)
-            if state is None:
-                raise
-            started = None
+        # the command's own proxy, with a state file (and lock) of its own: it is not the home's
+        # proxy, so runs started side by side each keep theirs, and a `flightlog proxy` started
+        # meanwhile is the home's
+        own = f"run-{os.getpid()}.json"
+        started = proxy_process.spawn(proxy_process.child_env(), options=[*options, "--state-file", own])
+        state = proxy_process.wait_for_state(settings.home, started, name=own)
     forward = state.forward
     if forward is None:
         raise CommandError("the running proxy has no forward (regular) listener")
