@@ -36,7 +36,7 @@ def test_a_writer_behind_slows_a_large_stream_and_stores_it_whole(home: Path, tm
     """The writer stopped (SIGSTOP) while a 96 MiB answer streams: the client stalls short of the
     end and the upstream has not sent it all (its reads were held back); once the writer goes on,
     the client gets every byte and the Ledger holds the answer `complete`, same size and hash, with
-    no `capture.overflow` event."""
+    no `capture.overflow` event; the stop line says the reads waited, and that nothing was lost."""
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     got = [0]
     done = threading.Event()
@@ -64,6 +64,8 @@ def test_a_writer_behind_slows_a_large_stream_and_stores_it_whole(home: Path, tm
         reader.join(timeout=300)
         assert held < SIZE and sent < SIZE, "the upstream was read on while the writer was stopped"
         assert got[0] == SIZE and up.done == 1
+    (stopped,) = [line for line in proxy.log().splitlines() if line.startswith("flightlog proxy: stopped")]
+    assert "times for the writer to catch up" in stopped and stopped.endswith("nothing lost"), stopped
     ledger = ledger_of(ledger_url, (home / "blobs").as_uri())
     try:
         (answer,) = events_where(ledger, "kind = 'http.response'", {})
