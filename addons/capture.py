@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from addons import read_pacing
 from addons.capture_options import MAX_REQUEST_BODY, OPTIONS, check
 from addons.flow_notes import (
     CLAIM,
@@ -175,6 +176,7 @@ class Capture:
                 spec, self._processing or Processing(), partial(_open_ledger, spec.ledger_url, spec.blobs_url)
             )
             await self.writer.start()
+            read_pacing.install(self.writer.room)  # a writer behind slows the reads (backpressure)
         finally:
             self._started.set()  # a failed start (logged by mitmproxy) must not hold connections forever
 
@@ -202,6 +204,7 @@ class Capture:
         drained = await stop_serving(ctx.master.addons.get("proxyserver"), self.in_flight, self.departures)
         if self.writer is not None:
             writer, self.writer = self.writer, None
+            read_pacing.remove(writer.room)
             drained = await stop_writer(writer, drained, ctx.options.flightlog_drain_timeout, self.started_at)
         self.drained = drained
 

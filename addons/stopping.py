@@ -69,13 +69,15 @@ class InFlight:
 class Drained:
     """What one stop drained: exchanges in flight that `finished` by themselves or were `cut`
     (recorded partial), events `written` by this run (None: the Ledger could not be read back),
-    records the writer never confirmed (`unconfirmed`) and items `dropped` at a full queue."""
+    records the writer never confirmed (`unconfirmed`), items `dropped` at a full queue, and reads
+    that waited for a writer behind (`paced`, `recording.writer.pacing`)."""
 
     finished: int = 0
     cut: int = 0
     written: int | None = 0
     unconfirmed: int = 0
     dropped: int = 0
+    paced: int = 0
 
     def __add__(self, other: Drained) -> Drained:
         written = None if self.written is None or other.written is None else self.written + other.written
@@ -85,6 +87,7 @@ class Drained:
             written,
             self.unconfirmed + other.unconfirmed,
             self.dropped + other.dropped,
+            self.paced + other.paced,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +105,8 @@ class Drained:
         written = "events written unknown (the Ledger could not be read back)"
         if self.written is not None:
             written = f"{self.written} events written this run"
+        if self.paced:
+            written += f" (reads waited {self.paced} times for the writer to catch up)"
         losses = []
         if self.unconfirmed:
             losses.append(f"{self.unconfirmed} records not confirmed written")
@@ -133,6 +138,7 @@ async def stop_writer(writer: WriterProcess, drained: Drained, timeout: float, s
     """Step 6, then what the writer wrote since `since` (its collector's batches) and lost."""
     await writer.stop(timeout=timeout)
     drained.unconfirmed, drained.dropped = writer.unacknowledged, writer.dropped
+    drained.paced = writer.pacing.paused
     drained.written = await asyncio.to_thread(
         _written, writer.spec.ledger_url, writer.spec.blobs_url, writer.spec.collector, since
     )

@@ -90,6 +90,10 @@ class Ask:
     agent: str | None = None
     task: str | None = None
     trusted: bool = False
+    inner: bool = False
+    """Made by the door for a call it admitted and spent a use for (a row whose contract calls
+    flightlog's own routes): its token's uses are not judged again, so `uses <= 3` allows three
+    calls of such a row, not two (the outer call's use may be the last)."""
 
 
 class UseBook(Protocol):
@@ -178,6 +182,8 @@ def _task(c: Caveat, j: Judging) -> Refusal | None:
 
 
 def _uses(c: Caveat, j: Judging) -> Refusal | None:
+    if j.ask.inner:
+        return None  # the call it is part of was judged and spent its use
     if j.book.used(j.identifier) >= int(c.value):
         return Refusal("uses", f"the token's {c.value} use(s) are spent")
     return None

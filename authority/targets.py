@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from authority.gate import Row
 from catalog import changes as changeset
-from catalog.errors import CatalogError, UnknownRow
+from catalog.errors import CatalogError, NotCallable, UnknownRow
 from catalog.local_rows import contract_hash
 from catalog.tool import Tool, split_document
 
@@ -126,6 +126,8 @@ def located_in(directory: Directory) -> Callable[[str], Located | None]:
     def locate(name: str) -> Located | None:
         try:
             doc = directory.tool(name)
+        except NotCallable:
+            raise  # found, outside tool/: the refusal says so, not "no tool named"
         except UnknownRow:
             return None
         tool = Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)

@@ -15,6 +15,10 @@ scenario a fresh Ledger (SQLite by default) and a proxy of `--workers` workers o
           stopped (fast shutdown: connections cut) at 1/3 and started again 2 s later
   disk    the SQLite Ledger and its blobs live on a small tmpfs, filled to the last byte at 1/3
           and emptied at 2/3
+  stream  not a fault but the writer falling behind: `--stream-runs` answers of `--stream-mib` MiB
+          (default 3 of 1 GiB) through a one-worker proxy and through plain mitmdump; prints how
+          many were stored complete and partial, the capture.overflow events, and the client
+          times side by side with their ratio (`bench._big_stream`)
 
 Prints a table: answered, recorded, missing (answered, not recorded), said (of those missing, how
 many a `capture.lost` event names: what a killed proxy could not record is counted, not silent),
@@ -195,12 +199,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--ledger", default=None, help="a Ledger URL (default: a fresh SQLite file each)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--only", default="sigterm,supervisor,worker,writer,both,postgres,disk")
+    parser.add_argument("--only", default="sigterm,supervisor,worker,writer,both,postgres,disk,stream")
+    parser.add_argument("--stream-runs", type=int, default=3)
+    parser.add_argument("--stream-mib", type=int, default=1024)
     args = parser.parse_args(argv)
+    names = args.only.split(",")
+    if "stream" in names:
+        from bench._big_stream import stream_scenario
+
+        print("\n".join(stream_scenario(args.stream_runs, args.stream_mib, _start, _free_port)), flush=True)
+        names.remove("stream")
+    if not names:
+        return
     print(f"{args.workers} workers, {args.clients} clients, {args.seconds:g} s a scenario")
     print("| fault | answered | recorded | missing | said | doubled |\n|---|---|---|---|---|---|", flush=True)
     said: list[str] = []
-    for name in args.only.split(","):
+    for name in names:
         try:
             row, lines = scenario(name, args.clients, args.seconds, args.ledger, args.workers)
         except Skip as e:

@@ -8,6 +8,7 @@ The Python API other parts of flightlog use (names are stable):
     directory.row(id_or_name) -> Row                       # UnknownRow if absent
     directory.document(id_or_name) -> Document             # whole text, frontmatter, body
     directory.tool(name) -> Document                       # a row of bundle `tool`, by name or id
+                                                           # (a row elsewhere: UnknownRow saying why)
     directory.find(query, k=10, bundle=None) -> list[Hit]  # the resolver
     directory.write(bundle, path, content, replaces=None) -> Committed
     directory.delete(bundle, path, replaces) -> Committed
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from catalog import changes as changeset
 from catalog.aliases import Aliases, resolve_aliases
 from catalog.document import Document, parse
-from catalog.errors import BadFolder, StoreFailed, UnknownRow
+from catalog.errors import BadFolder, NotCallable, StoreFailed, UnknownRow
 from catalog.folder import export, place, stat_tags
 from catalog.folder_sync import sync_folder
 from catalog.index import Index, Row
@@ -199,9 +200,16 @@ class Directory:
         index = self.index
         named = [k for k in index.named(name) if k[0] == TOOL_BUNDLE]
         found = named[0] if len(named) == 1 else index.locate(name)
-        if found is None or found[0] != TOOL_BUNDLE:
+        if found is None:
             raise UnknownRow(f'no tool is called "{name}"')
-        return self.document(index.id_of(*found))
+        doc = self.document(index.id_of(*found))
+        if doc.bundle != TOOL_BUNDLE:  # found and shown by `find` and `get`, yet not callable: say why
+            file = doc.path.rsplit("/", 1)[-1]
+            raise NotCallable(
+                f'"{name}" is the row {doc.bundle}/{doc.path}, and only rows in {TOOL_BUNDLE}/ are callable: '
+                f"move its file to {TOOL_BUNDLE}/{file} in the Directory folder"
+            )
+        return doc
 
     def current_hash(self, bundle: str, path: str) -> str | None:
         """The current hash of the document at `bundle/path` (None when there is none)."""

@@ -13,6 +13,10 @@ class UnknownRow(CatalogError):
     """No row has this id or name."""
 
 
+class NotCallable(UnknownRow):
+    """A row asked for as a tool lives outside `tool/`: the message says the rule and the move."""
+
+
 class UnknownBundle(CatalogError):
     """No bundle has this name; the message lists the bundles that exist."""
 

@@ -15,7 +15,7 @@ from authority.targets import located_in
 from authority.tokens import root_key
 from catalog.contracts import render_upstream
 from catalog.directory import Directory, open_directory
-from catalog.errors import UnknownRow
+from catalog.errors import NotCallable, UnknownRow
 from catalog.tool import Tool
 from door.dispatch import Dispatcher
 from door.dispatch_record import door_collector
@@ -35,6 +35,8 @@ def find_in(directory: Directory) -> Callable[[str], Tool | None]:
     def find(name: str) -> Tool | None:
         try:
             doc = directory.tool(name)
+        except NotCallable:
+            raise  # found, outside tool/: the refusal says so, not "no tool named"
         except UnknownRow:
             return None
         return Tool.from_frontmatter(doc.frontmatter, doc.body, bundle=doc.bundle)

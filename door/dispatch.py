@@ -34,7 +34,7 @@ from authority.gate import Admitted, Ask, GateRefused, admit, spend_use
 from authority.targets import Located, placed
 from catalog import retired_hosts as refused
 from catalog.contracts import bind_secrets
-from catalog.errors import CatalogError, UnboundSecret
+from catalog.errors import CatalogError, NotCallable, UnboundSecret
 from catalog.secret_hosts import SecretHostRefused, SecretHosts
 from catalog.tool import Tool
 from catalog.wire import body_bytes
@@ -224,6 +224,8 @@ class Dispatcher:
             if found is None and self.locate is None:
                 tool = self.find_tool(name)
                 found = placed(tool) if tool is not None else None
+        except NotCallable as e:
+            raise Refused("tool", str(e)) from e
         except CatalogError as e:
             raise Refused("tool", f"the row {name!r} cannot be read: {e}") from e
         if found is None:

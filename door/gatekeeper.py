@@ -107,6 +107,7 @@ class Gatekeeper:
             who.agent,
             who.task,
             trusted=lent is not None and lent.trusted,
+            inner=lent is not None,
         )
         try:
             admit(given, ask, self.root_key, self.book, spend=lent is None)

@@ -22,13 +22,16 @@ import typer
 from flightlog.failures import known_errors
 
 PASS_THROUGH: dict[str, Any] = {"allow_extra_args": True, "ignore_unknown_options": True}
+COMMAND_AFTER: dict[str, Any] = PASS_THROUGH | {"allow_interspersed_args": False}
+"""For commands that start a COMMAND: their own options come before it; from its name on, every word
+is the command's (`flightlog run echo hi --session zz` passes `--session zz` to echo)."""
 
 # (name, module:function, click context settings), in the order `flightlog --help` lists them.
 COMMANDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("proxy", "proxy:proxy", {}),
-    ("run", "proxy:run", PASS_THROUGH),
+    ("run", "proxy:run", COMMAND_AFTER),
     ("env", "shell:env", {}),
-    ("mcp-record", "mcp_record:mcp_record", PASS_THROUGH),
+    ("mcp-record", "mcp_record:mcp_record", COMMAND_AFTER),
     ("approve", "egress:approve", {}),
     ("find", "agent_api:find", {}),
     ("get", "agent_api:get", {}),

@@ -3,7 +3,8 @@
 Registered through the `datasette` entry point (installed with `pip install 'flightlog[datasette]'`).
 Each connection gets `storage.sql_functions` (decompressing and verifying payloads, read from the blob
 folder beside the database or the one FLIGHTLOG_BLOBS names); the `events` table shows its `head`
-column as text; a canned query `readable_events` lists every event with its head and body.
+column as text; a canned query `readable_events` lists every event with its head and body (bodies capped for
+display, `storage.sql_functions.readable_events_shown`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from markupsafe import Markup
 
 from storage.blobstore import BlobStore, open_blob_store
 from storage.configuration import environment
-from storage.sql_functions import READABLE_EVENTS, register
+from storage.sql_functions import SHOWN_MAX, readable_events_shown, register
 
 
 def _is_ledger(datasette: Any, database: str) -> bool:
@@ -54,9 +55,10 @@ def canned_queries(datasette: Any, database: str) -> dict[str, Any] | None:
         return None
     return {
         "readable_events": {
-            "sql": READABLE_EVENTS.strip(),
+            "sql": readable_events_shown().strip(),
             "title": "Events with their heads and bodies as text",
-            "description": "Payloads decompressed and checked against their SHA-256; binary bodies empty.",
+            "description": "Payloads decompressed and checked against their SHA-256; binary bodies empty; "
+            f"bodies over {SHOWN_MAX // 1024 // 1024} MiB not read here (the row says where to read them).",
         }
     }
 

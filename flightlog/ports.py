@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from flightlog.errors import CommandError
+from flightlog.port_owner import taken_line
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -92,12 +93,21 @@ def plan_ports(host: str, port: int, names: Sequence[str], free: int = 0) -> tup
     if port == 0:
         forward, *rest = free_ports(host, 1 + len(names) + free)
         return forward, rest[: len(names)], rest[len(names) :]
+    if not is_free(host, port):
+        raise CommandError(
+            taken_line(
+                port, "(--listen)", f"--listen {host or '0.0.0.0'}:PORT with another port (port 0: free ones)"
+            )
+        )
     ports = next_to(port, len(names))
     for name, taken in zip(names, ports, strict=True):
         if not is_free(host, taken):
             raise CommandError(
-                f"port {taken} for the {name} listener (--listen port + {taken - port}) is in use: "
-                f"free it, --listen on another port, or --no-ai-listeners"
+                taken_line(
+                    taken,
+                    f"for the {name} listener (--listen port + {taken - port})",
+                    "free it, --listen on another port, or --no-ai-listeners",
+                )
             )
     extra = [p for p in free_ports(host, free + len(ports)) if p not in ports][:free]
     return port, ports, extra

@@ -18,6 +18,7 @@ from typing import IO, Final
 
 from addons.ai_listeners import AI_APIS
 from addons.proxy_env import STATE_FILE, ProxyState, read_state
+from flightlog import proxy_lock
 from flightlog.errors import CommandError
 
 PROVIDER_MODES: Final = tuple(f"reverse:{api.url}@0" for api in AI_APIS)
@@ -63,6 +64,30 @@ def wait_for_state(
         time.sleep(0.05)
     stop(proc)
     raise CommandError(f"the proxy did not start listening within {timeout:g} s")
+
+
+STARTING_WAIT: Final = 120.0
+"""How long `run` waits for a proxy that holds the home's lock and does not listen yet."""
+
+
+def running_or_starting(home: Path, timeout: float = STARTING_WAIT) -> ProxyState | None:
+    """The home's proxy: the one running, else the one starting (it holds `proxy.lock` and has not
+    written `proxy.json` yet: waited for, up to `timeout`), else None (none, or it died starting)."""
+    state = read_state(home)
+    if state is not None:
+        return state
+    deadline = time.monotonic() + timeout
+    while (found := proxy_lock.holder(home)) is not None:
+        state = read_state(home)
+        if state is not None and state.pid == found.pid:
+            return state
+        if time.monotonic() > deadline:
+            raise CommandError(
+                f"the proxy for {home} (pid {found.pid}) holds its lock and did not listen within "
+                f"{timeout:g} s: wait for it or stop it"
+            )
+        time.sleep(0.05)
+    return read_state(home)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

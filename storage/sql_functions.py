@@ -1,7 +1,7 @@
 """SQL functions that make a SQLite Ledger readable in any SQL tool: payloads and heads as text.
 
 Payloads are zstd frames addressed by their SHA-256, so a plain `sqlite3` or Datasette user sees
-opaque bytes. `register(conn, blobs)` adds three functions to a `sqlite3` connection:
+opaque bytes. `register(conn, blobs)` adds these functions to a `sqlite3` connection:
 
     flightlog_payload(blobs.data, blobs.sha256)  the payload's bytes, decompressed and verified
                                                  (read from the blob store when stored there)
@@ -10,11 +10,12 @@ opaque bytes. `register(conn, blobs)` adds three functions to a `sqlite3` connec
     flightlog_decoded(bytes, events.head)        the payload with the Content-Encoding its head names
                                                  (gzip, deflate, br, zstd, stacked) undone, up to
                                                  `codings.READ_CAP`; as stored when it cannot be
+    flightlog_cut(text, cap), flightlog_unshown(size, cap)   a body bounded for display
 
 and `READABLE_EVENTS` is the query that joins them into one row per event: `body` is the decoded
 payload as text (real APIs compress their answers), `payload` untouched stays the exact bytes. A
 payload that does not hash to its address raises instead of returning wrong bytes, as every other
-read does.
+read does. `readable_events_shown()` is the same bounded for a browser (Datasette's canned query).
 """
 
 from __future__ import annotations
@@ -38,7 +39,38 @@ SELECT e.event_id, e.action_id, e.at, e.kind, e.direction, e.method, e.url, e.st
 FROM events AS e LEFT JOIN blobs AS b ON b.sha256 = e.payload_sha256
 ORDER BY e.at DESC, e.event_id
 """
-"""One row per event with its head and (text) body readable: a Datasette canned query, or plain SQL."""
+"""One row per event with its head and (text) body readable, every body whole: plain SQL."""
+
+SHOWN_MAX: Final = 1024 * 1024
+"""The largest body (stored bytes, and characters once decoded) `readable_events_shown` reads: a
+browser page of rows holding tens of megabytes each never finishes (Datasette's time limit)."""
+
+
+def readable_events_shown(cap: int = SHOWN_MAX) -> str:
+    """`READABLE_EVENTS` for display (Datasette's canned query): a body stored larger than `cap` is
+    not read at all (verifying it means reading it whole) and says where to read it instead; a
+    decoded one is cut at `cap` characters and says so."""
+    whole = "flightlog_text(flightlog_decoded(flightlog_payload(b.data, b.sha256), e.head))"
+    shown = (
+        f"CASE WHEN e.payload_size > {int(cap)} THEN flightlog_unshown(e.payload_size, {int(cap)}) "
+        f"ELSE flightlog_cut({whole}, {int(cap)}) END AS body"
+    )
+    return READABLE_EVENTS.replace(f"{whole} AS body", shown)
+
+
+def unshown(size: int | None, cap: int) -> str:
+    """`flightlog_unshown(size, cap)`: the words standing in for a body too large to show."""
+    return (
+        f"[a body of {size:,} bytes, over the {cap:,} shown here: read it with `flightlog browse`, "
+        "`flightlog export`, or the plain query storage.sql_functions.READABLE_EVENTS]"
+    )
+
+
+def cut(text: str | None, cap: int) -> str | None:
+    """`flightlog_cut(text, cap)`: the text, or its first `cap` characters and a line saying so."""
+    if text is None or len(text) <= cap:
+        return text
+    return text[:cap] + f"\n[cut here: the first {cap:,} of {len(text):,} characters shown]"
 
 
 def payload_reader(blobs: BlobStore | None) -> Callable[[bytes | None, str | None], bytes | None]:
@@ -89,3 +121,5 @@ def register(conn: sqlite3.Connection, blobs: BlobStore | None = None) -> None:
     conn.create_function("flightlog_text", 1, text, deterministic=True)
     conn.create_function("flightlog_head", 1, head, deterministic=True)
     conn.create_function("flightlog_decoded", 2, decoded, deterministic=True)
+    conn.create_function("flightlog_unshown", 2, unshown, deterministic=True)
+    conn.create_function("flightlog_cut", 2, cut, deterministic=True)

@@ -7,9 +7,10 @@ The README's convention for the rest (said at its top): a block fenced `sh` runs
 bottom, in a fresh HOME (so `~/.flightlog` is the default FLIGHTLOG_HOME) with a proxy running and a
 local upstream standing in for the model APIs (`--ai-upstream`); a line whose comment says
 `(until Ctrl-C)` gets SIGINT after a few seconds and passes if it was still running or ended cleanly.
-A `sh synopsis` block's commands must exist and take every `--option` they show (their `--help`);
-`toml` blocks must parse. The files the examples name (`my_agent.py`, `agent.py`, `api.yaml`) are made
-here: small agents that call the chat API through the proxy.
+A `sh synopsis` block's commands must exist and take every `--option` they show (their `--help`); `toml`
+blocks must parse; `markdown` blocks are row files that must read as a callable tool. The files the
+examples name (`my_agent.py`, `agent.py`, `api.yaml`) are made here: small agents that call the chat API
+through the proxy.
 """
 
 from __future__ import annotations
@@ -209,11 +210,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 
 def test_the_convention_covers_every_block() -> None:
-    """Each block is `sh setup` (the first: make run, make test), `sh`, `sh synopsis` or `toml`, and
-    the README has runnable blocks at all."""
+    """Each block is `sh setup` (the first: make run, make test), `sh`, `sh synopsis`, `toml` or
+    `markdown` (a row file), and the README has runnable blocks at all."""
     infos = [b.info for b in readme_blocks()]
     assert infos[0] == "sh setup"
-    assert set(infos[1:]) <= {"sh", "sh synopsis", "toml"}, infos
+    assert set(infos[1:]) <= {"sh", "sh synopsis", "toml", "markdown"}, infos
     assert len(RUNNABLE) >= 4
 
 
@@ -259,6 +260,20 @@ def test_synopsis_block_names_real_commands_and_options(block: Block) -> None:
         assert done.returncode == 0, (words, done.stderr)
         missing = {o for o in shown if o not in done.stdout}
         assert not missing, f"{' '.join(words)}: {missing} not in `flightlog {' '.join(path)} --help`"
+
+
+def test_markdown_blocks_are_callable_rows() -> None:
+    """The row file the README shows reads without warnings as a tool with a contract."""
+    from catalog.document import parse
+    from catalog.tool import Tool
+
+    blocks = [b for b in readme_blocks() if b.info == "markdown"]
+    assert blocks
+    for block in blocks:
+        front, body, warnings = parse(block.text)
+        assert warnings == [], warnings
+        tool = Tool.from_frontmatter(front, body, bundle="tool")
+        assert tool.name and tool.upstream is not None
 
 
 def test_toml_blocks_parse() -> None:

@@ -16,8 +16,8 @@ from typing import Annotated
 import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
-from addons.proxy_env import proxy_env, read_state
-from flightlog import ports, proxy_process
+from addons.proxy_env import proxy_env
+from flightlog import ports, proxy_lock, proxy_process, upstream_trust
 from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
 from flightlog.commands.otlp_options import OtlpContentOpt, OtlpEndpointOpt
 from flightlog.commands.replay_options import ReplayOpt, run_with_replay, with_replay_options
@@ -114,19 +114,20 @@ UpstreamCaOpt = Annotated[
     Path | None,
     typer.Option(
         "--upstream-ca",
-        help="PEM file of the CA that signs a private upstream's certificate (also trusted: the system's).",
+        help="PEM file of the CA that signs a private upstream's certificate (also trusted: the "
+        "machine's trust store, then the bundled list).",
     ),
 ]
 
 
-def upstream_ca_sets(upstream_ca: Path | None) -> tuple[str, ...]:
-    """`--upstream-ca FILE` as the mitmproxy option it sets; a missing file is one clear error."""
+def upstream_ca_file(upstream_ca: Path | None) -> Path | None:
+    """`--upstream-ca FILE`, resolved; a missing file is one clear error."""
     if upstream_ca is None:
-        return ()
+        return None
     path = upstream_ca.expanduser()
     if not path.is_file():
         raise CommandError(f"--upstream-ca {upstream_ca}: no such file")
-    return (f"ssl_verify_upstream_trusted_ca={path.resolve()}",)
+    return path.resolve()
 
 
 def plan_listeners(
@@ -213,7 +214,8 @@ def proxy(
 
     Listens on --listen (the forward proxy) and, unless --no-ai-listeners, on the next two ports as
     reverse listeners for OpenAI and Anthropic; every port is fixed before mitmproxy starts and
-    published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read."""
+    published in FLIGHTLOG_HOME/proxy.json, which `run` and `env` read. One proxy per
+    FLIGHTLOG_HOME: a second one is refused, naming the first (FLIGHTLOG_HOME/proxy.lock)."""
     # deferred: mitmproxy/httpx load slowly; other commands start without them
     from addons.capture_options import commit_ms
     from addons.master import ProxyConfig, run_proxy
@@ -225,7 +227,9 @@ def proxy(
     cores = usable_cores()
     count = worker_count(workers, cores)
     settings = load_settings()
+    proxy_lock.take(settings.home, listen, state_file)  # one proxy per home, held until this one exits
     host, port, modes, ai = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
+    sets = parse_sets(set_)
     config = ProxyConfig(
         home=settings.home,
         ledger_url=ledger or settings.ledger_url,
@@ -246,7 +250,8 @@ def proxy(
         directory=str(settings.directory) if settings.directory else "",
         open_mode=open_mode,
         local_commands=allow_local_commands,
-        extra=parse_sets(set_) + upstream_ca_sets(upstream_ca),
+        extra=sets
+        + upstream_trust.trust_sets(settings.home / "mitmproxy", sets, upstream_ca_file(upstream_ca)),
         policy=policy_path(policy),
         state_file=state_file,
     )
@@ -289,13 +294,14 @@ def run(
     lend: LendOpt = None,
     replaying: Given = NONE_GIVEN,
 ) -> None:
-    """Run COMMAND through the recording proxy: flightlog run [proxy options] -- COMMAND ...
+    """Run COMMAND through the recording proxy: flightlog run [options] [--] COMMAND ... (run's
+    options come before COMMAND; every word from COMMAND on is the command's).
 
-    Uses the proxy already running for FLIGHTLOG_HOME, or starts one for the command's lifetime
-    on free ports with the proxy options given (--mode, --no-ai-listeners, --ai-upstream, --secrets,
-    --secret-env, --set, --upstream-ca; a running proxy keeps its own, so giving them then is an
-    error). The child gets HTTP(S)_PROXY, the CA variables, NODE_USE_ENV_PROXY=1 and the base URLs
-    (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) of the proxy's model API listeners.
+    Uses the proxy already running for FLIGHTLOG_HOME (waiting for one still starting), or starts one
+    for the command's lifetime on free ports with the proxy options given (--mode, --no-ai-listeners,
+    --ai-upstream, --secrets, --secret-env, --set, --upstream-ca; a running proxy keeps its own, so
+    giving them then is an error). The child gets HTTP(S)_PROXY, the CA variables, NODE_USE_ENV_PROXY=1
+    and the base URLs (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) of the proxy's model API listeners.
     The child gets a scoped token in FLIGHTLOG_TOKEN, minted from the policy in FLIGHTLOG_HOME
     (by default: call the rows that run nothing here). The exit code is COMMAND's. With --replay
     SELECTION, COMMAND runs against a hermetic serve-back of that recording instead, with the same
@@ -327,7 +333,7 @@ def run(
         raise typer.Exit(run_sealed(command, options, who, settings.home, lent_token(task), fs, lending))
     if write or read or read_deny or socket:
         raise CommandError("--write, --read, --read-deny and --socket shape --sealed's sandbox: add --sealed")
-    state = read_state(settings.home)
+    state = proxy_process.running_or_starting(settings.home)
     started: subprocess.Popen[bytes] | None = None
     if state is not None and options:
         raise CommandError(
@@ -335,8 +341,12 @@ def run(
             f"stop it, or run without {options[0]}"
         )
     if state is None:
-        started = proxy_process.spawn(proxy_process.child_env(), options=options)
-        state = proxy_process.wait_for_state(settings.home, started)
+        # the command's own proxy, with a state file (and lock) of its own: it is not the home's
+        # proxy, so runs started side by side each keep theirs, and a `flightlog proxy` started
+        # meanwhile is the home's
+        own = f"run-{os.getpid()}.json"
+        started = proxy_process.spawn(proxy_process.child_env(), options=[*options, "--state-file", own])
+        state = proxy_process.wait_for_state(settings.home, started, name=own)
     forward = state.forward
     if forward is None:
         raise CommandError("the running proxy has no forward (regular) listener")
@@ -388,6 +398,8 @@ def proxy_options(
         out += ["--secrets", str(path.resolve())]
     for name in secret_env or []:
         out += ["--secret-env", name]
-    for item in parse_sets(set_) + upstream_ca_sets(upstream_ca):
+    for item in parse_sets(set_):
         out += ["--set", item]
+    if (ca := upstream_ca_file(upstream_ca)) is not None:
+        out += ["--upstream-ca", str(ca)]
     return out

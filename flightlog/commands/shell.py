@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from addons.ai_listeners import plan, wanted
-from addons.proxy_env import Listener, export_lines, proxy_env, read_state
+from addons.proxy_env import Listener, export_lines, proxy_env
 from flightlog import ports
 from flightlog.commands.options import SHELL_TOKEN_ENV, parse_listen
 from flightlog.settings import load_settings
@@ -58,12 +58,14 @@ def env(
     """Print export lines that route a shell's programs through the proxy (with FLIGHTLOG_TOKEN, a
     token minted from the policy in FLIGHTLOG_HOME, as `run` lends its child).
 
-    The proxy running for FLIGHTLOG_HOME, as its proxy.json says; none running: what `flightlog proxy`
-    uses by default (127.0.0.1:8080, OPENAI_BASE_URL on 8081, ANTHROPIC_BASE_URL on 8082), said on
-    stderr."""
+    The proxy running (or starting) for FLIGHTLOG_HOME, as its proxy.json says; none running: what
+    `flightlog proxy` uses by default (127.0.0.1:8080, OPENAI_BASE_URL on 8081, ANTHROPIC_BASE_URL on
+    8082), said on stderr."""
     settings = load_settings()
     who = Identity(agent=agent, session=session, task=task)
-    state = read_state(settings.home)
+    from flightlog.proxy_process import running_or_starting  # deferred: subprocess, only here
+
+    state = running_or_starting(settings.home)  # one still starting is waited for, as `run` does
     if state is not None and state.forward is not None:
         values = proxy_env((state.forward.host, state.forward.port), state.ca, who, state.reverse)
     else:

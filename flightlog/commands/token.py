@@ -6,6 +6,7 @@ Tokens are minted from the root key in FLIGHTLOG_HOME; `attenuate` and `inspect`
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -108,8 +109,15 @@ def caveats_from(
     return out + list(caveat or [])
 
 
-def _describe(text: str, as_json: bool) -> None:
-    """Print a token and its limits, as text or JSON."""
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Print the token alone (no description lines).")
+]
+
+
+def _describe(text: str, as_json: bool, made: bool = False, quiet: bool = False) -> None:
+    """Print a token and its limits, as text or JSON. A token just `made` is printed alone on stdout
+    when stdout is not a terminal (`tok=$(flightlog token mint ...)` captures the token, nothing
+    else) and its description goes to stderr; `quiet` leaves the description out."""
     from authority import tokens  # deferred: see TOKENS_DEFERRED
 
     token = tokens.decode(text)
@@ -125,11 +133,14 @@ def _describe(text: str, as_json: bool) -> None:
         typer.echo(json.dumps(view, indent=2))
         return
     typer.echo(text)
-    typer.echo(f"  identifier: {token.identifier}  ({len(text)} characters)")
+    if quiet:
+        return
+    aside = made and not sys.stdout.isatty()
+    typer.echo(f"  identifier: {token.identifier}  ({len(text)} characters)", err=aside)
     for c in token.parsed():
-        typer.echo(f"  {c}")
+        typer.echo(f"  {c}", err=aside)
     if not token.caveats:
-        typer.echo("  (no caveats: the full authority of the root key)")
+        typer.echo("  (no caveats: the full authority of the root key)", err=aside)
 
 
 def bindings(tools: list[str]) -> tuple[list[str], list[str]]:
@@ -166,6 +177,7 @@ def mint(
     limits: Given = NONE_GIVEN,
     grant: GrantOpt = None,
     as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Mint a scoped token from the root key in FLIGHTLOG_HOME (created on first use).
 
@@ -191,7 +203,7 @@ def mint(
                 err=True,
             )
     made = tokens.mint(tokens.root_key(load_settings().home), wanted)
-    _describe(made.encode(), as_json)
+    _describe(made.encode(), as_json, made=True, quiet=quiet)
 
 
 @token_app.command()
@@ -200,6 +212,7 @@ def attenuate(
     token: Annotated[str, typer.Argument(help="The token to narrow.")],
     limits: Given = NONE_GIVEN,
     as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Narrow a token without the root key (a caveat that would not narrow it is refused)."""
     from authority import tokens  # deferred: see TOKENS_DEFERRED
@@ -207,7 +220,7 @@ def attenuate(
     wanted = caveats_from(**limits)
     if not wanted:
         raise CommandError("attenuate needs at least one limit (--tool, --uses, --expires, --caveat, ...)")
-    _describe(tokens.attenuate(tokens.decode(token), wanted).encode(), as_json)
+    _describe(tokens.attenuate(tokens.decode(token), wanted).encode(), as_json, made=True, quiet=quiet)
 
 
 @token_app.command()

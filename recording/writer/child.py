@@ -138,7 +138,7 @@ def main() -> int:
     _log_to_stderr()
     # deferred until the process is named: these load SQLAlchemy, which takes a while
     from recording.capture_setup import write_stats
-    from recording.records import from_wire
+    from recording.records import from_wire, size_of
     from recording.writer.acks import FrameAcks
     from recording.writer.pipe_frames import READY, read_frame
     from recording.writer.pipe_reader import polling_stdin
@@ -182,7 +182,9 @@ def main() -> int:
             # overflow event, whose id (the proxy's run and this frame) makes a second delivery a no-op.
             writer.acks.open(number, len(wires) + (1 if dropped else 0))
             for wire in wires:
-                writer.put(from_wire(wire, buffers), number)
+                item = from_wire(wire, buffers)
+                writer.wait_for_room(size_of(item))  # backpressure: the pipe fills, the proxy reads slower
+                writer.put(item, number)
             if dropped:
                 writer.put_proxy_drops(ProxyDrops(run, number, int(dropped), reported))
         elif kind == "processing":

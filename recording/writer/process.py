@@ -11,6 +11,9 @@ So the thread runs in a child process (`recording.writer.child`); the proxy keep
   the pipe has not taken yet): past it
   an item is dropped and counted, and the count goes to the child, which records it as a
   `capture.overflow` event. Behind the pipe, the child's `Writer` keeps its own bounded queue.
+  Before that bound, while half of it waits here, the proxy's reads wait for the pipe to take it
+  (`room()`, `pacing`); the child stops reading the pipe while its own queue is nearly full
+  (`Writer.wait_for_room`): so a writer behind slows the reads, and a large stream is slowed, not cut.
 - An answer's records are in the kernel pipe before its bytes go to the client: the hooks that
   precede an answer (response, error, WebSocket message and end) return `answered()`, a future
   resolved once what waits is written (one frame per loop iteration for all its answers). The pipe
@@ -36,7 +39,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -55,6 +58,7 @@ from recording.records import (
     to_wire,
 )
 from recording.sync_commit import SyncCommitter
+from recording.writer.pacing import Pacing
 from recording.writer.pipe_frames import ACK, READY, frame
 from recording.writer.pipe_writer import PipeWriter
 from recording.writer.retained_frames import RetainedFrames
@@ -156,6 +160,8 @@ class WriterProcess:
         at_risk = self.journal.note if self.journal is not None else lambda ids: None
         self._unacked = RetainedFrames(max_bytes, at_risk)
         self._holds = AnswerHolds(at_risk)
+        self.pacing = Pacing(self.backlog, pause_at=max_bytes // 2, resume_at=max_bytes * 3 // 8)
+        """Backpressure: the proxy's reads wait while half the bound waits on this side (`pacing`)."""
         self._answer_wait: asyncio.Future[None] | None = None
         self._answers_waiting: list[str] = []
         """The exchange ids of the answers sharing `_answer_wait` (each is counted if it goes
@@ -212,7 +218,7 @@ class WriterProcess:
             os.close(read_end)
         assert self._proc.stdout is not None
         self._pipe = PipeWriter(asyncio.get_running_loop(), write_end)
-        self._pipe.on_sent = partial(self._holds.release, self._pipe)
+        self._pipe.on_sent = partial(self._pipe_took, self._pipe)
         self._write(("start", self.spec, self._processing, self.run))
         if self._unacked:  # a restarted child: what the last one did not acknowledge, in order, again
             log.warning("flightlog: sending %d unacknowledged frames to the new writer", len(self._unacked))
@@ -227,6 +233,11 @@ class WriterProcess:
                 "flightlog: the writer process is not ready after %.0f s; records wait for it", READY_TIMEOUT
             )
         self._acks = asyncio.create_task(self._read_acks(self._proc.stdout, ready))
+
+    def _pipe_took(self, pipe: PipeWriter) -> None:
+        """The pipe took what waited (or closed): held answers and paused reads may go on."""
+        self._holds.release(pipe)
+        self.pacing.settled()
 
     async def _read_acks(self, stdout: asyncio.StreamReader, ready: asyncio.Future[bytes]) -> None:
         """Release each frame the child acknowledges (until its stdout ends)."""
@@ -261,6 +272,7 @@ class WriterProcess:
     async def stop(self, timeout: float = 30.0) -> None:
         """Send what is waiting, tell the child to drain (retrying until `timeout`), wait for it."""
         self._stopping = True
+        self.pacing.release()
         self._flush()
         self._write(("stop", timeout))
         self._sync.close()
@@ -286,7 +298,9 @@ class WriterProcess:
         if self._acks is not None:  # the last acknowledgements, so `unacknowledged` is exact
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._acks, 1)
-        if self.unprotected or self.unprotected_answers:
+        if self.unacknowledged and (self.unprotected or self.unprotected_answers):
+            # Only when something was not confirmed written: records that went without a copy and
+            # were written all the same lost nothing, and the stop line says "nothing lost".
             log.warning(
                 "flightlog: %d answers went out before their records reached the writer's pipe and %d"
                 " records were sent without a copy kept (the writer was behind or restarting)",
@@ -368,6 +382,10 @@ class WriterProcess:
             self._scheduled = True
             self._loop.call_later(self.send_delay, self._flush)
         return True
+
+    def room(self) -> Awaitable[None] | None:
+        """None when the proxy may read on; else what to await first (the writer is behind)."""
+        return None if self._stopping else self.pacing.room()
 
     def backlog(self) -> int:
         """Bytes waiting on this side of the pipe."""

@@ -56,6 +56,11 @@ class RetainedFrames:
         return (pieces for _, pieces, *_ in self._frames)
 
     @property
+    def bytes(self) -> int:
+        """The body bytes of the frames kept (sent, not yet acknowledged)."""
+        return self._bytes
+
+    @property
     def records(self) -> int:
         """Records sent and not (yet) acknowledged."""
         return sum(records for _, _, _, records, _ in self._frames)

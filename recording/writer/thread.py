@@ -57,6 +57,10 @@ _NUDGE = object()
 """Wakes an idle writer to look at its counts (a drop to report): no item of its own."""
 
 
+ROOM_PATIENCE = 20.0
+"""The longest the frame reader waits for the writer's queue to make room (`Writer.wait_for_room`)."""
+
+
 class Writer:
     """The bounded queue and the thread that drains it into the Ledger."""
 
@@ -103,6 +107,8 @@ class Writer:
         self._pending_since = self._arrived = 0.0  # monotonic: the oldest pending record's arrival
         self._pending_bytes = 0
         self._streams: dict[str, StreamBody] = {}
+        self._unpaced = False
+        """`wait_for_room` waited its patience out: it waits no more until the queue is half empty."""
         self._reported_dropped = 0
         self._thread: threading.Thread | None = None
         self._stop_deadline, self._stop_requested = 0.0, False
@@ -128,6 +134,26 @@ class Writer:
         self._produced_bytes += size
         self._queue.put((item, frame, time.monotonic()))
         return True
+
+    def wait_for_room(self, size: int, patience: float = ROOM_PATIENCE) -> None:
+        """Block the caller (the writer process's frame reader) while the queue is three quarters
+        full, so the pipe fills and the proxy reads more slowly (`recording.writer.pacing`) instead
+        of this queue dropping at its bound. A writer that makes no room within `patience` (the
+        Ledger gone) is waited for no more until its queue is back under half."""
+        queued = self._produced_bytes - self._consumed_bytes
+        if self._unpaced:
+            if queued > self.max_bytes // 2:
+                return
+            self._unpaced = False
+        deadline = time.monotonic() + patience
+        while queued > 0 and (
+            queued + size > self.max_bytes * 3 // 4 or self._queue.qsize() >= self.max_items * 3 // 4
+        ):
+            if self._thread is None or not self._thread.is_alive() or time.monotonic() > deadline:
+                self._unpaced = True
+                return
+            time.sleep(0.002)
+            queued = self._produced_bytes - self._consumed_bytes
 
     def put_proxy_drops(self, drops: ProxyDrops) -> None:
         """Queue the proxy's report of its drops, past any bound (it is a few bytes, one per frame):

@@ -72,3 +72,44 @@ def test_a_missing_secrets_file_is_refused_before_any_proxy_starts(home: Path, t
     assert result.returncode == 1
     assert "--secrets" in result.stderr and "no such file" in result.stderr
     assert not (home / "proxy.json").exists()
+
+
+def test_run_options_come_before_the_command(home: Path, tmp_path: Path) -> None:
+    """Words after the command's name are the command's: `run echo hi --session zz` passes
+    `--session zz` to echo, while `run --session s echo x` is run's own option."""
+    with live_proxy(home, f"sqlite:///{tmp_path / 'ledger.db'}"):
+        passed = flightlog("run", "echo", "hi", "--session", "zz")
+        own = flightlog("run", "--session", "s-own", "echo", "x", "--help")
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout == "hi --session zz\n"
+    assert own.returncode == 0 and own.stdout == "x --help\n", own.stderr
+
+
+def test_the_machines_trust_store_is_trusted_for_upstreams(
+    home: Path, https_upstream: Upstream, tmp_path: Path
+) -> None:
+    """A private HTTPS upstream whose CA is only in the machine's trust store (a test 'system'
+    store named by SSL_CERT_FILE, as OpenSSL and the user's other tools read it): 200 through
+    the proxy, with no --upstream-ca; the bundled list is still trusted beside it (in the bundle
+    the proxy writes); without the CA in the store: 502."""
+    import ssl
+
+    import certifi
+    import httpx
+
+    cert = tmp_path / "upstream-cert.pem"  # written by the https_upstream fixture
+    store = tmp_path / "system-store.pem"
+    store.write_bytes(cert.read_bytes())
+    url = f"{https_upstream.base}/fixed"
+    for trusted, status in ((store, 200), (Path(certifi.where()), 502)):
+        with live_proxy(
+            home, f"sqlite:///{tmp_path / 'ledger.db'}", env={"SSL_CERT_FILE": str(trusted)}
+        ) as p:
+            verify = ssl.create_default_context(cafile=str(p.ca))
+            got = httpx.get(url, proxy=p.url, verify=verify, trust_env=False, timeout=30).status_code
+        assert got == status, trusted
+    written = [f.read_text() for f in (home / "mitmproxy").glob("upstream-trust-*.pem")]
+    ours = [text for text in written if cert.read_text().strip() in text]
+    assert ours and ours[0].count("BEGIN CERTIFICATE") >= 100, (
+        "the bundled list stays trusted beside the store"
+    )

@@ -79,3 +79,27 @@ def test_an_upstreams_answer_is_printed_as_json_that_cannot_drive_the_terminal(
     assert "\\u009b2K" in out.stdout
     echoed = json.loads(json.loads(out.stdout)["result"]["echo"])
     assert echoed["city"] == "Bern\x9b2K\x1b]0;PWNED\x07"
+
+
+def test_a_row_outside_tool_is_refused_naming_the_rule(
+    cli_world: tuple[dict[str, str], Received], tmp_path: Path
+) -> None:
+    """A hand-written row under local/: `find` finds it, while `call` and `contracts` refuse it in
+    one line naming the rule (only rows in tool/ are callable) and where to move it; moved to
+    tool/ it is called."""
+    env, received = cli_world
+    folder = tmp_path / "dir"
+    (folder / "local").mkdir()
+    text = (folder / "tool" / "weather.md").read_text().replace("name: weather", "name: local_weather")
+    (folder / "local" / "local_weather.md").write_text(text)
+    assert "local_weather" in flightlog(env, "find", "local_weather").stdout
+    for args in (("call", "local_weather", "--args", '{"city": "Bern"}'), ("contracts", "local_weather")):
+        out = flightlog(env, *args)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 1 and len(lines) == 1, out.stderr
+        assert "local/local_weather.md" in lines[0] and "only rows in tool/ are callable" in lines[0]
+        assert "move its file to tool/local_weather.md" in lines[0]
+    assert received.requests == []
+    (folder / "local" / "local_weather.md").rename(folder / "tool" / "local_weather.md")
+    out = flightlog(env, "call", "local_weather", "--args", '{"city": "Bern"}')
+    assert out.returncode == 0 and json.loads(out.stdout)["ok"], out.stderr

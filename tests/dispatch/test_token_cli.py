@@ -47,3 +47,68 @@ def test_widening_and_tampering_fail_in_one_line(home: Path) -> None:
     assert out.returncode == 1 and out.stderr.startswith("flightlog: ") and "signature" in out.stderr
     out = flightlog("token", "mint", "--caveat", "colour = blue")
     assert out.returncode == 1 and "unknown caveat" in out.stderr
+
+
+def test_minted_token_alone_on_captured_stdout(home: Path) -> None:
+    """`tok=$(flightlog token mint ...)` captures the token alone: with stdout not a terminal the
+    description lines go to stderr; `--quiet` leaves them out; the captured token inspects."""
+    out = flightlog("token", "mint", "--uses", "3")
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 1
+    token = out.stdout.strip()
+    assert "uses <= 3" in out.stderr and "identifier:" in out.stderr
+    assert flightlog("token", "inspect", token, "--verify").returncode == 0
+    quiet = flightlog("token", "attenuate", token, "--uses", "1", "--quiet")
+    assert quiet.returncode == 0 and len(quiet.stdout.splitlines()) == 1 and quiet.stderr == ""
+    assert "uses <= 1" in flightlog("token", "inspect", quiet.stdout.strip()).stdout
+
+
+def test_minted_token_described_on_a_terminal(home: Path) -> None:
+    """On a terminal, mint prints the token and its description lines on stdout, as before."""
+    import os
+    import pty
+
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flightlog", "token", "mint", "--uses", "2"],
+        stdout=child,
+        stderr=subprocess.PIPE,
+    )
+    os.close(child)
+    seen = b""
+    while True:
+        try:
+            data = os.read(main, 4096)
+        except OSError:  # the terminal closes when the child exits
+            break
+        if not data:
+            break
+        seen += data
+    os.close(main)
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr is not None and proc.stderr.read() == b""
+    assert b"uses <= 2" in seen and b"identifier:" in seen
+
+
+def test_a_row_calling_flightlogs_own_route_spends_one_use_a_call(home: Path) -> None:
+    """`--uses 3` on LEDGER_ROW (whose contract calls flightlog.local's Ledger route with the
+    caller's token) allows three calls: the inner call is part of the one the door spent a use
+    for; the fourth is refused by `uses`."""
+    token = flightlog(
+        "token",
+        "mint",
+        "--tool",
+        "LEDGER_ROW",
+        "--grant",
+        "call",
+        "--grant",
+        "ledger",
+        "--uses",
+        "3",
+        "--quiet",
+    ).stdout.strip()
+    for n in range(3):
+        out = flightlog("call", "LEDGER_ROW", "--args", '{"event_id": "none-such"}', "--token", token)
+        assert "no event 'none-such'" in out.stdout, (n, out.stdout, out.stderr)
+    out = flightlog("call", "LEDGER_ROW", "--args", '{"event_id": "none-such"}', "--token", token)
+    assert out.returncode == 1 and "use(s) are spent" in out.stderr

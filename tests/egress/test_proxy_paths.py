@@ -214,7 +214,8 @@ def _eventually(check: Any, timeout: float = 10.0) -> bool:
 
 def test_workers_reread_the_policy_their_supervisor_sees_change(tmp_path: Path) -> None:
     """With `--workers 2` the supervisor looks at the policy file for both workers and nudges them
-    (they do not wake to look themselves): after an edit, every worker refuses by the new rule."""
+    (they do not wake to look themselves): after an edit, every worker refuses by the new rule, and
+    the re-read is said once for the proxy, not once per worker."""
     policy = tmp_path / "egress.toml"
     policy.write_text(POLICY)
     with upstream() as plain:
@@ -233,4 +234,5 @@ def test_workers_reread_the_policy_their_supervisor_sees_change(tmp_path: Path) 
             policy.write_text(POLICY + '[[rule]]\nname = "no-fixed"\naction = "deny"\npaths = ["/fixed*"]\n')
             assert _eventually(lambda: statuses() == {403})
         finally:
-            proxy.stop()
+            log = proxy.stop()
+        assert log.count("egress policy re-read from") == 1, log

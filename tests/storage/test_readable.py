@@ -9,6 +9,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -17,7 +19,7 @@ import pytest
 from storage.blobstore import open_blob_store
 from storage.events import INLINE_MAX
 from storage.ledger import open_ledger
-from storage.sql_functions import READABLE_EVENTS, register
+from storage.sql_functions import READABLE_EVENTS, SHOWN_MAX, readable_events_shown, register
 from tests.storage.factory import batch, event
 
 TEXT = b'{"messages": [{"role": "user", "content": "hello ledger"}]}'
@@ -71,9 +73,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_datasette_shows_heads_and_bodies(ledger_db: Path) -> None:
-    """`datasette ledger.db` (the real server, plugin found through its entry point) serves the canned
-    query with bodies as text and renders the events table's heads as text."""
+@contextmanager
+def datasette_serving(ledger_db: Path) -> Iterator[str]:
+    """A real `datasette serve ledger.db` on a free port until the block ends; its base URL."""
     port = _free_port()
     datasette = Path(sys.executable).parent / "datasette"
     env = {k: v for k, v in os.environ.items() if k != "FLIGHTLOG_BLOBS"}
@@ -94,6 +96,16 @@ def test_datasette_shows_heads_and_bodies(ledger_db: Path) -> None:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise AssertionError(proc.stderr.read().decode() if proc.stderr else "") from None
                 time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_datasette_shows_heads_and_bodies(ledger_db: Path) -> None:
+    """`datasette ledger.db` (the real server, plugin found through its entry point) serves the canned
+    query with bodies as text and renders the events table's heads as text."""
+    with datasette_serving(ledger_db) as base:
         rows = httpx.get(f"{base}/ledger/readable_events.json?_shape=array", timeout=10).json()
         bodies = {row["event_id"]: row["body"] for row in rows}
         assert bodies["ev-000000"] == TEXT.decode()
@@ -101,9 +113,44 @@ def test_datasette_shows_heads_and_bodies(ledger_db: Path) -> None:
         assert bodies["ev-000001"] is None
         page = httpx.get(f"{base}/ledger/events", timeout=10).text
         assert "<pre>POST /v1/things HTTP/1.1" in page
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+
+
+def test_datasette_caps_bodies_for_display(tmp_path: Path) -> None:
+    """Two 40 MB bodies: Datasette's `readable_events` answers, each row saying in words where to
+    read the body instead of carrying it; a small body is shown whole. In plain SQL with
+    `readable_events_shown`, a small gzip body that decodes past the cap is cut and says so, and
+    `READABLE_EVENTS` still gives every body whole."""
+    import gzip
+
+    big = b"a large streamed answer line\n" * (40 * 1024 * 1024 // 29)
+    spread = b"x" * (SHOWN_MAX + 10)
+    gzip_head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n"
+    home = tmp_path / "home"
+    home.mkdir()
+    ledger = open_ledger(f"sqlite:///{home / 'ledger.db'}", (home / "blobs").as_uri())
+    rows = [
+        event(0, big),
+        event(1, big + b"."),
+        event(2, TEXT),
+        event(3, gzip.compress(spread), head=gzip_head),
+    ]
+    ledger.append(batch(rows))
+    ledger.close()
+    with datasette_serving(home / "ledger.db") as base:
+        answer = httpx.get(f"{base}/ledger/readable_events.json?_shape=array", timeout=60)
+    assert answer.status_code == 200, answer.text[:500]
+    bodies = {row["event_id"]: row["body"] for row in answer.json()}
+    for large in ("ev-000000", "ev-000001"):
+        assert bodies[large].startswith("[a body of ") and "flightlog browse" in bodies[large]
+    assert bodies["ev-000002"] == TEXT.decode()
+    conn = sqlite3.connect(home / "ledger.db")
+    register(conn, open_blob_store((home / "blobs").as_uri()))
+    shown = dict(conn.execute(f"SELECT event_id, body FROM ({readable_events_shown()})").fetchall())
+    assert shown["ev-000003"].startswith("x" * SHOWN_MAX)
+    assert shown["ev-000003"].endswith(
+        f"[cut here: the first {SHOWN_MAX:,} of {SHOWN_MAX + 10:,} characters shown]"
+    )
+    assert _bodies(conn)["ev-000001"] == (big + b".").decode()
 
 
 def test_compressed_bodies_read_as_their_text(tmp_path: Path) -> None:
