@@ -37,6 +37,7 @@ from flightlog.commands.shell import DEFAULT_LISTEN, lent_token
 from flightlog.cores import usable_cores
 from flightlog.errors import CommandError
 from flightlog.settings import load_settings
+from formats.extras import require
 from recording.identity import Identity
 
 MODES = ("regular", "reverse:", "upstream:", "transparent", "socks5", "wireguard", "tun")
@@ -210,6 +211,8 @@ def proxy(
 
     if otlp_content and otlp_endpoint is None:
         raise CommandError("--otlp-content goes with --otlp-endpoint URL")
+    if otlp_endpoint is not None:  # the stream's child would fail on its first span: say it now
+        require("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")
     cores = usable_cores()
     count = worker_count(workers, cores)
     settings = load_settings()
