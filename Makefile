@@ -17,7 +17,7 @@ PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar o
 .PHONY: run install test lint typecheck imports pytest bench venv clean
 
 # Two stamps: `make run` installs only what running needs (flightlog and its dependencies, with pip's
-# progress shown: the first install brings about 90 packages); `make test` adds the dev extra on top
+# progress shown: the first install brings 91 packages); `make test` adds the dev extra on top
 # (the test and lint tools, and the extras loaded on first use: `web`, `s3`, `otlp`, `datasette`).
 $(RUN_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
