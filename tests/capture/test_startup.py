@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.support.gates import new_key, open_gate, opened_in_time
 from tests.support.ports import free_block
+from tests.support.processes import spawn, stop_group
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
 
@@ -32,7 +33,7 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
     import os
 
     log = (tmp_path / "proxy.log").open("wb")
-    proc = subprocess.Popen(
+    proc = spawn(
         [sys.executable, "-m", "flightlog", "proxy", "--listen", f"127.0.0.1:{port}"],
         env={**{k: v for k, v in os.environ.items() if "proxy" not in k.lower()}, **env},
         stdout=log,
@@ -68,7 +69,10 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
         assert found, (tmp_path / "proxy.log").read_text()
     finally:
         proc.terminate()
-        proc.wait(60)
+        try:
+            proc.wait(60)
+        finally:
+            stop_group(proc, grace=0)  # its writer too, if it outlived the proxy
     answer = found[0]
     assert opened_in_time(gate), "the first event never reached the client before the others"
     assert answer.payload_state == "complete" and answer.client_left_ms is not None, answer
