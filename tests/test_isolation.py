@@ -109,3 +109,25 @@ def test_a_process_left_running_fails_the_run_and_is_ended(tmp_path: Path, worke
     assert said.count(f"sleep {seconds}") == 2, said
     left = [p for p in processes.descendants(1) if processes.command(p) == f"sleep {seconds}"]
     assert left == [], left
+
+
+def test_the_home_watch_sees_a_file_appear_change_or_go(tmp_path: Path) -> None:
+    """The home watch's snapshot of a home's watched folders differs, path by path, after a file under
+    them appears, changes or goes, and not after a change elsewhere in the home."""
+    from tests.conftest import WATCHED, _snapshot, changed
+
+    home = tmp_path / "home"
+    for name in WATCHED:
+        (home / name).mkdir(parents=True)
+    (home / ".npm" / "kept").write_text("a")
+    (home / ".flightlog" / "gone").write_text("b")
+    before = _snapshot(home)
+    (home / ".config").mkdir()
+    (home / ".config" / "elsewhere").write_text("not watched")
+    assert changed(before, _snapshot(home)) == []
+    (home / ".npm" / "kept").write_text("ab")
+    (home / ".flightlog" / "gone").unlink()
+    (home / ".cache" / "flightlog" / "new").write_text("c")
+    got = changed(before, _snapshot(home))  # the files, and their folders when the clock's tick moved
+    files = {str(home / p) for p in (".npm/kept", ".flightlog/gone", ".cache/flightlog/new")}
+    assert files <= set(got) <= files | {str(home / ".flightlog"), str(home / ".cache" / "flightlog")}, got
