@@ -12,7 +12,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PREFIX ?= $(HOME)/.local
 ARGS ?=
-PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on
+# pip's output passed through, and a line every few seconds while it unpacks in silence
+PIP := $(BIN)/python scripts/pip_progress.py $(VENV) -- $(BIN)/python -u -m pip install --disable-pip-version-check \
+	--progress-bar on
 
 .PHONY: run install test lint typecheck imports pytest bench venv clean
 
