@@ -15,10 +15,35 @@ from pathlib import Path
 from bench._needs import Skip
 
 
-def main(argv: list[str]) -> None:
-    names = argv or sorted(
+def available() -> list[str]:
+    """Every benchmark module in bench/ (a name not starting with `_`), sorted."""
+    return sorted(
         m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if not m.name.startswith("_")
     )
+
+
+def usage() -> str:
+    """What `python -m bench --help` prints: how to call it and the benchmarks it knows."""
+    return (
+        "usage: python -m bench [NAME ...]\n\n"
+        "Runs the named benchmarks (every one when none is named), each with its own defaults;\n"
+        "`python -m bench.NAME --help` shows one benchmark's options.\n\n"
+        f"benchmarks: {' '.join(available())}"
+    )
+
+
+def main(argv: list[str]) -> None:
+    if any(a in ("-h", "--help") for a in argv):
+        print(usage())
+        return
+    known = available()
+    unknown = [a for a in argv if a not in known]
+    if unknown:  # an option or a typo: one line naming it and what there is, not an import traceback
+        sys.exit(
+            f"bench: no benchmark named {unknown[0]!r} (options go to `python -m bench.NAME`); "
+            f"known: {' '.join(known)}"
+        )
+    names = argv or known
     skipped = []
     for name in names:
         print(f"== bench.{name} ==", flush=True)

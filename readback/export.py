@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
+from formats.extras import require
 from readback.errors import ExportError
 from readback.har import har_entry, har_preamble
 from readback.recorded import (
@@ -227,6 +228,7 @@ def export_otlp(
 ) -> int:
     """Send the planned actions as spans (a trace per agent run, `span_tree`) to the OTLP/HTTP
     receiver at `endpoint`; returns how many spans. `content`: bodies as span events."""
+    require("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")
     from readback import otlp
     from readback.span_tree import SpanTree, ledger_bodies
     from storage.lookups import event_ids_of_actions

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 from urllib.parse import unquote, urlparse
 
+from formats.extras import require
 from storage.errors import BadLedgerUrl, BlobStoreUnavailable, MissingPayload
 
 
@@ -130,7 +131,7 @@ class S3Store:
     """
 
     def __init__(self, bucket: str, prefix: str, endpoint: str | None, region: str | None) -> None:
-        import boto3
+        boto3 = require("boto3", "s3")
         from botocore.config import Config
 
         self.bucket = bucket

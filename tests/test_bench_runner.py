@@ -165,3 +165,29 @@ def test_the_trickle_bench_prints_cpu_a_second_beside_plain_mitmdump(
     assert set(rows) == {"plain", "fl-sqlite"}, lines
     assert rows["plain"][5] == "1.00" and rows["plain"][3] == "0.0"  # plain mitmdump has no writer
     assert float(rows["fl-sqlite"][4]) > 0 and rows["fl-sqlite"][-1] == "ms"
+
+
+def test_help_names_the_benchmarks_and_an_unknown_name_is_one_line() -> None:
+    """`python -m bench --help` prints its usage and every benchmark (it tried to import `bench.--help`);
+    a name that is no benchmark exits non-zero with one line naming it, no traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    helped = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("usage: python -m bench"), helped.stdout
+    assert "faults" in helped.stdout and "ledger" in helped.stdout, helped.stdout
+    wrong = subprocess.run(
+        [sys.executable, "-m", "bench", "--workers", "2"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrong.returncode == 1 and "Traceback" not in wrong.stderr, wrong.stderr
+    assert wrong.stderr.strip().splitlines() == [wrong.stderr.strip()], wrong.stderr
+    assert "no benchmark named '--workers'" in wrong.stderr, wrong.stderr

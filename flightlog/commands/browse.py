@@ -23,6 +23,7 @@ from flightlog.commands.options import BlobsOpt, LedgerOpt, WordsArg
 from flightlog.errors import CommandError
 from flightlog.failures import known_errors
 from flightlog.settings import load_settings
+from formats.extras import require
 from tui.errors import TuiError
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ def web_command(words: list[str], follow: float) -> str:
 
 def serve_web(words: list[str], follow: float, listen: str | None, open_to_network: bool) -> None:
     """`browse --web`: the guarded textual-serve server (`tui.web`) until Ctrl-C."""
+    require("textual_serve.server", "web")
     from tui.web import DEFAULT_LISTEN, GuardedServer, parse_listen
 
     try:

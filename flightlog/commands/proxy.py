@@ -39,6 +39,7 @@ from flightlog.errors import CommandError
 from flightlog.lending import lend_table, parse_lend, registered
 from flightlog.lending import plan as plan_lending
 from flightlog.settings import load_settings
+from formats.extras import require
 from recording.identity import Identity
 from storage.configuration import default, environment
 
@@ -224,6 +225,8 @@ def proxy(
 
     if otlp_content and otlp_endpoint is None:
         raise CommandError("--otlp-content goes with --otlp-endpoint URL")
+    if otlp_endpoint is not None:  # the stream's child would fail on its first span: say it now
+        require("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")
     cores = usable_cores()
     count = worker_count(workers, cores)
     settings = load_settings()

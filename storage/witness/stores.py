@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlparse
 
+from formats.extras import require
 from storage.errors import BadLedgerUrl, StorageError
 from storage.witness.checkpoint import BadCheckpoint, Checkpoint, parse
 
@@ -96,7 +97,7 @@ class S3Witness:
     """Checkpoints as objects under S3 Object Lock."""
 
     def __init__(self, bucket: str, prefix: str, query: dict[str, str]) -> None:
-        import boto3
+        boto3 = require("boto3", "s3")
         from botocore.config import Config
 
         self.bucket, self.prefix = bucket, prefix.strip("/")

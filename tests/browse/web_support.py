@@ -19,6 +19,7 @@ from pathlib import Path
 
 from storage.ledger import open_ledger
 from tests.browse.sample import fill
+from tests.support.processes import spawn, stop_group
 
 CHROMIUM = Path("/usr/bin/chromium")
 XTERM_HOOK = """
@@ -69,17 +70,12 @@ def web_server(env: dict[str, str], port: int, *extra: str) -> Iterator[str]:
     """`flightlog browse --web` on 127.0.0.1:`port` until the block ends; yields the page's URL (with
     the key the server printed)."""
     argv = [sys.executable, "-m", "flightlog", "browse", "--web", "--listen", f"127.0.0.1:{port}", *extra]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = spawn(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         url = printed_url(proc)
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    finally:  # the group: textual-serve's `flightlog browse` children went on running without their server
+        stop_group(proc)
 
 
 def printed_url(proc: subprocess.Popen[bytes]) -> str:

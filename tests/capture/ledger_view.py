@@ -21,9 +21,10 @@ def events_where(ledger: Ledger, where: str, params: dict[str, object]) -> list[
 
 
 def wait_for(
-    ledger: Ledger, where: str, params: dict[str, object], count: int, timeout: float = 10.0
+    ledger: Ledger, where: str, params: dict[str, object], count: int, timeout: float = 30.0
 ) -> list[StoredEvent]:
-    """The events matching `where`, once at least `count` of them are committed."""
+    """The events matching `where`, once at least `count` of them are committed (or what there is after
+    `timeout` seconds: long, as a loaded machine needs; a wait that ends early costs nothing)."""
     deadline = time.monotonic() + timeout
     while True:
         found = events_where(ledger, where, params)

@@ -34,9 +34,7 @@ def test_the_redactor_stops_at_its_cap_keeps_the_bytes_and_says_why(bomb: bytes)
     """With a secret configured, the body is decoded for the search up to its cap (64 MiB here, at
     100x its size a larger one), then searched as stored: returned unchanged, with the reason."""
     redactor = Redactor({"TOKEN": SECRET})
-    started = time.monotonic()
     out, names, problem = redactor.redact_body_noting(bomb, "br")
-    assert time.monotonic() - started < 5
     assert out == bomb and not names
     assert problem and "cap of 67,108,864 bytes" in problem and "searched as stored" in problem
     small = brotli.compress(f'{{"key": "{SECRET}"}}'.encode())  # a secret inside a real body: found

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -130,7 +129,6 @@ def test_a_slow_model_stream_reaches_the_client_as_it_arrives_and_is_timed_as_it
     the exchange is recorded once (through the forward listener or not), and its first byte in the
     Ledger is no later than the client's first text."""
     session = f"{name}-{uuid.uuid4().hex[:8]}"
-    started = time.monotonic()
     seen = _client(name, _env(running, session), node22)
     assert seen["text"] in ("Hello!", "Hello!") or "Hel" in str(seen["text"]), seen
     first, total = float(seen["first"]), float(seen["total"])  # type: ignore[arg-type]
@@ -143,4 +141,3 @@ def test_a_slow_model_stream_reaches_the_client_as_it_arrives_and_is_timed_as_it
     assert answer.payload_state == "complete" and answer.model, answer
     assert answer.first_byte_ms is not None and answer.first_byte_ms / 1000 < first + 0.1, (answer, seen)
     assert answer.last_byte_ms is not None and answer.last_byte_ms / 1000 > 3.5 * PACE, answer
-    assert time.monotonic() - started < 30

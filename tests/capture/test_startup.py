@@ -11,7 +11,9 @@ import uuid
 from pathlib import Path
 
 from tests.capture.ledger_view import ledger_of, wait_for
+from tests.support.gates import new_key, open_gate, opened_in_time
 from tests.support.ports import free_block
+from tests.support.processes import spawn, stop_group
 from tests.support.proxy import live_proxy
 from tests.support.upstream import Upstream
 
@@ -22,7 +24,8 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
     (complete, all 5 events, the client's leaving said) instead of mitmproxy cutting it. On a fresh
     home (the CA made at this start) the connection is served, not cut: mitmproxy's CA is loaded
     before the port opens (it loaded it after, and a request in between stopped the proxy on
-    `certstore` None, 5 runs in 8 here)."""
+    `certstore` None, 5 runs in 8 here). The upstream sends the other four events only once the
+    client has left (a gate, not a pause): the leaving is in the record whatever the machine's load."""
     port = free_block()
     home = tmp_path / "home"
     env = {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": f"sqlite:///{tmp_path / 'l.db'}"}
@@ -30,13 +33,13 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
     import os
 
     log = (tmp_path / "proxy.log").open("wb")
-    proc = subprocess.Popen(
+    proc = spawn(
         [sys.executable, "-m", "flightlog", "proxy", "--listen", f"127.0.0.1:{port}"],
         env={**{k: v for k, v in os.environ.items() if "proxy" not in k.lower()}, **env},
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    session = uuid.uuid4().hex
+    session, gate = uuid.uuid4().hex, new_key()
     try:
         deadline = time.monotonic() + 30
         while True:  # connect the moment the port opens
@@ -50,7 +53,8 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
                 time.sleep(0.005)
         with sock:
             sock.sendall(
-                f"GET {http_upstream.base}/sse/5 HTTP/1.1\r\nHost: 127.0.0.1:{http_upstream.port}\r\n"
+                f"GET {http_upstream.base}/sse/5?gate={gate} HTTP/1.1\r\n"
+                f"Host: 127.0.0.1:{http_upstream.port}\r\n"
                 f"Accept: text/event-stream\r\nX-Flightlog-Session: {session}\r\n\r\n".encode()
             )
             got = b""
@@ -58,17 +62,22 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
                 chunk = sock.recv(4096)
                 assert chunk, f"the proxy closed the first connection after {got!r}"
                 got += chunk
-        time.sleep(0.5)  # the upstream sends the other four while the proxy reads on
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        open_gate(gate)  # the client has left: now the upstream sends the other four while the proxy reads on
+        ledger = ledger_of(env["FLIGHTLOG_LEDGER"], env["FLIGHTLOG_BLOBS"])
+        found = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)
+        assert found, (tmp_path / "proxy.log").read_text()
     finally:
         proc.terminate()
-        proc.wait(60)
-    ledger = ledger_of(env["FLIGHTLOG_LEDGER"], env["FLIGHTLOG_BLOBS"])
-    answer = wait_for(ledger, "kind = 'http.response' AND session = :s", {"s": session}, 1)[0]
-    assert answer.payload_state == "complete" and answer.client_left_ms is not None
-    if (answer.client_bytes or 0) < (answer.payload_size or 0):  # it left before all had gone to it
-        assert answer.error and answer.error.startswith("The client left after"), answer.error
-    else:  # the whole answer had been passed on when it closed (a slow first read): not an error
-        assert answer.error is None, answer.error
+        try:
+            proc.wait(60)
+        finally:
+            stop_group(proc, grace=0)  # its writer too, if it outlived the proxy
+    answer = found[0]
+    assert opened_in_time(gate), "the first event never reached the client before the others"
+    assert answer.payload_state == "complete" and answer.client_left_ms is not None, answer
+    assert (answer.client_bytes or 0) < (answer.payload_size or 0), answer  # it left before the rest went
+    assert answer.error and answer.error.startswith("The client left after"), answer.error
     assert ledger.payload(answer.payload_sha256 or "").count(b"data: event") == 5
     ledger.close()
 

@@ -188,23 +188,22 @@ def test_pipe_writer_never_blocks_and_delivers_every_byte_in_order() -> None:
             got.extend(chunk)
             time.sleep(0.001)  # a slow reader
 
-    async def main() -> tuple[float, int]:
+    async def main() -> int:
         pipe = PipeWriter(asyncio.get_running_loop(), write_end)
-        started = time.monotonic()
-        for data in frames:
+        for data in frames:  # nobody reads yet: a write that waited for the pipe would never return
             pipe.write(data)
-        elapsed, waiting = time.monotonic() - started, pipe.buffered
+        waiting = pipe.buffered
         pipe.close()
         reader = threading.Thread(target=read)
         reader.start()
         while pipe.fd != -1:
             await asyncio.sleep(0.01)
         await asyncio.to_thread(reader.join)
-        return elapsed, waiting
+        return waiting
 
-    elapsed, waiting = asyncio.run(main())
+    waiting = asyncio.run(main())
     os.close(read_end)
-    assert elapsed < 0.5 and waiting > 0
+    assert waiting > 0  # the writes returned with bytes still waiting: they never blocked on the reader
     assert bytes(got) == b"".join(frames)
 
 

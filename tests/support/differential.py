@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.processes import spawn, stop_group
 from tests.support.wire_upstream import Received
 
 TRAILERS_ON_PURPOSE: dict[str, tuple[str, object, object]] = {
@@ -134,7 +135,7 @@ def plain_mitmdump(confdir: Path, trusted: Path, *extra: str) -> Iterator[int]:
     args = [str(mitmdump), "-q", "--listen-host", "127.0.0.1", "--listen-port", str(port)]
     args += ["--set", f"confdir={confdir}", "--set", "stream_large_bodies=8m"]
     args += ["--set", f"ssl_verify_upstream_trusted_ca={trusted}", *extra]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = spawn(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -147,8 +148,7 @@ def plain_mitmdump(confdir: Path, trusted: Path, *extra: str) -> Iterator[int]:
             raise AssertionError("mitmdump did not listen")
         yield port
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop_group(proc)
 
 
 def _read_all(sock: socket.socket) -> bytes:

@@ -21,10 +21,13 @@ import re
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from tests.support import gates
 
 DOORS = ("forward-http", "connect-tls", "h2", "reverse", "model", "model-forward", "model-connect")
 UPSTREAM_OF = {"connect-tls": "h1s", "h2": "h2"}
@@ -89,12 +92,17 @@ def visit(
     down: bool = False,
     leave_after: int | None = None,
     session: str = "",
-    timeout: float = 15.0,
+    timeout: float = 30.0,
+    gate: str | None = None,
+    hold: float = 0.0,
 ) -> Seen:
     """One GET of `path` by `door`; with `down`, to the refusing port; with `leave_after`, the
-    client closes its connection once it has that many body bytes."""
+    client closes its connection once it has that many body bytes. With `gate` (a key of
+    tests/support/gates.py, also in `path`'s query), the client opens it once it holds body bytes
+    (`hold` seconds later: a known pause between the answer's first byte and its rest) or has left."""
+    release = _releaser(gate, hold)
     if door == "h2":
-        return _h2(path, proxy, ups, down=down, leave_after=leave_after, timeout=timeout)
+        return _h2(path, proxy, ups, down=down, leave_after=leave_after, timeout=timeout, release=release)
     upstream = ups.down if down else getattr(ups, UPSTREAM_OF.get(door, "h1"))
     prefix = f"/_flightlog/session={session}" if session else ""
     if door == "connect-tls":
@@ -122,7 +130,22 @@ def visit(
         host = target.split("/")[2] if target.startswith("http://") else f"127.0.0.1:{port}"
     request = f"GET {target} HTTP/1.1\r\nHost: {host}\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     with sock:
-        return _read(sock, request.encode(), leave_after)
+        return _read(sock, request.encode(), leave_after, release)
+
+
+def _releaser(gate: str | None, hold: float) -> Callable[[bool], None]:
+    """What the client calls when it holds body bytes (False) or has left (True): opens `gate` once."""
+    done: list[bool] = []
+
+    def release(left: bool) -> None:
+        if gate is None or done:
+            return
+        done.append(True)
+        if not left:
+            time.sleep(hold)
+        gates.open_gate(gate)
+
+    return release
 
 
 def direct(door: str, path: str, ups: Upstreams, cert: Path, timeout: float = 15.0) -> Seen:
@@ -178,8 +201,14 @@ def _tunnel(proxy: Proxy, upstream: int, timeout: float, *, tls: bool = True) ->
     return context.wrap_socket(sock, server_hostname="127.0.0.1")
 
 
-def _read(sock: socket.socket, request: bytes, leave_after: int | None) -> Seen:
-    """Send `request` and read the answer to the connection's end (or until `leave_after` body bytes)."""
+def _read(
+    sock: socket.socket,
+    request: bytes,
+    leave_after: int | None,
+    release: Callable[[bool], None] = lambda left: None,
+) -> Seen:
+    """Send `request` and read the answer to the connection's end (or until `leave_after` body bytes);
+    `release` is told when body bytes are first held, and when the client has left."""
     seen = Seen()
     started = time.monotonic()
     sock.sendall(request)
@@ -203,7 +232,12 @@ def _read(sock: socket.socket, request: bytes, leave_after: int | None) -> Seen:
             seen.left = True
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            sock.close()
+            release(True)
             break
+        if b"\r\n\r\n" in raw and _body(raw)[1]:
+            release(False)
+    release(False)  # whatever came (a failure, a buffered answer): the upstream need not wait on
     if b"\r\n\r\n" not in raw:
         seen.failure = seen.failure or ("empty reply" if not raw else "cut inside the head")
         return seen
@@ -236,7 +270,14 @@ def _body(raw: bytes) -> tuple[bytes, bytes]:
 
 
 def _h2(
-    path: str, proxy: Proxy, ups: Upstreams, *, down: bool, leave_after: int | None, timeout: float
+    path: str,
+    proxy: Proxy,
+    ups: Upstreams,
+    *,
+    down: bool,
+    leave_after: int | None,
+    timeout: float,
+    release: Callable[[bool], None],
 ) -> Seen:
     seen = Seen()
     verify = ssl.create_default_context(cafile=str(proxy.ca))
@@ -259,6 +300,9 @@ def _h2(
                 if leave_after is not None and len(seen.body) >= leave_after:
                     seen.left = True
                     break
+                if seen.body:
+                    release(False)
     except httpx.HTTPError as e:
         seen.failure = type(e).__name__
+    release(seen.left)  # left: the stream is reset by now; otherwise whatever came, the upstream goes on
     return seen

@@ -1,8 +1,9 @@
 """A real OTLP receiver for tests: Arize Phoenix, in a virtual environment of its own.
 
 Phoenix (825 MB with its dependencies) is kept out of flightlog's environment: the first use builds
-its environment in the user's cache (`~/.cache/flightlog/phoenix-20`, or FLIGHTLOG_PHOENIX_VENV),
-shared by every checkout and surviving `make clean`; later uses start it at once. Parallel test
+its environment in the cache (`$XDG_CACHE_HOME/flightlog/phoenix-20`: the suite points XDG_CACHE_HOME at
+the checkout's `.test-cache/`, which `make clean` removes; or FLIGHTLOG_PHOENIX_VENV, to share one
+between checkouts); later uses start it at once. Parallel test
 workers build it once between them (a file lock; a build cut short is redone). The server listens
 on loopback ports of its own with its data in a temporary folder and its telemetry off, and is
 stopped when the block ends.

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from addons.proxy_env import Listener, proxy_env
 from recording.identity import EMPTY, Identity
+from tests.support.processes import stop_group
 
 
 @dataclass
@@ -72,17 +73,22 @@ class LiveProxy:
         return self.log_path.read_text(errors="replace")
 
     def stop(self, timeout: float = 60.0) -> str:
-        """SIGTERM and wait until the proxy drained its queue and exited; returns its log."""
+        """SIGTERM and wait until the proxy drained its queue and exited; returns its log. Whatever of
+        its process group is left then (a writer or worker it did not end) is killed: nothing outlives
+        the test."""
         if not self.stopped:
             self.stopped = True
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-                    raise AssertionError(f"proxy did not stop within {timeout} s:\n{self.log()}") from None
+            try:
+                if self.proc.poll() is None:
+                    self.proc.send_signal(signal.SIGTERM)
+                    try:
+                        self.proc.wait(timeout=timeout)
+                    except subprocess.TimeoutExpired:
+                        raise AssertionError(
+                            f"proxy did not stop within {timeout} s:\n{self.log()}"
+                        ) from None
+            finally:
+                stop_group(self.proc, grace=0)
         return self.log()
 
 
@@ -128,6 +134,7 @@ def start_proxy(
             env=child_env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: `stop` ends its writer and workers too
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -145,8 +152,7 @@ def start_proxy(
             _keep_ca(home)
             return LiveProxy(proc, home, ledger_url, blobs, listeners, log_path)
         time.sleep(0.05)
-    proc.kill()
-    proc.wait()
+    stop_group(proc, grace=0)
     raise AssertionError(f"proxy did not listen within {timeout} s:\n{log_path.read_text()}")
 
 

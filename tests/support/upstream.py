@@ -5,7 +5,9 @@ Routes (any method):
   /bytes/N       200, N deterministic bytes (Content-Length)
   /fixed         200, the same 1 KiB JSON every time
   /gzip          200, a gzip-encoded JSON body (Content-Encoding: gzip)
-  /sse/N         200, text/event-stream, N events 30 ms apart (chunked)
+  /sse/N         200, text/event-stream, N events 30 ms apart (chunked); with `?gate=KEY`, the events
+                 after the first (`&after=K`: the first K) only once the client opens KEY
+                 (tests/support/gates.py)
   /v1/chat/completions   an OpenAI-shaped answer; streamed (SSE, with usage) when the body asks; when
                  the body offers `tools` (see `tool_turn`): a call of the first tool (a fresh `call_` id
                  each time), or, after a tool result, an answer quoting it
@@ -32,6 +34,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs
+
+from tests.support import gates
 
 FIXED = json.dumps({"tools": [f"tool_{i:04d}" for i in range(90)]}).encode()[:1024]
 
@@ -203,7 +207,13 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def _chunked(
-            self, status: int, chunks: Iterator[bytes], headers: dict[str, str], delay: float
+            self,
+            status: int,
+            chunks: Iterator[bytes],
+            headers: dict[str, str],
+            delay: float,
+            gate: str | None = None,
+            after: int = 1,
         ) -> None:
             self.send_response(status)
             for name, value in headers.items():
@@ -211,10 +221,13 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             try:
-                for chunk in chunks:
+                for i, chunk in enumerate(chunks):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
-                    time.sleep(delay)
+                    if gate and i == after - 1:  # the rest only once the client holds these
+                        gates.hold(gate)
+                    else:
+                        time.sleep(delay)
                 self.wfile.write(b"0\r\n\r\n")
             except OSError:
                 self.close_connection = True
@@ -246,7 +259,8 @@ def _handler(up: Upstream) -> type[BaseHTTPRequestHandler]:
             elif path.startswith("/sse/"):
                 n = int(path.rsplit("/", 1)[1])
                 events = (f"id: {i}\ndata: event {i}\n\n".encode() for i in range(n))
-                self._chunked(200, events, {"Content-Type": "text/event-stream"}, 0.03)
+                gate, after = gates.key_of(self.path), int(parse_qs(query).get("after", ["1"])[0])
+                self._chunked(200, events, {"Content-Type": "text/event-stream"}, 0.03, gate, after)
             elif path == "/v1/messages":
                 request = json.loads(body or b"{}")
                 self._chunked(200, _message_events(request), {"Content-Type": "text/event-stream"}, pace)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import brotli
 
+from tests.support import gates
 from tests.support.upstream import self_signed
 
 Fields = list[tuple[bytes, bytes]]
@@ -189,7 +190,7 @@ def _read_body(reader: _Reader, head: bytes) -> tuple[bytes, bytes] | None:
     return None if data is None else (data, data)
 
 
-def _h1_answer(sock: socket.socket, answer: Answer, head_only: bool) -> None:
+def _h1_answer(sock: socket.socket, answer: Answer, head_only: bool, gate: str | None = None) -> None:
     if answer.raw:
         for i, piece in enumerate(answer.raw):
             if i and answer.delay:
@@ -205,9 +206,11 @@ def _h1_answer(sock: socket.socket, answer: Answer, head_only: bool) -> None:
     sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n")
     if head_only or answer.status in (204, 304):
         return
-    for chunk in answer.chunks:
+    for i, chunk in enumerate(answer.chunks):
         sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk) if answer.chunked else chunk)
-        if answer.delay:
+        if gate and i == 0 and len(answer.chunks) > 1:  # the rest only once the client holds chunk 1
+            gates.hold(gate)
+        elif answer.delay:
             time.sleep(answer.delay)
     if answer.chunked:
         sock.sendall(b"0\r\n" + b"".join(k + b": " + v + b"\r\n" for k, v in answer.trailers) + b"\r\n")
@@ -270,7 +273,7 @@ def _h1_connection(sock: socket.socket, received: Received) -> None:
             received.requests.append(head + wire)
             method, path = head.split(b" ", 2)[:2]
             answer = answer_for(path, body)
-            _h1_answer(sock, answer, method == b"HEAD")
+            _h1_answer(sock, answer, method == b"HEAD", gates.key_of(path))
             if answer.cut or answer.raw:
                 return _close_gently(sock)
             if (_field(head, b"connection") or b"").lower() == b"close":
@@ -312,6 +315,7 @@ def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, b
     """Answer one stream; True when the answer is a cut one (the caller closes the connection)."""
     pseudo = dict((k, v) for k, v in fields if k.startswith(b":"))
     answer = answer_for(pseudo.get(b":path", b"/"), body)
+    gate = gates.key_of(pseudo.get(b":path", b"/"))
     out = [(b":status", str(answer.status).encode())]
     out += [(k.lower(), v) for k, v in answer.fields]
     empty = pseudo.get(b":method") == b"HEAD" or answer.status in (204, 304) or not answer.chunks
@@ -323,7 +327,9 @@ def _h2_answer(conn: object, sock: socket.socket, stream: int, fields: Fields, b
         end = i == len(answer.chunks) - 1 and not answer.cut and not answer.trailers
         conn.send_data(stream, chunk, end_stream=end)  # type: ignore[attr-defined]
         sock.sendall(conn.data_to_send())  # type: ignore[attr-defined]
-        if answer.delay:
+        if gate and i == 0 and len(answer.chunks) > 1:  # the rest only once the client holds chunk 1
+            gates.hold(gate)
+        elif answer.delay:
             time.sleep(answer.delay)
     if answer.trailers:
         trailers = [(k.lower(), v) for k, v in answer.trailers]
