@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from addons.egress_connections import EgressConnections, from_tun
+from addons.verdicts import META_MESSAGE, META_VERDICT, NO_POLICY, OWN, Verdict, Verdicts
 from egress.answers import HEADER, http_body, jsonrpc_body
 from egress.approvals import AskBook
 from egress.budgets import BudgetBook
@@ -72,6 +73,8 @@ class Egress:
         self.capture = capture
         self.gate: Gate | None = None
         self.tun_identity = ident.EMPTY
+        self.verdicts = Verdicts()
+        """The connection verdicts the choke point reads (`addons.verdicts`)."""
         self.bodies = EgressBodies(self)
         self.connections = EgressConnections(self)
         """Its hooks for what is not HTTP (a sealed command's DNS and raw connections)."""
@@ -141,15 +144,20 @@ class Egress:
     # -- tunnels ---------------------------------------------------------------------------------
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
-        """Refuse a tunnel before it opens when its host (and caller) decide (`Policy.judge_host`)."""
+        """Refuse a tunnel before it opens when its host (and caller) decide (`Policy.judge_host`);
+        else it opens, and what it carries is judged (each request, or the raw stream)."""
+        if flow.response is not None:  # answered here (flightlog.local): it goes nowhere
+            return
         gate = self.gate
         if gate is None or gate.idle:
+            self.grant(flow, NO_POLICY)
             return
         request = flow.request
         who = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
         call = Call("connect", request.host, request.port, "CONNECT", "", *_who(who))
         decision = gate.live.policy.judge_host(call)
         if decision is None or decision.action != "deny":
+            self.grant(flow, decision.rule if decision is not None else "tunnel: its content is judged")
             return
         url = f"{request.host}:{request.port}"
         exchange = Exchange(action_id(flow.id, flow.timestamp_created), "out", "CONNECT", url, call.host, who)
@@ -163,14 +171,18 @@ class Egress:
         """A sealed command's request is filed under its identity (where the request names none
         itself); a request whose body capture streams through unread is judged now (no body to read)."""
         exchange = flow.metadata.get(META_EXCHANGE)
-        if exchange is None:
-            return None
-        if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
+        if exchange is not None and self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
             exchange = replace(exchange, identity=exchange.identity.over(self.tun_identity))
             flow.metadata[META_EXCHANGE] = exchange
-        if not flow.request.stream or self.gate is None or self.gate.idle:
+        if not flow.request.stream or flow.response is not None:
             return None
         flow.metadata[META_JUDGED] = True
+        exchange = self._exchange_to_judge(flow, exchange)
+        if exchange is None:
+            return None
+        if self.gate is None or self.gate.idle:
+            self.grant(flow, NO_POLICY)
+            return None
         call = _call(flow, exchange)
         if self.gate.live.policy.reads_mcp:  # a body too large to read may hold a tools/call
             size = flow.request.headers.get("content-length")
@@ -180,12 +192,16 @@ class Egress:
         return self._judge(flow, exchange, [call], None)
 
     def judge_request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """The `request` hook (run before capture's): judge the call, or each `tools/call` in it."""
-        gate = self.gate
-        if gate is None or gate.idle or flow.response is not None or flow.metadata.get(META_JUDGED):
+        """The `request` hook (run before capture's): judge the call, or each `tools/call` in it.
+        Every request that goes on is judged, recorded or not (`_exchange_to_judge`)."""
+        if flow.response is not None or flow.metadata.get(META_JUDGED):
             return None
-        exchange = flow.metadata.get(META_EXCHANGE)
+        exchange = self._exchange_to_judge(flow, flow.metadata.get(META_EXCHANGE))
         if exchange is None:
+            return None
+        gate = self.gate
+        if gate is None or gate.idle:
+            self.grant(flow, NO_POLICY)
             return None
         call = _call(flow, exchange)
         if not gate.live.policy.reads_mcp or not flow.request.raw_content:
@@ -199,6 +215,7 @@ class Egress:
     ) -> Awaitable[None] | None:
         """Judge `calls` in turn (the `tools/call`s of one body); the first refusal answers the request."""
         assert self.gate is not None
+        decision = None
         for i, call in enumerate(calls):
             if call.model_call and self.gate.live.policy.budgets:
                 flow.metadata[META_MODEL] = exchange.flow_id
@@ -208,6 +225,7 @@ class Egress:
             if decision.refused:
                 self._refuse(flow, exchange, call, decision, rpc)
                 return None
+        self.grant(flow, decision.rule if decision is not None else "no call in it")
         return None
 
     async def _judge_later(
@@ -219,9 +237,37 @@ class Egress:
         if decision.refused:
             self._refuse(flow, exchange, calls[0], decision, rpc)
             return
+        if len(calls) == 1:
+            self.grant(flow, decision.rule)
+            return
         rest = self._judge(flow, exchange, calls[1:], rpc)
         if rest is not None:
             await rest
+
+    def _exchange_to_judge(self, flow: http.HTTPFlow, exchange: Exchange | None) -> Exchange | None:
+        """What a request is judged as: capture's exchange; for one capture does not record, an
+        exchange of its own (a refusal is still filed), or None for flightlog's own traffic, which
+        gets its verdict here: a `flightlog.local` route's WebSocket end, or a hop to one of this
+        proxy's own listeners (which judges what reaches it)."""
+        if exchange is not None:
+            return exchange
+        request = flow.request
+        if flow.metadata.get("flightlog.local") or self.capture.own_listener(request.host, request.port):
+            self.grant(flow, OWN)
+            return None
+        flow_id = action_id(flow.id, flow.timestamp_created)
+        who = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
+        if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
+            who = who.over(self.tun_identity)
+        return Exchange(flow_id, "out", request.method, _real_url(request), request.host, who)
+
+    def grant(self, flow: http.HTTPFlow, rule: str) -> None:
+        """The judge allowed `flow` to its destination (as it now stands): the verdict the choke
+        point checks, and a permit for the connection that carries it (`addons.verdicts`). Also
+        the one place a step on every allowed request can be added."""
+        request = flow.request
+        flow.metadata[META_VERDICT] = Verdict("allow", rule, request.host, request.port)
+        self.verdicts.permit(flow.client_conn, request.host, request.port)
 
     def _refuse(
         self,
@@ -273,6 +319,27 @@ class Egress:
         )
         self.capture.put(record)
 
+    # -- WebSocket messages ----------------------------------------------------------------------
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """A message from the client is judged like an HTTP body: each `tools/call` in it by tool
+        and arguments (the one reader, `calls_in_message`); a refused one is dropped, not sent."""
+        ws = flow.websocket
+        if ws is None or not ws.messages or not ws.messages[-1].from_client:
+            return
+        message = ws.messages[-1]
+        gate = self.gate
+        exchange = flow.metadata.get(META_EXCHANGE)
+        if gate is not None and not gate.idle and gate.live.policy.reads_mcp and exchange is not None:
+            asked = calls_in_message(message.content, _call(flow, exchange))
+            for call in asked.calls if asked.tool_calls or asked.unreadable else ():
+                decision = gate.judge(call)
+                if decision.refused:
+                    message.drop()
+                    self.record_refusal(exchange, decision, None, call.tool, b"")
+                    break
+        flow.metadata[META_MESSAGE] = message
+
     # -- answers -----------------------------------------------------------------------------------
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -313,6 +380,12 @@ def _call(flow: http.HTTPFlow, exchange: Exchange) -> Call:
         request.path,
         *_who(exchange.identity),
     )
+
+
+def _real_url(request: http.Request) -> str:
+    """The URL of where the request goes (its destination, not its Host header)."""
+    host = f"[{request.host}]" if ":" in request.host else request.host
+    return f"{request.scheme}://{host}:{request.port}{request.path}"
 
 
 def _response(status: int, body: bytes) -> http.Response:

@@ -57,6 +57,18 @@ def pretty_target(request: http.Request) -> tuple[str, str]:
     ), host
 
 
+def real_target(request: http.Request) -> tuple[str, str]:
+    """`pretty_target`, but naming where the request really goes: when its Host header claims
+    another host than the destination mitmproxy connects to (a request to 127.0.0.1 with
+    `Host: denied.test`, a TUN request claiming `flightlog.local`), the URL and host are the
+    destination's, and the claim stays in the recorded head beside them."""
+    url, host = pretty_target(request)
+    real = request.data.host
+    if host == real or host.lower() == real.lower():
+        return url, host
+    return request.url, real
+
+
 def header_values(fields: Iterable[tuple[bytes, bytes]], names: tuple[bytes, ...]) -> list[str | None]:
     """For each lowercase name, what `headers.get(name)` gives (the values folded with ", ", decoded
     as mitmproxy does), or None where absent, in one pass over the fields: each mitmproxy lookup
