@@ -132,6 +132,8 @@ class EgressConnections:
         for question in questions:
             call = Call("dns", question.name, None, "DNS", "", who.agent, who.session, who.task)
             decision = gate.live.policy.judge_host(call)
+            if decision is not None and decision.action == "ask":  # a question cannot wait for one
+                decision = Decision("deny", decision.rule, decision.limit + " (a DNS question cannot wait)")
             if decision is not None and decision.action == "deny":
                 flow.response = flow.request.fail(response_codes.REFUSED)
                 flow.metadata[META_VERDICT] = Verdict("deny", decision.rule)

@@ -49,8 +49,9 @@ def network_host() -> Iterator[Host]:
     """A fresh namespace and veth pair on a free /30 of the range; removed (with its veth) at exit."""
     for index, subnet in enumerate(NETWORK.subnets(new_prefix=30)):
         name = f"{PREFIX}-{os.getpid() % 10000}-{index}"
-        if Path(f"/run/netns/{name}").exists() or _ip("netns", "add", name).returncode:
-            continue
+        taken = _ip("-o", "addr", "show", "to", f"{subnet}").stdout.strip()  # another test's host (a
+        if taken or Path(f"/run/netns/{name}").exists() or _ip("netns", "add", name).returncode:
+            continue  # second route to the same /30 would send this test's traffic there)
         outside, inside = f"{PREFIX}o{os.getpid() % 10000}x{index}", f"{PREFIX}i{os.getpid() % 10000}x{index}"
         gateway, address = (str(a) for a in list(subnet.hosts())[:2])
         steps = [
