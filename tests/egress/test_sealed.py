@@ -187,3 +187,50 @@ def _check_ledger(ledger: Ledger) -> None:
     assert all(r.agent == "sealy" for r in rows if r.kind in ("policy.refused", "connection.attempt"))
     attempts = sorted(r.method for r in rows if r.kind == "connection.attempt")
     assert attempts == ["DNS", "TCP", "UDP"]
+
+
+CLAIM_POLICY = """
+default = "deny"
+
+[[rule]]
+name = "fixed-only"
+action = "allow"
+paths = ["/fixed*"]
+"""
+
+
+@pytest.mark.skipif(why_not() is not None, reason="sealing needs root here; the refusal is tested above")
+def test_a_request_claiming_flightlogs_own_host_is_judged_where_it_goes(
+    tmp_path: Path, upstreams: tuple[str, Upstream, Upstream]
+) -> None:
+    """`curl --noproxy '*' -H 'Host: flightlog.local' http://TARGET/...` from the seal, under
+    `default = "deny"`: flightlog's own routes answer only its forward listener, so on the TUN the
+    request is judged like any other, by where it goes: refused (403), nothing reaches TARGET, and
+    the Ledger holds the request and its refusal under TARGET's address (the claim in the head).
+    The same curl to an allowed path passes and is recorded the same way."""
+    address, plain, _ = upstreams
+    policy = tmp_path / "egress.toml"
+    policy.write_text(CLAIM_POLICY)
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    base = f"http://{address}:{plain.port}"
+    curl = "curl --noproxy '*' -s -o /dev/null -w '%{http_code}\\n' -H 'Host: flightlog.local'"
+    probe = f"{curl} '{base}/leak?c=claim'; {curl} '{base}/fixed?c=allowed'"
+    done = sealed(tmp_path / "home", ledger_url, "--agent", "claimer", "--policy", str(policy), "--",
+                  "sh", "-c", probe)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["403", "200"]
+    assert [p for _, p, _, _ in plain.received] == ["/fixed?c=allowed"]
+    ledger = open_ledger(ledger_url, (tmp_path / "home" / "blobs").as_uri())
+    try:
+        with ledger.engine.connect() as c:
+            from sqlalchemy import text
+
+            rows = c.execute(text("SELECT kind, url, host, head, error FROM events ORDER BY seq")).all()
+    finally:
+        ledger.close()
+    refused = [r for r in rows if r.kind == "policy.refused"]
+    assert [(r.url, r.host) for r in refused] == [(f"{base}/leak?c=claim", address)]
+    assert refused[0].error.startswith("default: ")
+    requests = [r for r in rows if r.kind == "http.request"]
+    assert sorted(r.url for r in requests) == [f"{base}/fixed?c=allowed", f"{base}/leak?c=claim"]
+    assert all(r.host == address and b"Host: flightlog.local" in r.head for r in requests)
