@@ -58,12 +58,13 @@ class ChokePoint:
         self.record = record
 
     def running(self) -> None:
-        """Say so loudly if another addon was added after this one: its hooks would run unchecked."""
+        """Say so if another addon runs after this one: what its hooks change is not checked (as
+        under `mitmdump -s`, where a script's addons run before mitmproxy's own)."""
         from mitmproxy import ctx
 
         chain = ctx.master.addons.chain
         if chain and chain[-1] is not self:
-            log.error("flightlog: the egress choke point is not the last addon: %r follows it", chain[-1])
+            log.warning("flightlog: the egress choke point is not the last addon: %r follows it", chain[-1])
 
     # -- connections -----------------------------------------------------------------------------
 

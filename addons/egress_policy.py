@@ -41,7 +41,7 @@ from egress.mcp_calls import calls_in_message, unread_body
 from egress.policy_file import FILE_NAME
 from egress.rates import FILE as RATES_FILE
 from egress.rates import RateBook
-from egress.rules import Call, Decision
+from egress.rules import ALLOWED, Call, Decision
 from recording import identity as ident
 from recording.action_ids import action_id
 from recording.capture_setup import default_urls
@@ -140,6 +140,14 @@ class Egress:
             self.gate.rates.close()
             if self.gate.budgets is not None:
                 self.gate.budgets.close()
+
+    def judge_upstream(self, call: Call) -> Decision:
+        """The judge's word on a call the door makes itself (`door.upstream_judge`): the policy in
+        force, as for every request through the proxy (no policy: allowed)."""
+        gate = self.gate
+        if gate is None or gate.idle:
+            return ALLOWED
+        return gate.judge(call)
 
     # -- tunnels ---------------------------------------------------------------------------------
 

@@ -82,7 +82,8 @@ class Flightlog:
         # a hop is the listener's request before anything judges or records it; egress judges a
         # request before capture relays it (its `bodies`) and after capture named its exchange
         # a sealed command's identity is the run's before any part reads one (`addons.seal`)
-        first = [Seal(), LocalRoutes(), ListenerHops(), SyncPaths(capture), egress.bodies]
+        routes = LocalRoutes(judge=egress.judge_upstream)  # the door's upstreams: the same judge
+        first = [Seal(), routes, ListenerHops(), SyncPaths(capture), egress.bodies]
         self.parts: list[object] = [*first, capture, WebSocketCapture(capture), attempts, egress, *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
