@@ -132,7 +132,11 @@ def proxies(opts: argparse.Namespace) -> None:
     print(probe_line("before"), flush=True)
     mitmdump = shutil.which("mitmdump", path=str(Path(sys.executable).parent)) or "mitmdump"
     warm = subprocess.Popen([mitmdump, "-q", "--set", f"confdir={work / 'confdir'}", "-p", str(free_port())])
-    time.sleep(3)
+    ca = work / "confdir" / "mitmproxy-ca.pem"
+    deadline = time.monotonic() + 60  # the CA is made once, here, for every proxy of the run
+    while not ca.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
     warm.terminate()
     warm.wait()
     configs = ("none", "policy")
