@@ -14,7 +14,8 @@ command's TUN):
   a stream cannot be recorded yet, so from a sealed command's TUN only a rule naming it allows it
   (not the default); elsewhere the policy's default applies, and with no policy it passes;
 - a DNS question: judged by its name; one the policy refuses is answered REFUSED, so a name cannot
-  carry data out either.
+  carry data out either; one it allows may go on to the resolver it was sent to (that connection
+  is permitted by the question's verdict) unless a rule refuses the resolver itself.
 """
 
 from __future__ import annotations
@@ -129,9 +130,10 @@ class EgressConnections:
         from mitmproxy.net.dns import response_codes
 
         who = self._who(flow.client_conn)
+        resolver = self._resolver(flow, gate, who)
         for question in questions:
             call = Call("dns", question.name, None, "DNS", "", who.agent, who.session, who.task)
-            decision = gate.live.policy.judge_host(call)
+            decision = gate.live.policy.judge_host(call) if resolver is None else resolver
             if decision is not None and decision.action == "ask":  # a question cannot wait for one
                 decision = Decision("deny", decision.rule, decision.limit + " (a DNS question cannot wait)")
             if decision is not None and decision.action == "deny":
@@ -142,6 +144,22 @@ class EgressConnections:
                 self.owner.record_refusal(exchange, decision, None, None, b"", attempt=True)
                 return
         flow.metadata[META_VERDICT] = Verdict("allow", "dns")
+        if flow.server_conn.address is not None:  # the resolver carries a question judged by its name
+            host, port = flow.server_conn.address
+            self.owner.verdicts.permit(flow.client_conn, str(host), int(port))
+
+    @staticmethod
+    def _resolver(flow: dns.DNSFlow, gate: Gate, who: ident.Identity) -> Decision | None:
+        """A rule refusing the resolver a question is sent to (not the default: the question is
+        judged by its name), as the refusal of the question; else None."""
+        if flow.server_conn.address is None:
+            return None
+        host, port = flow.server_conn.address
+        call = Call("connect", str(host), int(port), "DNS", "", who.agent, who.session, who.task)
+        decision = gate.live.policy.judge_host(call)
+        if decision is not None and decision.refused and decision.rule != DEFAULT:
+            return decision
+        return None
 
     def _who(self, client: connection.Client) -> ident.Identity:
         return self.owner.tun_identity if from_tun(client) else ident.EMPTY
