@@ -38,6 +38,7 @@ from egress.errors import PolicyFileError
 from egress.judge import Gate
 from egress.live import RETIRED_FILE, LivePolicy
 from egress.mcp_calls import calls_in_message, unread_body
+from egress.policy import DEFAULT
 from egress.policy_file import FILE_NAME
 from egress.rates import FILE as RATES_FILE
 from egress.rates import RateBook
@@ -221,8 +222,13 @@ class Egress:
     def _judge(
         self, flow: http.HTTPFlow, exchange: Exchange, calls: list[Call], rpc: Rpc | None
     ) -> Awaitable[None] | None:
-        """Judge `calls` in turn (the `tools/call`s of one body); the first refusal answers the request."""
+        """Judge `calls` in turn (the `tools/call`s of one body); the first refusal answers the request.
+        A Host header claiming another host than the destination is judged too (`_claimed`)."""
         assert self.gate is not None
+        claimed = self._claimed(flow, calls[0]) if calls else None
+        if claimed is not None:
+            self._refuse(flow, exchange, *claimed, None)
+            return None
         decision = None
         for i, call in enumerate(calls):
             if call.model_call and self.gate.live.policy.budgets:
@@ -251,6 +257,26 @@ class Egress:
         rest = self._judge(flow, exchange, calls[1:], rpc)
         if rest is not None:
             await rest
+
+    def _claimed(self, flow: http.HTTPFlow, call: Call) -> tuple[Call, Decision] | None:
+        """A request whose Host header names another host than where it goes (domain fronting: an
+        allowed address, a refused name behind it) is refused when a rule refuses the claimed host;
+        the default alone does not (the destination was judged)."""
+        assert self.gate is not None
+        header = flow.request.host_header
+        if not header:
+            return None
+        claim = _host_of(header)
+        if not claim or claim == flow.request.host:
+            return None
+        claimed = replace(call, host=claim, tool=None, arguments=None)
+        if claimed.host == call.host or claimed.host_error is not None:
+            return None
+        decision = self.gate.live.policy.judge(claimed)
+        if not decision.refused or decision.rule == DEFAULT:
+            return None
+        limit = f"{decision.limit} (the Host header claims {claimed.host}; the request goes to {call.host})"
+        return claimed, Decision(decision.action, decision.rule, limit, details=decision.details)
 
     def _exchange_to_judge(self, flow: http.HTTPFlow, exchange: Exchange | None) -> Exchange | None:
         """What a request is judged as: capture's exchange; for one capture does not record, an
@@ -388,6 +414,14 @@ def _call(flow: http.HTTPFlow, exchange: Exchange) -> Call:
         request.path,
         *_who(exchange.identity),
     )
+
+
+def _host_of(authority: str) -> str:
+    """The host of a Host header's value (`name:port`, `[v6]:port`)."""
+    text = authority.strip()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else ""
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
 
 
 def _real_url(request: http.Request) -> str:
