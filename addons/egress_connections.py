@@ -14,12 +14,15 @@ command's TUN):
   a stream cannot be recorded yet, so from a sealed command's TUN only a rule naming it allows it
   (not the default); elsewhere the policy's default applies, and with no policy it passes;
 - a DNS question: judged by its name; one the policy refuses is answered REFUSED, so a name cannot
-  carry data out either; one it allows may go on to the resolver it was sent to (that connection
-  is permitted by the question's verdict) unless a rule refuses the resolver itself.
+  carry data out either; a sealed command's allowed question is answered by flightlog (mitmproxy's
+  resolver, or this machine's name server), never by the address the command sent it to; on other
+  listeners an allowed question goes on to the resolver it was sent to (that connection is
+  permitted by the question's verdict) unless a rule refuses the resolver itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final, Protocol
 
 from addons.verdicts import META_VERDICT, NO_POLICY, Verdict, Verdicts
@@ -120,13 +123,20 @@ class EgressConnections:
         exchange = Exchange(new_action_id(), "out", kind.upper(), url, str(host), who)
         self.owner.record_refusal(exchange, decision, None, None, b"", attempt=True)
 
-    def dns_request(self, flow: dns.DNSFlow) -> None:
-        """Judge a DNS question by its name(s); one refused is answered REFUSED."""
+    def dns_request(self, flow: dns.DNSFlow) -> Awaitable[None] | None:
+        """Judge a DNS question by its name(s); one refused is answered REFUSED. A sealed command's
+        question the policy allows is answered by flightlog (`_answer_here`)."""
+        if self._judge_question(flow) and from_tun(flow.client_conn):
+            return self._answer_here(flow)
+        return None
+
+    def _judge_question(self, flow: dns.DNSFlow) -> bool:
+        """Leave the question's verdict; whether it is allowed."""
         gate = self.owner.gate
         questions = flow.request.questions
         if gate is None or gate.idle or not questions:
             flow.metadata[META_VERDICT] = Verdict("allow", NO_POLICY)
-            return
+            return True
         from mitmproxy.net.dns import response_codes
 
         who = self._who(flow.client_conn)
@@ -142,11 +152,45 @@ class EgressConnections:
                 flow_id = action_id(flow.id, flow.timestamp_created)
                 exchange = Exchange(flow_id, "out", "DNS", f"dns:{call.host}", call.host, who)
                 self.owner.record_refusal(exchange, decision, None, None, b"", attempt=True)
-                return
+                return False
         flow.metadata[META_VERDICT] = Verdict("allow", "dns")
         if flow.server_conn.address is not None:  # the resolver carries a question judged by its name
             host, port = flow.server_conn.address
             self.owner.verdicts.permit(flow.client_conn, str(host), int(port))
+        return True
+
+    async def _answer_here(self, flow: dns.DNSFlow) -> None:
+        """A sealed command's question, to whatever address it was sent, is answered by flightlog:
+        an address lookup by mitmproxy's resolver (as its DNS mode answers), any other question
+        asked of this machine's name server instead of the one the command chose."""
+        from mitmproxy import ctx
+        from mitmproxy import dns as mdns
+        from mitmproxy.net.dns import response_codes
+
+        resolver = ctx.master.addons.get("dnsresolver")
+        request = flow.request
+        question = request.question
+        lookup = question is not None and question.class_ == mdns.classes.IN
+        if resolver is None:
+            flow.response = request.fail(response_codes.REFUSED)
+            return
+        if (
+            lookup
+            and request.query
+            and question is not None
+            and question.type in (mdns.types.A, mdns.types.AAAA)
+        ):
+            try:
+                flow.response = await resolver.resolve(request)
+            except Exception:  # no name server and no hosts file: a failure, not the command's server
+                flow.response = request.fail(response_codes.SERVFAIL)
+            return
+        servers = resolver.name_servers()
+        if not servers:
+            flow.response = request.fail(response_codes.SERVFAIL)
+            return
+        flow.server_conn.address = (servers[0], 53)
+        self.owner.verdicts.permit(flow.client_conn, servers[0], 53)
 
     @staticmethod
     def _resolver(flow: dns.DNSFlow, gate: Gate, who: ident.Identity) -> Decision | None:

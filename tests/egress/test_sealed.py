@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import socketserver
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -234,3 +237,45 @@ def test_a_request_claiming_flightlogs_own_host_is_judged_where_it_goes(
     requests = [r for r in rows if r.kind == "http.request"]
     assert sorted(r.url for r in requests) == [f"{base}/fixed?c=allowed", f"{base}/leak?c=claim"]
     assert all(r.host == address and b"Host: flightlog.local" in r.head for r in requests)
+
+
+ASK_DNS = """
+import socket, struct, sys
+labels = b"".join(bytes([len(p)]) + p.encode() for p in "localhost".split("."))
+query = struct.pack(">HHHHHH", 9, 0x0100, 1, 0, 0, 0) + labels + b"\\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(query, (sys.argv[1], 53))
+data = s.recvfrom(4096)[0]
+print(data[2:4].hex(), socket.inet_ntoa(data[-4:]) if struct.unpack(">H", data[6:8])[0] else "-")
+"""
+
+
+@pytest.mark.skipif(why_not() is not None, reason="sealing needs root here; the refusal is tested above")
+def test_a_sealed_dns_question_is_answered_by_flightlog_whatever_server_it_names(tmp_path: Path) -> None:
+    """A question sent to a name server of the command's choosing (a test host answering every
+    question with 192.0.2.99) is answered by flightlog instead: the chosen server's own log holds
+    nothing, and the answer is not the one it would have given."""
+    seen: list[bytes] = []
+
+    class Fake(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            data, sock = self.request
+            seen.append(data)
+            answer = data[:2] + b"\x81\x80" + data[4:6] + b"\x00\x01\x00\x00\x00\x00" + data[12:]
+            answer += b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + socket.inet_aton("192.0.2.99")
+            sock.sendto(answer, self.client_address)
+
+    with network_host() as host:
+        with host.inside():
+            server = socketserver.ThreadingUDPServer((host.address, 53), Fake)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            done = sealed(tmp_path / "home", f"sqlite:///{tmp_path / 'ledger.db'}", "--",
+                          sys.executable, "-c", ASK_DNS, host.address)  # fmt: skip
+        finally:
+            server.shutdown()
+            server.server_close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    flags, address = done.stdout.split()
+    assert address != "192.0.2.99" and seen == [], (flags, address)
