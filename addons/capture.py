@@ -53,7 +53,7 @@ from addons.wire.flow_records import (
     tee,
     trailer_error,
 )
-from addons.wire.heads import header_values, pretty_target, request_head
+from addons.wire.heads import header_values, real_target, request_head
 from addons.wire.outcomes import STOPPING, failed, left_early
 from recording import identity as ident
 from recording.action_ids import action_id
@@ -233,6 +233,10 @@ class Capture:
     def outbound(self) -> frozenset[str]:
         return self._outbound
 
+    def own_listener(self, host: str, port: int) -> bool:
+        """Whether `host:port` is one of this proxy's own listeners (on loopback)."""
+        return port in self._own_ports and host in LOOPBACK
+
     def ignored(self, host: str) -> bool:
         """Whether traffic to `host` is never recorded (flightlog.local, the storage's own)."""
         return host in self._ignore
@@ -260,20 +264,19 @@ class Capture:
 
     def _requestheaders(self, flow: http.HTTPFlow) -> None:
         request = flow.request
-        url, host = pretty_target(request)
+        url, host = real_target(request)
         if (
             SKIP.get(flow)
             or request.data.host in self._ignore
-            or host in self._ignore
-            or (request.data.port in self._own_ports and request.data.host in LOOPBACK)
+            or self.own_listener(request.data.host, request.data.port)
         ):  # our own listeners record what reaches them: a hop through the forward proxy is not twice
-            SKIP.put(flow, True)
+            SKIP.put(flow, True)  # (flightlog.local by its Host header: `LocalRoutes` only)
             return
         who = self._identities.get(flow.client_conn, ident.EMPTY) if self._identities else ident.EMPTY
         if request.data.path.startswith(IDENTITY_PATH) and is_reverse(flow):
             from_path, request.path = ident.from_path(request.path)  # forwarded without the prefix
             who = from_path.over(who)
-            url, host = pretty_target(request)
+            url, host = real_target(request)
         length, identified = scan_fields(request.headers.fields)
         if identified:
             who = take_identity(request, who)

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from addons.credential_swap import RULE as CREDENTIAL
 from addons.credential_swap import Swaps
 from addons.egress_connections import EgressConnections, from_tun
-from addons.flow_notes import EXCHANGE, JUDGED, MODEL
+from addons.flow_notes import EXCHANGE, JUDGED, LOCAL, MODEL, VERDICT, VERDICT_MESSAGE
+from addons.verdicts import NO_POLICY, OWN, Verdict, Verdicts
 from egress.answers import HEADER, http_body, jsonrpc_body
 from egress.approvals import AskBook
 from egress.budgets import BudgetBook
@@ -40,10 +41,11 @@ from egress.errors import PolicyFileError
 from egress.judge import Gate
 from egress.live import RETIRED_FILE, LivePolicy
 from egress.mcp_calls import calls_in_message, unread_body
+from egress.policy import DEFAULT
 from egress.policy_file import FILE_NAME
 from egress.rates import FILE as RATES_FILE
 from egress.rates import RateBook
-from egress.rules import Call, Decision
+from egress.rules import ALLOWED, Call, Decision
 from recording import identity as ident
 from recording.action_ids import action_id
 from recording.capture_setup import default_urls
@@ -71,6 +73,8 @@ class Egress:
         self.capture = capture
         self.gate: Gate | None = None
         self.tun_identity = ident.EMPTY
+        self.verdicts = Verdicts()
+        """The connection verdicts the choke point reads (`addons.verdicts`)."""
         self.bodies = EgressBodies(self)
         self.connections = EgressConnections(self)
         """Its hooks for what is not HTTP (a sealed command's DNS and raw connections)."""
@@ -141,18 +145,31 @@ class Egress:
             if self.gate.budgets is not None:
                 self.gate.budgets.close()
 
+    def judge_upstream(self, call: Call) -> Decision:
+        """The judge's word on a call the door makes itself (`door.upstream_judge`): the policy in
+        force, as for every request through the proxy (no policy: allowed)."""
+        gate = self.gate
+        if gate is None or gate.idle:
+            return ALLOWED
+        return gate.judge(call)
+
     # -- tunnels ---------------------------------------------------------------------------------
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
-        """Refuse a tunnel before it opens when its host (and caller) decide (`Policy.judge_host`)."""
+        """Refuse a tunnel before it opens when its host (and caller) decide (`Policy.judge_host`);
+        else it opens, and what it carries is judged (each request, or the raw stream)."""
+        if flow.response is not None:  # answered here (flightlog.local): it goes nowhere
+            return
         gate = self.gate
         if gate is None or gate.idle:
+            self.grant(flow, NO_POLICY)
             return
         request = flow.request
         who = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
         call = Call("connect", request.host, request.port, "CONNECT", "", *_who(who))
         decision = gate.live.policy.judge_host(call)
         if decision is None or decision.action != "deny":
+            self.grant(flow, decision.rule if decision is not None else "tunnel: its content is judged")
             return
         url = f"{request.host}:{request.port}"
         exchange = Exchange(action_id(flow.id, flow.timestamp_created), "out", "CONNECT", url, call.host, who)
@@ -166,17 +183,18 @@ class Egress:
         """A sealed command's request is filed under its identity (where the request names none
         itself); a request whose body capture streams through unread is judged now (no body to read)."""
         exchange = EXCHANGE.get(flow)
-        if exchange is None:
-            return None
-        if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
+        if exchange is not None and self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
             exchange = replace(exchange, identity=exchange.identity.over(self.tun_identity))
             EXCHANGE.put(flow, exchange)
-        if not flow.request.stream:
-            return None
-        if self.gate is None or self.gate.idle:
-            self.lent(flow, exchange, _call(flow, exchange), None)  # its headers go on now
+        if not flow.request.stream or flow.response is not None:
             return None
         JUDGED.put(flow, True)
+        exchange = self._exchange_to_judge(flow, exchange)
+        if exchange is None:
+            return None
+        if self.gate is None or self.gate.idle:
+            self._allow(flow, exchange, _call(flow, exchange), None, NO_POLICY)  # its headers go on now
+            return None
         call = _call(flow, exchange)
         if self.gate.live.policy.reads_mcp:  # a body too large to read may hold a tools/call
             size = flow.request.headers.get("content-length")
@@ -186,16 +204,17 @@ class Egress:
         return self._judge(flow, exchange, [call], None)
 
     def judge_request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """The `request` hook (run before capture's): judge the call, or each `tools/call` in it."""
-        gate = self.gate
+        """The `request` hook (run before capture's): judge the call, or each `tools/call` in it.
+        Every request that goes on is judged, recorded or not (`_exchange_to_judge`)."""
         if flow.response is not None or JUDGED.get(flow):
             return None
-        exchange = EXCHANGE.get(flow)
-        if exchange is None or flow.request.stream:  # a streamed one was seen in `requestheaders`
+        exchange = self._exchange_to_judge(flow, EXCHANGE.get(flow))
+        if exchange is None:
             return None
+        gate = self.gate
         call = _call(flow, exchange)
         if gate is None or gate.idle:
-            self.lent(flow, exchange, call, None)
+            self._allow(flow, exchange, call, None, NO_POLICY)
             return None
         if not gate.live.policy.reads_mcp or not flow.request.raw_content:
             return self._judge(flow, exchange, [call], None)
@@ -206,8 +225,14 @@ class Egress:
     def _judge(
         self, flow: http.HTTPFlow, exchange: Exchange, calls: list[Call], rpc: Rpc | None
     ) -> Awaitable[None] | None:
-        """Judge `calls` in turn (the `tools/call`s of one body); the first refusal answers the request."""
+        """Judge `calls` in turn (the `tools/call`s of one body); the first refusal answers the request.
+        A Host header claiming another host than the destination is judged too (`_claimed`)."""
         assert self.gate is not None
+        claimed = self._claimed(flow, calls[0]) if calls else None
+        if claimed is not None:
+            self._refuse(flow, exchange, *claimed, None)
+            return None
+        decision = None
         for i, call in enumerate(calls):
             if call.model_call and self.gate.live.policy.budgets:
                 MODEL.put(flow, exchange.flow_id)
@@ -217,17 +242,25 @@ class Egress:
             if decision.refused:
                 self._refuse(flow, exchange, call, decision, rpc)
                 return None
-        if calls:
-            self.lent(flow, exchange, calls[-1], rpc)
+        self._allow(
+            flow,
+            exchange,
+            calls[-1] if calls else _call(flow, exchange),
+            rpc,
+            decision.rule if decision is not None else "no call in it",
+        )
         return None
 
-    def lent(self, flow: http.HTTPFlow, exchange: Exchange, call: Call, rpc: Rpc | None) -> None:
-        """The request is allowed: lent placeholders become the real secrets where they may
-        (`addons.credential_swap`); one that may not refuses the request under `credential`."""
+    def _allow(self, flow: http.HTTPFlow, exchange: Exchange, call: Call, rpc: Rpc | None, rule: str) -> None:
+        """The judge allowed the request: lent placeholders become the real secrets where they may
+        (`addons.credential_swap`), after the verdict so a refused request never carries one; a
+        placeholder that may not refuses the request under `credential`, else it is granted."""
         misplaced = self.swaps.swap(flow, exchange)
         if misplaced is not None:
             refused = Decision("deny", CREDENTIAL, misplaced.limit, details={"secret": misplaced.name})
             self._refuse(flow, exchange, call, refused, rpc)
+            return
+        self.grant(flow, rule)
 
     async def _judge_later(
         self, flow: http.HTTPFlow, exchange: Exchange, calls: list[Call], decision: Decision, rpc: Rpc | None
@@ -238,9 +271,57 @@ class Egress:
         if decision.refused:
             self._refuse(flow, exchange, calls[0], decision, rpc)
             return
+        if len(calls) == 1:
+            self._allow(flow, exchange, calls[0], rpc, decision.rule)
+            return
         rest = self._judge(flow, exchange, calls[1:], rpc)
         if rest is not None:
             await rest
+
+    def _claimed(self, flow: http.HTTPFlow, call: Call) -> tuple[Call, Decision] | None:
+        """A request whose Host header names another host than where it goes (domain fronting: an
+        allowed address, a refused name behind it) is refused when a rule refuses the claimed host;
+        the default alone does not (the destination was judged)."""
+        assert self.gate is not None
+        header = flow.request.host_header
+        if not header:
+            return None
+        claim = _host_of(header)
+        if not claim or claim == flow.request.host:
+            return None
+        claimed = replace(call, host=claim, tool=None, arguments=None)
+        if claimed.host == call.host or claimed.host_error is not None:
+            return None
+        decision = self.gate.live.policy.judge(claimed)
+        if not decision.refused or decision.rule == DEFAULT:
+            return None
+        limit = f"{decision.limit} (the Host header claims {claimed.host}; the request goes to {call.host})"
+        return claimed, Decision(decision.action, decision.rule, limit, details=decision.details)
+
+    def _exchange_to_judge(self, flow: http.HTTPFlow, exchange: Exchange | None) -> Exchange | None:
+        """What a request is judged as: capture's exchange; for one capture does not record, an
+        exchange of its own (a refusal is still filed), or None for flightlog's own traffic, which
+        gets its verdict here: a `flightlog.local` route's WebSocket end, or a hop to one of this
+        proxy's own listeners (which judges what reaches it)."""
+        if exchange is not None:
+            return exchange
+        request = flow.request
+        if LOCAL.get(flow) or self.capture.own_listener(request.host, request.port):
+            self.grant(flow, OWN)
+            return None
+        flow_id = action_id(flow.id, flow.timestamp_created)
+        who = ident.from_proxy_authorization(request.headers.get("proxy-authorization"))
+        if self.tun_identity is not ident.EMPTY and from_tun(flow.client_conn):
+            who = who.over(self.tun_identity)
+        return Exchange(flow_id, "out", request.method, _real_url(request), request.host, who)
+
+    def grant(self, flow: http.HTTPFlow, rule: str) -> None:
+        """The judge allowed `flow` to its destination (as it now stands): the verdict the choke
+        point checks, and a permit for the connection that carries it (`addons.verdicts`). Also
+        the one place a step on every allowed request can be added."""
+        request = flow.request
+        VERDICT.put(flow, Verdict("allow", rule, request.host, request.port))
+        self.verdicts.permit(flow.client_conn, request.host, request.port)
 
     def _refuse(
         self,
@@ -292,6 +373,27 @@ class Egress:
         )
         self.capture.put(record)
 
+    # -- WebSocket messages ----------------------------------------------------------------------
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """A message from the client is judged like an HTTP body: each `tools/call` in it by tool
+        and arguments (the one reader, `calls_in_message`); a refused one is dropped, not sent."""
+        ws = flow.websocket
+        if ws is None or not ws.messages or not ws.messages[-1].from_client:
+            return
+        message = ws.messages[-1]
+        gate = self.gate
+        exchange = EXCHANGE.get(flow)
+        if gate is not None and not gate.idle and gate.live.policy.reads_mcp and exchange is not None:
+            asked = calls_in_message(message.content, _call(flow, exchange))
+            for call in asked.calls if asked.tool_calls or asked.unreadable else ():
+                decision = gate.judge(call)
+                if decision.refused:
+                    message.drop()
+                    self.record_refusal(exchange, decision, None, call.tool, b"")
+                    break
+        VERDICT_MESSAGE.put(flow, message)
+
     # -- answers -----------------------------------------------------------------------------------
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -332,6 +434,20 @@ def _call(flow: http.HTTPFlow, exchange: Exchange) -> Call:
         request.path,
         *_who(exchange.identity),
     )
+
+
+def _host_of(authority: str) -> str:
+    """The host of a Host header's value (`name:port`, `[v6]:port`)."""
+    text = authority.strip()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else ""
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
+def _real_url(request: http.Request) -> str:
+    """The URL of where the request goes (its destination, not its Host header)."""
+    host = f"[{request.host}]" if ":" in request.host else request.host
+    return f"{request.scheme}://{host}:{request.port}{request.path}"
 
 
 def _response(status: int, body: bytes) -> http.Response:

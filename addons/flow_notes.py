@@ -85,3 +85,10 @@ MODEL: Final[Note[str]] = Note("flightlog.egress.model")
 """The flow id of a model call whose budget the egress policy counts when its answer ends."""
 PLAYBACK: Final[Note[str]] = Note("flightlog_playback")
 """The replay token a served playback answered with (`addons.serve_replay`)."""
+VERDICT: Final[Note[Any]] = Note("flightlog.verdict")
+"""The egress judge's verdict on the flow (an `addons.verdicts.Verdict`, read with `of_flow`, which
+checks its type): the choke point forwards nothing without one."""
+VERDICT_MESSAGE: Final[Note[Any]] = Note("flightlog.verdict.message")
+"""The last client WebSocket message the egress judge saw (the choke point refuses one it did not)."""
+CHOKE_REFUSED: Final[Note[bool]] = Note("flightlog.choke.refused")
+"""The choke point refused the flow already (its refusal is filed once)."""

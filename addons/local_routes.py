@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from catalog.directory import Directory
     from door.gatekeeper import Gatekeeper
     from door.http_face import Door
+    from door.upstream_judge import Judge
 
 log = logging.getLogger("flightlog.routes")
 
@@ -71,8 +72,9 @@ class _Parts:
     """The parts built from one settings value, each opened on first use and shared (the door and
     the MCP route run over the same Directory and Ledger; the gate over the door's root key and Ledger)."""
 
-    def __init__(self, settings: ProxySettings) -> None:
+    def __init__(self, settings: ProxySettings, judge: Judge | None = None) -> None:
         self.settings = settings
+        self.judge = judge
         self._lock = threading.Lock()
         self._door: Door | None = None
         self._gatekeeper: Gatekeeper | None = None
@@ -83,6 +85,7 @@ class _Parts:
         with self._lock:
             if self._door is None:
                 self._door = proxy_door(self.settings)
+                self._door.dispatcher.egress = self.judge  # its upstreams before the proxy's judge
             return self._door
 
     def gatekeeper(self) -> Gatekeeper:
@@ -132,9 +135,9 @@ class _Parts:
         keeper.record("http", method, path, query, headers, refusal)
 
 
-def build_routes(settings: ProxySettings) -> tuple[Routes, _Parts]:
+def build_routes(settings: ProxySettings, judge: Judge | None = None) -> tuple[Routes, _Parts]:
     """The route table over one settings value (each route declared: `door.declarations`)."""
-    parts = _Parts(settings)
+    parts = _Parts(settings, judge)
     routes = Routes()
     routes.add(directory_route(lazy_route(parts.directory_handler), parts.directory))
     routes.add(ledger_route(lazy_route(parts.ledger_handler)))
@@ -172,9 +175,11 @@ def for_us(request: http.Request) -> bool:
 class LocalRoutes:
     """Answers `flightlog.local` itself; the capture addon sees the skip mark and records nothing."""
 
-    def __init__(self, settings: ProxySettings | None = None) -> None:
+    def __init__(self, settings: ProxySettings | None = None, judge: Judge | None = None) -> None:
         from door.websocket_face import WebSocketDoor
 
+        self.judge = judge
+        """The egress judge the door's upstream calls are put to (the proxy's: `Egress.judge_upstream`)."""
         self.settings: ProxySettings | None = None
         self.routes = Routes()
         self._parts: _Parts | None = None
@@ -187,7 +192,7 @@ class LocalRoutes:
         if self._parts is not None:
             self._parts.close()
         self.settings = settings
-        self.routes, self._parts = build_routes(settings)
+        self.routes, self._parts = build_routes(settings, self.judge)
 
     def load(self, loader: Loader) -> None:
         directory = setting("directory")

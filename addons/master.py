@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from addons.attempts import Attempts
 from addons.capture import Capture
 from addons.certificate_store import load_ca_before_listening
+from addons.choke_point import ChokePoint
 from addons.egress_policy import Egress
 from addons.errors import AddonError
 from addons.hook_dispatch import skip_idle_addons
@@ -81,7 +82,8 @@ class Flightlog:
         # a hop is the listener's request before anything judges or records it; egress judges a
         # request before capture relays it (its `bodies`) and after capture named its exchange
         # a sealed command's identity is the run's before any part reads one (`addons.seal`)
-        first = [Seal(), LocalRoutes(), ListenerHops(), SyncPaths(capture), egress.bodies]
+        routes = LocalRoutes(judge=egress.judge_upstream)  # the door's upstreams: the same judge
+        first = [Seal(), routes, ListenerHops(), SyncPaths(capture), egress.bodies]
         self.parts: list[object] = [*first, capture, WebSocketCapture(capture), attempts, egress, *extra]
         self._hooks = {
             name: [hook for part in self.parts if callable(hook := getattr(part, name, None))]
@@ -174,9 +176,19 @@ class Flightlog:
 
 
 def addons(*extra: object) -> list[object]:
-    """What to add to a master (or `mitmdump -s`): `Flightlog`, and egress's hooks for non-HTTP flows."""
+    """What to add to a master (or `mitmdump -s`): `Flightlog`, egress's hooks for what is not an
+    HTTP request, and last the choke point that lets nothing out without their verdict."""
     flightlog = Flightlog(*extra)
-    return [flightlog, flightlog.egress.connections]
+    return [flightlog, flightlog.egress.connections, choke_point(flightlog)]
+
+
+def choke_point(flightlog: Flightlog) -> ChokePoint:
+    """The choke point over `flightlog`'s judge (`addons.choke_point`): to be added last."""
+    egress = flightlog.egress
+    return ChokePoint(
+        egress.verdicts,
+        lambda exchange, decision: egress.record_refusal(exchange, decision, None, None, b"", True),
+    )
 
 
 def _log_to_stderr() -> None:
@@ -211,7 +223,7 @@ async def serve(
     skip_idle_addons(master.addons)
     say = announce or (lambda line: print(line, file=sys.stderr))
     flightlog = Flightlog(Ready(config, say, link))
-    master.addons.add(flightlog, flightlog.egress.connections)
+    master.addons.add(flightlog, flightlog.egress.connections, choke_point(flightlog))  # the choke point last
     try:
         master.options.update(
             stream_large_bodies=config.max_request_body,

@@ -12,7 +12,9 @@ Run as `python -m bench.policy [--seconds S] [--rounds R] [--rules N] [--sizes 1
    pass every rule that could apply: the rules without a host, which every request meets, are
    checked in full), interleaved round after round. Prints req/s, p99 and the proxy process's CPU
    ms per request for each, and each round's ratio of the policy's to no policy's (median and range:
-   the machine's drift between rounds cancels). Goal: within the noise of no policy.
+   the machine's drift between rounds cancels). Goal: within the noise of no policy. Both proxies
+   run the choke point (`addons.choke_point`: always on); its own cost per request is printed
+   beside the engine's.
 """
 
 from __future__ import annotations
@@ -101,6 +103,38 @@ def engine(counts: list[int], seconds: float = 1.0) -> None:
         )
 
 
+def choke_point(seconds: float = 1.0) -> None:
+    """The choke point's own cost per request, beside the judgement's: the verdict the judge leaves
+    (`Egress.grant`: a verdict and a permit) and the checks of `request` and `server_connect`, on
+    mitmproxy's own flow objects (best of repeated passes)."""
+    from mitmproxy.proxy import server_hooks
+    from mitmproxy.test import tflow
+
+    from addons.choke_point import ChokePoint
+    from addons.verdicts import META_VERDICT, Verdict, Verdicts
+
+    verdicts = Verdicts()
+    point = ChokePoint(verdicts, lambda exchange, decision: None)
+    flows = [tflow.tflow() for _ in range(32)]
+    hooks = [server_hooks.ServerConnectionHookData(tflow.tserver_conn(), f.client_conn) for f in flows]
+    for f in flows:
+        f.response = None
+    best = float("inf")
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        for f, data in zip(flows, hooks, strict=True):
+            request = f.request
+            f.metadata[META_VERDICT] = Verdict("allow", "r", request.host, request.port)
+            verdicts.permit(f.client_conn, request.host, request.port)
+            point.request(f)
+            verdicts.connection(data.server, Verdict("allow", "r", request.host, request.port))
+            point.server_connect(data)
+        best = min(best, (time.perf_counter() - start) / len(flows))
+    assert all(f.response is None for f in flows), "a judged request was refused"
+    print(f"  choke point: verdict, permit and both checks per request {best * 1e6:6.2f} us", flush=True)
+
+
 def start(config: str, upstream: int, work: Path, rules: int) -> Running:
     port = free_port()
     home = work / f"home-{config}-{time.monotonic_ns()}"
@@ -132,7 +166,11 @@ def proxies(opts: argparse.Namespace) -> None:
     print(probe_line("before"), flush=True)
     mitmdump = shutil.which("mitmdump", path=str(Path(sys.executable).parent)) or "mitmdump"
     warm = subprocess.Popen([mitmdump, "-q", "--set", f"confdir={work / 'confdir'}", "-p", str(free_port())])
-    time.sleep(3)
+    ca = work / "confdir" / "mitmproxy-ca.pem"
+    deadline = time.monotonic() + 60  # the CA is made once, here, for every proxy of the run
+    while not ca.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
     warm.terminate()
     warm.wait()
     configs = ("none", "policy")
@@ -177,6 +215,7 @@ def main() -> None:
     parser.add_argument("--engine-only", action="store_true", help="skip the proxy runs")
     opts = parser.parse_args()
     engine(sorted({0, 10, 100, opts.rules}))
+    choke_point()
     if not opts.engine_only:
         proxies(opts)
 

@@ -53,6 +53,7 @@ from door.gatekeeper import Lent, call_head
 from door.live_config import LiveConfig
 from door.reach import Reach
 from door.routes import Declared
+from door.upstream_judge import Judge, judge_upstreams
 from recording.identity import EMPTY, Identity
 from recording.redaction.redact import Redactor
 from storage.errors import StorageError
@@ -97,6 +98,9 @@ class Dispatcher:
     collector: str = rec.COLLECTOR  # its batches' chain: one per FLIGHTLOG_HOME (`door_collector`)
     cli_timeout: float = 30.0
     upstream_timeout: float = 60.0
+    egress: Judge | None = None
+    """The egress judge the proxy runs (its policy in force): every upstream a call would reach is
+    judged before it is made (`door.upstream_judge`); None outside a proxy."""
     _client_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _lent: threading.local = field(default_factory=threading.local, repr=False)
 
@@ -163,6 +167,7 @@ class Dispatcher:
             check_local(found.tool, door, admitted.limits, self.local_commands)
             named = prepare(found.tool, args, self.refused_hosts)
             bound = self._bind(named)  # unbound secrets, then secrets off their hosts
+            judge_upstreams(self.egress, bound, identity)  # the proxy's egress judge, on every upstream
             for inner in inner_asks(named, self._reach().routes):
                 self._admit(token, replace(ask, verb=inner.verb, rows=inner.rows), inner=inner)
             call_event = self._call_event(filing, door, token_id, head, call_bytes, dry_run, row_hash)

@@ -57,6 +57,38 @@ def pretty_target(request: http.Request) -> tuple[str, str]:
     ), host
 
 
+def real_target(request: http.Request) -> tuple[str, str]:
+    """`pretty_target`, but naming where the request really goes: when its Host header claims
+    another host than the destination mitmproxy connects to (a request to 127.0.0.1 with
+    `Host: denied.test`, a TUN request claiming `flightlog.local`), the URL and host are the
+    destination's, and the claim stays in the recorded head beside them."""
+    url, host = pretty_target(request)
+    real = request.data.host
+    if real and (real[0].isdigit() or ":" in real):  # an address, maybe spelled otherwise
+        from mitmproxy.net.http import url as urls
+
+        from formats.hosts import parse_address
+
+        address = parse_address(real)
+        if address is not None and str(address) != real:  # `2130706433`, `0x7f.1`, `::ffff:127.0.0.1`
+            canonical = str(address)
+            shown = f"[{canonical}]" if ":" in canonical else canonical
+            return urls.unparse(request.scheme, shown, request.port, request.path), canonical
+    if host == real or host.lower() == real.lower() or _same_name(host, real):
+        return url, host
+    return request.url, real
+
+
+def _same_name(ascii_name: str, name: str) -> bool:
+    """Whether `name` (as mitmproxy decodes it, in Unicode) is `ascii_name` in IDNA A-labels."""
+    if name.isascii():
+        return False
+    try:
+        return name.encode("idna").decode("ascii").lower() == ascii_name.lower()
+    except UnicodeError:
+        return False
+
+
 def header_values(fields: Iterable[tuple[bytes, bytes]], names: tuple[bytes, ...]) -> list[str | None]:
     """For each lowercase name, what `headers.get(name)` gives (the values folded with ", ", decoded
     as mitmproxy does), or None where absent, in one pass over the fields: each mitmproxy lookup

@@ -9,6 +9,7 @@ it from anywhere. The proxy (in the machine's namespace) reaches the host throug
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import os
 import subprocess
@@ -44,12 +45,35 @@ def _ip(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True)
 
 
+LOCK: Final = Path("/tmp/flightlog-test-netns.lock")
+"""Held while a /30 is chosen and claimed: two tests starting at once would pick the same one."""
+
+
 @contextlib.contextmanager
 def network_host() -> Iterator[Host]:
     """A fresh namespace and veth pair on a free /30 of the range; removed (with its veth) at exit."""
-    for index, subnet in enumerate(NETWORK.subnets(new_prefix=30)):
+    with LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            made = _claim()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    host, outside = made
+    try:
+        yield host
+    finally:
+        _ip("link", "del", outside)
+        _ip("netns", "del", host.name)
+
+
+def _claim() -> tuple[Host, str]:
+    """Make the namespace and veth pair on the highest free /30 (older copies of this helper, in
+    other checkouts running at once, take the lowest without looking); a /30 whose addresses are
+    already on this machine is another test's (a second route to it would send traffic there)."""
+    for index, subnet in reversed(list(enumerate(NETWORK.subnets(new_prefix=30)))):
         name = f"{PREFIX}-{os.getpid() % 10000}-{index}"
-        if Path(f"/run/netns/{name}").exists() or _ip("netns", "add", name).returncode:
+        taken = _ip("-o", "addr", "show", "to", f"{subnet}").stdout.strip()
+        if taken or Path(f"/run/netns/{name}").exists() or _ip("netns", "add", name).returncode:
             continue
         outside, inside = f"{PREFIX}o{os.getpid() % 10000}x{index}", f"{PREFIX}i{os.getpid() % 10000}x{index}"
         gateway, address = (str(a) for a in list(subnet.hosts())[:2])
@@ -62,14 +86,11 @@ def network_host() -> Iterator[Host]:
             ("-n", name, "link", "set", inside, "up"),
             ("-n", name, "link", "set", "lo", "up"),
         ]
-        try:
-            for step in steps:
-                done = _ip(*step)
-                if done.returncode:
-                    raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
-            yield Host(name, address, gateway)
-        finally:
-            _ip("link", "del", outside)
-            _ip("netns", "del", name)
-        return
+        for step in steps:
+            done = _ip(*step)
+            if done.returncode:
+                _ip("link", "del", outside)
+                _ip("netns", "del", name)
+                raise RuntimeError(f"ip {' '.join(step)}: {done.stderr.strip()}")
+        return Host(name, address, gateway), outside
     raise RuntimeError(f"no free /30 left in {NETWORK} for a test host")

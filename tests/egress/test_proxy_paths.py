@@ -236,3 +236,21 @@ def test_workers_reread_the_policy_their_supervisor_sees_change(tmp_path: Path) 
         finally:
             log = proxy.stop()
         assert log.count("egress policy re-read from") == 1, log
+
+
+def test_a_host_header_claiming_another_host_is_judged_and_recorded_by_where_it_goes(world: World) -> None:
+    """A request sent to 127.0.0.1 claiming `Host: other.example` goes through, recorded under the
+    address it went to (the claim kept in its head), not under the claimed name; one claiming a host
+    a rule refuses (`blocked.example`, domain fronting) is refused and never reaches the upstream."""
+    client = forward(world)
+    url = f"http://127.0.0.1:{world.plain.port}"
+    passed = client.get(f"{url}/fixed?claim=1", headers={"Host": "other.example"})
+    assert passed.status_code == 200
+    fronted = client.get(f"{url}/fixed?claim=2", headers={"Host": "blocked.example"})
+    assert fronted.status_code == 403 and fronted.json()["error"]["rule"] == "blocked-host"
+    assert "Host header claims blocked.example" in fronted.json()["error"]["limit"]
+    seen = [p for _, p, _, _ in world.plain.received]
+    assert "/fixed?claim=1" in seen and "/fixed?claim=2" not in seen
+    (recorded,) = wait_for(world.ledger, "kind = 'http.request' AND url LIKE :u", {"u": "%claim=1"}, 1)
+    assert recorded.url == f"{url}/fixed?claim=1" and recorded.host == "127.0.0.1"
+    assert b"Host: other.example" in recorded.head

@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import socketserver
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -187,3 +190,92 @@ def _check_ledger(ledger: Ledger) -> None:
     assert all(r.agent == "sealy" for r in rows if r.kind in ("policy.refused", "connection.attempt"))
     attempts = sorted(r.method for r in rows if r.kind == "connection.attempt")
     assert attempts == ["DNS", "TCP", "UDP"]
+
+
+CLAIM_POLICY = """
+default = "deny"
+
+[[rule]]
+name = "fixed-only"
+action = "allow"
+paths = ["/fixed*"]
+"""
+
+
+@pytest.mark.skipif(why_not() is not None, reason="sealing needs root here; the refusal is tested above")
+def test_a_request_claiming_flightlogs_own_host_is_judged_where_it_goes(
+    tmp_path: Path, upstreams: tuple[str, Upstream, Upstream]
+) -> None:
+    """`curl --noproxy '*' -H 'Host: flightlog.local' http://TARGET/...` from the seal, under
+    `default = "deny"`: flightlog's own routes answer only its forward listener, so on the TUN the
+    request is judged like any other, by where it goes: refused (403), nothing reaches TARGET, and
+    the Ledger holds the request and its refusal under TARGET's address (the claim in the head).
+    The same curl to an allowed path passes and is recorded the same way."""
+    address, plain, _ = upstreams
+    policy = tmp_path / "egress.toml"
+    policy.write_text(CLAIM_POLICY)
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    base = f"http://{address}:{plain.port}"
+    curl = "curl --noproxy '*' -s -o /dev/null -w '%{http_code}\\n' -H 'Host: flightlog.local'"
+    probe = f"{curl} '{base}/leak?c=claim'; {curl} '{base}/fixed?c=allowed'"
+    done = sealed(tmp_path / "home", ledger_url, "--agent", "claimer", "--policy", str(policy), "--",
+                  "sh", "-c", probe)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["403", "200"]
+    assert [p for _, p, _, _ in plain.received] == ["/fixed?c=allowed"]
+    ledger = open_ledger(ledger_url, (tmp_path / "home" / "blobs").as_uri())
+    try:
+        with ledger.engine.connect() as c:
+            from sqlalchemy import text
+
+            rows = c.execute(text("SELECT kind, url, host, head, error FROM events ORDER BY seq")).all()
+    finally:
+        ledger.close()
+    refused = [r for r in rows if r.kind == "policy.refused"]
+    assert [(r.url, r.host) for r in refused] == [(f"{base}/leak?c=claim", address)]
+    assert refused[0].error.startswith("default: ")
+    requests = [r for r in rows if r.kind == "http.request"]
+    assert sorted(r.url for r in requests) == [f"{base}/fixed?c=allowed", f"{base}/leak?c=claim"]
+    assert all(r.host == address and b"Host: flightlog.local" in r.head for r in requests)
+
+
+ASK_DNS = """
+import socket, struct, sys
+labels = b"".join(bytes([len(p)]) + p.encode() for p in "localhost".split("."))
+query = struct.pack(">HHHHHH", 9, 0x0100, 1, 0, 0, 0) + labels + b"\\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(query, (sys.argv[1], 53))
+data = s.recvfrom(4096)[0]
+print(data[2:4].hex(), socket.inet_ntoa(data[-4:]) if struct.unpack(">H", data[6:8])[0] else "-")
+"""
+
+
+@pytest.mark.skipif(why_not() is not None, reason="sealing needs root here; the refusal is tested above")
+def test_a_sealed_dns_question_is_answered_by_flightlog_whatever_server_it_names(tmp_path: Path) -> None:
+    """A question sent to a name server of the command's choosing (a test host answering every
+    question with 192.0.2.99) is answered by flightlog instead: the chosen server's own log holds
+    nothing, and the answer is not the one it would have given."""
+    seen: list[bytes] = []
+
+    class Fake(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            data, sock = self.request
+            seen.append(data)
+            answer = data[:2] + b"\x81\x80" + data[4:6] + b"\x00\x01\x00\x00\x00\x00" + data[12:]
+            answer += b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + socket.inet_aton("192.0.2.99")
+            sock.sendto(answer, self.client_address)
+
+    with network_host() as host:
+        with host.inside():
+            server = socketserver.ThreadingUDPServer((host.address, 53), Fake)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            done = sealed(tmp_path / "home", f"sqlite:///{tmp_path / 'ledger.db'}", "--",
+                          sys.executable, "-c", ASK_DNS, host.address)  # fmt: skip
+        finally:
+            server.shutdown()
+            server.server_close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    flags, address = done.stdout.split()
+    assert address != "192.0.2.99" and seen == [], (flags, address)
