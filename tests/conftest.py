@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import psycopg
 import pytest
@@ -63,6 +64,8 @@ def _isolate() -> None:
 
 
 _isolate()
+_RUN_HOME: Final = {"FLIGHTLOG_HOME": os.environ["FLIGHTLOG_HOME"]}
+"""The run's FLIGHTLOG_HOME as `_isolate` set it (a test's own replaces it; a fixture's is kept)."""
 
 
 def _snapshot(real_home: Path) -> dict[str, tuple[int, int]]:
@@ -186,9 +189,12 @@ def _pg_server() -> str:
 
 @pytest.fixture(autouse=True)
 def _own_flightlog_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test has a FLIGHTLOG_HOME of its own (whatever the runner's environment named): a Ledger
-    opened to write keeps its collectors' chain keys there (storage.chain.keys), never in the
+    """Every test has a FLIGHTLOG_HOME of its own (whatever the runner's environment named), unless a
+    fixture of a wider scope named one for its tests (a module's shared proxy and its home): a
+    Ledger opened to write keeps its collectors' chain keys there (storage.chain.keys), never in the
     runner's ~/.flightlog."""
+    if os.environ.get("FLIGHTLOG_HOME") != _RUN_HOME.get("FLIGHTLOG_HOME"):
+        return
     monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path_factory.mktemp("flightlog-home")))
 
 

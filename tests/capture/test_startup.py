@@ -82,15 +82,16 @@ def test_a_stream_on_the_first_connection_is_read_to_its_end(tmp_path: Path, htt
     ledger.close()
 
 
-def test_two_proxies_on_one_home_have_different_collectors_and_keep_them(
+def test_two_proxies_on_one_ledger_have_different_collectors_and_keep_them(
     tmp_path: Path, http_upstream: Upstream
 ) -> None:
-    """Two proxies running side by side on one FLIGHTLOG_HOME record under two collector ids; the
-    first, restarted alone, records under the id it had."""
+    """Two proxies running side by side on one Ledger (each with its FLIGHTLOG_HOME: a home holds one
+    proxy, `test_one_proxy.py`) record under two collector ids; the first, restarted alone, records
+    under the id it had."""
     import httpx
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    home = tmp_path / "home"
+    home, other = tmp_path / "home", tmp_path / "other"
 
     def one_request(proxy_url: str, session: str) -> None:
         httpx.get(
@@ -100,7 +101,7 @@ def test_two_proxies_on_one_home_have_different_collectors_and_keep_them(
             timeout=10,
         )
 
-    with live_proxy(home, url) as first, live_proxy(home, url) as second:
+    with live_proxy(home, url) as first, live_proxy(other, url) as second:
         one_request(first.url, "first")
         one_request(second.url, "second")
     with live_proxy(home, url) as again:

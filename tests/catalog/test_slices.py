@@ -99,7 +99,8 @@ def test_search_returns_manifest_rows_with_pos_never_bodies(directory: Directory
     assert linked[4] == "# hits: 1 direct, 1 linked"
     assert linked[-1].split("\t")[0] == "imsg_read" and linked[-1].endswith("\t-\t-\tlinked\t-")
     empty = AgentApi(directory).search("zzqx").splitlines()
-    assert empty[4] == "# hits: 0 direct, 0 linked" and len(empty) == 6
+    assert empty[4] == "# hits: 0 direct, 0 linked" and len(empty) == 7
+    assert empty[5].startswith('# Nothing in the Directory is called, or means, "zzqx"'), empty
     with pytest.raises(UnknownBundle, match="the bundles are: article tool"):
         AgentApi(directory).search("x", bundle="nope")
 

@@ -341,7 +341,10 @@ def oracle(q: Question, rows: Any, dialect: str) -> dict[str, Any]:
     key = {
         "hour": "substr(at, 1, 13)"
         if dialect == "sqlite"
-        else "to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24')"
+        else "to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24')",
+        # an event is its call's: a request (no model of its own) counts under its answer's model
+        "model": "coalesce(model, (SELECT max(o.model) FROM events o"
+        " WHERE o.action_id = events.action_id AND o.model IS NOT NULL))",
     }
     k = key.get(s.group_by or "", s.group_by)
     per_key = rows(
