@@ -6,6 +6,7 @@ is the last one.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,7 +32,15 @@ def test_make_run_passes_the_port_and_options_on(given: tuple[str, ...], tail: s
     """The last command `make run` would run is the proxy, with PORT and ARGS as given."""
     make = shutil.which("make")
     assert make is not None, "make is needed (the README's first command)"
-    done = subprocess.run([make, "-n", "run", *given], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # as typed
+    done = subprocess.run(
+        [make, "-n", "--no-print-directory", "run", *given],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.endswith(tail) and last.split()[0].endswith(".venv/bin/flightlog"), last
