@@ -64,7 +64,9 @@ def real_target(request: http.Request) -> tuple[str, str]:
     destination's, and the claim stays in the recorded head beside them."""
     url, host = pretty_target(request)
     real = request.data.host
-    if real and (real[0].isdigit() or ":" in real):  # an address, maybe spelled otherwise
+    if not real:  # refused before it had a destination (a head mitmproxy could not parse)
+        return url, host
+    if real[0].isdigit() or ":" in real:  # an address, maybe spelled otherwise
         from mitmproxy.net.http import url as urls
 
         from formats.hosts import parse_address
