@@ -29,6 +29,7 @@ from flightlog.sealed import why_not
 from storage.ledger import Ledger, open_ledger
 from tests.egress import sealed_probe
 from tests.egress.netns_hosts import network_host
+from tests.egress.sealed_support import python_reads
 from tests.support.upstream import Upstream, upstream
 
 PROBE = Path(sealed_probe.__file__)
@@ -51,7 +52,7 @@ def sealed(
     base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     base |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, **({"PATH": path} if path else {})}
     # this Python, where root's sandbox user (nobody) cannot walk: named, so it is bound in
-    reach = ["--read", sys.base_prefix] if launcher is None else []
+    reach = python_reads() if launcher is None else []
     command = [*(launcher or []), sys.executable, "-m", "flightlog", "run", "--sealed", *reach, *args]
     return subprocess.run(command, env=base, capture_output=True, text=True, timeout=240)
 

@@ -26,7 +26,7 @@ from sqlalchemy import text
 from flightlog.sealed import why_not
 from storage.ledger import open_ledger
 from tests.egress.netns_hosts import Host, network_host
-from tests.egress.sealed_support import nobody_folder
+from tests.egress.sealed_support import nobody_folder, python_reads
 from tests.support.upstream import upstream
 
 NODE_SCRIPT = """
@@ -152,7 +152,7 @@ def test_real_clients_work_sealed_and_are_recorded(
     env |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(world),
             "PATH": f"{bin_dir}:{env['PATH']}"}  # fmt: skip
     command = [
-        sys.executable, "-m", "flightlog", "run", "--sealed", "--read", sys.base_prefix,
+        sys.executable, "-m", "flightlog", "run", "--sealed", *python_reads(),
         "--agent", "agents", "--upstream-ca", str(ca), "--ai-upstream", f"openai={api}",
         "--", "sh", "-c", script,
     ]  # fmt: skip

@@ -37,6 +37,7 @@ from flightlog.sealed import user_namespaces, why_not
 from storage.ledger import open_ledger
 from tests.egress import escape_probe
 from tests.egress.netns_hosts import network_host
+from tests.egress.sealed_support import python_reads
 
 NOBODY = 65534
 FILES = {".netrc", ".npmrc", ".pypirc", ".git-credentials", ".vault-token", ".pgpass", ".my.cnf"}
@@ -152,7 +153,7 @@ def run_probe(world: Path, launcher: list[str]) -> tuple[list[dict[str, Any]], O
         env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
         env |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(user_home)}
         command = [
-            *launcher, sys.executable, "-m", "flightlog", "run", "--sealed", "--read", sys.base_prefix,
+            *launcher, sys.executable, "-m", "flightlog", "run", "--sealed", *python_reads(),
             "--agent", "alpha", "--session", "s-sealed", "--task", "t-sealed",
             "--", sys.executable, escape_probe.__file__, url,
         ]  # fmt: skip

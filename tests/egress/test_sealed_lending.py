@@ -16,7 +16,7 @@ import pytest
 from flightlog.sealed import why_not
 from tests.egress.lending_hosts import key_host
 from tests.egress.netns_hosts import network_host
-from tests.egress.sealed_support import nobody_folder
+from tests.egress.sealed_support import nobody_folder, python_reads
 
 REAL = "sk-proj-SEALEDrealKEY0123456789abcdefghijklmnopqrstuvwxyz"
 CHILD = """
@@ -55,7 +55,7 @@ def test_a_sealed_command_holds_a_placeholder_and_its_call_authenticates(tmp_pat
         env |= {"FLIGHTLOG_HOME": str(home), "FLIGHTLOG_LEDGER": ledger_url, "HOME": str(world),
                 "PATH": f"{bin_dir}:{env['PATH']}", "OPENAI_API_KEY": REAL}  # fmt: skip
         command = [
-            sys.executable, "-m", "flightlog", "run", "--sealed", "--read", sys.base_prefix,
+            sys.executable, "-m", "flightlog", "run", "--sealed", *python_reads(),
             "--secrets", str(secrets), "--ai-upstream", f"openai=http://{host.address}:{api.port}",
             "--", "python", "child.py",
         ]  # fmt: skip
