@@ -173,12 +173,8 @@ class ChokePoint:
 
     def _relayed(self, flow: tcp.TCPFlow | udp.UDPFlow, method: str) -> None:
         """A raw relay's bytes pass only with an allowing verdict on its flow; else none pass."""
-        try:
-            verdict = of_flow(flow)
-            if verdict is not None and verdict.allowed:
-                return
-        except Exception:
-            log.exception("flightlog: the choke point's check failed")
+        if _allowed(flow):
+            return
         for message in flow.messages[-1:]:
             message.content = b""
         if CHOKE_REFUSED.get(flow):
@@ -189,14 +185,8 @@ class ChokePoint:
         self._file(method, url, str(host), ident.EMPTY, _id(flow), f"a {method} relay")
 
     def dns_request(self, flow: dns.DNSFlow) -> None:
-        if flow.response is not None:
+        if flow.response is not None or _allowed(flow):
             return
-        try:
-            verdict = of_flow(flow)
-            if verdict is not None and verdict.allowed:
-                return
-        except Exception:
-            log.exception("flightlog: the choke point's check failed")
         from mitmproxy.net.dns import response_codes
 
         flow.response = flow.request.fail(response_codes.REFUSED)
@@ -221,6 +211,16 @@ class ChokePoint:
             self.record(Exchange(flow_id, "out", method, url, host, who), decision)
         except Exception:  # the refusal stands whether or not it could be filed
             log.exception("flightlog: a refusal could not be filed")
+
+
+def _allowed(flow: Any) -> bool:
+    """Whether the flow carries an allowing verdict; a check that fails is a refusal (logged)."""
+    try:
+        verdict = of_flow(flow)
+        return verdict is not None and verdict.allowed
+    except Exception:
+        log.exception("flightlog: the choke point's check failed")
+        return False
 
 
 def _who(flow: http.HTTPFlow) -> ident.Identity:

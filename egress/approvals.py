@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from egress.errors import AskError
+from egress.processes import alive
 from egress.rules import Call, Decision
 
 FOLDER: Final = "asks"
@@ -131,7 +132,7 @@ class AskBook:
             except (OSError, ValueError, TypeError):
                 continue
             answered = (self.folder / f"{item.id}.answer").exists()
-            if not answered and item.expires > now and _alive(item.pid):
+            if not answered and item.expires > now and alive(item.pid):
                 out.append(item)
         return sorted(out, key=lambda p: p.at)
 
@@ -164,13 +165,3 @@ def _read_answer(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

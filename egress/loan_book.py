@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from egress.processes import alive
+
 FOLDER: Final = "loans"
 ALPHABET: Final = string.ascii_letters + string.digits
 MIN_RANDOM: Final = 24
@@ -102,18 +104,6 @@ def close(page: Path) -> None:
         page.unlink()
 
 
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def read_pages(where: Path) -> dict[str, str]:
     """Every live run's placeholders (placeholder -> secret name); an unreadable page lends nothing."""
     found: dict[str, str] = {}
@@ -127,7 +117,7 @@ def read_pages(where: Path) -> dict[str, str]:
         except (OSError, ValueError):
             continue
         loans = data.get("loans") if isinstance(data, dict) else None
-        if not isinstance(loans, dict) or not _alive(data.get("pid")):
+        if not isinstance(loans, dict) or not alive(data.get("pid")):
             continue
         found.update({p: n for p, n in loans.items() if isinstance(p, str) and isinstance(n, str) and p})
     return found
