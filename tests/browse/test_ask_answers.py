@@ -6,21 +6,19 @@ slack); and `flightlog ledger ask` printing them, its durations on a slowest lis
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flightlog.cli import main
 from storage.events import Batch, Event
 from storage.ledger import Ledger, open_ledger
 from storage.questions.answer import answer
 from storage.questions.known_values import LedgerValues
 from storage.questions.reading import ask
+from tests.support.cli_main import Run, in_process
 
 NOW = datetime(2026, 11, 25, 15, 42, tzinfo=UTC)  # a Wednesday
 TODAY = datetime(2026, 11, 25, tzinfo=UTC)
@@ -154,13 +152,6 @@ def test_the_ledgers_values_are_found_by_index_probes(known: Ledger) -> None:
     assert answered(known, "GH_REPO errors")["filter"] == {"tool": "GH_REPO", "status": "errors"}
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
 def flightlog(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -174,18 +165,7 @@ def flightlog(
     monkeypatch.setenv("FLIGHTLOG_LEDGER", url)
     monkeypatch.setenv("FLIGHTLOG_BLOBS", (tmp_path / "blobs").as_uri())
 
-    def run(*args: str) -> Run:
-        monkeypatch.setattr(sys, "argv", ["flightlog", *args])
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as e:
-            code = int(e.code or 0)
-        got = capsys.readouterr()
-        return Run(code, got.out, got.err)
-
-    return run
+    return in_process(monkeypatch, capsys)
 
 
 def test_cli_slowest_lists_show_their_durations(flightlog: Callable[..., Run]) -> None:

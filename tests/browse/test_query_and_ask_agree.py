@@ -6,24 +6,15 @@ unit they count: 'how many calls did delta make' is 5 exchanges (10 events)."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from flightlog.cli import main
 from storage.events import Batch
 from storage.ledger import open_ledger
+from tests.support.cli_main import Run, in_process
 from tests.support.question_table import recorded_events
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -38,18 +29,7 @@ def flightlog(
     monkeypatch.setenv("FLIGHTLOG_LEDGER", url)
     monkeypatch.setenv("FLIGHTLOG_BLOBS", (tmp_path / "blobs").as_uri())
 
-    def run(*args: str) -> Run:
-        monkeypatch.setattr(sys, "argv", ["flightlog", *args])
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as e:
-            code = int(e.code or 0)
-        got = capsys.readouterr()
-        return Run(code, got.out, got.err)
-
-    return run
+    return in_process(monkeypatch, capsys)
 
 
 QUESTIONS = [
