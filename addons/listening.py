@@ -8,13 +8,19 @@ https listener takes HTTP/3 there) has its UDP side in one worker only (`udp`): 
 server cannot share a port. A transparent listener is left as mitmproxy makes it (it reads the
 original destination off the very socket object). The signal holds its receivers weakly, so
 whoever makes this keeps it for the proxy's life.
+
+An address the CLI planned and still holds (`addons.held_ports`) is listened on through the very
+socket it bound, so nothing can take the port between the plan and the listen; a listener mitmproxy
+serves itself gets its held address released just before mitmproxy binds it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
+from addons.held_ports import HeldPorts
 from addons.wire.departures import Departures
 
 HELD_MODES = ("regular", "reverse", "upstream", "socks5")
@@ -29,17 +35,24 @@ class Listening:
         self.departures = departures
         self.reuse_port = reuse_port
         self.udp = udp
+        self.held = HeldPorts()
         servers.changed.connect(self.patch)
 
     def patch(self) -> None:
+        from mitmproxy import ctx
         from mitmproxy.proxy.mode_servers import AsyncioServerInstance
 
         for instance in self.servers:
-            if (
+            if not (
                 isinstance(instance, AsyncioServerInstance)
                 and instance.mode.type_name in HELD_MODES
-                and "listen" not in vars(instance)
+                and instance.mode.transport_protocol in ("tcp", "both")  # reverse:udp, :dtls, :quic: UDP only
             ):
+                mode = instance.mode
+                port = mode.listen_port(ctx.options.listen_port)
+                if port is not None:
+                    self.held.release(mode.listen_host(ctx.options.listen_host), port)
+            elif "listen" not in vars(instance):
                 instance.listen = self._listen(instance)  # type: ignore[method-assign]
 
     def _listen(self, instance: Any) -> Any:
@@ -51,7 +64,9 @@ class Listening:
                 from mitmproxy.net.free_port import get_free_port
 
                 port = get_free_port()
-            servers: list[Any] = [await asyncio.start_server(handle, host, port, reuse_port=reuse or None)]
+            servers: list[Any] = await _on_held(handle, self.held.take(host, port))
+            if not servers:
+                servers.append(await asyncio.start_server(handle, host, port, reuse_port=reuse or None))
             if udp and instance.mode.transport_protocol == "both":
                 port = servers[0].sockets[0].getsockname()[1]
                 try:
@@ -63,3 +78,20 @@ class Listening:
             return servers
 
         return listen
+
+
+async def _on_held(handle: Any, held: list[socket.socket]) -> list[Any]:
+    """A server on each held socket (listening from now on, with SO_REUSEADDR as asyncio's own
+    listeners have it, so a restart beside this run's TIME_WAIT connections binds); all or none."""
+    servers: list[Any] = []
+    try:
+        for sock in held:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            servers.append(await asyncio.start_server(handle, sock=sock))
+    except BaseException:
+        for server in servers:
+            server.close()
+        for sock in held:
+            sock.close()
+        raise
+    return servers

@@ -23,6 +23,7 @@ from addons.certificate_store import load_ca_before_listening
 from addons.choke_point import ChokePoint
 from addons.egress_policy import Egress
 from addons.errors import AddonError
+from addons.held_ports import HeldPorts
 from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
 from addons.local_routes import LocalRoutes
@@ -202,11 +203,15 @@ def _log_to_stderr() -> None:
 
 
 async def serve(
-    config: ProxyConfig, announce: Callable[[str], None] | None = None, link: WorkerLink | None = None
+    config: ProxyConfig,
+    announce: Callable[[str], None] | None = None,
+    link: WorkerLink | None = None,
+    held: HeldPorts | None = None,
 ) -> None:
     """Run the proxy until SIGINT/SIGTERM; the queue is drained before this returns. With `link`,
     this is one of several workers (`addons.workers`): it binds its ports with SO_REUSEPORT, reports
-    to the supervisor instead of writing `proxy.json`, and stops when the supervisor's line ends."""
+    to the supervisor instead of writing `proxy.json`, and stops when the supervisor's line ends.
+    `held`: the listening addresses the CLI bound (`flightlog.ports`), which the listeners take."""
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
@@ -259,6 +264,8 @@ async def serve(
         loop.add_signal_handler(sig, stop)
     if check := master.addons.get("errorcheck"):
         check.shutdown_if_errored = _one_line_startup_errors(check, link)
+    if held is not None and flightlog.capture.listening is not None:
+        flightlog.capture.listening.held = held
     if link is not None and flightlog.capture.listening is not None:
         flightlog.capture.listening.reuse_port = True  # the worker's ports are shared with the others
         flightlog.capture.listening.udp = link.udp
@@ -294,6 +301,8 @@ def _one_line_startup_errors(
     return shutdown_if_errored
 
 
-def run_proxy(config: ProxyConfig, announce: Callable[[str], None] | None = None) -> None:
+def run_proxy(
+    config: ProxyConfig, announce: Callable[[str], None] | None = None, held: HeldPorts | None = None
+) -> None:
     """Blocking entry for the CLI."""
-    asyncio.run(serve(config, announce))
+    asyncio.run(serve(config, announce, held=held))

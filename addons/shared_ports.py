@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from addons.errors import AddonError
+from addons.held_ports import HeldPorts
 
 if TYPE_CHECKING:
     from mitmproxy.proxy.mode_specs import ProxyMode
@@ -46,9 +47,12 @@ class PortPlan:
             sock.close()
 
 
-def plan_ports(modes: Sequence[str], listen_host: str, listen_port: int) -> PortPlan:
+def plan_ports(
+    modes: Sequence[str], listen_host: str, listen_port: int, planned: HeldPorts | None = None
+) -> PortPlan:
     """Choose every listener's port and hold it; a port in use or a listener workers cannot share
-    (not TCP, or no port) is an AddonError saying which, and nothing stays held."""
+    (not TCP, or no port) is an AddonError saying which, and nothing stays held. An address `planned`
+    (the CLI's plan, `addons.held_ports`) is released just before it is held here."""
     parsed = [_parse(spec) for spec in modes]
     _refuse_duplicates(parsed, listen_host, listen_port)
     held: list[socket.socket] = []
@@ -62,6 +66,8 @@ def plan_ports(modes: Sequence[str], listen_host: str, listen_port: int) -> Port
             assert port is not None  # _parse refused modes without one
             if mode.custom_listen_port is None and default_port != 0:
                 port = default_port
+            if planned is not None:
+                planned.release(host, port)
             chosen, socks = _hold(mode, host, port)
             held += socks
             if mode.custom_listen_port is None:

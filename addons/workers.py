@@ -42,6 +42,7 @@ from typing import Any
 
 from addons.ai_listeners import AiListener
 from addons.errors import AddonError
+from addons.held_ports import HeldPorts
 from addons.proxy_config import ProxyConfig
 from addons.published import forget_state, start_line, write_state
 from addons.shared_ports import PortPlan, plan_ports
@@ -82,7 +83,11 @@ def worker_config(config: ProxyConfig, plan: PortPlan, index: int) -> ProxyConfi
         stats = str(path.with_name(f"{path.stem}-{index}{path.suffix}"))
     collector = config.collector and (config.collector if index == 0 else f"{config.collector}#{index}")
     return replace(
-        config, modes=plan.modes, listen_port=plan.listen_port, collector=collector, stats_file=stats
+        config,
+        modes=plan.modes[: len(config.modes)],  # the model APIs' listeners follow, on their own ports
+        listen_port=plan.listen_port,
+        collector=collector,
+        stats_file=stats,
     )
 
 
@@ -137,10 +142,16 @@ class Supervisor:
     """Starts the workers, publishes them as one proxy, restarts one that dies, stops them all."""
 
     def __init__(
-        self, config: ProxyConfig, count: int, announce: Callable[[str], None] | None = None
+        self,
+        config: ProxyConfig,
+        count: int,
+        announce: Callable[[str], None] | None = None,
+        held: HeldPorts | None = None,
     ) -> None:
         self.config = config
         self.count = count
+        self.held = held or HeldPorts()
+        """The addresses the CLI planned and holds: released one by one as the plan holds them."""
         self.announce = announce or (lambda line: print(line, file=sys.stderr, flush=True))
         self.selector = selectors.DefaultSelector()
         self.workers: dict[int, Worker] = {}
@@ -167,7 +178,10 @@ class Supervisor:
         path = policy_path(self.config.policy, self.config.home)
         self.policy = LivePolicy(path, self.config.home, named=bool(self.config.policy), say=self.announce)
         self.policy.announce()
-        self.plan = plan_ports(self.config.modes, self.config.listen_host, self.config.listen_port)
+        self.plan = plan_ports(
+            self.config.all_modes, self.config.listen_host, self.config.listen_port, self.held
+        )
+        self.held.close()  # anything the plan did not take over: the workers bind it
         wake_r, wake_w = socket.socketpair()
         wake_r.setblocking(False)
         wake_w.setblocking(False)
@@ -316,9 +330,15 @@ def _drain(sock: socket.socket) -> None:
         pass
 
 
-def supervise(config: ProxyConfig, count: int, announce: Callable[[str], None] | None = None) -> None:
-    """Blocking entry for the CLI: `count` workers until SIGINT/SIGTERM."""
-    Supervisor(config, count, announce).run()
+def supervise(
+    config: ProxyConfig,
+    count: int,
+    announce: Callable[[str], None] | None = None,
+    held: HeldPorts | None = None,
+) -> None:
+    """Blocking entry for the CLI: `count` workers until SIGINT/SIGTERM (`held`: the ports the CLI
+    planned, kept bound until the supervisor holds them for the workers)."""
+    Supervisor(config, count, announce, held).run()
 
 
 def _name_process() -> None:

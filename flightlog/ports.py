@@ -1,4 +1,4 @@
-"""Every port a proxy listens on, made concrete before mitmproxy starts.
+"""Every port a proxy listens on, made concrete before mitmproxy starts, and held until it listens.
 
 The model APIs' reverse listeners sit next to the forward port: `--listen 127.0.0.1:8080` gives
 8081 (OpenAI) and 8082 (Anthropic), so a base URL written into a config file stays true across
@@ -6,33 +6,22 @@ restarts, and `flightlog env` without a running proxy can print what the default
 that is taken is one clear error naming the listener, never a silent move elsewhere: a client still
 pointed at the old port would send its API key to whatever holds it now. `--listen HOST:0` picks
 free ports for all of them here, in the CLI, so several processes (`--workers`) can share the same
-concrete ports and `proxy.json` names them before the proxy runs; they are drawn from below the
-kernel's ephemeral range, which nothing else on the machine takes by chance in the moment between
-the pick here and mitmproxy's bind.
+concrete ports and `proxy.json` names them before the proxy runs. Every planned port stays bound by
+this process until a listener takes it (`addons.held_ports`): a port checked free and let go would be
+anyone's in the seconds mitmproxy takes to start. Picked ones come from below the kernel's ephemeral
+range, where outgoing connections never land.
 """
 
 from __future__ import annotations
 
 import random
-import socket
 from collections.abc import Sequence
-from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
+from addons.held_ports import HeldPorts, bind_all
 from flightlog.errors import CommandError
 from flightlog.port_owner import taken_line
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio's listeners do
-    try:
-        sock.bind((host or "0.0.0.0", port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -44,39 +33,99 @@ def ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
-def free_ports(host: str, count: int) -> list[int]:
-    """`count` distinct ports free on `host` now, held together while picking.
+def free_ports(host: str, count: int, held: HeldPorts) -> list[int]:
+    """`count` distinct ports free on `host`, each bound exclusively into `held`.
 
-    Picked at random below the kernel's ephemeral range: a port chosen here is released before
-    mitmproxy binds it, and in that window any outgoing connection on the machine could take an
-    ephemeral one; nothing takes a port below the range unless it asks for that very port.
+    Picked at random below the kernel's ephemeral range (no outgoing connection takes one); bound
+    without SO_REUSEADDR, so no other process can bind one until `held` lets it go, not another
+    flightlog picking at the same moment, not a server asking for address reuse.
     """
     low, _ = ephemeral_range()
     first = 10000 if low > 10000 + 64 * count else 1024
     picked: list[int] = []
-    with ExitStack() as stack:
-        for _ in range(200 * count):
-            if len(picked) == count:
-                break
-            port = random.randrange(first, low)
-            if port in picked:
-                continue
-            try:
-                stack.enter_context(_bind(host, port))
-            except OSError:
-                continue
-            picked.append(port)
-        while len(picked) < count:  # a crowded range: let the kernel choose
-            picked.append(int(stack.enter_context(_bind(host, 0)).getsockname()[1]))
+    for _ in range(200 * count):
+        if len(picked) == count:
+            break
+        port = random.randrange(first, low)
+        if port in picked:
+            continue
+        try:
+            held.add(host, port, bind_all(host, port, exclusive=True))
+        except OSError:
+            continue
+        picked.append(port)
+    while len(picked) < count:  # a crowded range: let the kernel choose
+        sockets = bind_all(host, 0, exclusive=True)
+        picked.append(int(sockets[0].getsockname()[1]))
+        held.add(host, picked[-1], sockets)
     return picked
 
 
 def is_free(host: str, port: int) -> bool:
+    """Nobody holds `port` on `host` now (checked as mitmproxy binds: with SO_REUSEADDR)."""
     try:
-        _bind(host, port).close()
+        sockets = bind_all(host, port, exclusive=False)
     except OSError:
         return False
+    for sock in sockets:
+        sock.close()
     return True
+
+
+def _hold_named(host: str, port: int, held: HeldPorts) -> bool:
+    """Bind `port` into `held`, exclusively if it can be, else as mitmproxy would (SO_REUSEADDR: the
+    last run's TIME_WAIT connections on it refuse an exclusive bind); False if someone holds it."""
+    for exclusive in (True, False):
+        try:
+            held.add(host, port, bind_all(host, port, exclusive=exclusive))
+        except OSError:
+            continue
+        return True
+    return False
+
+
+@dataclass
+class PortPlan:
+    """The forward port, one port per named listener, the free ones for `...@0` modes, and every
+    one of them held (`held`: the proxy listens on these sockets; close it if the proxy never runs)."""
+
+    forward: int
+    named: list[int]
+    extra: list[int]
+    held: HeldPorts
+
+
+def plan_ports(host: str, port: int, names: Sequence[str], free: int = 0) -> PortPlan:
+    """The forward port, one port per named listener (port + 1, + 2, ..., each checked free; all
+    free ones when `port` is 0), and `free` more free ones (for `--mode ...@0`), all distinct and
+    all held; a taken one is one clear error and nothing stays held."""
+    held = HeldPorts()
+    try:
+        if port == 0:
+            forward, *rest = free_ports(host, 1 + len(names) + free, held)
+            return PortPlan(forward, rest[: len(names)], rest[len(names) :], held)
+        if not _hold_named(host, port, held):
+            raise CommandError(
+                taken_line(
+                    port,
+                    "(--listen)",
+                    f"--listen {host or '0.0.0.0'}:PORT with another port (port 0: free ones)",
+                )
+            )
+        ports = next_to(port, len(names))
+        for name, taken in zip(names, ports, strict=True):
+            if not _hold_named(host, taken, held):
+                raise CommandError(
+                    taken_line(
+                        taken,
+                        f"for the {name} listener (--listen port + {taken - port})",
+                        "free it, --listen on another port, or --no-ai-listeners",
+                    )
+                )
+        return PortPlan(port, ports, free_ports(host, free, held), held)
+    except BaseException:
+        held.close()
+        raise
 
 
 def next_to(port: int, count: int) -> list[int]:
@@ -85,32 +134,6 @@ def next_to(port: int, count: int) -> list[int]:
     if ports and ports[-1] > 65535:
         raise CommandError(f"--listen port {port}: the model API listeners need {count} ports above it")
     return ports
-
-
-def plan_ports(host: str, port: int, names: Sequence[str], free: int = 0) -> tuple[int, list[int], list[int]]:
-    """The forward port, one port per named listener (port + 1, + 2, ..., each checked free; all
-    free ones when `port` is 0), and `free` more free ones (for `--mode ...@0`), all distinct."""
-    if port == 0:
-        forward, *rest = free_ports(host, 1 + len(names) + free)
-        return forward, rest[: len(names)], rest[len(names) :]
-    if not is_free(host, port):
-        raise CommandError(
-            taken_line(
-                port, "(--listen)", f"--listen {host or '0.0.0.0'}:PORT with another port (port 0: free ones)"
-            )
-        )
-    ports = next_to(port, len(names))
-    for name, taken in zip(names, ports, strict=True):
-        if not is_free(host, taken):
-            raise CommandError(
-                taken_line(
-                    taken,
-                    f"for the {name} listener (--listen port + {taken - port})",
-                    "free it, --listen on another port, or --no-ai-listeners",
-                )
-            )
-    extra = [p for p in free_ports(host, free + len(ports)) if p not in ports][:free]
-    return port, ports, extra
 
 
 def concrete_modes(modes: Sequence[str], ports: Sequence[int]) -> tuple[str, ...]:

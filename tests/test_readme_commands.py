@@ -34,22 +34,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.ports import free_block
 from tests.support.proxy import LiveProxy, start_proxy
 from tests.support.upstream import Upstream, upstream
 
 pytestmark = pytest.mark.slow  # run first on the xdist workers (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    """A free port P whose next two (the model API listeners' P+1, P+2) are free too."""
-    from flightlog.ports import free_ports, is_free
-
-    while True:
-        (port,) = free_ports("127.0.0.1", 1)
-        if port < 65534 and is_free("127.0.0.1", port + 1) and is_free("127.0.0.1", port + 2):
-            return port
 
 
 def test_readme_starts_with_exactly_the_two_commands() -> None:
@@ -62,7 +53,7 @@ def test_readme_starts_with_exactly_the_two_commands() -> None:
 
 def test_make_run_on_a_chosen_port_records_a_request(home: Path) -> None:
     """`make run PORT=N` listens on N, records a request through it, and drains on SIGINT."""
-    port = _free_port()
+    port = free_block(3)
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     env["FLIGHTLOG_HOME"] = str(home)
     proc = subprocess.Popen(

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
+from addons.held_ports import HeldPorts
 from addons.proxy_env import proxy_env
 from flightlog import ports, proxy_lock, proxy_process, upstream_trust
 from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen
@@ -133,9 +134,10 @@ def upstream_ca_file(upstream_ca: Path | None) -> Path | None:
 
 def plan_listeners(
     listen: str, mode: list[str] | None, no_ai: bool, ai_upstream: list[str] | None
-) -> tuple[str, int, tuple[str, ...], tuple[AiListener, ...]]:
-    """Host, forward port, the given modes and the model APIs' listeners, every port concrete
-    (`flightlog.ports`); a bad value or a taken port is one clear error before mitmproxy starts."""
+) -> tuple[str, int, tuple[str, ...], tuple[AiListener, ...], HeldPorts]:
+    """Host, forward port, the given modes and the model APIs' listeners, every port concrete and
+    held until the proxy listens on it (`flightlog.ports`); a bad value or a taken port is one clear
+    error before mitmproxy starts."""
     host, port = parse_listen(listen)
     modes = proxy_modes(mode)
     try:
@@ -144,8 +146,14 @@ def plan_listeners(
         raise CommandError(str(e)) from e
     apis = () if no_ai else wanted(modes)
     zeros = sum(1 for m in modes if m.endswith("@0"))
-    forward, ai_ports, mode_ports = ports.plan_ports(host, port, [a.name for a in apis], zeros)
-    return host, forward, ports.concrete_modes(modes, mode_ports), plan(apis, ai_ports, upstreams)
+    planned = ports.plan_ports(host, port, [a.name for a in apis], zeros)
+    return (
+        host,
+        planned.forward,
+        ports.concrete_modes(modes, planned.extra),
+        plan(apis, planned.named, upstreams),
+        planned.held,
+    )
 
 
 def proxy(
@@ -231,35 +239,38 @@ def proxy(
     count = worker_count(workers, cores)
     settings = load_settings()
     proxy_lock.take(settings.home, listen, state_file)  # one proxy per home, held until this one exits
-    host, port, modes, ai = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
-    sets = parse_sets(set_)
-    config = ProxyConfig(
-        home=settings.home,
-        ledger_url=ledger or settings.ledger_url,
-        blobs_url=blobs or settings.blobs_url,
-        listen_host=host,
-        listen_port=port,
-        modes=modes,
-        ai_listeners=ai,
-        secrets=str(Path(secrets).expanduser()) if secrets else "",
-        secret_env=tuple(secret_env or ()),
-        sync_paths=tuple(sync_path or ()),
-        stream_grace=stream_grace,
-        max_request_body=max_request_body,
-        redact_auth_headers=not no_redact_auth_headers,
-        collector=collector,
-        stats_file=environment("stats_file"),
-        commit_ms=commit_ms(count, cores),
-        directory=str(settings.directory) if settings.directory else "",
-        open_mode=open_mode,
-        local_commands=allow_local_commands,
-        extra=sets
-        + upstream_trust.trust_sets(settings.home / "mitmproxy", sets, upstream_ca_file(upstream_ca)),
-        policy=policy_path(policy),
-        state_file=state_file,
-    )
-    with streaming(config.ledger_url, config.blobs_url, otlp_endpoint, otlp_content):
-        run_proxy(config) if count == 1 else supervise(config, count)
+    host, port, modes, ai, held = plan_listeners(listen, mode, no_ai_listeners, ai_upstream)
+    try:
+        sets = parse_sets(set_)
+        config = ProxyConfig(
+            home=settings.home,
+            ledger_url=ledger or settings.ledger_url,
+            blobs_url=blobs or settings.blobs_url,
+            listen_host=host,
+            listen_port=port,
+            modes=modes,
+            ai_listeners=ai,
+            secrets=str(Path(secrets).expanduser()) if secrets else "",
+            secret_env=tuple(secret_env or ()),
+            sync_paths=tuple(sync_path or ()),
+            stream_grace=stream_grace,
+            max_request_body=max_request_body,
+            redact_auth_headers=not no_redact_auth_headers,
+            collector=collector,
+            stats_file=environment("stats_file"),
+            commit_ms=commit_ms(count, cores),
+            directory=str(settings.directory) if settings.directory else "",
+            open_mode=open_mode,
+            local_commands=allow_local_commands,
+            extra=sets
+            + upstream_trust.trust_sets(settings.home / "mitmproxy", sets, upstream_ca_file(upstream_ca)),
+            policy=policy_path(policy),
+            state_file=state_file,
+        )
+        with streaming(config.ledger_url, config.blobs_url, otlp_endpoint, otlp_content):
+            run_proxy(config, held=held) if count == 1 else supervise(config, count, held=held)
+    finally:
+        held.close()  # whatever no listener took: a proxy that stops leaves nothing bound
 
 
 def worker_count(given: int | None, cores: int) -> int:

@@ -28,17 +28,18 @@ def test_ports_next_to_the_forward_one_and_a_taken_one_is_refused() -> None:
     """--listen P: the listeners take P+1 and P+2; a taken one is an error naming it; port 0 gives
     distinct free ports for the forward listener, the API listeners and `@0` modes."""
     start = free_block(3)
-    assert ports.plan_ports("127.0.0.1", start, ["openai", "anthropic"]) == (
-        start,
-        [start + 1, start + 2],
-        [],
-    )
+    planned = ports.plan_ports("127.0.0.1", start, ["openai", "anthropic"])
+    planned.held.close()
+    assert (planned.forward, planned.named, planned.extra) == (start, [start + 1, start + 2], [])
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", start + 2))
         taken.listen()
         with pytest.raises(CommandError, match=f"port {start + 2} for the anthropic listener"):
             ports.plan_ports("127.0.0.1", start, ["openai", "anthropic"])
-    forward, ai, extra = ports.plan_ports("127.0.0.1", 0, ["openai", "anthropic"], 1)
+    assert ports.is_free("127.0.0.1", start) and ports.is_free("127.0.0.1", start + 1)  # nothing kept
+    planned = ports.plan_ports("127.0.0.1", 0, ["openai", "anthropic"], 1)
+    planned.held.close()
+    forward, ai, extra = planned.forward, planned.named, planned.extra
     assert len({forward, *ai, *extra}) == 4 and 0 not in {forward, *ai, *extra}
     assert ports.concrete_modes(["regular", "reverse:http://x@0"], [4242]) == (
         "regular",

@@ -50,13 +50,11 @@ SPELLINGS: Final = ("name", "ipv4", "decimal", "octal", "hex", "mapped-ipv6", "i
 
 VALID: Final = {
     "forward": ("http1", "connect-http1", "connect-tcp"),
-    "reverse": ("http1", "host-claim", "tcp", "dns"),
+    "reverse": ("http1", "host-claim", "tcp", "udp", "dns"),
     "model": ("http1", "host-claim"),
 }
 """Which layers a listener carries (a forward listener tunnels raw TCP with CONNECT; a reverse
-listener is one layer per listener; the model listeners speak HTTP). Not here: `reverse:udp`, which
-relays no datagram through `flightlog proxy` today, with or without a policy (found while writing
-this; its judging is covered by the choke point's own tests)."""
+listener is one layer per listener; the model listeners speak HTTP)."""
 MODEL_SPELLINGS: Final = {"ipv4": "openai", "name": "anthropic"}
 """One model listener per provider: two providers, two spellings."""
 

@@ -8,13 +8,18 @@ lies below the kernel's ephemeral range, where nothing takes a port unless it as
 
 from __future__ import annotations
 
+from addons.held_ports import HeldPorts
 from flightlog import ports
 
 
 def free_block(size: int = 3) -> int:
     """A port P with P .. P+size-1 all free now, below the ephemeral range."""
     for _ in range(50):
-        (start,) = ports.free_ports("127.0.0.1", 1)
+        held = HeldPorts()
+        try:
+            (start,) = ports.free_ports("127.0.0.1", 1, held)
+        finally:
+            held.close()
         if start + size <= 65535 and all(ports.is_free("127.0.0.1", start + i) for i in range(size)):
             return start
     raise AssertionError("no block of free ports")
