@@ -144,11 +144,17 @@ def seal(
     way, reason = how()
     if way is None:
         raise CommandError(f"run --sealed: cannot seal here: {reason}")
-    if shutil.which(command[0], path=child_env.get("PATH")) is None and not os.path.exists(command[0]):
+    found = shutil.which(command[0], path=child_env.get("PATH"))
+    if found is None and not os.path.exists(command[0]):
         raise CommandError(f"command not found: {command[0]}")
     runner = bwrap.binary()
     cwd = Path.cwd()
     user = bwrap.sandbox_user(cwd, os.geteuid())
+    home_dirs = filesystem.homes([os.getuid(), *([user[0]] if user else [])], child_env.get("HOME"))
+    for needed in programs(Path(found or command[0]), child_env.get("PATH")):
+        hidden = filesystem.hidden(needed, fs, cwd=cwd, flightlog_home=home, home_dirs=home_dirs, user=user)
+        if hidden is not None:
+            raise CommandError(out_of_sight(command[0], needed, *hidden))
     seccomp = syscalls.filter_fd(unix_sockets=bool(fs.sockets))  # before anything starts: fails closed
     device = f"flt{os.getpid()}"[:15] if way == "tun" else None
     state_name = f"sealed-{os.getpid()}.json"
@@ -171,9 +177,8 @@ def seal(
         shutil.copyfile(state.ca, ca)
         ca.chmod(0o644)
         files = {ca: ca, **lent, **_resolver(scratch, nameserver=bool(device) and loopback_resolver())}
-        uids = [os.getuid(), *([user[0]] if user else [])]
         mounts = filesystem.mounts(
-            fs, cwd=cwd, flightlog_home=home, home_dirs=filesystem.homes(uids, child_env.get("HOME")),
+            fs, cwd=cwd, flightlog_home=home, home_dirs=home_dirs,
             scratch=Scratch.make(scratch), user=user or (os.getuid(), os.getgid()), files=files,
             staged=lambda path: _stage(path, scratch, stages, root=device is not None),
         )  # fmt: skip
@@ -196,6 +201,50 @@ def seal(
             with contextlib.suppress(OSError):  # look inside to remove them
                 entry.chmod(0o700)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def programs(found: Path, path: str | None) -> list[Path]:
+    """What running `found` needs to find: the file, each link on the way to the program, and a
+    script's interpreter (`#!/usr/bin/env NAME`: NAME as found on `path`), the same for it."""
+    needed: list[Path] = []
+    for _ in range(8):  # a script's interpreter may be a script: a few levels, not a loop
+        hops = [Path(os.path.abspath(found))]
+        while hops[-1].is_symlink() and len(hops) < 40:
+            hops.append(hops[-1].parent / os.readlink(hops[-1]))
+        needed += hops
+        interpreter = _shebang(hops[-1], path)
+        if interpreter is None or interpreter in needed:
+            return needed
+        found = interpreter
+    return needed
+
+
+def _shebang(program: Path, path: str | None) -> Path | None:
+    try:
+        with program.open("rb") as f:
+            line = f.readline(256)
+    except OSError:
+        return None
+    words = line[2:].decode(errors="replace").split() if line.startswith(b"#!") else []
+    if not words:
+        return None
+    if Path(words[0]).name == "env":
+        name = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), None)
+        where = shutil.which(name, path=path) if name else None
+        return Path(where) if where else None
+    return Path(words[0])
+
+
+def out_of_sight(command: str, needed: Path, place: Path, what: str) -> str:
+    """The one line for a command that would not start sealed: what it needs, what hides it, and
+    what to do (bwrap itself only says `execvp ...: No such file or directory`)."""
+    where = f"{place} is {what}" if place != needed else f"it is {what}"
+    fix = (
+        "move it out of FLIGHTLOG_HOME"
+        if what.startswith("FLIGHTLOG_HOME")
+        else f"name its folder with --read {needed.parent}"
+    )
+    return f"run --sealed: {command} needs {needed}, which the sealed command cannot see ({where}): {fix}"
 
 
 def _stage(path: Path, scratch: Path, stages: dict[str, str], root: bool) -> Path:

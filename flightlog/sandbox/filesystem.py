@@ -157,6 +157,42 @@ def mounts(
     return [*args, "--chdir", str(cwd)]
 
 
+def hidden(
+    path: Path,
+    policy: FsPolicy,
+    *,
+    cwd: Path,
+    flightlog_home: Path,
+    home_dirs: Iterable[Path],
+    user: tuple[int, int] | None = None,
+) -> tuple[Path, str] | None:
+    """Whether the sealed command would miss `path`: the place that hides it and what that place
+    is (None: it sees it). The rules of `mounts`, the deepest place holding `path` deciding:
+    the private /tmp, the emptied socket folders and /sys, the credential places and `read_deny`,
+    FLIGHTLOG_HOME hide; the working directory and the named places show (reachable whoever runs
+    the command); the rest is the root's, where the command's `user` (uid, gid) must be let in."""
+    real = _real(path.parent) / path.name  # a link is a place of its own: where it points is asked apart
+    with_cwd = FsPolicy(write=(cwd,) if _real(cwd) != Path("/") else ()) | policy
+    rules: list[tuple[Path, str | None]] = [
+        (Path("/tmp"), "private to the sealed command (empty)"),
+        (Path("/sys"), "empty inside"),
+        (CPU, None),
+        *((Path(p), "emptied (no host socket)") for p in EMPTIED),
+        *((p, "a credential place or denied (absent)") for p in denied(with_cwd, home_dirs)),
+        *((_real(p), None) for p in (*with_cwd.write, *with_cwd.read, *with_cwd.sockets)),
+        (_real(flightlog_home), "FLIGHTLOG_HOME (absent)"),
+    ]
+    holding = [
+        (len(place.parts), i, place, why) for i, (place, why) in enumerate(rules) if _inside(real, place)
+    ]
+    *_, place, why = max(holding, default=(0, 0, Path("/"), None))  # the last mounted: deepest, then later
+    if why is not None:
+        return place, why
+    if place == Path("/") and user is not None and (stop := first_blocked(real, *user)) is not None:
+        return stop, f"a folder the sandbox's user (uid {user[0]}) cannot enter"
+    return None
+
+
 def first_blocked(path: Path, uid: int, gid: int) -> Path | None:
     """The first folder above `path` that `uid` (group `gid`) may not search, from the root down
     (None: it can walk down to `path`)."""

@@ -90,6 +90,34 @@ def test_where_it_cannot_seal_nothing_runs(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines()[-1] == "flightlog: command not found: no-such-command-here"
 
 
+@pytest.mark.skipif(why_not() is not None, reason="sealing with a TUN device needs root")
+def test_a_program_out_of_the_seals_sight_is_one_line_saying_what_to_name(tmp_path: Path) -> None:
+    """A program in a folder the sandbox hides (here the private /tmp; the rules are enumerated in
+    test_sealed_policy) is refused before anything starts, in one line naming the file, what hides
+    it and the --read that shows it, not bwrap's `execvp: No such file or directory`; so is a script
+    whose interpreter is hidden. Named with --read, it runs sealed."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    tool = tools / "hello"
+    tool.write_text("#!/bin/sh\necho sealed-hello\n")
+    tool.chmod(0o755)
+    ledger = f"sqlite:///{tmp_path / 'l.db'}"
+    done = sealed(tmp_path / "home", ledger, "--", str(tool))
+    assert done.returncode == 1 and "sealed-hello" not in done.stdout
+    assert done.stderr.strip().splitlines() == [
+        f"flightlog: run --sealed: {tool} needs {tool}, which the sealed command cannot see "
+        f"(/tmp is private to the sealed command (empty)): name its folder with --read {tools}"
+    ]
+    script = tmp_path / "script"
+    script.write_text(f"#!{tool}\n")
+    script.chmod(0o755)
+    done = sealed(tmp_path / "home", ledger, "--read", str(script), "--", str(script))
+    assert done.returncode == 1 and f"needs {tool}, which the sealed command cannot see" in done.stderr
+    done = sealed(tmp_path / "home", ledger, "--read", str(tools), "--", str(tool))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "sealed-hello"
+
+
 def test_without_root_only_the_proxys_ports_lead_out(
     tmp_path: Path, upstreams: tuple[str, Upstream, Upstream]
 ) -> None:

@@ -11,17 +11,19 @@ mounts (a deeper place after the one above it), naming FLIGHTLOG_HOME refused, a
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flightlog.errors import CommandError
-from flightlog.sandbox.filesystem import FsPolicy, Scratch, mounts
+from flightlog.sandbox.filesystem import CREDENTIALS, FsPolicy, Scratch, hidden, mounts
 from flightlog.sandbox.policy_table import parse_table, read_table
-from flightlog.sealed import why_not
+from flightlog.sealed import programs, why_not
 from tests.egress.sealed_support import NOBODY, nobody_folder
 
 PG_SOCKET = Path("/run/postgresql/.s.PGSQL.5432")
@@ -161,3 +163,85 @@ def test_the_root_stays_read_only_when_it_is_the_working_directory(tmp_path: Pat
     args = plan(FsPolicy(), Path("/"), tmp_path)
     assert ["--bind", "/", "/"] not in [args[i : i + 3] for i in range(len(args))]
     assert args[:3] == ["--ro-bind", "/", "/"] and args[-2:] == ["--chdir", "/"]
+
+
+def _hidden_cases(root: Path) -> list[tuple[str, Path, FsPolicy, str | None]]:
+    """(case, path, policy, what hides it or None) for every rule of the sealed world: each default
+    place that hides, each credential place, FLIGHTLOG_HOME, the working directory, each kind of
+    named place, and what lies between (the root's)."""
+    home, cwd, fl_home = root / "home", root / "project", root / "project" / "fl-home"
+    absent, denied = "FLIGHTLOG_HOME (absent)", "a credential place or denied (absent)"
+    private, deeper = root / "private", root / "p" / "ok"
+    cases: list[tuple[str, Path, FsPolicy, str | None]] = [
+        ("the root's", Path("/usr/bin/env"), FsPolicy(), None),
+        ("the private /tmp", Path("/tmp/tool/bin/run"), FsPolicy(), "private to the sealed command (empty)"),
+        ("/tmp named", Path("/tmp/tool/bin/run"), FsPolicy(read=(Path("/tmp/tool"),)), None),
+        ("/tmp written", Path("/tmp/tool/bin/run"), FsPolicy(write=(Path("/tmp"),)), None),
+        ("/sys", Path("/sys/kernel/notes"), FsPolicy(), "empty inside"),
+        ("the CPUs", Path("/sys/devices/system/cpu/online"), FsPolicy(), None),
+        ("/run", Path("/run/tool"), FsPolicy(), "emptied (no host socket)"),
+        ("/var/run", Path("/var/run/tool"), FsPolicy(), "emptied (no host socket)"),
+        ("a socket named", Path("/run/db/.s"), FsPolicy(sockets=(Path("/run/db/.s"),)), None),
+        ("the working directory", cwd / "bin" / "run", FsPolicy(), None),
+        ("FLIGHTLOG_HOME in it", fl_home / "tool", FsPolicy(), absent),
+        ("FLIGHTLOG_HOME under a named place", fl_home / "x", FsPolicy(read=(root,)), absent),
+        ("read_deny", private / "t", FsPolicy(read_deny=(private,)), denied),
+        ("a deeper one named", deeper / "t", FsPolicy(read_deny=(deeper.parent,), read=(deeper,)), None),
+    ]  # fmt: skip
+    for place in CREDENTIALS:
+        cases.append(
+            (f"~/{place}", home / place / "tool", FsPolicy(), "a credential place or denied (absent)")
+        )
+        cases.append((f"~/{place} named", home / place / "tool", FsPolicy(read=(home / place,)), None))
+    return cases
+
+
+def test_what_a_sealed_command_would_miss_is_named_by_the_place_that_hides_it(tmp_path: Path) -> None:
+    """`hidden` answers for every rule of the world the mounts make: the deepest place holding a
+    path decides, named places show, and FLIGHTLOG_HOME stays absent whatever holds it."""
+    root = tmp_path.resolve()
+    for case, path, policy, expected in _hidden_cases(root):
+        got = hidden(path, policy, cwd=root / "project", flightlog_home=root / "project" / "fl-home",
+                     home_dirs=[root / "home"])  # fmt: skip
+        assert (got[1] if got else None) == expected, case
+
+
+def test_a_folder_the_sandbox_user_cannot_enter_hides_what_is_in_it(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Root runs the command as nobody: a program under a folder nobody may search (a Python under
+    /root) is out of sight unless named (named places are bound in from where nobody can reach)."""
+    outside_tmp = Path(tempfile.mkdtemp(dir="/var/tmp"))  # /tmp is the sandbox's own anyway
+    request.addfinalizer(lambda: shutil.rmtree(outside_tmp))
+    outside_tmp.chmod(0o755)
+    locked = outside_tmp / "locked"
+    (locked / "bin").mkdir(parents=True)
+    locked.chmod(0o700)
+    tool = locked / "bin" / "tool"
+
+    def as_nobody(policy: FsPolicy, user: tuple[int, int] | None = (NOBODY, NOBODY)) -> object:
+        return hidden(tool, policy, cwd=Path("/"), flightlog_home=tmp_path / "fl", home_dirs=[], user=user)
+
+    assert as_nobody(FsPolicy()) == (locked, f"a folder the sandbox's user (uid {NOBODY}) cannot enter")
+    assert as_nobody(FsPolicy(read=(locked,))) is None
+    assert as_nobody(FsPolicy(), user=None) is None  # not root: the command runs as flightlog's user
+
+
+def test_what_running_a_program_needs_follows_links_and_interpreters(tmp_path: Path) -> None:
+    """The program, each link to it, a script's interpreter (`#!/path` and `#!/usr/bin/env NAME`
+    found on PATH), and that interpreter's own links: each must be in sight."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    interpreter = tools / "interp"
+    interpreter.write_text("#!/bin/sh\n")
+    interpreter.chmod(0o755)
+    (tools / "interp-link").symlink_to(interpreter)
+    direct = tmp_path / "direct"
+    direct.write_text(f"#!{tools / 'interp-link'} -x\n")
+    via_env = tmp_path / "via-env"
+    via_env.write_text("#!/usr/bin/env -S interp-link --flag\n")
+    link = tmp_path / "link"
+    link.symlink_to(direct)
+    needed = programs(link, None)
+    assert needed[:4] == [link, direct, tools / "interp-link", interpreter] and needed[4] == Path("/bin/sh")
+    assert programs(via_env, str(tools))[:3] == [via_env, tools / "interp-link", interpreter]
