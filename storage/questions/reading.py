@@ -269,16 +269,8 @@ class _Reader(TimeWords, ViewWords, RankWords):
         name = FIELD_ALIASES.get(low, low)
         if name in FIELDS or name in ("url", "direction"):
             self.field_word(name, low)
-        elif low in ERRORS:
-            self.set("status", "errors")
-        elif low in OK:
-            self.set("status", "ok")
-        elif low in STATUS_WORDS:
-            self.set("status", STATUS_WORDS[low])
-        elif re.fullmatch(r"[1-5]xx", low):
-            self.set("status", low)
-        elif re.fullmatch(r"[1-5]\d\ds?", low):
-            self.set("status", low[:3])
+        elif (status := status_value(low)) is not None:
+            self.set("status", status)
         elif low in REFUSED:
             self.set("kind", REFUSED_KIND)
         elif low in STREAMED:
@@ -420,8 +412,13 @@ class _Reader(TimeWords, ViewWords, RankWords):
         if name == "url":
             self.url.append(value)
         elif name == "status":
-            low = value.lower()
-            self.set("status", "errors" if low in ERRORS else "ok" if low in OK else low.removesuffix("s"))
+            status = status_value(value.lower())
+            if status is None:
+                raise QuestionError(
+                    f"did not understand {value!r} as a status (a code such as 404, a class such as 5xx, "
+                    "errors, ok or a word such as forbidden)"
+                )
+            self.set("status", status)
         elif name == "method":
             self.set("method", value.upper())
         elif name == "direction":
@@ -457,6 +454,21 @@ class _Reader(TimeWords, ViewWords, RankWords):
             self.last_field = "host"
             return True
         return False
+
+
+def status_value(low: str) -> str | None:
+    """The status a word names ('errors', 'ok', '404', '5xx', 'forbidden' -> '403'), or None."""
+    if low in ERRORS:
+        return "errors"
+    if low in OK:
+        return "ok"
+    if low in STATUS_WORDS:
+        return STATUS_WORDS[low]
+    if re.fullmatch(r"[1-5]xx", low):
+        return low
+    if re.fullmatch(r"[1-5]\d\ds?", low):
+        return low[:3]
+    return None
 
 
 def narrower(old: str, new: str) -> str:
