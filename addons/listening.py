@@ -9,19 +9,85 @@ server cannot share a port. A transparent listener is left as mitmproxy makes it
 original destination off the very socket object). The signal holds its receivers weakly, so
 whoever makes this keeps it for the proxy's life.
 
-An address the CLI planned and still holds (`addons.held_ports`) is listened on through the very
-socket it bound, so nothing can take the port between the plan and the listen; a listener mitmproxy
-serves itself gets its held address released just before mitmproxy binds it.
+A port the CLI plans (`flightlog.ports`) stays bound by the proxy process, not listening (it takes no
+connection), from the plan until a listener takes it (`HeldPorts`): a port merely checked and let go
+was anyone's in the seconds mitmproxy takes to start (under load another proxy's pick took one:
+"address already in use"). A lone proxy listens on the very socket; the workers' supervisor releases
+each just before binding its own (`addons.shared_ports`); a listener mitmproxy serves itself gets its
+address released just before mitmproxy binds it. A port chosen for `HOST:0` is bound exclusively (no
+SO_REUSEADDR: no other socket can share it, not even one asking for address reuse); one the user
+named is bound so when it can, else as mitmproxy binds it (the last run's TIME_WAIT connections).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
+from dataclasses import dataclass, field
 from typing import Any
 
-from addons.held_ports import HeldPorts
 from addons.wire.departures import Departures
+
+NO_IPV6 = (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+
+
+def bind_all(host: str, port: int, *, exclusive: bool) -> list[socket.socket]:
+    """Every address asyncio's `start_server(host, port)` would listen on, bound now (IPv6 with
+    V6ONLY, as asyncio does; a wildcard without IPv6 on this machine keeps its IPv4 socket). The
+    first failure closes what was bound and is raised."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    bound: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, given in dict.fromkeys(infos):
+            addr = (given[0], port, *given[2:])  # port 0: the first address's port for the others
+            sock = socket.socket(family, kind, proto)
+            try:
+                if not exclusive:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(addr)
+            except OSError as e:
+                sock.close()
+                if bound and not host and family == socket.AF_INET6 and e.errno in NO_IPV6:
+                    continue
+                raise
+            bound.append(sock)
+            port = int(sock.getsockname()[1])
+    except BaseException:
+        for sock in bound:
+            sock.close()
+        raise
+    return bound
+
+
+@dataclass
+class HeldPorts:
+    """Bound, not listening sockets by the (host, port) a listener will ask for."""
+
+    held: dict[tuple[str, int], list[socket.socket]] = field(default_factory=dict)
+
+    def add(self, host: str, port: int, sockets: list[socket.socket]) -> None:
+        self.held.setdefault((host, port), []).extend(sockets)
+
+    def take(self, host: str, port: int) -> list[socket.socket]:
+        """The sockets held for (host, port), now the caller's (none: bind it yourself)."""
+        return self.held.pop((host, port), [])
+
+    def release(self, host: str, port: int) -> None:
+        """Close what is held for (host, port): whoever binds it next does so at once."""
+        for sock in self.take(host, port):
+            sock.close()
+
+    def close(self) -> None:
+        for host, port in list(self.held):
+            self.release(host, port)
+
+    @property
+    def ports(self) -> list[int]:
+        return [port for _, port in self.held]
+
 
 HELD_MODES = ("regular", "reverse", "upstream", "socks5")
 """Listeners whose client streams are held: those mitmproxy serves over plain TCP streams."""

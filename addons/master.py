@@ -23,9 +23,9 @@ from addons.certificate_store import load_ca_before_listening
 from addons.choke_point import ChokePoint
 from addons.egress_policy import Egress
 from addons.errors import AddonError
-from addons.held_ports import HeldPorts
 from addons.hook_dispatch import skip_idle_addons
 from addons.listener_hops import ListenerHops
+from addons.listening import HeldPorts
 from addons.local_routes import LocalRoutes
 from addons.proxy_config import ProxyConfig
 from addons.published import Ready

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from addons.errors import AddonError
-from addons.held_ports import HeldPorts
+from addons.listening import HeldPorts
 
 if TYPE_CHECKING:
     from mitmproxy.proxy.mode_specs import ProxyMode
@@ -52,7 +52,7 @@ def plan_ports(
 ) -> PortPlan:
     """Choose every listener's port and hold it; a port in use or a listener workers cannot share
     (not TCP, or no port) is an AddonError saying which, and nothing stays held. An address `planned`
-    (the CLI's plan, `addons.held_ports`) is released just before it is held here."""
+    (the CLI's plan, `addons.listening`) is released just before it is held here."""
     parsed = [_parse(spec) for spec in modes]
     _refuse_duplicates(parsed, listen_host, listen_port)
     held: list[socket.socket] = []

@@ -42,7 +42,7 @@ from typing import Any
 
 from addons.ai_listeners import AiListener
 from addons.errors import AddonError
-from addons.held_ports import HeldPorts
+from addons.listening import HeldPorts
 from addons.proxy_config import ProxyConfig
 from addons.published import forget_state, start_line, write_state
 from addons.shared_ports import PortPlan, plan_ports

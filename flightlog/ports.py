@@ -7,7 +7,7 @@ that is taken is one clear error naming the listener, never a silent move elsewh
 pointed at the old port would send its API key to whatever holds it now. `--listen HOST:0` picks
 free ports for all of them here, in the CLI, so several processes (`--workers`) can share the same
 concrete ports and `proxy.json` names them before the proxy runs. Every planned port stays bound by
-this process until a listener takes it (`addons.held_ports`): a port checked free and let go would be
+this process until a listener takes it (`addons.listening`): a port checked free and let go would be
 anyone's in the seconds mitmproxy takes to start. Picked ones come from below the kernel's ephemeral
 range, where outgoing connections never land.
 """
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from addons.held_ports import HeldPorts, bind_all
+from addons.listening import HeldPorts, bind_all
 from flightlog.errors import CommandError
 from flightlog.port_owner import taken_line
 

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from addons.ai_listeners import AiListener, parse_upstreams, plan, wanted
-from addons.held_ports import HeldPorts
+from addons.listening import HeldPorts
 from addons.proxy_env import proxy_env
 from flightlog import ports, proxy_lock, proxy_process, upstream_trust
 from flightlog.commands.options import NONE_GIVEN, SHELL_TOKEN_ENV, BlobsOpt, Given, LedgerOpt, parse_listen

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from addons.held_ports import HeldPorts, bind_all
+from addons.listening import HeldPorts, bind_all
 from flightlog import ports
 from tests.support.ports import free_block
 from tests.support.processes import stop_group
