@@ -18,7 +18,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,8 +39,7 @@ from storage.events import StoredEvent
 from storage.ledger import Ledger
 from tests.capture.ledger_view import ledger_of, wait_for
 from tests.capture.test_websocket import conversation, echo_server
-from tests.mcp.support import SDK_SERVER
-from tests.support.ports import free_block
+from tests.mcp.support import sdk_server
 from tests.support.proxy import LiveProxy, start_proxy
 from tests.support.slow_model import MODEL_CHAT, slow_model
 from tests.support.upstream import upstream
@@ -75,16 +73,6 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _wait_listening(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"nothing listens on {port}")
 
 
 async def _mcp_echo(base: str) -> str:
@@ -123,35 +111,33 @@ def _record(proxy: LiveProxy, plain: int, model: str, ws: int, mcp: int, closed:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     root = tmp_path_factory.mktemp("export-kinds")
     (root / "egress.toml").write_text(POLICY)
-    mcp_port = free_block(1)
-    server = subprocess.Popen([*SDK_SERVER, "--http-json", str(mcp_port)])
     closed = _closed_port()
-    try:
-        with upstream() as plain, slow_model(pause=0.2) as model, echo_server() as ws:
-            args = [
-                "--policy", str(root / "egress.toml"),
-                "--mode", f"reverse:http://127.0.0.1:{mcp_port}@0",
-            ]  # fmt: skip
-            url = f"sqlite:///{root / 'ledger.db'}"
-            proxy = start_proxy(root / "home", url, args=args)
-            try:
-                _wait_listening(mcp_port)
-                sessions = _record(proxy, plain.port, model.base, ws, mcp_port, closed)
-            finally:
-                proxy.stop()
-            ledger = ledger_of(url, proxy.blobs_url)
-            actions = {}
-            for kind, session in sessions.items():
-                events = wait_for(ledger, "session = :s", {"s": session}, 2)
-                first = "mcp.tools/call" if kind == "mcp" else ("http.request", "connection.attempt")
-                opening = [e for e in events if e.kind in first]
-                assert opening, (kind, events)
-                actions[kind] = opening[0].action_id
-            yield Recorded(ledger, actions, closed)
-            ledger.close()
-    finally:
-        server.terminate()
-        server.wait(10)
+    with (
+        sdk_server("--http-json") as mcp_port,
+        upstream() as plain,
+        slow_model(pause=0.2) as model,
+        echo_server() as ws,
+    ):
+        args = [
+            "--policy", str(root / "egress.toml"),
+            "--mode", f"reverse:http://127.0.0.1:{mcp_port}@0",
+        ]  # fmt: skip
+        url = f"sqlite:///{root / 'ledger.db'}"
+        proxy = start_proxy(root / "home", url, args=args)
+        try:
+            sessions = _record(proxy, plain.port, model.base, ws, mcp_port, closed)
+        finally:
+            proxy.stop()
+        ledger = ledger_of(url, proxy.blobs_url)
+        actions = {}
+        for kind, session in sessions.items():
+            events = wait_for(ledger, "session = :s", {"s": session}, 2)
+            first = "mcp.tools/call" if kind == "mcp" else ("http.request", "connection.attempt")
+            opening = [e for e in events if e.kind in first]
+            assert opening, (kind, events)
+            actions[kind] = opening[0].action_id
+        yield Recorded(ledger, actions, closed)
+        ledger.close()
 
 
 def _exported(ledger: Ledger, fmt: str, action: str) -> bytes:

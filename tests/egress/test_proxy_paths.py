@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,8 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from storage.ledger import Ledger
 from tests.capture.ledger_view import events_where, ledger_of, wait_for
-from tests.mcp.support import SDK_SERVER
-from tests.support.ports import free_block
+from tests.mcp.support import sdk_server
 from tests.support.proxy import LiveProxy, start_proxy
 from tests.support.upstream import Upstream, upstream
 
@@ -67,9 +65,7 @@ class World:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("egress-paths")
     (root / "egress.toml").write_text(POLICY)
-    mcp_port = free_block(1)
-    server = subprocess.Popen([*SDK_SERVER, "--http-json", str(mcp_port)])
-    with upstream() as plain, upstream(root) as tls:
+    with sdk_server("--http-json") as mcp_port, upstream() as plain, upstream(root) as tls:
         args = [
             "--policy", str(root / "egress.toml"),
             "--mode", f"reverse:http://127.0.0.1:{plain.port}@0",
@@ -83,8 +79,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             yield World(proxy, plain, tls, proxy.ca, mcp_port, ledger_of(ledger_url, proxy.blobs_url))
         finally:
             proxy.stop()
-            server.terminate()
-            server.wait(10)
 
 
 def forward(w: World) -> httpx.Client:

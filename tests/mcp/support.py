@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import text
@@ -17,6 +20,31 @@ SDK_SERVER = [sys.executable, str(HERE / "sdk_server.py")]
 TAP = [sys.executable, str(HERE / "tap.py")]
 RAW = [sys.executable, str(HERE / "raw_server.py")]
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
+
+
+@contextmanager
+def sdk_server(mode: str, timeout: float = 60.0) -> Iterator[int]:
+    """The SDK server over HTTP (`--http`, `--http-json`, `--sse`) on a port of its own, once it
+    listens (it imports the SDK first: seconds on a loaded machine, and a proxy in reverse mode
+    closes a client whose upstream refuses); stopped at the end."""
+    from tests.support.ports import free_block
+    from tests.support.processes import stop_group
+
+    port = free_block(1)
+    proc = subprocess.Popen([*SDK_SERVER, mode, str(port)], start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"the SDK server ({mode}) did not listen on {port}") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        stop_group(proc)
 
 
 def recorded(command: Sequence[str], *options: str) -> list[str]:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,33 +16,15 @@ from sqlalchemy import text
 from recording.mcp.http_messages import message_at
 from storage.events import StoredEvent
 from storage.ledger import Ledger, open_ledger
-from tests.mcp.support import SDK_SERVER
+from tests.mcp.support import sdk_server
 from tests.support.proxy import live_proxy
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(params=["--http", "--http-json", "--sse"])
 def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
     """The SDK server over streamable HTTP (SSE answers, JSON answers) or the old HTTP+SSE transport."""
-    port = _free_port()
-    proc = subprocess.Popen([*SDK_SERVER, request.param, str(port)])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    try:
+    with sdk_server(request.param) as port:
         yield request.param, port
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 async def _scenario(mode: str, base: str) -> list[Any]:
