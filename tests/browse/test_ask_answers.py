@@ -171,8 +171,8 @@ def flightlog(
 def test_cli_slowest_lists_show_their_durations(flightlog: Callable[..., Run]) -> None:
     """`ask slowest calls` leads each line with how long it took, slowest first."""
     out = flightlog("ledger", "ask", "top", "2", "slowest", "calls")
-    assert out.code == 0, out.err
-    lines = out.out.splitlines()
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
     assert lines[0] == "read as: sort=slowest, events listed (a request and its answer are two), at most 2"
     assert "took=4,000ms  a3-res" in lines[1] and "took=3,000ms  a4-res" in lines[2]
 
@@ -180,40 +180,40 @@ def test_cli_slowest_lists_show_their_durations(flightlog: Callable[..., Run]) -
 def test_cli_cut_list_says_so(flightlog: Callable[..., Run]) -> None:
     """A list cut by --limit says how many it shows of how many."""
     out = flightlog("ledger", "ask", "calls", "by", "alpha", "--limit", "2")
-    assert out.code == 0, out.err
-    assert len(out.out.splitlines()) == 3  # the reading and two events
-    assert out.err == "2 of 12 events shown; --limit N\n"
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 3  # the reading and two events
+    assert out.stderr == "2 of 12 events shown; --limit N\n"
 
 
 def test_cli_summary_table_and_explain(flightlog: Callable[..., Run]) -> None:
     """`ask average latency by model` prints a row per model; --explain prints the reading only."""
     out = flightlog("ledger", "ask", "average", "latency", "by", "model")
-    assert out.code == 0, out.err
-    assert out.out.splitlines()[1] == "figures in ms"
-    rows = {line.split()[0]: line.split() for line in out.out.splitlines()[3:]}
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1] == "figures in ms"
+    rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[3:]}
     assert rows["claude-sonnet-4-5"][1:3] == ["2", "3,500"]
     out = flightlog("ledger", "ask", "--explain", "failed", "calls", "to", "slack")
     reading = "read as: status=errors host=api.slack.com, events listed (a request and its answer are two)\n"
-    assert (out.code, out.out) == (0, reading)
-    js = json.loads(flightlog("ledger", "ask", "--explain", "--json", "p95", "latency").out)
+    assert (out.returncode, out.stdout) == (0, reading)
+    js = json.loads(flightlog("ledger", "ask", "--explain", "--json", "p95", "latency").stdout)
     assert (js["view"], js["stat"], js["metric"]) == ("stats", "p95", "duration")
 
 
 def test_cli_refuses_a_value_the_ledger_does_not_hold(flightlog: Callable[..., Run]) -> None:
     """`ask errors from agent gamma` is one line naming 'gamma', exit 1; quoted, it is asked anyway."""
     out = flightlog("ledger", "ask", "errors", "from", "agent", "gamma")
-    assert out.code == 1 and out.err.startswith("flightlog: did not understand 'gamma' (no agent")
-    assert out.err.count("\n") == 1
+    assert out.returncode == 1 and out.stderr.startswith("flightlog: did not understand 'gamma' (no agent")
+    assert out.stderr.count("\n") == 1
     out = flightlog("ledger", "ask", "errors", "from", "agent", '"gamma"')
-    assert out.code == 0 and out.err == "no events match\n"
+    assert out.returncode == 0 and out.stderr == "no events match\n"
 
 
 def test_since_yesterday_works_on_every_filter_option(flightlog: Callable[..., Run]) -> None:
     """`--since yesterday` (refused before by every command but `ask`) reads as a question does."""
     out = flightlog("ledger", "query", "--since", "yesterday", "--json")
-    assert out.code == 0, out.err
-    assert {e["event_id"] for e in json.loads(out.out)["events"]} == {"a9-req", "a9-res"}
+    assert out.returncode == 0, out.stderr
+    assert {e["event_id"] for e in json.loads(out.stdout)["events"]} == {"a9-req", "a9-res"}
     out = flightlog("ledger", "counts", "--since", "2 hours ago", "--json")
-    assert out.code == 0 and json.loads(out.out)["events"] == 2
+    assert out.returncode == 0 and json.loads(out.stdout)["events"] == 2
     out = flightlog("ledger", "query", "--since", "fortnight")
-    assert out.code == 1 and out.err.startswith("flightlog: --since 'fortnight': not a time")
+    assert out.returncode == 1 and out.stderr.startswith("flightlog: --since 'fortnight': not a time")

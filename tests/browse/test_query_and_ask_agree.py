@@ -49,22 +49,22 @@ def test_query_and_ask_answer_alike(flightlog: Callable[..., Run], question: str
     """The same JSON object from both commands, and the same reading from --explain."""
     asked = flightlog("ledger", "ask", *question.split(), "--json")
     queried = flightlog("ledger", "query", *question.split(), "--json")
-    assert asked.code == queried.code == 0, (asked.err, queried.err)
-    assert json.loads(asked.out) == json.loads(queried.out)
+    assert asked.returncode == queried.returncode == 0, (asked.stderr, queried.stderr)
+    assert json.loads(asked.stdout) == json.loads(queried.stdout)
     explained = flightlog("ledger", "ask", "--explain", *question.split())
-    assert explained.code == 0 and explained.out.startswith("read as: ")
-    assert flightlog("ledger", "query", "--explain", *question.split()).out == explained.out
+    assert explained.returncode == 0 and explained.stdout.startswith("read as: ")
+    assert flightlog("ledger", "query", "--explain", *question.split()).stdout == explained.stdout
 
 
 def test_a_count_of_calls_counts_exchanges_and_says_so(flightlog: Callable[..., Run]) -> None:
     """Delta made 5 calls (10 events): the reading says what is summed and the answer gives both."""
     out = flightlog("ledger", "ask", "how", "many", "calls", "did", "delta", "make")
-    assert out.code == 0, out.err
-    lines = out.out.splitlines()
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
     assert lines[0] == "read as: agent=delta, summed: exchanges"
     assert "exchanges\t5" in lines and "events\t10" in lines
     events = json.loads(
-        flightlog("ledger", "ask", "how", "many", "events", "did", "delta", "make", "--json").out
+        flightlog("ledger", "ask", "how", "many", "events", "did", "delta", "make", "--json").stdout
     )
     assert (events["measure"], events["totals"]["events"]) == ("events", 10)
 
@@ -74,11 +74,11 @@ def test_which_agent_used_the_most_tokens_is_a_ranked_table_with_its_total(
 ) -> None:
     """Delta 1,550, alpha 1,180, beta 590 tokens, in that order, then the total of all three."""
     out = flightlog("ledger", "query", "which", "agent", "used", "the", "most", "tokens")
-    assert out.code == 0, out.err
-    assert out.err.startswith(
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.startswith(
         "read as: every event, exchanges counted by agent with their total, ranked by tokens"
     )
-    rows = [line.split() for line in out.out.splitlines()]
+    rows = [line.split() for line in out.stdout.splitlines()]
     assert rows[0][:3] == ["agent", "exchanges", "events"]
     assert [(r[0], r[1]) for r in rows[1:]] == [
         ("delta", "5"),
@@ -94,16 +94,16 @@ def test_a_value_the_ledger_does_not_hold_is_refused_by_both(flightlog: Callable
     """'gpt-5 calls' names no model the Ledger holds: one line, exit 1, from either command."""
     for command in ("ask", "query"):
         out = flightlog("ledger", command, "gpt-5", "calls")
-        assert out.code == 1 and out.err.startswith("flightlog: did not understand 'gpt-5' (no model"), (
-            out.err
-        )
+        assert out.returncode == 1 and out.stderr.startswith(
+            "flightlog: did not understand 'gpt-5' (no model"
+        ), out.stderr
 
 
 def test_counts_ranks_a_question_that_ranks(flightlog: Callable[..., Run]) -> None:
     """`ledger counts which session cost the most` ranks as `ask` does (its 'most' is read, never
     dropped): s4, s3, s2, s1 by cost, then the total."""
     out = flightlog("ledger", "counts", "which", "session", "cost", "the", "most", "--json")
-    assert out.code == 0, out.err
-    reply = json.loads(out.out)
+    assert out.returncode == 0, out.stderr
+    reply = json.loads(out.stdout)
     assert [g["key"] for g in reply["groups"]][:4] == ["s4", "s3", "s2", "s1"]
     assert reply["total"]["exchanges"] == 17

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from flightlog.cli import main
 from storage.ledger import Ledger
 from tests.browse.sample import sqlite_sample
+from tests.support.cli_main import Run, in_process
 
 __all__ = ["sqlite_sample"]
-
-
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 @pytest.fixture
@@ -32,19 +23,7 @@ def flightlog(
     monkeypatch.setenv("FLIGHTLOG_LEDGER", sqlite_sample.url)
     blobs = Path(sqlite_sample.engine.url.database or ".").parent / "blobs"
     monkeypatch.setenv("FLIGHTLOG_BLOBS", blobs.as_uri())
-
-    def run(*args: str) -> Run:
-        monkeypatch.setattr(sys, "argv", ["flightlog", *args])
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as e:
-            code = int(e.code or 0)
-        out = capsys.readouterr()
-        return Run(code, out.out, out.err)
-
-    return run
+    return in_process(monkeypatch, capsys)
 
 
 def test_counts_json_by_model(flightlog: Callable[..., Run]) -> None:

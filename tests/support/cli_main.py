@@ -13,9 +13,11 @@ from flightlog.cli import main
 
 @dataclass
 class Run:
-    code: int
-    out: str
-    err: str
+    """As `subprocess.CompletedProcess` names them."""
+
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 def in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
